@@ -1,0 +1,172 @@
+// Package redistest starts Redis servers for tests: a real redis-server on a
+// free loopback port, and the embedded miniredis.
+//
+// Real Redis is required unless WAITROOM_SKIP_REAL_REDIS=1; in CI (CI=true) a
+// missing redis-server fails the test instead of skipping it.
+package redistest
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+)
+
+// Server is a running Redis for one test.
+type Server struct {
+	Addr string
+	Kind string // "real" or "mini"
+	cmd  *exec.Cmd
+	mini *miniredis.Miniredis
+}
+
+// URL returns a redis:// URL for the server.
+func (s *Server) URL() string { return "redis://" + s.Addr }
+
+// Stop stops a real server (to test outages). Not supported for miniredis
+// beyond Close.
+func (s *Server) Stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		_, _ = s.cmd.Process.Wait()
+		s.cmd = nil
+	}
+	if s.mini != nil {
+		s.mini.Close()
+	}
+}
+
+// Kinds lists the server kinds every Redis-backed test runs against.
+var Kinds = []string{"real", "mini"}
+
+// Start starts a server of the given kind and stops it when the test ends.
+func Start(tb testing.TB, kind string) *Server {
+	tb.Helper()
+	switch kind {
+	case "real":
+		return StartReal(tb)
+	case "mini":
+		return StartMini(tb)
+	}
+	tb.Fatalf("redistest: unknown kind %q", kind)
+	return nil
+}
+
+// StartMini starts an embedded miniredis on a free loopback port.
+func StartMini(tb testing.TB) *Server {
+	tb.Helper()
+	m := miniredis.NewMiniRedis()
+	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		tb.Fatalf("redistest: miniredis: %v", err)
+	}
+	tb.Cleanup(m.Close)
+	return &Server{Addr: m.Addr(), Kind: "mini", mini: m}
+}
+
+// StartReal starts redis-server on a free loopback port, waits until it
+// answers PING and kills it when the test ends.
+func StartReal(tb testing.TB) *Server {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "" && os.Getenv("WAITROOM_SKIP_REAL_REDIS") == "1" {
+			tb.Skip("redistest: redis-server not installed")
+		}
+		tb.Fatalf("redistest: redis-server not found (install it: apt-get install -y redis-server): %v", err)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			tb.Fatalf("redistest: %v", err)
+		}
+		dir := tb.TempDir()
+		cmd := exec.Command(bin,
+			"--port", fmt.Sprint(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", dir,
+			"--maxclients", "10000", "--protected-mode", "no",
+			"--logfile", filepath.Join(dir, "redis.log"))
+		if err := cmd.Start(); err != nil {
+			tb.Fatalf("redistest: start redis-server: %v", err)
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		if lastErr = waitPing(addr, 10*time.Second); lastErr == nil {
+			s := &Server{Addr: addr, Kind: "real", cmd: cmd}
+			tb.Cleanup(s.Stop)
+			return s
+		}
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+	}
+	tb.Fatalf("redistest: redis-server did not start: %v", lastErr)
+	return nil
+}
+
+// Restart starts a stopped real server again on the same port.
+func (s *Server) Restart(tb testing.TB) {
+	tb.Helper()
+	if s.Kind != "real" {
+		tb.Fatalf("redistest: restart needs a real server")
+	}
+	s.Stop()
+	_, port, _ := net.SplitHostPort(s.Addr)
+	dir := tb.TempDir()
+	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "no",
+		"--logfile", filepath.Join(dir, "redis.log"))
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("redistest: restart: %v", err)
+	}
+	s.cmd = cmd
+	if err := waitPing(s.Addr, 10*time.Second); err != nil {
+		tb.Fatalf("redistest: restart: %v", err)
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitPing(addr string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = ping(addr); err == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond) // polling for process start-up, not synchronising test logic
+	}
+	return err
+}
+
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return fmt.Errorf("unexpected reply %q", line)
+	}
+	return nil
+}

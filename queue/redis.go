@@ -1,0 +1,60 @@
+package queue
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+)
+
+// Redis is the narrow seam between the queue and a Redis client library.
+// Replies are decoded to int64, string, []any or nil (a nil reply is not an
+// error). Implementations must be safe for concurrent use.
+type Redis interface {
+	// Eval runs s with keys and args, using EVALSHA with an EVAL fallback.
+	Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error)
+	// Do runs one command.
+	Do(ctx context.Context, args ...string) (any, error)
+}
+
+// Script is a Lua script run through Redis.Eval.
+type Script struct {
+	Name string
+	Src  string
+	Hash string // hex SHA-1 of Src
+}
+
+func newScript(name, src string) *Script {
+	sum := sha1.Sum([]byte(src))
+	return &Script{Name: name, Src: src, Hash: hex.EncodeToString(sum[:])}
+}
+
+func asInt(v any) (int64, error) {
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case nil:
+		return 0, nil
+	}
+	return 0, fmt.Errorf("queue: unexpected reply %T %v", v, v)
+}
+
+func asInts(v any, n int) ([]int64, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) < n {
+		return nil, fmt.Errorf("queue: unexpected reply %T %v", v, v)
+	}
+	out := make([]int64, len(arr))
+	for i, e := range arr {
+		if s, isStr := e.(string); isStr {
+			_ = s
+			continue // string members are read by the caller
+		}
+		x, err := asInt(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = x
+	}
+	return out, nil
+}

@@ -1,0 +1,57 @@
+package queue
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/rueidis"
+)
+
+type rueidisRedis struct {
+	c       rueidis.Client
+	scripts sync.Map // *Script -> *rueidis.Lua
+}
+
+// NewRueidis adapts a rueidis client (auto-pipelined) to the queue's Redis seam.
+func NewRueidis(c rueidis.Client) Redis { return &rueidisRedis{c: c} }
+
+func (r *rueidisRedis) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
+	l, ok := r.scripts.Load(s)
+	if !ok {
+		l, _ = r.scripts.LoadOrStore(s, rueidis.NewLuaScript(s.Src))
+	}
+	return rueidisReply(l.(*rueidis.Lua).Exec(ctx, r.c, keys, args))
+}
+
+func (r *rueidisRedis) Do(ctx context.Context, args ...string) (any, error) {
+	return rueidisReply(r.c.Do(ctx, r.c.B().Arbitrary(args...).Build()))
+}
+
+func rueidisReply(res rueidis.RedisResult) (any, error) {
+	v, err := res.ToAny()
+	if rueidis.IsRedisNil(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return normalize(v), nil
+}
+
+// normalize turns nested replies into the seam's types.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case []any:
+		for i := range x {
+			x[i] = normalize(x[i])
+		}
+		return x
+	case int:
+		return int64(x)
+	case error:
+		if rueidis.IsRedisNil(x) {
+			return nil
+		}
+	}
+	return v
+}

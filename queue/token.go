@@ -1,0 +1,124 @@
+package queue
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrInvalidToken is returned for a token or credential that is malformed,
+// forged or signed with another secret.
+var ErrInvalidToken = errors.New("invalid token")
+
+var (
+	b64        = base64.RawURLEncoding
+	roomRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+	visitorRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	sigLen     = 16 // bytes of HMAC-SHA256 kept: 128 bits
+	sigB64Len  = b64.EncodedLen(16)
+	tokenParts = 5
+)
+
+// ValidRoom reports whether name is a valid room name.
+func ValidRoom(name string) bool { return roomRE.MatchString(name) }
+
+// ValidVisitor reports whether id is a valid visitor id (as issued by the
+// server or supplied by a trusted backend).
+func ValidVisitor(id string) bool { return visitorRE.MatchString(id) }
+
+// Signer signs and checks visitor credentials and entry tokens with one
+// deployment secret. Safe for concurrent use.
+type Signer struct {
+	key []byte
+}
+
+// NewSigner returns a Signer for secret (at least 16 bytes).
+func NewSigner(secret []byte) (*Signer, error) {
+	if len(secret) < 16 {
+		return nil, errors.New("secret must be at least 16 bytes")
+	}
+	return &Signer{key: append([]byte(nil), secret...)}, nil
+}
+
+func (s *Signer) sig(domain, msg string) string {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte(domain))
+	m.Write([]byte{0})
+	m.Write([]byte(msg))
+	return b64.EncodeToString(m.Sum(nil)[:sigLen])
+}
+
+func (s *Signer) verify(domain, msg, sig string) bool {
+	if len(sig) != sigB64Len {
+		return false
+	}
+	return hmac.Equal([]byte(s.sig(domain, msg)), []byte(sig))
+}
+
+// NewVisitor issues a fresh random visitor id and its credential.
+func (s *Signer) NewVisitor() (id, credential string) {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	id = b64.EncodeToString(b[:])
+	return id, s.VisitorCredential(id)
+}
+
+// VisitorCredential signs a visitor id ("id.sig"). A trusted backend uses it
+// to give signed-in users one place across tabs and devices.
+func (s *Signer) VisitorCredential(id string) string {
+	return id + "." + s.sig("visitor", id)
+}
+
+// ParseVisitor returns the visitor id of a credential this deployment issued.
+func (s *Signer) ParseVisitor(credential string) (string, error) {
+	id, sig, ok := strings.Cut(credential, ".")
+	if !ok || !ValidVisitor(id) || !s.verify("visitor", id, sig) {
+		return "", ErrInvalidToken
+	}
+	return id, nil
+}
+
+// Token is an entry token's content.
+type Token struct {
+	Room      string
+	Visitor   string
+	NotBefore time.Time
+	ExpiresAt time.Time
+}
+
+// SignToken encodes t as "v1.room.visitor.nbms.expms.sig" style compact text.
+func (s *Signer) SignToken(t Token) string {
+	body := "v1." + t.Room + "." + t.Visitor + "." +
+		strconv.FormatInt(t.NotBefore.UnixMilli(), 36) + "." +
+		strconv.FormatInt(t.ExpiresAt.UnixMilli(), 36)
+	return body + "." + s.sig("token", body)
+}
+
+// ParseToken checks a token's signature and returns its content. It does not
+// check time; the queue's records decide that with the Redis clock.
+func (s *Signer) ParseToken(tok string) (Token, error) {
+	if len(tok) > 512 {
+		return Token{}, ErrInvalidToken
+	}
+	i := strings.LastIndexByte(tok, '.')
+	if i < 0 {
+		return Token{}, ErrInvalidToken
+	}
+	body, sig := tok[:i], tok[i+1:]
+	p := strings.Split(body, ".")
+	if len(p) != tokenParts || p[0] != "v1" || !s.verify("token", body, sig) {
+		return Token{}, ErrInvalidToken
+	}
+	nb, err1 := strconv.ParseInt(p[3], 36, 64)
+	exp, err2 := strconv.ParseInt(p[4], 36, 64)
+	if err1 != nil || err2 != nil || !ValidRoom(p[1]) || !ValidVisitor(p[2]) || exp <= nb {
+		return Token{}, ErrInvalidToken
+	}
+	return Token{Room: p[1], Visitor: p[2], NotBefore: time.UnixMilli(nb), ExpiresAt: time.UnixMilli(exp)}, nil
+}
