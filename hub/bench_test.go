@@ -1,0 +1,62 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// nopTransport accepts every write.
+type nopTransport struct{}
+
+func (nopTransport) Write(context.Context, string, []byte) error { return nil }
+func (nopTransport) Close(string)                                {}
+func (nopTransport) Kind() string                                { return "ws" }
+
+// benchHub returns a hub (not running) with n waiting visitors in room drop.
+func benchHub(b *testing.B, n int) *Hub {
+	b.Helper()
+	src := newSource()
+	h := New(newBroker(), src, nil, &Options{MaxConns: n + 1, SendQueue: 1 << 20})
+	for i := range n {
+		v := fmt.Sprint("v", i)
+		src.set("drop", v, State{Status: StatusWaiting, Position: int64(i + 1)})
+		mustAttach(b, h, "drop", v, nopTransport{})
+	}
+	b.Cleanup(func() {
+		for _, c := range h.allConns() {
+			c.Close()
+		}
+		h.wg.Wait()
+	})
+	return h
+}
+
+// BenchmarkFlushPositions is one position flush for 10,000 waiting
+// connections after an admission event moved them all.
+func BenchmarkFlushPositions(b *testing.B) {
+	h := benchHub(b, 10000)
+	ev := []byte(admitJSON("drop", 1))
+	b.ReportAllocs()
+	for b.Loop() {
+		h.handleMessage(Channel("drop"), ev)
+		h.flushPositions()
+	}
+}
+
+// BenchmarkAdmitEvent is one admission event of 14 visitors in a room of
+// 10,000 local visitors.
+func BenchmarkAdmitEvent(b *testing.B) {
+	h := benchHub(b, 10000)
+	var entries []admitEntry
+	nb := time.Now().Add(time.Hour).UnixMilli()
+	for i := range 14 {
+		entries = append(entries, admitEntry{fmt.Sprint("v", i*500), nb, nb + 300000})
+	}
+	ev := []byte(admitJSON("drop", 14, entries...))
+	b.ReportAllocs()
+	for b.Loop() {
+		h.handleMessage(Channel("drop"), ev)
+	}
+}

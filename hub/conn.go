@@ -1,0 +1,198 @@
+package hub
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Transport is one push connection as the server implements it (WebSocket
+// or SSE).
+type Transport interface {
+	// Write sends one message: event is "state" or "reconnect", data its
+	// JSON. ctx carries the write deadline; Close must also make a pending
+	// Write return. Write is never called concurrently for one transport.
+	Write(ctx context.Context, event string, data []byte) error
+	// Close closes the connection; it must be idempotent and must not wait
+	// for the peer. reason is for logs or a WebSocket close reason.
+	Close(reason string)
+	// Kind is "ws" or "sse", for stats.
+	Kind() string
+}
+
+// Conn is one connection attached to the hub. Close it when the connection
+// ends. Its methods are safe for concurrent use.
+type Conn struct {
+	h    *Hub
+	t    Transport
+	kind string
+	r    *room    // set once by add
+	v    *visitor // set once by add
+
+	// Guarded by r.mu: what this connection has been sent.
+	removed    bool
+	sentStatus string
+	sentPos    int64
+	sentPaused bool
+	sentNB     int64 // notBefore (UnixNano) of the admitted state sent
+
+	mu       sync.Mutex
+	q        []outMsg
+	flushing bool // a flusher goroutine owns the queue
+	closed   bool
+	cancel   context.CancelFunc // cancels the Write in progress
+}
+
+// outMsg is one queued message. data may be shared by several connections
+// and must not be modified.
+type outMsg struct {
+	event      string
+	data       []byte
+	notBefore  time.Time // set for an admitted state: delivery lag
+	closeAfter bool      // the connection closes once this is written
+}
+
+// Close detaches the connection from the hub and closes its transport
+// (calling Transport.Close in the caller's goroutine). It does not wait for
+// Redis (the room's unsubscribe, if this was its last connection, happens in
+// the background) and is idempotent.
+func (c *Conn) Close() { c.detach("closed", closeInline) }
+
+// closeHow says whether and where detach calls Transport.Close.
+type closeHow int
+
+const (
+	closeNone   closeHow = iota // the caller keeps the transport
+	closeInline                 // in the calling goroutine
+	closeAsync                  // in a goroutine of its own: the caller serves others
+)
+
+// detach removes c from the index, stops its writer and closes its
+// transport as how says. Only the first call does anything.
+func (c *Conn) detach(reason string, how closeHow) {
+	h, r := c.h, c.r
+	r.mu.Lock()
+	removed := h.removeLocked(c)
+	r.mu.Unlock()
+	if removed {
+		h.finish(c, reason, how)
+	}
+}
+
+// finish releases what a removed connection holds.
+func (h *Hub) finish(c *Conn, reason string, how closeHow) {
+	c.mu.Lock()
+	c.closed = true
+	c.q = nil
+	cancel := c.cancel
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	switch how {
+	case closeInline:
+		c.t.Close(reason)
+	case closeAsync:
+		h.goTracked(func() { c.t.Close(reason) }, true)
+	}
+	h.metrics.conn(c.kind, -1)
+	h.connGone()
+	if h.shutdown.Load() {
+		return // the broker is stopping with the hub
+	}
+	r := c.r
+	r.mu.Lock()
+	empty := r.nconns == 0
+	r.mu.Unlock()
+	if empty {
+		h.goTracked(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+			defer cancel()
+			_ = h.syncSub(ctx, r)
+		}, true)
+	}
+}
+
+// dropSlow finishes connections that pushLocked removed for a full queue.
+func (h *Hub) dropSlow(cs []*Conn) {
+	for _, c := range cs {
+		h.metrics.droppedSlow.Add(1)
+		h.log.Debug("hub: slow consumer", "room", c.r.name, "visitor", c.v.id, "kind", c.kind)
+		h.finish(c, "slow consumer", closeAsync)
+	}
+}
+
+// enqueue queues m without blocking and starts a flusher if none runs. It
+// reports false when the queue is full: the caller drops c as slow.
+func (c *Conn) enqueue(m outMsg) bool {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return true
+	}
+	if len(c.q) >= c.h.opts.SendQueue {
+		c.mu.Unlock()
+		return false
+	}
+	c.q = append(c.q, m)
+	start := !c.flushing
+	c.flushing = true
+	c.mu.Unlock()
+	if start && !c.h.goTracked(c.flush, false) {
+		// Run has returned: no writer may start, the connection is being
+		// closed anyway.
+		c.mu.Lock()
+		c.flushing = false
+		c.mu.Unlock()
+	}
+	return true
+}
+
+// flush writes queued messages until the queue is empty, then exits; at most
+// one flusher runs per connection.
+func (c *Conn) flush() {
+	for {
+		c.mu.Lock()
+		if c.closed || len(c.q) == 0 {
+			c.flushing = false
+			c.mu.Unlock()
+			return
+		}
+		m := c.q[0]
+		n := copy(c.q, c.q[1:])
+		c.q[n] = outMsg{}
+		c.q = c.q[:n]
+		ctx, cancel := context.WithTimeout(context.Background(), c.h.opts.WriteTimeout)
+		c.cancel = cancel
+		c.mu.Unlock()
+
+		err := c.t.Write(ctx, m.event, m.data)
+		cancel()
+		c.mu.Lock()
+		c.cancel = nil
+		c.mu.Unlock()
+		if err != nil {
+			c.mu.Lock()
+			closed := c.closed
+			c.mu.Unlock()
+			if !closed {
+				c.h.metrics.writeErrors.Add(1)
+				c.h.log.Debug("hub: write failed", "room", c.r.name, "kind", c.kind, "err", err)
+			}
+			c.detach("write failed", closeInline)
+			return
+		}
+		c.h.metrics.sent.Add(1)
+		if !m.notBefore.IsZero() {
+			lag := max(time.Since(m.notBefore), 0)
+			c.h.metrics.delivered(lag)
+			if f := c.h.opts.OnDeliver; f != nil {
+				f(c.kind, lag)
+			}
+		}
+		if m.closeAfter {
+			c.detach("reconnect", closeInline)
+			return
+		}
+	}
+}

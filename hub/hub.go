@@ -1,0 +1,383 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Errors returned by Attach.
+var (
+	ErrClosed            = errors.New("hub: closed")
+	ErrTooManyConns      = errors.New("hub: too many connections")
+	ErrTooManyForVisitor = errors.New("hub: too many connections for this visitor")
+)
+
+// Options tunes a Hub. The zero value of a field means its default.
+type Options struct {
+	// MaxPerVisitor caps one visitor's connections in a room (tabs). Default 5.
+	MaxPerVisitor int
+	// MaxConns caps the connections of the hub. Default 50000.
+	MaxConns int
+	// SendQueue is the number of messages a connection may have waiting to
+	// be written; past it the connection is closed as a slow consumer.
+	// Default 16.
+	SendQueue int
+	// WriteTimeout bounds each Transport.Write. Default 5s.
+	WriteTimeout time.Duration
+	// PositionEvery is how often changed positions are sent. Default 1s.
+	PositionEvery time.Duration
+	// ReconcileEvery is how often every local visitor's state is read
+	// exactly from the Source. Default 10s.
+	ReconcileEvery time.Duration
+	// ReconcileBatch is the most visitors per Source.States call. Default 500.
+	ReconcileBatch int
+	// OnDeliver, when set, is called after an admitted message has been
+	// written, with the transport kind and the lag (write time minus
+	// notBefore). It is called from writer goroutines, concurrently.
+	OnDeliver func(kind string, lag time.Duration)
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	def := func(p *int, d int) {
+		if *p <= 0 {
+			*p = d
+		}
+	}
+	defd := func(p *time.Duration, d time.Duration) {
+		if *p <= 0 {
+			*p = d
+		}
+	}
+	def(&v.MaxPerVisitor, 5)
+	def(&v.MaxConns, 50000)
+	def(&v.SendQueue, 16)
+	def(&v.ReconcileBatch, 500)
+	defd(&v.WriteTimeout, 5*time.Second)
+	defd(&v.PositionEvery, time.Second)
+	defd(&v.ReconcileEvery, 10*time.Second)
+	return v
+}
+
+// stateTimeout bounds one Source.States call made by the hub itself.
+const stateTimeout = 5 * time.Second
+
+// Hub holds the push connections of one server instance. Create it with New
+// and start it with Run. All methods are safe for concurrent use.
+type Hub struct {
+	b    Broker
+	src  Source
+	log  *slog.Logger
+	opts Options
+
+	mu    sync.RWMutex // guards rooms; taken before any room.mu
+	rooms map[string]*room
+
+	closed   atomic.Bool // no more Attach: Drain or shutdown
+	shutdown atomic.Bool // Run is closing everything
+	running  atomic.Bool
+	nconns   atomic.Int64
+	gone     chan struct{} // cap 1: a connection left (wakes Drain)
+
+	// life guards goroutines started outside Run's own loops (flushers,
+	// transport closes, unsubscribes): after stopped they run inline or not
+	// at all, so wg.Wait in Run is final.
+	life    sync.Mutex
+	stopped bool
+	wg      sync.WaitGroup
+
+	flushBuf []*visitor // owned by flushLoop
+
+	sched   scheduler
+	recon   reconcileQueue
+	metrics metrics
+}
+
+// New returns a Hub receiving room events from b and reading exact state
+// from src. A nil log discards; a nil opts means defaults (opts is copied,
+// never modified).
+func New(b Broker, src Source, log *slog.Logger, opts *Options) *Hub {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &Hub{
+		b:     b,
+		src:   src,
+		log:   log,
+		opts:  opts.withDefaults(),
+		rooms: make(map[string]*room),
+		gone:  make(chan struct{}, 1),
+	}
+	h.sched.init()
+	h.recon.init()
+	h.metrics.init()
+	return h
+}
+
+// Run runs the broker, the reconcile loop, the position flush and the
+// notBefore scheduler until ctx ends. Then it closes every connection (Attach
+// returns ErrClosed from then on), waits for all of its goroutines and
+// returns nil. Run may be called once.
+func (h *Hub) Run(ctx context.Context) error {
+	if !h.running.CompareAndSwap(false, true) {
+		return errors.New("hub: already running")
+	}
+	loops, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, f := range []func(context.Context){
+		func(ctx context.Context) {
+			if err := h.b.Run(ctx, receiver{h}); err != nil {
+				h.log.Error("hub: broker stopped", "err", err)
+			}
+		},
+		h.reconcileLoop,
+		h.flushLoop,
+		func(ctx context.Context) { h.sched.run(ctx, h.fire) },
+	} {
+		wg.Go(func() { f(loops) })
+	}
+	<-ctx.Done()
+
+	h.closed.Store(true)
+	h.shutdown.Store(true)
+	for _, c := range h.allConns() {
+		c.detach("shutdown", closeAsync)
+	}
+	cancel()
+	wg.Wait()
+
+	h.life.Lock()
+	h.stopped = true
+	h.life.Unlock()
+	h.wg.Wait()
+	return nil
+}
+
+// Ready reports whether the hub can deliver events: Run is running, Drain
+// has not started, and the broker's subscription is healthy (false while
+// pub/sub is down, until every channel is subscribed again).
+func (h *Hub) Ready() bool {
+	return h.running.Load() && !h.closed.Load() && h.b.Ready()
+}
+
+// goTracked runs f in a goroutine that Run waits for. Once Run is past
+// waiting, it runs f inline if inline is set, or not at all. It reports
+// whether f ran in a new goroutine.
+func (h *Hub) goTracked(f func(), inline bool) bool {
+	h.life.Lock()
+	if h.stopped {
+		h.life.Unlock()
+		if inline {
+			f()
+		}
+		return false
+	}
+	h.wg.Add(1)
+	h.life.Unlock()
+	go func() {
+		defer h.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// Attach registers t as a connection of visitor in room and sends it the
+// visitor's current state (an admitted state is sent at its notBefore). It
+// returns after the room's channel is subscribed and the state was read,
+// or with ErrClosed, ErrTooManyConns, ErrTooManyForVisitor, or an error
+// from the Source. The returned Conn must be closed when the connection
+// ends. ctx bounds the Redis round trips only.
+func (h *Hub) Attach(ctx context.Context, room, visitor string, t Transport) (*Conn, error) {
+	if h.closed.Load() {
+		return nil, ErrClosed
+	}
+	if h.nconns.Add(1) > int64(h.opts.MaxConns) {
+		h.connGone()
+		return nil, ErrTooManyConns
+	}
+	c := &Conn{h: h, t: t, kind: t.Kind()}
+	r, seq, err := h.add(room, visitor, c)
+	if err != nil {
+		h.connGone()
+		return nil, err
+	}
+	h.metrics.conn(c.kind, 1)
+	// Drain or shutdown may have started after the first check and missed
+	// this connection in its snapshot.
+	if h.closed.Load() {
+		c.detach("closed", closeNone)
+		return nil, ErrClosed
+	}
+	if err := h.syncSub(ctx, r); err != nil {
+		// The channel stays in the broker's set: it is subscribed when
+		// pub/sub is back, and the hub then reconciles.
+		h.log.Warn("hub: subscribe", "room", room, "err", err)
+	}
+	states, err := h.src.States(ctx, room, []string{visitor})
+	if err == nil && len(states) != 1 {
+		err = fmt.Errorf("got %d states for 1 visitor", len(states))
+	}
+	if err != nil {
+		c.detach("state unavailable", closeNone)
+		return nil, fmt.Errorf("hub: read state: %w", err)
+	}
+	r.mu.Lock()
+	var drops []*Conn
+	if v := c.v; !c.removed {
+		if v.touched <= seq {
+			h.apply(r, v, states[0])
+		}
+		drops = h.pushLocked(r, v, time.Now())
+	}
+	r.mu.Unlock()
+	h.dropSlow(drops)
+	return c, nil
+}
+
+// add puts c into the room index, creating room and visitor as needed. It
+// returns the room and its event sequence at the time of adding.
+func (h *Hub) add(name, visitorID string, c *Conn) (*room, uint64, error) {
+	for {
+		h.mu.RLock()
+		r := h.rooms[name]
+		h.mu.RUnlock()
+		if r == nil {
+			h.mu.Lock()
+			if r = h.rooms[name]; r == nil {
+				r = newRoom(name)
+				h.rooms[name] = r
+			}
+			h.mu.Unlock()
+		}
+		r.mu.Lock()
+		if r.dead { // removed after we looked it up
+			r.mu.Unlock()
+			continue
+		}
+		v := r.visitors[visitorID]
+		if v != nil && len(v.conns) >= h.opts.MaxPerVisitor {
+			r.mu.Unlock()
+			return nil, 0, ErrTooManyForVisitor
+		}
+		if v == nil {
+			v = &visitor{id: visitorID}
+			r.visitors[visitorID] = v
+		}
+		v.conns = append(v.conns, c)
+		r.nconns++
+		c.r, c.v = r, v
+		seq := r.seq
+		r.mu.Unlock()
+		return r, seq, nil
+	}
+}
+
+// removeLocked takes c out of the index; it reports whether c was still in
+// it. Needs c.r.mu.
+func (h *Hub) removeLocked(c *Conn) bool {
+	if c.removed {
+		return false
+	}
+	c.removed = true
+	r, v := c.r, c.v
+	for i, x := range v.conns {
+		if x == c {
+			v.conns = append(v.conns[:i], v.conns[i+1:]...)
+			break
+		}
+	}
+	if len(v.conns) == 0 {
+		delete(r.visitors, v.id)
+		v.gone = true
+	}
+	r.nconns--
+	return true
+}
+
+// connGone counts a connection out and wakes Drain.
+func (h *Hub) connGone() {
+	h.nconns.Add(-1)
+	select {
+	case h.gone <- struct{}{}:
+	default:
+	}
+}
+
+// syncSub makes the broker subscription of r match whether r has
+// connections, and forgets r once it is empty and unsubscribed. Calls for
+// one room are serialised so SUBSCRIBE and UNSUBSCRIBE never cross.
+func (h *Hub) syncSub(ctx context.Context, r *room) error {
+	r.subMu.Lock()
+	defer r.subMu.Unlock()
+	r.mu.Lock()
+	want := r.nconns > 0
+	r.mu.Unlock()
+	switch {
+	case want && !r.subscribed:
+		r.subscribed = true // in the broker's set even if the call fails
+		return h.b.Subscribe(ctx, r.channel)
+	case want:
+		return nil
+	case r.subscribed:
+		r.subscribed = false
+		if err := h.b.Unsubscribe(ctx, r.channel); err != nil {
+			h.log.Warn("hub: unsubscribe", "room", r.name, "err", err)
+		}
+	}
+	h.mu.Lock()
+	r.mu.Lock()
+	if r.nconns == 0 && !r.dead {
+		r.dead = true
+		delete(h.rooms, r.name)
+	}
+	r.mu.Unlock()
+	h.mu.Unlock()
+	return nil
+}
+
+// snapshotRooms returns the current rooms.
+func (h *Hub) snapshotRooms() []*room {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	rs := make([]*room, 0, len(h.rooms))
+	for _, r := range h.rooms {
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// allConns returns every connection in the index.
+func (h *Hub) allConns() []*Conn {
+	var cs []*Conn
+	for _, r := range h.snapshotRooms() {
+		r.mu.Lock()
+		for _, v := range r.visitors {
+			cs = append(cs, v.conns...)
+		}
+		r.mu.Unlock()
+	}
+	return cs
+}
+
+// receiver adapts the hub to the broker's Receiver without putting those
+// methods on Hub.
+type receiver struct{ h *Hub }
+
+func (r receiver) Message(channel string, payload []byte) { r.h.handleMessage(channel, payload) }
+
+func (r receiver) Up() {
+	r.h.log.Info("hub: pubsub up")
+	r.h.recon.all()
+}
+
+func (r receiver) Down(err error) {
+	r.h.log.Warn("hub: pubsub down", "err", err)
+}

@@ -1,0 +1,126 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+)
+
+// reconcileQueue collects reconcile requests for the reconcile loop.
+type reconcileQueue struct {
+	mu         sync.Mutex
+	everything bool
+	rooms      map[string]struct{}
+	wake       chan struct{} // cap 1
+}
+
+func (q *reconcileQueue) init() {
+	q.rooms = make(map[string]struct{})
+	q.wake = make(chan struct{}, 1)
+}
+
+// all asks for every local visitor to be reconciled.
+func (q *reconcileQueue) all() {
+	q.mu.Lock()
+	q.everything = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+// room asks for one room to be reconciled.
+func (q *reconcileQueue) room(name string) {
+	q.mu.Lock()
+	q.rooms[name] = struct{}{}
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *reconcileQueue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *reconcileQueue) take() (all bool, rooms []string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	all, q.everything = q.everything, false
+	rooms = slices.Collect(maps.Keys(q.rooms))
+	clear(q.rooms)
+	return all, rooms
+}
+
+// reconcileLoop reconciles every room every ReconcileEvery, and whatever
+// was asked for (after pub/sub came back, on sold_out or config events).
+func (h *Hub) reconcileLoop(ctx context.Context) {
+	t := time.NewTicker(h.opts.ReconcileEvery)
+	defer t.Stop()
+	for {
+		var rooms []*room
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rooms = h.snapshotRooms()
+		case <-h.recon.wake:
+			all, names := h.recon.take()
+			if all {
+				rooms = h.snapshotRooms()
+				break
+			}
+			h.mu.RLock()
+			for _, n := range names {
+				if r := h.rooms[n]; r != nil {
+					rooms = append(rooms, r)
+				}
+			}
+			h.mu.RUnlock()
+		}
+		for _, r := range rooms {
+			if err := h.reconcileRoom(ctx, r); err != nil && ctx.Err() == nil {
+				h.log.Warn("hub: reconcile", "room", r.name, "err", err)
+			}
+		}
+	}
+}
+
+// reconcileRoom reads the exact state of every local visitor of r, in
+// batches of ReconcileBatch, and sends what changed.
+func (h *Hub) reconcileRoom(ctx context.Context, r *room) error {
+	r.mu.Lock()
+	ids := slices.Collect(maps.Keys(r.visitors))
+	r.mu.Unlock()
+	for batch := range slices.Chunk(ids, h.opts.ReconcileBatch) {
+		r.mu.Lock()
+		seq := r.seq
+		r.mu.Unlock()
+		sctx, cancel := context.WithTimeout(ctx, stateTimeout)
+		states, err := h.src.States(sctx, r.name, batch)
+		cancel()
+		if err == nil && len(states) != len(batch) {
+			err = fmt.Errorf("got %d states for %d visitors", len(states), len(batch))
+		}
+		if err != nil {
+			return fmt.Errorf("read states: %w", err)
+		}
+		h.metrics.reconciled.Add(uint64(len(batch)))
+		now := time.Now()
+		var slow []*Conn
+		r.mu.Lock()
+		for i, id := range batch {
+			v := r.visitors[id]
+			if v == nil || v.touched > seq {
+				continue // gone, or an event is newer than this read
+			}
+			h.apply(r, v, states[i])
+			slow = append(slow, h.pushLocked(r, v, now)...)
+		}
+		r.mu.Unlock()
+		h.dropSlow(slow)
+	}
+	return nil
+}
