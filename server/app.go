@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/queue"
+)
+
+const bodyLimit = 64 << 10
+
+// server is one waitroom instance: the fiber app and what it is wired to.
+type server struct {
+	cfg      config
+	log      *slog.Logger
+	redis    *redisConn
+	q        *queue.Queue
+	signer   *queue.Signer
+	hub      *hub.Hub
+	polls    *pollCache
+	db       *dbPool
+	app      *fiber.App
+	metrics  *metrics
+	draining atomic.Bool
+	wg       sync.WaitGroup // push connections' reading goroutines
+}
+
+// newServer connects to Redis and builds the app; nothing runs until run.
+func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, error) {
+	secret := []byte(cfg.Secret)
+	if len(secret) == 0 {
+		secret = make([]byte, 32)
+		_, _ = rand.Read(secret)
+	}
+	signer, err := queue.NewSigner(secret)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := openRedis(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	q, err := queue.New(rc.q, signer, &queue.Options{Capacity: cfg.Capacity, TokenTTL: cfg.TokenTTL, NoJitter: cfg.NoJitter, Logger: log})
+	if err != nil {
+		rc.Close()
+		return nil, err
+	}
+	s := &server{
+		cfg: cfg, log: log, redis: rc, q: q, signer: signer,
+		polls: newPollCache(1 << 20),
+		db:    newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
+	}
+	var broker hub.Broker
+	if rc.rue != nil {
+		broker = hub.NewRueidisBroker(rc.rue, log)
+	} else {
+		broker = hub.NewGoRedisBroker(rc.gor, log)
+	}
+	s.metrics = newMetrics(s)
+	s.hub = hub.New(broker, hubSource{q}, log, &hub.Options{
+		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.observeDelivery,
+	})
+	s.app = s.routes()
+	return s, nil
+}
+
+func (s *server) routes() *fiber.App {
+	app := fiber.New(fiber.Config{
+		AppName:               "waitroom",
+		BodyLimit:             bodyLimit,
+		ErrorHandler:          s.errorHandler,
+		DisableStartupMessage: true,
+		ReadTimeout:           10 * time.Second,
+		WriteTimeout:          10 * time.Second,
+		IdleTimeout:           60 * time.Second,
+		ReadBufferSize:        8192,
+	})
+	app.Use(s.recoverer)
+
+	api := app.Group("/api/v1")
+	rooms := api.Group("/rooms/:room")
+	rooms.Post("/join", s.join)
+	rooms.Get("/status", s.status)
+	rooms.Delete("/queue", s.leave)
+	rooms.Get("/ws", s.ws)
+	rooms.Get("/sse", s.sse)
+	// Every route under this prefix is behind the entry token: the check is
+	// registered by path, so a new protected route cannot forget it.
+	protected := rooms.Group("/orders", s.requireToken)
+	protected.Post("", s.order)
+	api.Post("/tokens/verify", s.verify)
+
+	app.Get("/healthz", s.healthz)
+	app.Get("/readyz", s.readyz)
+	app.Get("/metrics", s.metrics.handler())
+	app.Get("/", staticFile("index.html", fiber.MIMETextHTMLCharsetUTF8))
+	app.Get("/waitroom.js", staticFile("waitroom.js", "text/javascript; charset=utf-8"))
+	return app
+}
+
+// recoverer turns a panic in a handler into a 500 JSON error.
+func (s *server) recoverer(c *fiber.Ctx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("panic in handler", "path", c.Path(), "panic", fmt.Sprint(r))
+			err = errorf(500, "internal", "internal error")
+		}
+	}()
+	return c.Next()
+}
+
+// run serves on ln until ctx ends, then shuts down in order: stop
+// accepting, drain push connections with a spread-out reconnect hint, stop
+// ticks, close Redis.
+func (s *server) run(ctx context.Context, ln net.Listener) error {
+	bg, stopBG := context.WithCancel(context.Background())
+	var bgWG sync.WaitGroup
+	start := func(name string, f func(context.Context) error) {
+		bgWG.Go(func() {
+			if err := f(bg); err != nil && !errors.Is(err, context.Canceled) {
+				s.log.Error("background task stopped", "task", name, "err", err)
+			}
+		})
+	}
+	start("hub", s.hub.Run)
+	start("polls", func(ctx context.Context) error { return s.polls.Run(ctx, 2*time.Second) })
+	if !s.cfg.noTick {
+		start("admission", s.q.Run)
+	}
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- s.app.Listener(ln) }()
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+	}
+	s.log.Info("shutting down")
+	s.draining.Store(true)
+	deadline := time.Now().Add(s.cfg.Shutdown)
+	dctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if derr := s.hub.Drain(dctx, s.cfg.DrainWindow); derr != nil {
+		s.log.Warn("drain", "err", derr)
+	}
+	if serr := s.app.ShutdownWithContext(dctx); serr != nil {
+		s.log.Warn("http shutdown", "err", serr)
+	}
+	stopBG()
+	bgWG.Wait()
+	waitGroup(dctx, &s.wg)
+	s.redis.Close()
+	return err
+}
+
+// waitGroup waits for wg or ctx, whichever comes first.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// hubSource gives the hub exact state from the queue.
+type hubSource struct{ q *queue.Queue }
+
+func toHub(st queue.State) hub.State {
+	return hub.State{Status: string(st.Status), Position: st.Position, ETASeconds: st.ETASeconds,
+		Paused: st.Paused, Token: st.Token, NotBefore: st.NotBefore, ExpiresAt: st.ExpiresAt}
+}
+
+func (h hubSource) States(ctx context.Context, room string, visitors []string) ([]hub.State, error) {
+	sts, err := h.q.StatusMany(ctx, room, visitors)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]hub.State, len(sts))
+	for i, st := range sts {
+		out[i] = toHub(st)
+	}
+	return out, nil
+}
+
+func (h hubSource) Admitted(room, visitor string, notBefore, expiresAt time.Time) hub.State {
+	return toHub(h.q.Admitted(room, visitor, notBefore, expiresAt))
+}
+
+func (h hubSource) ETA(room string, position int64) int64 { return h.q.Capacity().ETA(position) }

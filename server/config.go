@@ -1,0 +1,148 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/waitroom/waitroom/queue"
+)
+
+// config is everything the server is started with. Flags live only here and
+// in main.
+type config struct {
+	Addr        string
+	Redis       string // empty = embedded miniredis
+	RedisClient string // rueidis | go-redis
+	Secret      string
+	AdminKey    string
+	Capacity    queue.Capacity
+	TokenTTL    time.Duration
+	DBWait      time.Duration
+	Shutdown    time.Duration
+	DrainWindow time.Duration
+	MaxConns    int
+	MaxPerVis   int
+	Origins     []string
+	NoJitter    bool
+	NoWS        bool
+	NoSSE       bool
+	LogLevel    string
+
+	// noTick turns the admission loop off so tests can drive admission
+	// explicitly. Not a flag.
+	noTick bool
+}
+
+// parseConfig reads flags, each with a WAITROOM_<NAME> environment fallback
+// (flags win). A bad value is one clear error.
+func parseConfig(args []string, getenv func(string) string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("waitroom", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address")
+	fs.StringVar(&c.Redis, "redis", "", "Redis URL (redis://host:port/db); empty starts an embedded Redis")
+	fs.StringVar(&c.RedisClient, "redis-client", "rueidis", "Redis client: rueidis or go-redis")
+	fs.StringVar(&c.Secret, "secret", "", "signing secret, at least 16 bytes (required with -redis)")
+	fs.StringVar(&c.AdminKey, "admin-key", "", "bearer key for /api/v1/admin (empty: admin API off)")
+	fs.DurationVar(&c.Capacity.Tick, "tick", 100*time.Millisecond, "admission tick")
+	fs.IntVar(&c.Capacity.Batch, "batch", 0, "visitors admitted per tick (0 = derive from db-pool, service-time, safety)")
+	fs.IntVar(&c.Capacity.DBPool, "db-pool", 40, "connections of the protected system's DB pool")
+	fs.DurationVar(&c.Capacity.ServiceTime, "service-time", 200*time.Millisecond, "time one order holds a DB connection")
+	fs.Float64Var(&c.Capacity.Safety, "safety", 0.7, "share of the protected system's capacity to use, in (0, 1]")
+	fs.DurationVar(&c.TokenTTL, "token-ttl", 300*time.Second, "entry token lifetime")
+	fs.DurationVar(&c.DBWait, "db-wait", 10*time.Second, "how long an order waits for a DB slot before 503")
+	fs.DurationVar(&c.Shutdown, "shutdown-timeout", 15*time.Second, "graceful shutdown limit")
+	fs.DurationVar(&c.DrainWindow, "drain-window", 5*time.Second, "window over which push clients are told to reconnect on shutdown")
+	fs.IntVar(&c.MaxConns, "max-conns", 50000, "push connections per instance")
+	fs.IntVar(&c.MaxPerVis, "max-conns-per-visitor", 5, "push connections per visitor")
+	fs.Func("origins", "comma-separated host patterns allowed as WebSocket Origin besides the server's own host", func(v string) error {
+		c.Origins = nil
+		for _, o := range strings.Split(v, ",") {
+			if o = strings.TrimSpace(o); o != "" {
+				c.Origins = append(c.Origins, o)
+			}
+		}
+		return nil
+	})
+	fs.BoolVar(&c.NoJitter, "no-jitter", false, "admit each batch at one instant instead of spreading it over the tick (for experiments)")
+	fs.BoolVar(&c.NoWS, "no-ws", false, "refuse WebSocket (clients fall back to SSE)")
+	fs.BoolVar(&c.NoSSE, "no-sse", false, "refuse SSE (clients fall back to polling)")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+
+	// Environment first, so flags on the command line override it.
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "WAITROOM_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(name); v != "" && envErr == nil {
+			if err := f.Value.Set(v); err != nil {
+				envErr = fmt.Errorf("invalid %s %q: %v", name, v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return c, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return c, c.validate()
+}
+
+func (c config) validate() error {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("invalid -addr %q: %v", c.Addr, err)
+	}
+	if c.Redis != "" {
+		u, err := url.Parse(c.Redis)
+		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			return fmt.Errorf("invalid -redis %q: want redis://host:port[/db]", c.Redis)
+		}
+		if c.Secret == "" {
+			return errors.New("-secret is required with an external -redis so every instance signs alike")
+		}
+	}
+	if c.RedisClient != "rueidis" && c.RedisClient != "go-redis" {
+		return fmt.Errorf("invalid -redis-client %q: want rueidis or go-redis", c.RedisClient)
+	}
+	if c.Secret != "" && len(c.Secret) < 16 {
+		return errors.New("invalid -secret: at least 16 bytes")
+	}
+	if c.AdminKey != "" && len(c.AdminKey) < 16 {
+		return errors.New("invalid -admin-key: at least 16 bytes")
+	}
+	if c.Capacity.DBPool < 1 || c.Capacity.ServiceTime <= 0 {
+		return errors.New("invalid -db-pool or -service-time: the simulated database needs at least 1 connection and a positive service time")
+	}
+	if err := c.Capacity.Validate(); err != nil {
+		return fmt.Errorf("invalid capacity: %v", err)
+	}
+	switch {
+	case c.TokenTTL < time.Second || c.TokenTTL > 24*time.Hour:
+		return errors.New("invalid -token-ttl: between 1s and 24h")
+	case c.DBWait < 0 || c.DBWait > 10*time.Minute:
+		return errors.New("invalid -db-wait: between 0 and 10m")
+	case c.Shutdown < time.Second:
+		return errors.New("invalid -shutdown-timeout: at least 1s")
+	case c.DrainWindow < 0 || c.DrainWindow >= c.Shutdown:
+		return errors.New("invalid -drain-window: at least 0 and less than -shutdown-timeout")
+	case c.MaxConns < 1:
+		return errors.New("invalid -max-conns: at least 1")
+	case c.MaxPerVis < 1:
+		return errors.New("invalid -max-conns-per-visitor: at least 1")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("invalid -log-level %q", c.LogLevel)
+	}
+	return nil
+}

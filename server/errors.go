@@ -1,0 +1,62 @@
+package main
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// apiError is every error that crosses the HTTP boundary: one JSON shape
+// with a stable code.
+type apiError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+func errorf(status int, code, msg string) *apiError {
+	return &apiError{Status: status, Code: code, Message: msg}
+}
+
+// writeError writes {"error":{"code","message"}}.
+func writeError(c *fiber.Ctx, e *apiError) error {
+	b := make([]byte, 0, 96+len(e.Message))
+	b = append(b, `{"error":{"code":`...)
+	b = strconv.AppendQuote(b, e.Code)
+	b = append(b, `,"message":`...)
+	b = strconv.AppendQuote(b, e.Message)
+	b = append(b, "}}"...)
+	c.Status(e.Status)
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+	return c.Send(b)
+}
+
+// errorHandler turns any error into the JSON shape; it never shows
+// internals.
+func (s *server) errorHandler(c *fiber.Ctx, err error) error {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return writeError(c, ae)
+	}
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		switch fe.Code {
+		case fiber.StatusNotFound:
+			return writeError(c, errorf(404, "not_found", "no such route"))
+		case fiber.StatusMethodNotAllowed:
+			return writeError(c, errorf(405, "method_not_allowed", "method not allowed on this route"))
+		case fiber.StatusRequestEntityTooLarge:
+			return writeError(c, errorf(413, "body_too_large", "request body is over 64 KiB"))
+		case fiber.StatusRequestTimeout:
+			return writeError(c, errorf(408, "timeout", "request timed out"))
+		}
+		if fe.Code >= 400 && fe.Code < 500 {
+			return writeError(c, errorf(fe.Code, "bad_request", "the request could not be read"))
+		}
+	}
+	s.log.Error("request failed", "path", c.Path(), "err", err)
+	return writeError(c, errorf(500, "internal", "internal error"))
+}

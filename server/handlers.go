@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/waitroom/waitroom/queue"
+)
+
+var (
+	errInvalidJSON = errorf(400, "invalid_json", "the body must be a JSON object")
+	errUnavailable = errorf(503, "unavailable", "the queue store is unreachable; retry shortly")
+)
+
+// redisCtx bounds every Redis call a request makes.
+func (s *server) redisCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.UserContext(), 2*time.Second)
+}
+
+// storeError maps a queue error to the HTTP shape.
+func (s *server) storeError(c *fiber.Ctx, err error) error {
+	switch {
+	case errors.Is(err, queue.ErrInvalidRoom):
+		return errInvalidRoom
+	case errors.Is(err, queue.ErrInvalidToken):
+		return errInvalidVisitor
+	}
+	s.metrics.redisErr.Inc()
+	s.log.Warn("redis call failed", "path", c.Path(), "err", err)
+	c.Set(fiber.HeaderRetryAfter, "2")
+	return errUnavailable
+}
+
+// objectBody checks that an optional body is a JSON object.
+func objectBody(body []byte) error {
+	b := strings.TrimSpace(string(body))
+	if b == "" {
+		return nil
+	}
+	if b[0] != '{' || !jsonValid(b) {
+		return errInvalidJSON
+	}
+	return nil
+}
+
+func (s *server) sendState(c *fiber.Ctx, st queue.State) ([]byte, error) {
+	body := st.AppendJSON(make([]byte, 0, 256))
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return body, c.Send(body)
+}
+
+// join enters the queue, or returns the current state (a refresh keeps the
+// place). A visitor without a credential gets a new one.
+func (s *server) join(c *fiber.Ctx) error {
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	if err := objectBody(c.Body()); err != nil {
+		return err
+	}
+	cred := credential(c)
+	var id string
+	if cred == "" {
+		id, cred = s.signer.NewVisitor()
+	} else if id, err = s.signer.ParseVisitor(cred); err != nil {
+		return errInvalidVisitor
+	}
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	st, err := s.q.Join(ctx, r, id)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	s.polls.forget(r + "|" + id)
+	c.Cookie(&fiber.Cookie{Name: visitorCookie, Value: cred, Path: "/", HTTPOnly: true, SameSite: "Lax", MaxAge: 7 * 24 * 3600})
+	body := st.AppendJSON(make([]byte, 0, 320))
+	body = append(body[:len(body)-1], `,"visitor":`...)
+	body = strconv.AppendQuote(body, cred)
+	body = append(body, '}')
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Send(body)
+}
+
+// status is the poll. A poll sooner than the nextPollMs this visitor was
+// given is answered from memory.
+func (s *server) status(c *fiber.Ctx) error {
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	id, err := s.visitor(c)
+	if err != nil {
+		return err
+	}
+	key := r + "|" + id
+	now := time.Now()
+	if body, ok := s.polls.get(key, now); ok {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		c.Set("X-Waitroom-Cache", "hit")
+		s.metrics.polls.WithLabelValues("memory").Inc()
+		return c.Send(body)
+	}
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	st, err := s.q.Status(ctx, r, id)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	s.metrics.polls.WithLabelValues("redis").Inc()
+	body, err := s.sendState(c, st)
+	if st.Status == queue.StatusWaiting && st.NextPoll > 0 {
+		s.polls.put(key, body, now.Add(st.NextPoll))
+	}
+	return err
+}
+
+// leave takes the visitor out of the queue or gives its token back.
+func (s *server) leave(c *fiber.Ctx) error {
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	id, err := s.visitor(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	if _, err := s.q.Leave(ctx, r, id); err != nil {
+		return s.storeError(c, err)
+	}
+	s.polls.forget(r + "|" + id)
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// bearer returns the entry token from Authorization: Bearer or the
+// wr_token cookie.
+func bearer(c *fiber.Ctx) string {
+	if h := c.Get(fiber.HeaderAuthorization); h != "" {
+		if t, ok := strings.CutPrefix(h, "Bearer "); ok {
+			return strings.TrimSpace(t)
+		}
+		return ""
+	}
+	return c.Cookies(tokenCookie)
+}
+
+var (
+	errMissingToken = errorf(401, "missing_token", "an entry token is required (Authorization: Bearer)")
+	errInvalidToken = errorf(401, "invalid_token", "the entry token is malformed, forged or signed elsewhere")
+	errTokenUsed    = errorf(401, "token_used", "the entry token was already used or given back")
+	errTokenExpired = errorf(401, "token_expired", "the entry token has expired; join the queue again")
+	errWrongRoom    = errorf(403, "wrong_room", "the entry token is for another room")
+	errWrongVisitor = errorf(403, "wrong_visitor", "the entry token belongs to another visitor")
+)
+
+// tokenError maps a queue token check to the HTTP shape.
+func (s *server) tokenError(c *fiber.Ctx, err error) error {
+	var early *queue.TooEarlyError
+	switch {
+	case errors.As(err, &early):
+		ms := max(early.Wait.Milliseconds(), 1)
+		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt((ms+999)/1000, 10))
+		return errorf(425, "too_early", "the entry token is valid in "+strconv.FormatInt(ms, 10)+" ms (waitMs="+strconv.FormatInt(ms, 10)+")")
+	case errors.Is(err, queue.ErrTokenExpired):
+		return errTokenExpired
+	case errors.Is(err, queue.ErrTokenUnknown):
+		return errTokenUsed
+	}
+	return s.storeError(c, err)
+}
+
+// requireToken guards every route under the protected prefix: the entry
+// token must be signed here, for this room, for the visitor who sends it,
+// inside its validity window, and not used before. It uses the token up.
+func (s *server) requireToken(c *fiber.Ctx) error {
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	raw := bearer(c)
+	if raw == "" {
+		return errMissingToken
+	}
+	tok, err := s.signer.ParseToken(raw)
+	if err != nil {
+		return errInvalidToken
+	}
+	if tok.Room != r {
+		return errWrongRoom
+	}
+	if cred := credential(c); cred != "" {
+		if id, err := s.signer.ParseVisitor(cred); err != nil || id != tok.Visitor {
+			return errWrongVisitor
+		}
+	}
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	if err := s.q.Consume(ctx, tok, true); err != nil {
+		return s.tokenError(c, err)
+	}
+	c.Locals("token", tok)
+	return c.Next()
+}
+
+// order is the demo protected endpoint: it runs against the simulated DB
+// pool so the effect of a herd is visible.
+func (s *server) order(c *fiber.Ctx) error {
+	tok := c.Locals("token").(queue.Token)
+	start := time.Now()
+	if err := s.db.run(c.UserContext()); err != nil {
+		if errors.Is(err, errDBTimeout) {
+			s.metrics.orders.WithLabelValues("db_timeout").Inc()
+			c.Set(fiber.HeaderRetryAfter, "1")
+			return errorf(503, "db_timeout", "the database had no free connection in time")
+		}
+		return err
+	}
+	s.metrics.orders.WithLabelValues("created").Inc()
+	c.Status(fiber.StatusCreated)
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+	b := make([]byte, 0, 160)
+	b = append(b, `{"order":{"room":`...)
+	b = strconv.AppendQuote(b, tok.Room)
+	b = append(b, `,"visitor":`...)
+	b = strconv.AppendQuote(b, tok.Visitor)
+	b = append(b, `,"dbMs":`...)
+	b = strconv.AppendInt(b, time.Since(start).Milliseconds(), 10)
+	b = append(b, "}}"...)
+	return c.Send(b)
+}
+
+// verify tells other services whether a token is valid now, without using
+// it up.
+func (s *server) verify(c *fiber.Ctx) error {
+	var req struct {
+		Token string `json:"token"`
+	}
+	if err := decodeObject(c.Body(), &req); err != nil {
+		return err
+	}
+	if req.Token == "" {
+		return errorf(400, "missing_field", "token is required")
+	}
+	tok, err := s.signer.ParseToken(req.Token)
+	if err != nil {
+		return errInvalidToken
+	}
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	err = s.q.Consume(ctx, tok, false)
+	if err != nil {
+		var early *queue.TooEarlyError
+		if !errors.As(err, &early) && !errors.Is(err, queue.ErrTokenExpired) && !errors.Is(err, queue.ErrTokenUnknown) {
+			return s.storeError(c, err)
+		}
+		return s.tokenError(c, err)
+	}
+	return c.JSON(fiber.Map{
+		"valid": true, "room": tok.Room, "visitor": tok.Visitor,
+		"notBefore": tok.NotBefore.UTC().Format(time.RFC3339Nano),
+		"expiresAt": tok.ExpiresAt.UTC().Format(time.RFC3339Nano),
+	})
+}
+
+func (s *server) healthz(c *fiber.Ctx) error {
+	return c.JSON(fiber.Map{"status": "ok"})
+}
+
+// readyz is ready when Redis answers and pub/sub is up.
+func (s *server) readyz(c *fiber.Ctx) error {
+	ctx, cancel := context.WithTimeout(c.UserContext(), time.Second)
+	defer cancel()
+	if err := s.redis.ping(ctx); err != nil {
+		return errorf(503, "redis_down", "redis does not answer")
+	}
+	if s.hub != nil && !s.hub.Ready() {
+		return errorf(503, "pubsub_down", "redis pub/sub is reconnecting")
+	}
+	if s.draining.Load() {
+		return errorf(503, "draining", "this instance is shutting down")
+	}
+	return c.JSON(fiber.Map{"status": "ready"})
+}

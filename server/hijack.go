@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// hijackWriter is the smallest http.ResponseWriter that lets
+// coder/websocket upgrade a connection fasthttp has handed over: fiber's
+// adaptor cannot (its writer is no http.Hijacker). It writes the status
+// line and headers itself.
+type hijackWriter struct {
+	conn        net.Conn
+	header      http.Header
+	wroteHeader bool
+}
+
+func (w *hijackWriter) Header() http.Header { return w.header }
+
+func (w *hijackWriter) WriteHeader(code int) {
+	if w.wroteHeader {
+		return
+	}
+	w.wroteHeader = true
+	var b strings.Builder
+	b.WriteString("HTTP/1.1 ")
+	b.WriteString(strconv.Itoa(code))
+	b.WriteByte(' ')
+	b.WriteString(http.StatusText(code))
+	b.WriteString("\r\n")
+	if code != http.StatusSwitchingProtocols {
+		w.header.Set("Connection", "close")
+	}
+	_ = w.header.Write(&b)
+	b.WriteString("\r\n")
+	_, _ = w.conn.Write([]byte(b.String()))
+}
+
+func (w *hijackWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.conn.Write(p)
+}
+
+// Hijack hands the connection to the WebSocket library with small buffers:
+// client messages here are tiny, and buffers are most of a connection's
+// idle cost.
+func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return w.conn, bufio.NewReadWriter(bufio.NewReaderSize(w.conn, 512), bufio.NewWriterSize(w.conn, 1024)), nil
+}
+
+// copyRequest builds a net/http request from fiber's before the hijack:
+// fiber's strings alias fasthttp buffers that are reused once the handler
+// returns.
+func copyRequest(c *fiber.Ctx) *http.Request {
+	r := &http.Request{
+		Method:     strings.Clone(c.Method()),
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     make(http.Header, 8),
+		Host:       strings.Clone(string(c.Request().Host())),
+		RequestURI: strings.Clone(string(c.Request().RequestURI())),
+	}
+	u, err := url.ParseRequestURI(r.RequestURI)
+	if err != nil {
+		u = &url.URL{Path: "/"}
+	}
+	r.URL = u
+	c.Request().Header.VisitAll(func(k, v []byte) {
+		r.Header.Add(string(k), string(v))
+	})
+	return r
+}

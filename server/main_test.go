@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+)
+
+var clientKinds = []string{"rueidis", "go-redis"}
+
+const testSecret = "test-secret-0123456789abcdef"
+
+type testServer struct {
+	*server
+	URL  string
+	done chan error
+}
+
+// startServer runs an in-process server on a free port against srv (nil =
+// embedded). Admission is driven by the test unless tick is on.
+func startServer(tb testing.TB, srv *redistest.Server, client string, mutate func(*config)) *testServer {
+	tb.Helper()
+	cfg, err := parseConfig([]string{"-addr", "127.0.0.1:0", "-redis-client", client, "-secret", testSecret, "-shutdown-timeout", "5s", "-drain-window", "200ms"}, func(string) string { return "" })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if srv != nil {
+		cfg.Redis = srv.URL()
+	}
+	cfg.noTick = true
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		tb.Fatal(err)
+	}
+	level := slog.LevelWarn
+	if os.Getenv("WAITROOM_TEST_LOG") != "" {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := newServer(ctx, cfg, log)
+	if err != nil {
+		cancel()
+		tb.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		tb.Fatal(err)
+	}
+	ts := &testServer{server: s, URL: "http://" + ln.Addr().String(), done: make(chan error, 1)}
+	go func() { ts.done <- s.run(ctx, ln) }()
+	tb.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-ts.done:
+			if err != nil {
+				tb.Errorf("server run: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			tb.Errorf("server did not shut down in time")
+		}
+	})
+	waitFor(tb, 5*time.Second, "server ready", func() bool {
+		resp, err := http.Get(ts.URL + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return ts
+}
+
+// eachServer runs f against a server on real Redis and on the embedded
+// one, with both clients.
+func eachServer(t *testing.T, mutate func(*config), f func(t *testing.T, ts *testServer)) {
+	for _, kind := range redistest.Kinds {
+		for _, client := range clientKinds {
+			t.Run(kind+"/"+client, func(t *testing.T) {
+				var srv *redistest.Server
+				if kind == "real" {
+					srv = redistest.StartReal(t)
+				}
+				f(t, startServer(t, srv, client, mutate))
+			})
+		}
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(tb testing.TB, within time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval of a condition with a deadline
+	}
+}
+
+// visitor is an HTTP client with its own cookie jar, like one browser.
+type visitor struct {
+	tb   testing.TB
+	base string
+	http *http.Client
+	cred string
+}
+
+func newVisitor(tb testing.TB, base string) *visitor {
+	jar, _ := cookiejar.New(nil)
+	return &visitor{tb: tb, base: base, http: &http.Client{Jar: jar, Timeout: 10 * time.Second}}
+}
+
+type reply struct {
+	Code   int
+	Header http.Header
+	Body   map[string]any
+	Raw    string
+}
+
+func (r reply) str(k string) string { s, _ := r.Body[k].(string); return s }
+func (r reply) num(k string) int64  { f, _ := r.Body[k].(float64); return int64(f) }
+func (r reply) errCode() string {
+	e, _ := r.Body["error"].(map[string]any)
+	s, _ := e["code"].(string)
+	return s
+}
+
+func (v *visitor) do(method, path, body string, hdr ...string) reply {
+	v.tb.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, v.base+path, rd)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := v.http.Do(req)
+	if err != nil {
+		v.tb.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	r := reply{Code: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &r.Body); err != nil {
+			v.tb.Fatalf("%s %s: body is not JSON: %q", method, path, raw)
+		}
+	}
+	return r
+}
+
+func (v *visitor) join(room string) reply {
+	v.tb.Helper()
+	r := v.do("POST", "/api/v1/rooms/"+room+"/join", "")
+	if r.Code != 200 {
+		v.tb.Fatalf("join: %d %s", r.Code, r.Raw)
+	}
+	v.cred = r.str("visitor")
+	return r
+}
+
+func (v *visitor) status(room string) reply {
+	v.tb.Helper()
+	return v.do("GET", "/api/v1/rooms/"+room+"/status", "")
+}
+
+// admitUntil drives admission for room until the visitor is admitted.
+func (ts *testServer) admitUntil(tb testing.TB, v *visitor, room string) reply {
+	tb.Helper()
+	var r reply
+	waitFor(tb, 10*time.Second, "admission", func() bool {
+		if _, err := ts.q.Admit(context.Background(), room); err != nil {
+			tb.Fatal(err)
+		}
+		ts.polls.forget(room + "|" + strings.SplitN(v.cred, ".", 2)[0])
+		r = v.status(room)
+		return r.str("status") == "admitted"
+	})
+	return r
+}
+
+func TestConfig(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	cfg, err := parseConfig(nil, env(map[string]string{"WAITROOM_BATCH": "500", "WAITROOM_TICK": "50ms"}))
+	if err != nil || cfg.Capacity.Batch != 500 || cfg.Capacity.Tick != 50*time.Millisecond {
+		t.Fatalf("env fallback: %+v %v", cfg.Capacity, err)
+	}
+	cfg, err = parseConfig([]string{"-batch", "7"}, env(map[string]string{"WAITROOM_BATCH": "500"}))
+	if err != nil || cfg.Capacity.Batch != 7 {
+		t.Fatalf("flag over env: %v %v", cfg.Capacity.Batch, err)
+	}
+	cfg, _ = parseConfig(nil, env(nil))
+	if cfg.Capacity.BatchSize() != 14 {
+		t.Fatalf("default batch %d", cfg.Capacity.BatchSize())
+	}
+	for _, args := range [][]string{
+		{"-redis", "redis://127.0.0.1:6379"},
+		{"-redis", "http://x", "-secret", testSecret},
+		{"-redis-client", "jedis"},
+		{"-safety", "1.5"},
+		{"-db-pool", "0"},
+		{"-tick", "0s"},
+		{"-secret", "short"},
+		{"-addr", "nope"},
+		{"-token-ttl", "10ms"},
+		{"-bogus"},
+		{"extra"},
+	} {
+		if _, err := parseConfig(args, env(nil)); err == nil {
+			t.Errorf("%v accepted", args)
+		} else if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: error is not one line: %q", args, err)
+		}
+	}
+	if _, err := parseConfig(nil, env(map[string]string{"WAITROOM_DB_POOL": "many"})); err == nil {
+		t.Error("bad env accepted")
+	}
+}

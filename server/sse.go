@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/waitroom/waitroom/hub"
+)
+
+const sseHeartbeat = 15 * time.Second
+
+// sse serves text/event-stream on a hijacked connection: its one goroutine
+// reads for EOF, so a client that goes away is seen at once, and the
+// server's write timeout and compression do not touch the stream.
+func (s *server) sse(c *fiber.Ctx) error {
+	if s.cfg.NoSSE {
+		return errTransportOff
+	}
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	id, err := s.visitor(c)
+	if err != nil {
+		return err
+	}
+	if s.draining.Load() {
+		return errDraining
+	}
+	r = strings.Clone(r)
+	lastID, _ := strconv.ParseInt(c.Get("Last-Event-ID"), 10, 64)
+	s.wg.Add(1)
+	c.Context().HijackSetNoResponse(true)
+	c.Context().Hijack(func(nc net.Conn) {
+		defer s.wg.Done()
+		s.serveSSE(nc, r, id, lastID)
+	})
+	return nil
+}
+
+func (s *server) serveSSE(nc net.Conn, room, visitor string, lastID int64) {
+	defer nc.Close()
+	t := &sseTransport{conn: nc, id: lastID}
+	conn, err := s.hub.Attach(context.Background(), room, visitor, t)
+	if err != nil {
+		e := errDraining
+		switch {
+		case errors.Is(err, hub.ErrTooManyForVisitor):
+			e = errTooManyForVis
+		case errors.Is(err, hub.ErrTooManyConns):
+			e = errTooManyConns
+		}
+		t.refuse(e)
+		return
+	}
+	defer conn.Close()
+	t.mu.Lock()
+	t.beat = time.AfterFunc(sseHeartbeat, t.heartbeat)
+	t.mu.Unlock()
+	defer t.stop()
+
+	// Nothing is expected from the client: any read result means it is gone
+	// (or the hub closed the connection).
+	var b [1]byte
+	for {
+		if _, err := nc.Read(b[:]); err != nil {
+			return
+		}
+	}
+}
+
+// sseTransport frames hub messages as server-sent events. Writes come from
+// the hub's flusher and the heartbeat timer, so they hold a mutex.
+type sseTransport struct {
+	conn    net.Conn
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	id      int64
+	beat    *time.Timer
+}
+
+var sseHeader = "HTTP/1.1 200 OK\r\n" +
+	"Content-Type: text/event-stream\r\n" +
+	"Cache-Control: no-cache, no-transform\r\n" +
+	"X-Accel-Buffering: no\r\n" +
+	"Connection: close\r\n\r\n"
+
+// Write sends one event; the first also sends the response headers and a
+// retry hint spread over 1–3 s so reconnects do not arrive together.
+func (t *sseTransport) Write(ctx context.Context, event string, data []byte) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return net.ErrClosed
+	}
+	b := make([]byte, 0, len(sseHeader)+len(data)+64)
+	if !t.started {
+		t.started = true
+		b = append(b, sseHeader...)
+		b = append(b, "retry: "...)
+		b = strconv.AppendInt(b, 1000+rand.Int64N(2000), 10)
+		b = append(b, '\n')
+	}
+	t.id++
+	b = append(b, "id: "...)
+	b = strconv.AppendInt(b, t.id, 10)
+	b = append(b, "\nevent: "...)
+	b = append(b, event...)
+	b = append(b, "\ndata: "...)
+	b = append(b, data...)
+	b = append(b, "\n\n"...)
+	return t.write(ctx, b)
+}
+
+func (t *sseTransport) write(ctx context.Context, b []byte) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(5 * time.Second)
+	}
+	_ = t.conn.SetWriteDeadline(deadline)
+	_, err := t.conn.Write(b)
+	return err
+}
+
+func (t *sseTransport) heartbeat() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || !t.started {
+		if !t.closed && t.beat != nil {
+			t.beat.Reset(sseHeartbeat)
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.write(ctx, []byte(": hb\n\n")); err != nil {
+		t.closed = true
+		_ = t.conn.Close()
+		return
+	}
+	t.beat.Reset(sseHeartbeat)
+}
+
+// refuse answers with a JSON error instead of a stream.
+func (t *sseTransport) refuse(e *apiError) {
+	body := `{"error":{"code":` + strconv.Quote(e.Code) + `,"message":` + strconv.Quote(e.Message) + `}}`
+	resp := "HTTP/1.1 " + strconv.Itoa(e.Status) + " Error\r\nContent-Type: application/json; charset=utf-8\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body
+	_ = t.conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
+	_, _ = t.conn.Write([]byte(resp))
+}
+
+func (t *sseTransport) stop() {
+	t.mu.Lock()
+	t.closed = true
+	if t.beat != nil {
+		t.beat.Stop()
+	}
+	t.mu.Unlock()
+}
+
+// Close ends the stream; the reading goroutine then returns.
+func (t *sseTransport) Close(string) {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	_ = t.conn.Close()
+}
+
+func (t *sseTransport) Kind() string { return "sse" }

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/gofiber/fiber/v2"
+	"github.com/waitroom/waitroom/hub"
+)
+
+const (
+	wsReadLimit   = 512 // client messages are tiny; bigger closes with 1009
+	wsPingEvery   = 25 * time.Second
+	wsPingTimeout = 10 * time.Second
+)
+
+var (
+	errTransportOff  = errorf(503, "transport_disabled", "this transport is turned off here; fall back to the next one")
+	errUpgrade       = errorf(426, "upgrade_required", "this endpoint speaks WebSocket only")
+	errDraining      = errorf(503, "draining", "this instance is shutting down; reconnect")
+	errTooManyConns  = errorf(429, "too_many_connections", "this instance holds as many connections as it may")
+	errTooManyForVis = errorf(429, "too_many_connections_for_visitor", "this visitor has too many open connections")
+)
+
+// ws upgrades to WebSocket on the same port: fasthttp hands over the
+// connection and coder/websocket speaks the protocol on it. The visitor is
+// checked before the upgrade.
+func (s *server) ws(c *fiber.Ctx) error {
+	if s.cfg.NoWS {
+		return errTransportOff
+	}
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	id, err := s.visitor(c)
+	if err != nil {
+		return err
+	}
+	if !strings.EqualFold(c.Get(fiber.HeaderUpgrade), "websocket") {
+		c.Set(fiber.HeaderUpgrade, "websocket")
+		return errUpgrade
+	}
+	if s.draining.Load() {
+		return errDraining
+	}
+	req := copyRequest(c)
+	r = strings.Clone(r)
+	s.wg.Add(1)
+	c.Context().HijackSetNoResponse(true)
+	c.Context().Hijack(func(nc net.Conn) {
+		defer s.wg.Done()
+		s.serveWS(nc, req, r, id)
+	})
+	return nil
+}
+
+// serveWS runs on the connection's one goroutine: it reads (for close
+// frames and dead peers) while the hub writes.
+func (s *server) serveWS(nc net.Conn, req *http.Request, room, visitor string) {
+	w := &hijackWriter{conn: nc, header: http.Header{}}
+	wc, err := websocket.Accept(w, req, &websocket.AcceptOptions{
+		OriginPatterns:  s.cfg.Origins,
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		s.log.Debug("websocket accept", "err", err)
+		return
+	}
+	wc.SetReadLimit(wsReadLimit)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	conn, err := s.hub.Attach(ctx, room, visitor, &wsTransport{c: wc})
+	if err != nil {
+		code, reason := websocket.StatusTryAgainLater, "draining"
+		switch {
+		case errors.Is(err, hub.ErrTooManyForVisitor):
+			code, reason = websocket.StatusPolicyViolation, errTooManyForVis.Code
+		case errors.Is(err, hub.ErrTooManyConns):
+			code, reason = websocket.StatusTryAgainLater, errTooManyConns.Code
+		}
+		_ = wc.Close(code, reason)
+		return
+	}
+	defer conn.Close()
+
+	// Pings find peers that vanished without a FIN; a timer, not a
+	// goroutine, waits between them.
+	var ping *time.Timer
+	ping = time.AfterFunc(wsPingEvery, func() {
+		pctx, pcancel := context.WithTimeout(ctx, wsPingTimeout)
+		defer pcancel()
+		if err := wc.Ping(pctx); err != nil {
+			wc.CloseNow()
+			return
+		}
+		ping.Reset(wsPingEvery)
+	})
+	defer ping.Stop()
+
+	for {
+		// Client messages carry nothing the server needs; reading them
+		// keeps control frames flowing and notices a closed peer.
+		if _, _, err := wc.Read(ctx); err != nil {
+			return
+		}
+	}
+}
+
+// wsTransport is the hub's view of a WebSocket connection.
+type wsTransport struct{ c *websocket.Conn }
+
+func (t *wsTransport) Write(ctx context.Context, _ string, data []byte) error {
+	return t.c.Write(ctx, websocket.MessageText, data)
+}
+
+// Close starts the close handshake without blocking the hub; the reading
+// goroutine completes it.
+func (t *wsTransport) Close(reason string) {
+	go func() { _ = t.c.Close(websocket.StatusGoingAway, reason) }()
+}
+
+func (t *wsTransport) Kind() string { return "ws" }
