@@ -62,6 +62,7 @@ type Options struct {
 	TokenTTL  time.Duration // default 300s
 	Retention time.Duration // how long an expired token still answers "expired"; default 1h
 	MaxActive int           // live tokens per room; 0 = unlimited
+	NoJitter  bool          // admit a whole batch at the start of the window (to measure what jitter buys)
 	Logger    *slog.Logger
 }
 
@@ -278,10 +279,10 @@ type Result struct {
 // Event is the message published on Channel(room) once per tick that
 // admitted anyone.
 type Event struct {
-	Type     string           `json:"type"`
-	Room     string           `json:"room"`
-	Tick     int64            `json:"tick"`
-	Count    int              `json:"count"`
+	Type     string            `json:"type"`
+	Room     string            `json:"room"`
+	Tick     int64             `json:"tick"`
+	Count    int               `json:"count"`
 	Admitted []json.RawMessage `json:"admitted"`
 }
 
@@ -322,6 +323,7 @@ func (q *Queue) Admit(ctx context.Context, room string) (Result, error) {
 		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10),
 		strconv.FormatInt(1+rand.Int64N(2147483646), 10),
 		strconv.Itoa(q.opts.MaxActive),
+		jitterArg(q.opts.NoJitter),
 	)
 	if err != nil {
 		return Result{}, fmt.Errorf("queue: admit: %w", err)
@@ -340,6 +342,13 @@ func (q *Queue) Admit(ctx context.Context, room string) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+func jitterArg(off bool) string {
+	if off {
+		return "0"
+	}
+	return "1"
 }
 
 // Rooms lists the rooms with waiting visitors.

@@ -12,12 +12,12 @@ import (
 // visitor was given from memory, without touching Redis. It is per
 // instance; a stale "waiting" is allowed until the told time has passed.
 type pollCache struct {
-	seed    maphash.Seed
-	shards  [32]pollShard
-	max     int
-	size    atomic.Int64
-	hits    atomic.Int64
-	misses  atomic.Int64
+	seed   maphash.Seed
+	shards [32]pollShard
+	max    int
+	size   atomic.Int64
+	hits   atomic.Int64
+	misses atomic.Int64
 }
 
 type pollShard struct {

@@ -1,6 +1,6 @@
 -- admit: the leaderless tick.
 -- KEYS = queue, tick, active, channel
--- ARGV = room, token key prefix, tickMs, batch, ttlMs, retentionMs, seed, maxActive
+-- ARGV = room, token key prefix, tickMs, batch, ttlMs, retentionMs, seed, maxActive, jitter (1/0)
 -- Returns {taken, tick, admitted, waiting, event}: taken = 0 when this tick was
 -- already taken by another caller (nothing done).
 local room, prefix = ARGV[1], ARGV[2]
@@ -10,6 +10,7 @@ local ttl = tonumber(ARGV[5])
 local keep = tonumber(ARGV[6])
 local seed = tonumber(ARGV[7])
 local max_active = tonumber(ARGV[8])
+local jitter = ARGV[9] == '1'
 
 local now = now_ms()
 local tick = math.floor(now / tick_ms)
@@ -37,7 +38,8 @@ for i = 0, k - 1 do
   seed = (seed * 16807) % 2147483647
   local lo = start + math.floor(i * tick_ms / k)
   local hi = start + math.floor((i + 1) * tick_ms / k)
-  local nb = lo + math.floor((seed / 2147483647) * (hi - lo))
+  local nb = start -- without jitter the whole batch is valid at once (for comparison)
+  if jitter then nb = lo + math.floor((seed / 2147483647) * (hi - lo)) end
   local exp = nb + ttl
   local v = popped[2 * i + 1]
   redis.call('SET', prefix .. v, nb .. ':' .. exp, 'PX', exp - now + keep)
