@@ -84,6 +84,11 @@ func (s *server) routes() *fiber.App {
 		IdleTimeout:           60 * time.Second,
 		ReadBufferSize:        8192,
 	})
+	// With fasthttp's default, Close on a hijacked connection does nothing
+	// until the handler returns, so the hub could not end a stream. Keeping
+	// hijacked connections makes Close real; serveWS and serveSSE close
+	// theirs when they return.
+	app.Server().KeepHijackedConns = true
 	app.Use(s.recoverer)
 
 	api := app.Group("/api/v1")
@@ -150,14 +155,19 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	deadline := time.Now().Add(s.cfg.Shutdown)
 	dctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
+	t0 := time.Now()
+	defer func() { s.log.Debug("shutdown timing", "total", time.Since(t0)) }()
 	if derr := s.hub.Drain(dctx, s.cfg.DrainWindow); derr != nil {
 		s.log.Warn("drain", "err", derr)
 	}
+	s.log.Debug("shutdown: drained", "after", time.Since(t0))
 	if serr := s.app.ShutdownWithContext(dctx); serr != nil {
 		s.log.Warn("http shutdown", "err", serr)
 	}
+	s.log.Debug("shutdown: http stopped", "after", time.Since(t0))
 	stopBG()
 	bgWG.Wait()
+	s.log.Debug("shutdown: background stopped", "after", time.Since(t0))
 	waitGroup(dctx, &s.wg)
 	s.redis.Close()
 	return err

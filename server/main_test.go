@@ -24,6 +24,7 @@ type testServer struct {
 	*server
 	URL  string
 	done chan error
+	stop context.CancelFunc
 }
 
 // startServer runs an in-process server on a free port against srv (nil =
@@ -60,7 +61,7 @@ func startServer(tb testing.TB, srv *redistest.Server, client string, mutate fun
 		cancel()
 		tb.Fatal(err)
 	}
-	ts := &testServer{server: s, URL: "http://" + ln.Addr().String(), done: make(chan error, 1)}
+	ts := &testServer{server: s, URL: "http://" + ln.Addr().String(), done: make(chan error, 1), stop: cancel}
 	go func() { ts.done <- s.run(ctx, ln) }()
 	tb.Cleanup(func() {
 		cancel()
@@ -74,7 +75,7 @@ func startServer(tb testing.TB, srv *redistest.Server, client string, mutate fun
 		}
 	})
 	waitFor(tb, 5*time.Second, "server ready", func() bool {
-		resp, err := http.Get(ts.URL + "/readyz")
+		resp, err := noKeepAlive.Get(ts.URL + "/readyz")
 		if err != nil {
 			return false
 		}
@@ -83,6 +84,9 @@ func startServer(tb testing.TB, srv *redistest.Server, client string, mutate fun
 	})
 	return ts
 }
+
+// noKeepAlive is an HTTP client that leaves no idle connection behind.
+var noKeepAlive = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
 // eachServer runs f against a server on real Redis and on the embedded
 // one, with both clients.
@@ -122,7 +126,9 @@ type visitor struct {
 
 func newVisitor(tb testing.TB, base string) *visitor {
 	jar, _ := cookiejar.New(nil)
-	return &visitor{tb: tb, base: base, http: &http.Client{Jar: jar, Timeout: 10 * time.Second}}
+	c := &http.Client{Jar: jar, Timeout: 10 * time.Second, Transport: &http.Transport{}}
+	tb.Cleanup(c.CloseIdleConnections)
+	return &visitor{tb: tb, base: base, http: c}
 }
 
 type reply struct {

@@ -48,6 +48,9 @@ func (s *server) sse(c *fiber.Ctx) error {
 func (s *server) serveSSE(nc net.Conn, room, visitor string, lastID int64) {
 	defer nc.Close()
 	t := &sseTransport{conn: nc, id: lastID}
+	// fasthttp recycles the hijacked connection once this function returns:
+	// stop waits for a write in progress and turns later ones into no-ops.
+	defer t.stop()
 	conn, err := s.hub.Attach(context.Background(), room, visitor, t)
 	if err != nil {
 		e := errDraining
@@ -64,7 +67,6 @@ func (s *server) serveSSE(nc net.Conn, room, visitor string, lastID int64) {
 	t.mu.Lock()
 	t.beat = time.AfterFunc(sseHeartbeat, t.heartbeat)
 	t.mu.Unlock()
-	defer t.stop()
 
 	// Nothing is expected from the client: any read result means it is gone
 	// (or the hub closed the connection).
@@ -79,12 +81,13 @@ func (s *server) serveSSE(nc net.Conn, room, visitor string, lastID int64) {
 // sseTransport frames hub messages as server-sent events. Writes come from
 // the hub's flusher and the heartbeat timer, so they hold a mutex.
 type sseTransport struct {
-	conn    net.Conn
-	mu      sync.Mutex
-	started bool
-	closed  bool
-	id      int64
-	beat    *time.Timer
+	conn     net.Conn
+	mu       sync.Mutex
+	started  bool
+	closed   bool // no more writes
+	released bool // the connection is no longer ours
+	id       int64
+	beat     *time.Timer
 }
 
 var sseHeader = "HTTP/1.1 200 OK\r\n" +
@@ -143,7 +146,9 @@ func (t *sseTransport) heartbeat() {
 	defer cancel()
 	if err := t.write(ctx, []byte(": hb\n\n")); err != nil {
 		t.closed = true
-		_ = t.conn.Close()
+		if !t.released {
+			_ = t.conn.Close()
+		}
 		return
 	}
 	t.beat.Reset(sseHeartbeat)
@@ -161,6 +166,7 @@ func (t *sseTransport) refuse(e *apiError) {
 func (t *sseTransport) stop() {
 	t.mu.Lock()
 	t.closed = true
+	t.released = true
 	if t.beat != nil {
 		t.beat.Stop()
 	}
@@ -170,9 +176,11 @@ func (t *sseTransport) stop() {
 // Close ends the stream; the reading goroutine then returns.
 func (t *sseTransport) Close(string) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.closed = true
-	t.mu.Unlock()
-	_ = t.conn.Close()
+	if !t.released {
+		_ = t.conn.Close()
+	}
 }
 
 func (t *sseTransport) Kind() string { return "sse" }

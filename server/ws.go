@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -63,6 +64,7 @@ func (s *server) ws(c *fiber.Ctx) error {
 // serveWS runs on the connection's one goroutine: it reads (for close
 // frames and dead peers) while the hub writes.
 func (s *server) serveWS(nc net.Conn, req *http.Request, room, visitor string) {
+	defer nc.Close()
 	w := &hijackWriter{conn: nc, header: http.Header{}}
 	wc, err := websocket.Accept(w, req, &websocket.AcceptOptions{
 		OriginPatterns:  s.cfg.Origins,
@@ -76,7 +78,12 @@ func (s *server) serveWS(nc net.Conn, req *http.Request, room, visitor string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	conn, err := s.hub.Attach(ctx, room, visitor, &wsTransport{c: wc})
+	t := &wsTransport{c: wc}
+	// fasthttp recycles the hijacked connection once this function returns,
+	// so nothing may touch it after: release waits for the hub's writes and
+	// closes, and turns later ones into no-ops.
+	defer t.release()
+	conn, err := s.hub.Attach(ctx, room, visitor, t)
 	if err != nil {
 		code, reason := websocket.StatusTryAgainLater, "draining"
 		switch {
@@ -94,13 +101,15 @@ func (s *server) serveWS(nc net.Conn, req *http.Request, room, visitor string) {
 	// goroutine, waits between them.
 	var ping *time.Timer
 	ping = time.AfterFunc(wsPingEvery, func() {
-		pctx, pcancel := context.WithTimeout(ctx, wsPingTimeout)
-		defer pcancel()
-		if err := wc.Ping(pctx); err != nil {
-			wc.CloseNow()
-			return
-		}
-		ping.Reset(wsPingEvery)
+		t.use(func() {
+			pctx, pcancel := context.WithTimeout(ctx, wsPingTimeout)
+			defer pcancel()
+			if err := wc.Ping(pctx); err != nil {
+				wc.CloseNow()
+				return
+			}
+			ping.Reset(wsPingEvery)
+		})
 	})
 	defer ping.Stop()
 
@@ -108,22 +117,48 @@ func (s *server) serveWS(nc net.Conn, req *http.Request, room, visitor string) {
 		// Client messages carry nothing the server needs; reading them
 		// keeps control frames flowing and notices a closed peer.
 		if _, _, err := wc.Read(ctx); err != nil {
+			// The peer answered a close or went away: end a close
+			// handshake still waiting in the background now.
+			wc.CloseNow()
 			return
 		}
 	}
 }
 
 // wsTransport is the hub's view of a WebSocket connection.
-type wsTransport struct{ c *websocket.Conn }
+type wsTransport struct {
+	c        *websocket.Conn
+	mu       sync.RWMutex // held shared while the connection is used
+	released bool
+}
+
+// use runs f unless the connection was released.
+func (t *wsTransport) use(f func()) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.released {
+		return false
+	}
+	f()
+	return true
+}
+
+func (t *wsTransport) release() {
+	t.mu.Lock()
+	t.released = true
+	t.mu.Unlock()
+}
 
 func (t *wsTransport) Write(ctx context.Context, _ string, data []byte) error {
-	return t.c.Write(ctx, websocket.MessageText, data)
+	err := net.ErrClosed
+	t.use(func() { err = t.c.Write(ctx, websocket.MessageText, data) })
+	return err
 }
 
 // Close starts the close handshake without blocking the hub; the reading
-// goroutine completes it.
+// goroutine sees the peer's answer and returns.
 func (t *wsTransport) Close(reason string) {
-	go func() { _ = t.c.Close(websocket.StatusGoingAway, reason) }()
+	go t.use(func() { _ = t.c.Close(websocket.StatusGoingAway, reason) })
 }
 
 func (t *wsTransport) Kind() string { return "ws" }
