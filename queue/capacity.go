@@ -71,9 +71,13 @@ func (c Capacity) ETA(position int64) int64 {
 // (position <= batch), else min(eta*500 ms, 5 s), spread ±10% so clients do
 // not synchronise.
 func (c Capacity) NextPoll(position int64) time.Duration {
+	return c.nextPoll(position, c.ETA(position))
+}
+
+func (c Capacity) nextPoll(position, eta int64) time.Duration {
 	base := 500 * time.Millisecond
 	if position > int64(c.BatchSize()) {
-		base = min(time.Duration(c.ETA(position))*500*time.Millisecond, 5*time.Second)
+		base = min(time.Duration(eta)*500*time.Millisecond, 5*time.Second)
 		base = max(base, 500*time.Millisecond)
 	}
 	spread := 0.9 + 0.2*rand.Float64()

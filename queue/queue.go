@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -32,11 +34,13 @@ func loadScript(name string) *Script {
 }
 
 var (
-	joinScript    = loadScript("join")
-	statusScript  = loadScript("status")
-	leaveScript   = loadScript("leave")
-	consumeScript = loadScript("consume")
-	admitScript   = loadScript("admit")
+	joinScript      = loadScript("join")
+	statusScript    = loadScript("status")
+	leaveScript     = loadScript("leave")
+	consumeScript   = loadScript("consume")
+	admitScript     = loadScript("admit")
+	setcfgScript    = loadScript("setcfg")
+	roomstatsScript = loadScript("roomstats")
 )
 
 // RoomsKey is the set of rooms that have waiting visitors; every instance's
@@ -44,14 +48,10 @@ var (
 // joins is gone.
 const RoomsKey = "wr:rooms"
 
-// Keys of a room; the {room} hash tag keeps them in one cluster slot.
-func seqKey(room string) string    { return "wr:{" + room + "}:seq" }
-func queueKey(room string) string  { return "wr:{" + room + "}:q" }
-func tickKey(room string) string   { return "wr:{" + room + "}:tick" }
-func activeKey(room string) string { return "wr:{" + room + "}:active" }
-func tokenPrefix(room string) string {
-	return "wr:{" + room + "}:t:"
-}
+// Keys of a room share the prefix "wr:{room}:"; the {room} hash tag keeps
+// them in one cluster slot.
+func prefix(room string) string   { return "wr:{" + room + "}:" }
+func queueKey(room string) string { return prefix(room) + "q" }
 
 // Channel is the room's pub/sub channel: one admission event per tick.
 func Channel(room string) string { return "wr:{" + room + "}:events" }
@@ -59,10 +59,12 @@ func Channel(room string) string { return "wr:{" + room + "}:events" }
 // Options configure a Queue. The zero value of a field means its default.
 type Options struct {
 	Capacity  Capacity
-	TokenTTL  time.Duration // default 300s
-	Retention time.Duration // how long an expired token still answers "expired"; default 1h
-	MaxActive int           // live tokens per room; 0 = unlimited
-	NoJitter  bool          // admit a whole batch at the start of the window (to measure what jitter buys)
+	TokenTTL  time.Duration            // idle lifetime of an entry token, extended by use; default 300s
+	TokenMax  time.Duration            // absolute cap of a token's lifetime; default 3 × TokenTTL
+	Retention time.Duration            // how long an expired token still answers "expired"; default 1h
+	MaxActive int                      // live tokens per room; 0 = unlimited
+	NoJitter  bool                     // admit a whole batch at the start of the window (to measure what jitter buys)
+	OnAdmit   func(room string, n int) // called by the tick loop after it admitted n visitors
 	Logger    *slog.Logger
 }
 
@@ -73,6 +75,7 @@ type Queue struct {
 	signer *Signer
 	opts   Options
 	log    *slog.Logger
+	rates  sync.Map // room -> measured admission rate (float64), for ETAs
 }
 
 // New returns a Queue. opts is copied.
@@ -92,6 +95,12 @@ func New(r Redis, signer *Signer, opts *Options) (*Queue, error) {
 	}
 	if o.TokenTTL < time.Second {
 		return nil, errors.New("token-ttl must be at least 1s")
+	}
+	if o.TokenMax == 0 {
+		o.TokenMax = 3 * o.TokenTTL
+	}
+	if o.TokenMax < o.TokenTTL {
+		return nil, errors.New("token-max must be at least token-ttl")
 	}
 	if o.Retention == 0 {
 		o.Retention = time.Hour
@@ -121,13 +130,16 @@ func check(room, visitor string) error {
 	return nil
 }
 
-// Join puts visitor in room's queue, or returns its current state when it
-// is already there (a refresh keeps the place). Idempotent.
+func seed() string { return strconv.FormatInt(1+rand.Int64N(2147483646), 10) }
+
+// Join puts visitor in room's queue (or its pre-queue before opening), or
+// returns its current state when it is already there (a refresh keeps the
+// place). Idempotent.
 func (q *Queue) Join(ctx context.Context, room, visitor string) (State, error) {
 	if err := check(room, visitor); err != nil {
 		return State{}, err
 	}
-	v, err := q.r.Eval(ctx, joinScript, []string{seqKey(room), queueKey(room), tokenPrefix(room) + visitor}, visitor)
+	v, err := q.r.Eval(ctx, joinScript, []string{queueKey(room)}, prefix(room), visitor, seed())
 	if err != nil {
 		return State{}, fmt.Errorf("queue: join: %w", err)
 	}
@@ -140,7 +152,11 @@ func (q *Queue) Join(ctx context.Context, room, visitor string) (State, error) {
 			return State{}, fmt.Errorf("queue: join: %w", err)
 		}
 	}
-	return q.state(room, visitor, n[0], n[1], n[2]), nil
+	h := roomHeader{rate: q.rate(room)}
+	if n[0] == 4 {
+		h.opensAt = n[1]
+	}
+	return q.state(room, visitor, h, n[0], n[1], n[2]), nil
 }
 
 // Status returns visitor's state in room.
@@ -152,14 +168,22 @@ func (q *Queue) Status(ctx context.Context, room, visitor string) (State, error)
 	return s[0], nil
 }
 
+// roomHeader is what a status read learns about the room.
+type roomHeader struct {
+	rate    float64
+	paused  bool
+	soldOut bool
+	opensAt int64
+}
+
 // StatusMany returns the states of several visitors of one room in one
 // round trip.
 func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) ([]State, error) {
 	if !ValidRoom(room) {
 		return nil, ErrInvalidRoom
 	}
-	args := make([]string, 0, len(visitors)+1)
-	args = append(args, tokenPrefix(room))
+	args := make([]string, 0, len(visitors)+2)
+	args = append(args, prefix(room), seed())
 	for _, v := range visitors {
 		if !ValidVisitor(v) {
 			return nil, ErrInvalidToken
@@ -170,26 +194,59 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 	if err != nil {
 		return nil, fmt.Errorf("queue: status: %w", err)
 	}
-	n, err := asInts(v, 3*len(visitors))
+	n, err := asInts(v, 5+3*len(visitors))
 	if err != nil {
 		return nil, err
 	}
+	h := roomHeader{rate: float64(n[0]) / 1000, paused: n[1] == 1, soldOut: n[2] == 1, opensAt: n[3]}
+	if h.rate > 0 {
+		q.rates.Store(room, h.rate)
+	}
 	out := make([]State, len(visitors))
 	for i, vis := range visitors {
-		out[i] = q.state(room, vis, n[3*i], n[3*i+1], n[3*i+2])
+		out[i] = q.state(room, vis, h, n[5+3*i], n[5+3*i+1], n[5+3*i+2])
 	}
 	return out, nil
 }
 
-func (q *Queue) state(room, visitor string, code, a, b int64) State {
-	s := State{Room: room}
+// rate is the last measured admission rate of room, or the configured one.
+func (q *Queue) rate(room string) float64 {
+	if r, ok := q.rates.Load(room); ok {
+		return r.(float64)
+	}
+	return q.opts.Capacity.TPS()
+}
+
+// ETA estimates the wait in seconds for a 1-based position in room from
+// the measured admission rate (so it stays honest under max-active limits),
+// falling back to the configured rate before anything was measured.
+func (q *Queue) ETA(room string, position int64) int64 {
+	return etaAt(position, q.rate(room))
+}
+
+func etaAt(position int64, rate float64) int64 {
+	if position <= 0 || rate <= 0 {
+		return 0
+	}
+	return int64(math.Ceil(float64(position)/rate - 1e-9))
+}
+
+func (q *Queue) state(room, visitor string, h roomHeader, code, a, b int64) State {
+	s := State{Room: room, Paused: h.paused}
 	c := q.opts.Capacity
+	rate := h.rate
+	if rate <= 0 {
+		rate = q.rate(room)
+	}
 	switch code {
 	case 1:
 		s.Status = StatusWaiting
 		s.Position = a + 1
-		s.ETASeconds = c.ETA(s.Position)
-		s.NextPoll = c.NextPoll(s.Position)
+		s.ETASeconds = etaAt(s.Position, rate)
+		s.NextPoll = c.nextPoll(s.Position, s.ETASeconds)
+		if h.soldOut {
+			s.Status = StatusSoldOut
+		}
 	case 2:
 		s.Status = StatusAdmitted
 		s.NotBefore = time.UnixMilli(a)
@@ -197,6 +254,11 @@ func (q *Queue) state(room, visitor string, code, a, b int64) State {
 		s.Token = q.signer.SignToken(Token{Room: room, Visitor: visitor, NotBefore: s.NotBefore, ExpiresAt: s.ExpiresAt})
 	case 3:
 		s.Status = StatusExpired
+	case 4:
+		// In the pre-queue: the place is drawn at opening.
+		s.Status = StatusWaiting
+		s.OpensAt = time.UnixMilli(a)
+		s.NextPoll = min(max(time.Until(s.OpensAt), 500*time.Millisecond), 5*time.Second)
 	default:
 		s.Status = StatusNotInQueue
 	}
@@ -205,7 +267,7 @@ func (q *Queue) state(room, visitor string, code, a, b int64) State {
 
 // Admitted returns the admitted state for an admission event entry.
 func (q *Queue) Admitted(room, visitor string, notBefore, expiresAt time.Time) State {
-	return q.state(room, visitor, 2, notBefore.UnixMilli(), expiresAt.UnixMilli())
+	return q.state(room, visitor, roomHeader{}, 2, notBefore.UnixMilli(), expiresAt.UnixMilli())
 }
 
 // Leave takes visitor out of room's queue, or gives back its unused token.
@@ -214,7 +276,7 @@ func (q *Queue) Leave(ctx context.Context, room, visitor string) (bool, error) {
 	if err := check(room, visitor); err != nil {
 		return false, err
 	}
-	v, err := q.r.Eval(ctx, leaveScript, []string{queueKey(room), tokenPrefix(room) + visitor, activeKey(room)}, visitor)
+	v, err := q.r.Eval(ctx, leaveScript, []string{queueKey(room)}, prefix(room), visitor)
 	if err != nil {
 		return false, fmt.Errorf("queue: leave: %w", err)
 	}
@@ -233,32 +295,49 @@ type TooEarlyError struct{ Wait time.Duration }
 
 func (e *TooEarlyError) Error() string { return "token not valid for another " + e.Wait.String() }
 
+// Use says what Consume does with a valid token.
+type Use int
+
+// Ways to check a token.
+const (
+	Check Use = iota // only check
+	Spend            // use it up: a token is good once
+	Touch            // check and slide its expiry (idle TTL, capped)
+)
+
 // Consume checks tok against the room's records with the Redis clock and,
-// when use is true and it is valid now, uses it up (a token is good once).
-// Errors: ErrInvalidToken, ErrTokenUnknown, ErrTokenExpired, *TooEarlyError.
-func (q *Queue) Consume(ctx context.Context, t Token, use bool) error {
-	u := "0"
-	if use {
-		u = "1"
+// when it is valid now, does what use says. It returns the token's current
+// expiry. Errors: ErrTokenUnknown, ErrTokenExpired, *TooEarlyError, or a
+// Redis error.
+func (q *Queue) Consume(ctx context.Context, t Token, use Use) (time.Time, error) {
+	if err := check(t.Room, t.Visitor); err != nil {
+		return time.Time{}, err
 	}
-	v, err := q.r.Eval(ctx, consumeScript, []string{tokenPrefix(t.Room) + t.Visitor, activeKey(t.Room)},
-		t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10), u)
+	idle := q.opts.TokenTTL
+	if use == Touch {
+		if cfg, err := q.RoomConfig(ctx, t.Room); err == nil && cfg.TokenTTL > 0 {
+			idle = cfg.TokenTTL
+		}
+	}
+	v, err := q.r.Eval(ctx, consumeScript, []string{queueKey(t.Room)},
+		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
+		strconv.Itoa(int(use)), strconv.FormatInt(idle.Milliseconds(), 10))
 	if err != nil {
-		return fmt.Errorf("queue: consume: %w", err)
+		return time.Time{}, fmt.Errorf("queue: consume: %w", err)
 	}
 	n, err := asInts(v, 2)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	switch n[0] {
 	case 1:
-		return nil
+		return time.UnixMilli(n[1]), nil
 	case -2:
-		return &TooEarlyError{Wait: time.Duration(n[1]) * time.Millisecond}
+		return time.Time{}, &TooEarlyError{Wait: time.Duration(n[1]) * time.Millisecond}
 	case -3:
-		return ErrTokenExpired
+		return time.Time{}, ErrTokenExpired
 	}
-	return ErrTokenUnknown
+	return time.Time{}, ErrTokenUnknown
 }
 
 // Admission is one visitor let in by a tick.
@@ -314,14 +393,14 @@ func (q *Queue) Admit(ctx context.Context, room string) (Result, error) {
 		return Result{}, ErrInvalidRoom
 	}
 	c := q.opts.Capacity
-	v, err := q.r.Eval(ctx, admitScript,
-		[]string{queueKey(room), tickKey(room), activeKey(room), Channel(room)},
-		room, tokenPrefix(room),
+	v, err := q.r.Eval(ctx, admitScript, []string{queueKey(room)},
+		prefix(room), room,
 		strconv.FormatInt(c.Tick.Milliseconds(), 10),
 		strconv.Itoa(c.BatchSize()),
 		strconv.FormatInt(q.opts.TokenTTL.Milliseconds(), 10),
+		strconv.FormatInt(q.opts.TokenMax.Milliseconds(), 10),
 		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10),
-		strconv.FormatInt(1+rand.Int64N(2147483646), 10),
+		seed(),
 		strconv.Itoa(q.opts.MaxActive),
 		jitterArg(q.opts.NoJitter),
 	)
@@ -357,6 +436,10 @@ func (q *Queue) Rooms(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: rooms: %w", err)
 	}
+	return validRooms(v), nil
+}
+
+func validRooms(v any) []string {
 	arr, _ := v.([]any)
 	out := make([]string, 0, len(arr))
 	for _, e := range arr {
@@ -364,7 +447,7 @@ func (q *Queue) Rooms(ctx context.Context) ([]string, error) {
 			out = append(out, s)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // forget drops room from the rooms set once its queue is empty. The ZCARD
@@ -377,7 +460,13 @@ func (q *Queue) forget(ctx context.Context, room string) error {
 	if err != nil {
 		return err
 	}
-	if n, _ := asInt(v); n > 0 {
+	pre, err := q.r.Do(ctx, "SCARD", prefix(room)+"pre")
+	if err != nil {
+		return err
+	}
+	n, _ := asInt(v)
+	m, _ := asInt(pre)
+	if n+m > 0 {
 		_, err = q.r.Do(ctx, "SADD", RoomsKey, room)
 	}
 	return err
@@ -429,6 +518,9 @@ func (q *Queue) tickOnce(ctx context.Context) {
 				q.log.Warn("tick: admit", "room", room, "err", err)
 			}
 			continue
+		}
+		if n := len(res.Admitted); n > 0 && q.opts.OnAdmit != nil {
+			q.opts.OnAdmit(room, n)
 		}
 		if res.Taken && res.Waiting == 0 {
 			if err := q.forget(tctx, room); err != nil && ctx.Err() == nil {

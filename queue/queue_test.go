@@ -287,14 +287,14 @@ func TestTokenLifecycle(t *testing.T) {
 		}
 		// Right after admission, every token is too early.
 		var early *TooEarlyError
-		if err := q.Consume(ctx, tokens["a"], true); !errors.As(err, &early) || early.Wait <= 0 {
+		if _, err := q.Consume(ctx, tokens["a"], Spend); !errors.As(err, &early) || early.Wait <= 0 {
 			t.Fatalf("consume before notBefore: %v", err)
 		}
 		waitUntil(t, tokens["a"].NotBefore)
-		if err := q.Consume(ctx, tokens["a"], true); err != nil {
+		if _, err := q.Consume(ctx, tokens["a"], Spend); err != nil {
 			t.Fatalf("consume valid: %v", err)
 		}
-		if err := q.Consume(ctx, tokens["a"], true); !errors.Is(err, ErrTokenUnknown) {
+		if _, err := q.Consume(ctx, tokens["a"], Spend); !errors.Is(err, ErrTokenUnknown) {
 			t.Fatalf("second use: %v", err)
 		}
 		if s, _ := q.Status(ctx, "drop", "a"); s.Status != StatusNotInQueue {
@@ -303,19 +303,19 @@ func TestTokenLifecycle(t *testing.T) {
 		// A token of an earlier admission does not match a later record.
 		old := tokens["b"]
 		old.NotBefore = old.NotBefore.Add(-time.Millisecond)
-		if err := q.Consume(ctx, old, false); !errors.Is(err, ErrTokenUnknown) {
+		if _, err := q.Consume(ctx, old, Check); !errors.Is(err, ErrTokenUnknown) {
 			t.Fatalf("mismatched notBefore: %v", err)
 		}
 		// Leave gives a token back.
 		if ok, err := q.Leave(ctx, "drop", "b"); !ok || err != nil {
 			t.Fatalf("leave: %v %v", ok, err)
 		}
-		if err := q.Consume(ctx, tokens["b"], true); !errors.Is(err, ErrTokenUnknown) {
+		if _, err := q.Consume(ctx, tokens["b"], Spend); !errors.Is(err, ErrTokenUnknown) {
 			t.Fatalf("after leave: %v", err)
 		}
 		// c's token expires unused (1 s TTL).
 		waitUntil(t, tokens["c"].ExpiresAt)
-		if err := q.Consume(ctx, tokens["c"], true); !errors.Is(err, ErrTokenExpired) {
+		if _, err := q.Consume(ctx, tokens["c"], Spend); !errors.Is(err, ErrTokenExpired) {
 			t.Fatalf("expired: %v", err)
 		}
 		if s, _ := q.Status(ctx, "drop", "c"); s.Status != StatusExpired {

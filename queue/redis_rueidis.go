@@ -48,6 +48,18 @@ func normalize(v any) any {
 		return x
 	case int:
 		return int64(x)
+	case map[string]any: // RESP3 maps (HGETALL) become flat field, value lists
+		out := make([]any, 0, 2*len(x))
+		for k, v := range x {
+			out = append(out, k, normalize(v))
+		}
+		return out
+	case map[any]any:
+		out := make([]any, 0, 2*len(x))
+		for k, v := range x {
+			out = append(out, normalize(k), normalize(v))
+		}
+		return out
 	case error:
 		if rueidis.IsRedisNil(x) {
 			return nil

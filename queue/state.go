@@ -29,6 +29,7 @@ type State struct {
 	Token      string // admitted only
 	NotBefore  time.Time
 	ExpiresAt  time.Time
+	OpensAt    time.Time // in the pre-queue of a room that has not opened yet
 }
 
 // AppendJSON appends the state's JSON encoding to b.
@@ -38,7 +39,11 @@ func (s State) AppendJSON(b []byte) []byte {
 	b = append(b, `,"status":"`...)
 	b = append(b, s.Status...)
 	b = append(b, '"')
-	if s.Status == StatusWaiting {
+	if s.Status == StatusWaiting && !s.OpensAt.IsZero() {
+		b = append(b, `,"opensAt":"`...)
+		b = s.OpensAt.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	} else if s.Status == StatusWaiting {
 		b = append(b, `,"position":`...)
 		b = strconv.AppendInt(b, s.Position, 10)
 		b = append(b, `,"etaSeconds":`...)

@@ -1,52 +1,103 @@
 -- admit: the leaderless tick.
--- KEYS = queue, tick, active, channel
--- ARGV = room, token key prefix, tickMs, batch, ttlMs, retentionMs, seed, maxActive, jitter (1/0)
--- Returns {taken, tick, admitted, waiting, event}: taken = 0 when this tick was
--- already taken by another caller (nothing done).
-local room, prefix = ARGV[1], ARGV[2]
+-- KEYS = queue
+-- ARGV = prefix, room, tickMs, batch, ttlMs, maxMs, retentionMs, seed,
+--        maxActive, jitter (1/0)
+-- The room's cfg hash overrides batch, ttlMs, maxMs and maxActive, and adds
+-- paused, seats and opensAt, so a change applies from the next tick on every
+-- instance.
+-- Returns {taken, tick, admitted, waiting, event}: taken = 0 when this tick
+-- was already taken by another caller (nothing done).
+local p, room = ARGV[1], ARGV[2]
 local tick_ms = tonumber(ARGV[3])
-local batch = tonumber(ARGV[4])
-local ttl = tonumber(ARGV[5])
-local keep = tonumber(ARGV[6])
-local seed = tonumber(ARGV[7])
-local max_active = tonumber(ARGV[8])
-local jitter = ARGV[9] == '1'
+local seed = tonumber(ARGV[8])
+local jitter = ARGV[10] == '1'
+local channel = p .. 'events'
+local stats = p .. 'stats'
+local active = p .. 'active'
 
 local now = now_ms()
 local tick = math.floor(now / tick_ms)
-local last = tonumber(redis.call('GET', KEYS[2]) or '-1')
+local last = tonumber(redis.call('GET', p .. 'tick') or '-1')
 if tick <= last then return {0, tick, 0, redis.call('ZCARD', KEYS[1]), ''} end
-redis.call('SET', KEYS[2], tick, 'PX', 86400000)
+redis.call('SET', p .. 'tick', tick, 'PX', 86400000)
 
+local cfg = load_cfg(p)
+seed = next_rand(seed)
+maybe_open(p, cfg, now, seed)
+local seats = num(cfg.seats, 0)
+
+-- Tokens that expired unused free their max-active slot and their seat.
+local expired = redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
+if expired > 0 and seats > 0 then
+  local was_full = sold_out(p, cfg)
+  redis.call('HINCRBY', stats, 'granted', -expired)
+  if was_full and not sold_out(p, cfg) then
+    redis.call('PUBLISH', channel, '{"type":"config","room":"' .. room .. '","reason":"seats_released"}')
+  end
+end
+
+local waiting = redis.call('ZCARD', KEYS[1])
+if cfg.paused == '1' or waiting == 0 then return {1, tick, 0, waiting, ''} end
+
+local batch = num(cfg.batch, tonumber(ARGV[4]))
+local ttl = num(cfg.ttlMs, tonumber(ARGV[5]))
+local max_ttl = math.max(num(cfg.maxMs, tonumber(ARGV[6])), ttl)
+local keep = tonumber(ARGV[7])
+local max_active = tonumber(ARGV[9])
+if cfg.strategy == 'max-active' then max_active = num(cfg.maxActive, max_active) end
+if cfg.strategy == 'fixed' then max_active = 0 end
 if max_active > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-  local free = max_active - redis.call('ZCARD', KEYS[3])
-  if free < batch then batch = free end
+  batch = math.min(batch, max_active - redis.call('ZCARD', active))
 end
-if batch <= 0 then return {1, tick, 0, redis.call('ZCARD', KEYS[1]), ''} end
-
-local popped = redis.call('ZPOPMIN', KEYS[1], batch)
-local k = #popped / 2
-if k == 0 then return {1, tick, 0, 0, ''} end
-
--- Stratified jitter over the next tick window: slot i of k gets a random
--- moment inside [start + i*w/k, start + (i+1)*w/k), so notBefore is never in
--- the past and consecutive batches never overlap.
-local start = (tick + 1) * tick_ms
-local parts = {}
-for i = 0, k - 1 do
-  seed = (seed * 16807) % 2147483647
-  local lo = start + math.floor(i * tick_ms / k)
-  local hi = start + math.floor((i + 1) * tick_ms / k)
-  local nb = start -- without jitter the whole batch is valid at once (for comparison)
-  if jitter then nb = lo + math.floor((seed / 2147483647) * (hi - lo)) end
-  local exp = nb + ttl
-  local v = popped[2 * i + 1]
-  redis.call('SET', prefix .. v, nb .. ':' .. exp, 'PX', exp - now + keep)
-  redis.call('ZADD', KEYS[3], exp, v)
-  parts[#parts + 1] = '["' .. v .. '",' .. nb .. ',' .. exp .. ']'
+if seats > 0 then
+  batch = math.min(batch, seats - num(redis.call('HGET', stats, 'granted'), 0))
 end
-local event = '{"type":"admit","room":"' .. room .. '","tick":' .. tick ..
-  ',"count":' .. k .. ',"admitted":[' .. table.concat(parts, ',') .. ']}'
-redis.call('PUBLISH', KEYS[4], event)
-return {1, tick, k, redis.call('ZCARD', KEYS[1]), event}
+
+local k = 0
+local event = ''
+if batch > 0 then
+  local popped = redis.call('ZPOPMIN', KEYS[1], batch)
+  k = #popped / 2
+  -- Stratified jitter over the next tick window: slot i of k gets a random
+  -- moment inside [start + i*w/k, start + (i+1)*w/k), so notBefore is never
+  -- in the past and consecutive batches never overlap.
+  local start = (tick + 1) * tick_ms
+  local parts = {}
+  for i = 0, k - 1 do
+    seed = next_rand(seed)
+    local nb = start
+    if jitter then
+      local lo = start + math.floor(i * tick_ms / k)
+      local hi = start + math.floor((i + 1) * tick_ms / k)
+      nb = lo + math.floor((seed / 2147483647) * (hi - lo))
+    end
+    local exp = nb + ttl
+    local cap = nb + max_ttl
+    local v = popped[2 * i + 1]
+    redis.call('SET', p .. 't:' .. v, nb .. ':' .. exp .. ':' .. cap, 'PX', cap - now + keep)
+    redis.call('ZADD', active, exp, v)
+    parts[#parts + 1] = '["' .. v .. '",' .. nb .. ',' .. exp .. ']'
+  end
+  if k > 0 then
+    redis.call('HINCRBY', stats, 'admitted', k)
+    if seats > 0 then redis.call('HINCRBY', stats, 'granted', k) end
+    event = '{"type":"admit","room":"' .. room .. '","tick":' .. tick ..
+      ',"count":' .. k .. ',"admitted":[' .. table.concat(parts, ',') .. ']}'
+    redis.call('PUBLISH', channel, event)
+    if seats > 0 and sold_out(p, cfg) and waiting > k then
+      redis.call('PUBLISH', channel, '{"type":"sold_out","room":"' .. room .. '"}')
+    end
+  end
+end
+
+-- The measured admission rate (visitors/s), smoothed over about 5 s of
+-- ticks. Only ticks that left someone waiting measure it (a short queue
+-- says nothing about the rate); pauses leave it alone.
+if waiting > k then
+  local alpha = math.min(1, tick_ms / 5000)
+  local rate = num(redis.call('HGET', stats, 'rate'), -1)
+  local inst = k * 1000 / tick_ms
+  if rate < 0 then rate = inst else rate = rate + alpha * (inst - rate) end
+  redis.call('HSET', stats, 'rate', string.format('%.4f', rate))
+end
+return {1, tick, k, waiting - k, event}

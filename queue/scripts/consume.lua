@@ -1,13 +1,25 @@
--- consume: KEYS = token, active; ARGV = visitor, notBefore, use (1 consumes)
--- Returns {code, wait}: 1 valid (consumed when use = 1), -1 unknown or used,
--- -2 too early (wait = ms until notBefore), -3 expired.
-local nb, exp = read_token(KEYS[1])
-if not nb or nb ~= tonumber(ARGV[2]) then return {-1, 0} end
+-- consume: KEYS = queue; ARGV = prefix, visitor, notBefore, mode, idleMs
+-- mode 0 checks, 1 uses the token up, 2 checks and slides its expiry to
+-- min(now + idle, cap). Returns {code, a}: 1 valid (a = expiresAt), -1
+-- unknown or used, -2 too early (a = ms until notBefore), -3 expired.
+local p, v, mode = ARGV[1], ARGV[2], ARGV[4]
+local key = p .. 't:' .. v
+local nb, exp, cap = read_token(key)
+if not nb or nb ~= tonumber(ARGV[3]) then return {-1, 0} end
 local now = now_ms()
 if now < nb then return {-2, nb - now} end
 if now >= exp then return {-3, 0} end
-if ARGV[3] == '1' then
-  redis.call('DEL', KEYS[1])
-  redis.call('ZREM', KEYS[2], ARGV[1])
+if mode == '1' then
+  redis.call('DEL', key)
+  redis.call('ZREM', p .. 'active', v) -- frees a max-active slot; the seat stays sold
+elseif mode == '2' then
+  local idle = tonumber(ARGV[5])
+  local new_exp = math.min(now + idle, cap)
+  if new_exp > exp then
+    local ttl = redis.call('PTTL', key)
+    redis.call('SET', key, nb .. ':' .. new_exp .. ':' .. cap, 'PX', ttl + (new_exp - exp))
+    redis.call('ZADD', p .. 'active', 'XX', new_exp, v)
+    exp = new_exp
+  end
 end
-return {1, 0}
+return {1, exp}

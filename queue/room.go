@@ -1,0 +1,207 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Admission strategies.
+const (
+	StrategyFixed     = "fixed"      // batch per tick, whatever is active
+	StrategyMaxActive = "max-active" // keep live tokens at or under MaxActive
+)
+
+// Fail modes of the protected endpoint while Redis is unreachable.
+const (
+	FailOpen   = "open"   // admit through a local limiter at the room's rate
+	FailClosed = "closed" // admit nobody
+)
+
+// RoomConfig is a room's live settings, stored in Redis; a zero field means
+// the instance default. A change applies from the next tick everywhere.
+type RoomConfig struct {
+	Paused    bool
+	Strategy  string
+	Batch     int
+	MaxActive int
+	Seats     int
+	OpensAt   time.Time
+	TokenTTL  time.Duration // idle lifetime, extended by use
+	TokenMax  time.Duration // absolute cap of a token's lifetime
+	FailMode  string
+}
+
+// FieldError names the setting that is invalid.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// Validate reports the first invalid field.
+func (c RoomConfig) Validate() error {
+	switch {
+	case c.Strategy != "" && c.Strategy != StrategyFixed && c.Strategy != StrategyMaxActive:
+		return &FieldError{"strategy", `must be "fixed" or "max-active"`}
+	case c.Batch < 0 || c.Batch > 100000:
+		return &FieldError{"batch", "must be between 0 (default) and 100000"}
+	case c.MaxActive < 0 || c.MaxActive > 10000000:
+		return &FieldError{"maxActive", "must be between 0 and 10000000"}
+	case c.Strategy == StrategyMaxActive && c.MaxActive == 0:
+		return &FieldError{"maxActive", "is required with strategy max-active"}
+	case c.Seats < 0 || c.Seats > 100000000:
+		return &FieldError{"seats", "must be between 0 (no limit) and 100000000"}
+	case c.TokenTTL != 0 && (c.TokenTTL < time.Second || c.TokenTTL > 24*time.Hour):
+		return &FieldError{"tokenTtlSeconds", "must be between 1 and 86400"}
+	case c.TokenMax != 0 && (c.TokenMax < time.Second || c.TokenMax > 7*24*time.Hour):
+		return &FieldError{"tokenMaxSeconds", "must be between 1 and 604800"}
+	case c.TokenMax != 0 && c.TokenTTL != 0 && c.TokenMax < c.TokenTTL:
+		return &FieldError{"tokenMaxSeconds", "must be at least tokenTtlSeconds"}
+	case c.FailMode != "" && c.FailMode != FailOpen && c.FailMode != FailClosed:
+		return &FieldError{"failMode", `must be "open" or "closed"`}
+	case !c.OpensAt.IsZero() && (c.OpensAt.Year() < 2000 || c.OpensAt.Year() > 3000):
+		return &FieldError{"opensAt", "must be a time between the years 2000 and 3000"}
+	}
+	return nil
+}
+
+func (c RoomConfig) fields() []string {
+	var f []string
+	add := func(k, v string) { f = append(f, k, v) }
+	if c.Paused {
+		add("paused", "1")
+	}
+	if c.Strategy != "" {
+		add("strategy", c.Strategy)
+	}
+	if c.Batch > 0 {
+		add("batch", strconv.Itoa(c.Batch))
+	}
+	if c.MaxActive > 0 {
+		add("maxActive", strconv.Itoa(c.MaxActive))
+	}
+	if c.Seats > 0 {
+		add("seats", strconv.Itoa(c.Seats))
+	}
+	if !c.OpensAt.IsZero() {
+		add("opensAt", strconv.FormatInt(c.OpensAt.UnixMilli(), 10))
+	}
+	if c.TokenTTL > 0 {
+		add("ttlMs", strconv.FormatInt(c.TokenTTL.Milliseconds(), 10))
+	}
+	if c.TokenMax > 0 {
+		add("maxMs", strconv.FormatInt(c.TokenMax.Milliseconds(), 10))
+	}
+	if c.FailMode != "" {
+		add("failMode", c.FailMode)
+	}
+	return f
+}
+
+func parseRoomConfig(flat []any) RoomConfig {
+	var c RoomConfig
+	for i := 0; i+1 < len(flat); i += 2 {
+		k, _ := flat[i].(string)
+		v, _ := flat[i+1].(string)
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "paused":
+			c.Paused = v == "1"
+		case "strategy":
+			c.Strategy = v
+		case "batch":
+			c.Batch = int(n)
+		case "maxActive":
+			c.MaxActive = int(n)
+		case "seats":
+			c.Seats = int(n)
+		case "opensAt":
+			c.OpensAt = time.UnixMilli(n)
+		case "ttlMs":
+			c.TokenTTL = time.Duration(n) * time.Millisecond
+		case "maxMs":
+			c.TokenMax = time.Duration(n) * time.Millisecond
+		case "failMode":
+			c.FailMode = v
+		}
+	}
+	return c
+}
+
+// ConfiguredRoomsKey lists rooms that have stored settings.
+const ConfiguredRoomsKey = "wr:cfgrooms"
+
+// RoomConfig reads room's stored settings.
+func (q *Queue) RoomConfig(ctx context.Context, room string) (RoomConfig, error) {
+	if !ValidRoom(room) {
+		return RoomConfig{}, ErrInvalidRoom
+	}
+	v, err := q.r.Do(ctx, "HGETALL", prefix(room)+"cfg")
+	if err != nil {
+		return RoomConfig{}, fmt.Errorf("queue: room config: %w", err)
+	}
+	flat, _ := v.([]any)
+	return parseRoomConfig(flat), nil
+}
+
+// SetRoomConfig replaces room's settings; every instance applies them from
+// its next tick, and hubs are told to reconcile the room.
+func (q *Queue) SetRoomConfig(ctx context.Context, room string, c RoomConfig) error {
+	if !ValidRoom(room) {
+		return ErrInvalidRoom
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	args := append([]string{prefix(room), room}, c.fields()...)
+	if _, err := q.r.Eval(ctx, setcfgScript, []string{queueKey(room)}, args...); err != nil {
+		return fmt.Errorf("queue: set room config: %w", err)
+	}
+	if _, err := q.r.Do(ctx, "SADD", ConfiguredRoomsKey, room); err != nil {
+		return fmt.Errorf("queue: set room config: %w", err)
+	}
+	// A room that opens later must be in the tick loop's set so that its
+	// pre-queue is drawn at opening.
+	if _, err := q.r.Do(ctx, "SADD", RoomsKey, room); err != nil {
+		return fmt.Errorf("queue: set room config: %w", err)
+	}
+	return nil
+}
+
+// RoomStats is a snapshot of a room's counters.
+type RoomStats struct {
+	Waiting       int64
+	PreQueue      int64
+	ActiveTokens  int64
+	AdmittedTotal int64
+	SeatsHeld     int64
+	Rate          float64 // measured admissions per second (smoothed)
+}
+
+// Stats reads room's counters in one round trip.
+func (q *Queue) Stats(ctx context.Context, room string) (RoomStats, error) {
+	if !ValidRoom(room) {
+		return RoomStats{}, ErrInvalidRoom
+	}
+	v, err := q.r.Eval(ctx, roomstatsScript, []string{queueKey(room)}, prefix(room))
+	if err != nil {
+		return RoomStats{}, fmt.Errorf("queue: room stats: %w", err)
+	}
+	n, err := asInts(v, 6)
+	if err != nil {
+		return RoomStats{}, err
+	}
+	return RoomStats{Waiting: n[0], PreQueue: n[1], ActiveTokens: n[2], AdmittedTotal: n[3], SeatsHeld: n[4], Rate: float64(n[5]) / 1000}, nil
+}
+
+// AllRooms lists rooms with waiting visitors or stored settings.
+func (q *Queue) AllRooms(ctx context.Context) ([]string, error) {
+	v, err := q.r.Do(ctx, "SUNION", RoomsKey, ConfiguredRoomsKey)
+	if err != nil {
+		return nil, fmt.Errorf("queue: rooms: %w", err)
+	}
+	return validRooms(v), nil
+}

@@ -1,0 +1,11 @@
+-- roomstats: KEYS = queue; ARGV = prefix
+-- Returns {waiting, prequeue, activeTokens, admittedTotal, seatsHeld, rate*1000}.
+local p = ARGV[1]
+local now = now_ms()
+local st = redis.call('HMGET', p .. 'stats', 'admitted', 'granted', 'rate')
+return {
+  redis.call('ZCARD', KEYS[1]),
+  redis.call('SCARD', p .. 'pre'),
+  redis.call('ZCOUNT', p .. 'active', '(' .. now, '+inf'),
+  num(st[1], 0), num(st[2], 0), math.floor(num(st[3], 0) * 1000),
+}
