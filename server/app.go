@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/requestid"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
 )
@@ -30,6 +32,8 @@ type server struct {
 	db       *dbPool
 	app      *fiber.App
 	metrics  *metrics
+	rooms    *roomCache
+	id       string // this instance, in the instances hash
 	draining atomic.Bool
 	wg       sync.WaitGroup // push connections' reading goroutines
 }
@@ -49,23 +53,36 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	if err != nil {
 		return nil, err
 	}
-	q, err := queue.New(rc.q, signer, &queue.Options{Capacity: cfg.Capacity, TokenTTL: cfg.TokenTTL, NoJitter: cfg.NoJitter, Logger: log})
+	if cfg.AdminKey == "" {
+		var k [18]byte
+		_, _ = rand.Read(k[:])
+		cfg.AdminKey = base64.RawURLEncoding.EncodeToString(k[:])
+	}
+	var idb [6]byte
+	_, _ = rand.Read(idb[:])
+	s := &server{
+		cfg: cfg, log: log, redis: rc, signer: signer,
+		polls: newPollCache(1 << 20),
+		db:    newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
+		id:    fmt.Sprintf("%x", idb),
+	}
+	s.metrics = newMetrics(s)
+	q, err := queue.New(instrumented{next: rc.q, m: s.metrics}, signer, &queue.Options{
+		Capacity: cfg.Capacity, TokenTTL: cfg.TokenTTL, TokenMax: cfg.TokenMax, NoJitter: cfg.NoJitter, Logger: log,
+		OnAdmit: func(room string, n int) { s.metrics.admissions.WithLabelValues(room).Add(float64(n)) },
+	})
 	if err != nil {
 		rc.Close()
 		return nil, err
 	}
-	s := &server{
-		cfg: cfg, log: log, redis: rc, q: q, signer: signer,
-		polls: newPollCache(1 << 20),
-		db:    newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
-	}
+	s.q = q
+	s.rooms = newRoomCache(q, cfg.FailMode)
 	var broker hub.Broker
 	if rc.rue != nil {
 		broker = hub.NewRueidisBroker(rc.rue, log)
 	} else {
 		broker = hub.NewGoRedisBroker(rc.gor, log)
 	}
-	s.metrics = newMetrics(s)
 	s.hub = hub.New(broker, hubSource{q}, log, &hub.Options{
 		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.observeDelivery,
 	})
@@ -89,7 +106,7 @@ func (s *server) routes() *fiber.App {
 	// hijacked connections makes Close real; serveWS and serveSSE close
 	// theirs when they return.
 	app.Server().KeepHijackedConns = true
-	app.Use(s.recoverer)
+	app.Use(s.recoverer, requestid.New(), s.accessLog)
 
 	api := app.Group("/api/v1")
 	rooms := api.Group("/rooms/:room")
@@ -102,13 +119,24 @@ func (s *server) routes() *fiber.App {
 	// registered by path, so a new protected route cannot forget it.
 	protected := rooms.Group("/orders", s.requireToken)
 	protected.Post("", s.order)
+	rooms.Post("/touch", s.touch)
 	api.Post("/tokens/verify", s.verify)
+
+	admin := api.Group("/admin", s.adminAuth)
+	admin.Get("/rooms", s.adminRooms)
+	admin.Get("/rooms/:room", s.adminGetRoom)
+	admin.Put("/rooms/:room", s.adminPutRoom)
+	admin.Post("/rooms/:room/pause", s.adminPause(true))
+	admin.Post("/rooms/:room/resume", s.adminPause(false))
+	admin.Get("/rooms/:room/stats", s.adminStats)
 
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
 	app.Get("/metrics", s.metrics.handler())
 	app.Get("/", staticFile("index.html", fiber.MIMETextHTMLCharsetUTF8))
+	app.Get("/admin", staticFile("admin.html", fiber.MIMETextHTMLCharsetUTF8))
 	app.Get("/waitroom.js", staticFile("waitroom.js", "text/javascript; charset=utf-8"))
+	app.Get("/assets/:name", s.asset)
 	return app
 }
 
@@ -138,6 +166,7 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	}
 	start("hub", s.hub.Run)
 	start("polls", func(ctx context.Context) error { return s.polls.Run(ctx, 2*time.Second) })
+	start("housekeeping", func(ctx context.Context) error { return s.housekeeping(ctx, 2*time.Second) })
 	if !s.cfg.noTick {
 		start("admission", s.q.Run)
 	}
@@ -207,4 +236,4 @@ func (h hubSource) Admitted(room, visitor string, notBefore, expiresAt time.Time
 	return toHub(h.q.Admitted(room, visitor, notBefore, expiresAt))
 }
 
-func (h hubSource) ETA(room string, position int64) int64 { return h.q.Capacity().ETA(position) }
+func (h hubSource) ETA(room string, position int64) int64 { return h.q.ETA(room, position) }

@@ -23,6 +23,8 @@ type config struct {
 	AdminKey    string
 	Capacity    queue.Capacity
 	TokenTTL    time.Duration
+	TokenMax    time.Duration
+	FailMode    string
 	DBWait      time.Duration
 	Shutdown    time.Duration
 	DrainWindow time.Duration
@@ -49,13 +51,15 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.Redis, "redis", "", "Redis URL (redis://host:port/db); empty starts an embedded Redis")
 	fs.StringVar(&c.RedisClient, "redis-client", "rueidis", "Redis client: rueidis or go-redis")
 	fs.StringVar(&c.Secret, "secret", "", "signing secret, at least 16 bytes (required with -redis)")
-	fs.StringVar(&c.AdminKey, "admin-key", "", "bearer key for /api/v1/admin (empty: admin API off)")
+	fs.StringVar(&c.AdminKey, "admin-key", "", "bearer key for /api/v1/admin and /admin, at least 16 bytes (empty: a random one, printed at start)")
 	fs.DurationVar(&c.Capacity.Tick, "tick", 100*time.Millisecond, "admission tick")
 	fs.IntVar(&c.Capacity.Batch, "batch", 0, "visitors admitted per tick (0 = derive from db-pool, service-time, safety)")
 	fs.IntVar(&c.Capacity.DBPool, "db-pool", 40, "connections of the protected system's DB pool")
 	fs.DurationVar(&c.Capacity.ServiceTime, "service-time", 200*time.Millisecond, "time one order holds a DB connection")
 	fs.Float64Var(&c.Capacity.Safety, "safety", 0.7, "share of the protected system's capacity to use, in (0, 1]")
-	fs.DurationVar(&c.TokenTTL, "token-ttl", 300*time.Second, "entry token lifetime")
+	fs.DurationVar(&c.TokenTTL, "token-ttl", 300*time.Second, "entry token idle lifetime, extended by use (verify, touch)")
+	fs.DurationVar(&c.TokenMax, "token-max", 900*time.Second, "absolute cap of an entry token's lifetime")
+	fs.StringVar(&c.FailMode, "fail-mode", "open", "protected endpoint while Redis is unreachable: open (local limiter at the admission rate) or closed")
 	fs.DurationVar(&c.DBWait, "db-wait", 10*time.Second, "how long an order waits for a DB slot before 503")
 	fs.DurationVar(&c.Shutdown, "shutdown-timeout", 15*time.Second, "graceful shutdown limit")
 	fs.DurationVar(&c.DrainWindow, "drain-window", 5*time.Second, "window over which push clients are told to reconnect on shutdown")
@@ -128,6 +132,10 @@ func (c config) validate() error {
 	switch {
 	case c.TokenTTL < time.Second || c.TokenTTL > 24*time.Hour:
 		return errors.New("invalid -token-ttl: between 1s and 24h")
+	case c.TokenMax < c.TokenTTL || c.TokenMax > 7*24*time.Hour:
+		return errors.New("invalid -token-max: at least -token-ttl and at most 168h")
+	case c.FailMode != "open" && c.FailMode != "closed":
+		return fmt.Errorf("invalid -fail-mode %q: want open or closed", c.FailMode)
 	case c.DBWait < 0 || c.DBWait > 10*time.Minute:
 		return errors.New("invalid -db-wait: between 0 and 10m")
 	case c.Shutdown < time.Second:

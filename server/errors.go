@@ -13,6 +13,7 @@ type apiError struct {
 	Status  int
 	Code    string
 	Message string
+	Field   string // the offending setting, for invalid_field
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
@@ -28,6 +29,10 @@ func writeError(c *fiber.Ctx, e *apiError) error {
 	b = strconv.AppendQuote(b, e.Code)
 	b = append(b, `,"message":`...)
 	b = strconv.AppendQuote(b, e.Message)
+	if e.Field != "" {
+		b = append(b, `,"field":`...)
+		b = strconv.AppendQuote(b, e.Field)
+	}
 	b = append(b, "}}"...)
 	c.Status(e.Status)
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)

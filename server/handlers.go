@@ -30,7 +30,7 @@ func (s *server) storeError(c *fiber.Ctx, err error) error {
 		return errInvalidVisitor
 	}
 	s.metrics.redisErr.Inc()
-	s.log.Warn("redis call failed", "path", c.Path(), "err", err)
+	s.log.Warn("redis call failed", "path", c.Path(), "err", err, "request_id", requestID(c))
 	c.Set(fiber.HeaderRetryAfter, "2")
 	return errUnavailable
 }
@@ -204,9 +204,49 @@ func (s *server) requireToken(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
-	if err := s.q.Consume(ctx, tok, true); err != nil {
-		return s.tokenError(c, err)
+	if _, err := s.q.Consume(ctx, tok, queue.Spend); err != nil {
+		if isTokenError(err) {
+			return s.tokenError(c, err)
+		}
+		return s.failOpen(c, tok, err)
 	}
+	c.Locals("token", tok)
+	return c.Next()
+}
+
+// isTokenError tells a verdict on the token from a failure to reach Redis.
+func isTokenError(err error) bool {
+	var early *queue.TooEarlyError
+	return errors.As(err, &early) || errors.Is(err, queue.ErrTokenExpired) || errors.Is(err, queue.ErrTokenUnknown)
+}
+
+// failOpen decides a protected request while Redis is unreachable: with
+// the room's fail mode "open" (the default) a signed token inside its
+// window passes through a local limiter at the room's admission rate; with
+// "closed" nobody passes. A token cannot be marked used meanwhile, so the
+// limiter is what bounds the load.
+func (s *server) failOpen(c *fiber.Ctx, tok queue.Token, cause error) error {
+	s.metrics.redisErr.Inc()
+	s.log.Warn("protected endpoint: redis unreachable", "room", tok.Room, "err", cause, "request_id", requestID(c))
+	if s.rooms.failMode(tok.Room) == queue.FailClosed {
+		s.metrics.failOpen.WithLabelValues("closed").Inc()
+		c.Set(fiber.HeaderRetryAfter, "2")
+		return errorf(503, "unavailable", "the queue store is unreachable and this room fails closed; retry shortly")
+	}
+	now := time.Now()
+	if now.Before(tok.NotBefore) {
+		return s.tokenError(c, &queue.TooEarlyError{Wait: tok.NotBefore.Sub(now)})
+	}
+	if !now.Before(tok.ExpiresAt) {
+		return errTokenExpired
+	}
+	if !s.rooms.limiter(tok.Room).Allow() {
+		s.metrics.failOpen.WithLabelValues("limited").Inc()
+		c.Set(fiber.HeaderRetryAfter, "1")
+		return errorf(503, "fail_open_limited", "the queue store is unreachable; admitting at the room's rate, retry shortly")
+	}
+	s.metrics.failOpen.WithLabelValues("admitted").Inc()
+	c.Set("X-Waitroom-Fail-Open", "1")
 	c.Locals("token", tok)
 	return c.Next()
 }
@@ -254,21 +294,47 @@ func (s *server) verify(c *fiber.Ctx) error {
 	if err != nil {
 		return errInvalidToken
 	}
+	return s.touchToken(c, tok)
+}
+
+// touchToken checks tok and slides its idle expiry (capped by the room's
+// absolute maximum): a buyer who keeps using the site keeps the token.
+func (s *server) touchToken(c *fiber.Ctx, tok queue.Token) error {
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
-	err = s.q.Consume(ctx, tok, false)
+	exp, err := s.q.Consume(ctx, tok, queue.Touch)
 	if err != nil {
-		var early *queue.TooEarlyError
-		if !errors.As(err, &early) && !errors.Is(err, queue.ErrTokenExpired) && !errors.Is(err, queue.ErrTokenUnknown) {
-			return s.storeError(c, err)
+		if isTokenError(err) {
+			return s.tokenError(c, err)
 		}
-		return s.tokenError(c, err)
+		return s.storeError(c, err)
 	}
 	return c.JSON(fiber.Map{
 		"valid": true, "room": tok.Room, "visitor": tok.Visitor,
 		"notBefore": tok.NotBefore.UTC().Format(time.RFC3339Nano),
-		"expiresAt": tok.ExpiresAt.UTC().Format(time.RFC3339Nano),
+		"expiresAt": exp.UTC().Format(time.RFC3339Nano),
 	})
+}
+
+// touch extends the entry token of the request (Authorization: Bearer or
+// cookie) without using it up.
+func (s *server) touch(c *fiber.Ctx) error {
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	raw := bearer(c)
+	if raw == "" {
+		return errMissingToken
+	}
+	tok, err := s.signer.ParseToken(raw)
+	if err != nil {
+		return errInvalidToken
+	}
+	if tok.Room != r {
+		return errWrongRoom
+	}
+	return s.touchToken(c, tok)
 }
 
 func (s *server) healthz(c *fiber.Ctx) error {

@@ -45,6 +45,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	fmt.Fprintf(os.Stderr, "waitroom listening on http://%s/?room=demo (redis: %s, client: %s, batch %d per %v)\n",
 		ln.Addr(), redisLabel(cfg), cfg.RedisClient, cfg.Capacity.BatchSize(), cfg.Capacity.Tick)
+	if cfg.AdminKey == "" {
+		fmt.Fprintf(os.Stderr, "admin dashboard: http://%s/admin (admin key for this run: %s)\n", ln.Addr(), s.cfg.AdminKey)
+	}
 	return s.run(ctx, ln)
 }
 

@@ -18,6 +18,10 @@ type metrics struct {
 	orders     *prometheus.CounterVec
 	redisErr   prometheus.Counter
 	deliverLag *prometheus.HistogramVec
+	failOpen   *prometheus.CounterVec
+	admissions *prometheus.CounterVec
+	redisCalls *prometheus.HistogramVec
+	redisFails *prometheus.CounterVec
 }
 
 func newMetrics(s *server) *metrics {
@@ -30,6 +34,14 @@ func newMetrics(s *server) *metrics {
 		Name: "waitroom_delivery_lag_seconds", Help: "Admitted push delivery: write time minus notBefore.",
 		Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 5},
 	}, []string{"transport"})
+	m.failOpen = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_fail_open_total", Help: "Protected requests decided without Redis, by outcome."}, []string{"outcome"})
+	m.admissions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_admissions_total", Help: "Visitors admitted by this instance's ticks."}, []string{"room"})
+	m.redisCalls = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "waitroom_redis_seconds", Help: "Redis call latency by operation.",
+		Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .5, 2},
+	}, []string{"op"})
+	m.redisFails = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_redis_call_errors_total", Help: "Redis calls that failed, by operation."}, []string{"op"})
+	m.reg.MustRegister(m.failOpen, m.admissions, m.redisCalls, m.redisFails, roomCollector{s})
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
@@ -57,4 +69,31 @@ func (m *metrics) observeDelivery(kind string, lag time.Duration) {
 // handler serves the text exposition format.
 func (m *metrics) handler() fiber.Handler {
 	return adaptor.HTTPHandler(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+}
+
+var (
+	waitingDesc = prometheus.NewDesc("waitroom_waiting", "Visitors waiting in a room (queue and pre-queue), as of the last refresh.", []string{"room"}, nil)
+	activeDesc  = prometheus.NewDesc("waitroom_active_tokens", "Live entry tokens of a room, as of the last refresh.", []string{"room"}, nil)
+	rateDesc    = prometheus.NewDesc("waitroom_admission_rate", "Measured admissions per second of a room (smoothed).", []string{"room"}, nil)
+)
+
+// roomCollector reports per-room figures from the room cache, so a scrape
+// costs no Redis call.
+type roomCollector struct{ s *server }
+
+func (roomCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- waitingDesc
+	ch <- activeDesc
+	ch <- rateDesc
+}
+
+func (rc roomCollector) Collect(ch chan<- prometheus.Metric) {
+	if rc.s.rooms == nil {
+		return
+	}
+	for room, st := range rc.s.rooms.snapshot() {
+		ch <- prometheus.MustNewConstMetric(waitingDesc, prometheus.GaugeValue, float64(st.Waiting+st.PreQueue), room)
+		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(st.ActiveTokens), room)
+		ch <- prometheus.MustNewConstMetric(rateDesc, prometheus.GaugeValue, st.Rate, room)
+	}
 }

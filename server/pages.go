@@ -1,6 +1,9 @@
 package main
 
 import (
+	"path"
+	"strings"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/waitroom/waitroom/static"
 )
@@ -9,11 +12,33 @@ import (
 func staticFile(name, ctype string) fiber.Handler {
 	b, err := static.Files.ReadFile(name)
 	if err != nil {
-		panic("static: missing " + name)
+		// A page that is not there yet answers 404, not a crash.
+		return func(c *fiber.Ctx) error { return errorf(404, "not_found", "no such page") }
 	}
 	return func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, ctype)
 		c.Set(fiber.HeaderCacheControl, "no-cache")
 		return c.Send(b)
 	}
+}
+
+var assetTypes = map[string]string{
+	".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
+	".html": fiber.MIMETextHTMLCharsetUTF8, ".svg": "image/svg+xml", ".png": "image/png",
+}
+
+// asset serves any other embedded file by name.
+func (s *server) asset(c *fiber.Ctx) error {
+	name := c.Params("name")
+	ctype, ok := assetTypes[path.Ext(name)]
+	if !ok || strings.ContainsAny(name, "/\\") || strings.HasPrefix(name, ".") {
+		return errorf(404, "not_found", "no such asset")
+	}
+	b, err := static.Files.ReadFile(name)
+	if err != nil {
+		return errorf(404, "not_found", "no such asset")
+	}
+	c.Set(fiber.HeaderContentType, ctype)
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	return c.Send(b)
 }

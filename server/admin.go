@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/waitroom/waitroom/queue"
+)
+
+var errAdminKey = errorf(401, "invalid_admin_key", "a valid admin key is required (Authorization: Bearer <admin key>)")
+
+// adminAuth guards /api/v1/admin with the admin key, compared in constant
+// time.
+func (s *server) adminAuth(c *fiber.Ctx) error {
+	key, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(key)), []byte(s.cfg.AdminKey)) != 1 {
+		return errAdminKey
+	}
+	return c.Next()
+}
+
+// roomConfigJSON is a room's settings on the wire.
+type roomConfigJSON struct {
+	Room            string  `json:"room"`
+	Paused          bool    `json:"paused"`
+	Strategy        string  `json:"strategy"`
+	Batch           int     `json:"batch"`
+	MaxActive       int     `json:"maxActive"`
+	Seats           int     `json:"seats"`
+	OpensAt         *string `json:"opensAt"`
+	TokenTTLSeconds float64 `json:"tokenTtlSeconds"`
+	TokenMaxSeconds float64 `json:"tokenMaxSeconds"`
+	FailMode        string  `json:"failMode"`
+	TickMs          int64   `json:"tickMs"`
+	TPS             float64 `json:"tps"`
+}
+
+// effective fills the instance defaults into a room's stored settings.
+func (s *server) effective(room string, c queue.RoomConfig) roomConfigJSON {
+	out := roomConfigJSON{
+		Room: room, Paused: c.Paused, Strategy: c.Strategy, Batch: c.Batch, MaxActive: c.MaxActive, Seats: c.Seats,
+		TokenTTLSeconds: c.TokenTTL.Seconds(), TokenMaxSeconds: c.TokenMax.Seconds(), FailMode: c.FailMode,
+		TickMs: s.cfg.Capacity.Tick.Milliseconds(),
+	}
+	if out.Strategy == "" {
+		out.Strategy = queue.StrategyFixed
+	}
+	if out.Batch == 0 {
+		out.Batch = s.cfg.Capacity.BatchSize()
+	}
+	if out.TokenTTLSeconds == 0 {
+		out.TokenTTLSeconds = s.cfg.TokenTTL.Seconds()
+	}
+	if out.TokenMaxSeconds == 0 {
+		out.TokenMaxSeconds = s.cfg.TokenMax.Seconds()
+	}
+	if out.FailMode == "" {
+		out.FailMode = s.cfg.FailMode
+	}
+	if !c.OpensAt.IsZero() {
+		t := c.OpensAt.UTC().Format(time.RFC3339Nano)
+		out.OpensAt = &t
+	}
+	out.TPS = float64(out.Batch) / s.cfg.Capacity.Tick.Seconds()
+	return out
+}
+
+func (s *server) adminGetRoom(c *fiber.Ctx) error {
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	cfg, err := s.q.RoomConfig(ctx, r)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(s.effective(r, cfg))
+}
+
+func fieldError(field, msg string) *apiError {
+	e := errorf(400, "invalid_field", field+": "+msg)
+	e.Field = field
+	return e
+}
+
+// adminPutRoom changes the fields present in the body; absent fields keep
+// their value. Every instance applies the change from its next tick.
+func (s *server) adminPutRoom(c *fiber.Ctx) error {
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	body := bytes.TrimSpace(c.Body())
+	if len(body) == 0 || body[0] != '{' {
+		return errInvalidJSON
+	}
+	var in struct {
+		Paused          *bool    `json:"paused"`
+		Strategy        *string  `json:"strategy"`
+		Batch           *int     `json:"batch"`
+		MaxActive       *int     `json:"maxActive"`
+		Seats           *int     `json:"seats"`
+		OpensAt         *string  `json:"opensAt"`
+		TokenTTLSeconds *float64 `json:"tokenTtlSeconds"`
+		TokenMaxSeconds *float64 `json:"tokenMaxSeconds"`
+		FailMode        *string  `json:"failMode"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fieldError(te.Field, "has the wrong type ("+te.Value+")")
+		}
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return fieldError(strings.Trim(f, `"`), "is not a room setting")
+		}
+		return errInvalidJSON
+	}
+	if err := dec.Decode(&struct{}{}); err != io.EOF {
+		return errInvalidJSON
+	}
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	cfg, err := s.q.RoomConfig(ctx, r)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	if in.Paused != nil {
+		cfg.Paused = *in.Paused
+	}
+	if in.Strategy != nil {
+		cfg.Strategy = *in.Strategy
+	}
+	if in.Batch != nil {
+		cfg.Batch = *in.Batch
+	}
+	if in.MaxActive != nil {
+		cfg.MaxActive = *in.MaxActive
+	}
+	if in.Seats != nil {
+		cfg.Seats = *in.Seats
+	}
+	if in.OpensAt != nil {
+		cfg.OpensAt = time.Time{}
+		if *in.OpensAt != "" {
+			t, err := time.Parse(time.RFC3339Nano, *in.OpensAt)
+			if err != nil {
+				return fieldError("opensAt", "must be an RFC 3339 time or empty")
+			}
+			cfg.OpensAt = t
+		}
+	}
+	seconds := func(field string, v *float64, dst *time.Duration) error {
+		if v == nil {
+			return nil
+		}
+		if *v < 0 || *v > 7*24*3600 || math.IsNaN(*v) {
+			return fieldError(field, "must be between 0 (default) and 604800")
+		}
+		*dst = time.Duration(*v * float64(time.Second))
+		return nil
+	}
+	if err := seconds("tokenTtlSeconds", in.TokenTTLSeconds, &cfg.TokenTTL); err != nil {
+		return err
+	}
+	if err := seconds("tokenMaxSeconds", in.TokenMaxSeconds, &cfg.TokenMax); err != nil {
+		return err
+	}
+	if in.FailMode != nil {
+		cfg.FailMode = *in.FailMode
+	}
+	if err := s.q.SetRoomConfig(ctx, r, cfg); err != nil {
+		var fe *queue.FieldError
+		if errors.As(err, &fe) {
+			return fieldError(fe.Field, fe.Msg)
+		}
+		return s.storeError(c, err)
+	}
+	return c.JSON(s.effective(r, cfg))
+}
+
+// adminPause returns a handler that pauses or resumes a room.
+func (s *server) adminPause(paused bool) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		r, err := room(c)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := s.redisCtx(c)
+		defer cancel()
+		cfg, err := s.q.RoomConfig(ctx, r)
+		if err != nil {
+			return s.storeError(c, err)
+		}
+		cfg.Paused = paused
+		if err := s.q.SetRoomConfig(ctx, r, cfg); err != nil {
+			return s.storeError(c, err)
+		}
+		return c.JSON(s.effective(r, cfg))
+	}
+}
+
+func (s *server) adminRooms(c *fiber.Ctx) error {
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	rooms, err := s.q.AllRooms(ctx)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	sort.Strings(rooms)
+	if len(rooms) > 1000 {
+		rooms = rooms[:1000]
+	}
+	type item struct {
+		Room    string `json:"room"`
+		Waiting int64  `json:"waiting"`
+	}
+	out := make([]item, 0, len(rooms))
+	for _, r := range rooms {
+		st, err := s.q.Stats(ctx, r)
+		if err != nil {
+			return s.storeError(c, err)
+		}
+		out = append(out, item{Room: r, Waiting: st.Waiting + st.PreQueue})
+	}
+	return c.JSON(fiber.Map{"rooms": out})
+}
+
+// adminStats is the dashboard's feed for one room.
+func (s *server) adminStats(c *fiber.Ctx) error {
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	st, err := s.q.Stats(ctx, r)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	cfg, err := s.q.RoomConfig(ctx, r)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	insts, err := s.instances(ctx)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	eff := s.effective(r, cfg)
+	var ws, sse int64
+	var p50, p99 time.Duration
+	var lagN uint64
+	live := 0
+	for _, in := range insts {
+		if time.Since(in.At) > 10*time.Second {
+			continue
+		}
+		live++
+		ws += in.WS
+		sse += in.SSE
+		// The worst instance's quantiles: an upper bound across instances.
+		p50, p99 = max(p50, in.LagP50), max(p99, in.LagP99)
+		lagN += in.LagCount
+	}
+	return c.JSON(fiber.Map{
+		"room": r, "waiting": st.Waiting, "preQueue": st.PreQueue,
+		"admittedTotal": st.AdmittedTotal, "admittedPerSecond": st.Rate,
+		"activeTokens": st.ActiveTokens, "seats": cfg.Seats, "seatsHeld": st.SeatsHeld,
+		"paused": cfg.Paused, "strategy": eff.Strategy,
+		"connections": fiber.Map{"ws": ws, "sse": sse}, "instances": live,
+		"deliveryLagMs": fiber.Map{"p50": float64(p50.Microseconds()) / 1000, "p99": float64(p99.Microseconds()) / 1000, "count": lagN},
+		"batch":         eff.Batch, "tickMs": eff.TickMs, "tps": eff.TPS,
+		"at": time.Now().UTC().Format(time.RFC3339Nano),
+	})
+}

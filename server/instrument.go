@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/waitroom/waitroom/queue"
+)
+
+// instrumented measures every Redis call the queue makes: latency by
+// operation and failures.
+type instrumented struct {
+	next queue.Redis
+	m    *metrics
+}
+
+func (r instrumented) observe(op string, start time.Time, err error) {
+	r.m.redisCalls.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	if err != nil {
+		r.m.redisFails.WithLabelValues(op).Inc()
+	}
+}
+
+func (r instrumented) Eval(ctx context.Context, s *queue.Script, keys []string, args ...string) (any, error) {
+	start := time.Now()
+	v, err := r.next.Eval(ctx, s, keys, args...)
+	r.observe(s.Name, start, err)
+	return v, err
+}
+
+func (r instrumented) Do(ctx context.Context, args ...string) (any, error) {
+	start := time.Now()
+	v, err := r.next.Do(ctx, args...)
+	op := "unknown"
+	if len(args) > 0 {
+		op = strings.ToLower(args[0])
+	}
+	r.observe(op, start, err)
+	return v, err
+}
+
+func requestID(c *fiber.Ctx) string {
+	id, _ := c.Locals("requestid").(string)
+	return id
+}
+
+// accessLog logs each request at debug level, and failed ones at warn,
+// with the request id.
+func (s *server) accessLog(c *fiber.Ctx) error {
+	start := time.Now()
+	err := c.Next()
+	if err != nil {
+		// Let the error handler write the response first so the status is
+		// known.
+		if herr := s.errorHandler(c, err); herr != nil {
+			return herr
+		}
+	}
+	status := c.Response().StatusCode()
+	level := slog.LevelDebug
+	if status >= 500 {
+		level = slog.LevelWarn
+	}
+	s.log.Log(c.UserContext(), level, "request", "method", c.Method(), "path", c.Path(), "status", status,
+		"ms", time.Since(start).Milliseconds(), "request_id", requestID(c))
+	return nil
+}
