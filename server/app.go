@@ -100,6 +100,10 @@ func (s *server) routes() *fiber.App {
 		WriteTimeout:          10 * time.Second,
 		IdleTimeout:           60 * time.Second,
 		ReadBufferSize:        8192,
+		// Frees a connection's read buffer while it is idle and, for a
+		// hijacked push connection, for good: most of a push connection's
+		// idle cost would otherwise be that buffer.
+		ReduceMemoryUsage: true,
 	})
 	// With fasthttp's default, Close on a hijacked connection does nothing
 	// until the handler returns, so the hub could not end a stream. Keeping

@@ -35,6 +35,7 @@ type config struct {
 	NoWS        bool
 	NoSSE       bool
 	LogLevel    string
+	DebugAddr   string
 
 	// noTick turns the admission loop off so tests can drive admission
 	// explicitly. Not a flag.
@@ -77,6 +78,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.BoolVar(&c.NoJitter, "no-jitter", false, "admit each batch at one instant instead of spreading it over the tick (for experiments)")
 	fs.BoolVar(&c.NoWS, "no-ws", false, "refuse WebSocket (clients fall back to SSE)")
 	fs.BoolVar(&c.NoSSE, "no-sse", false, "refuse SSE (clients fall back to polling)")
+	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof on this address (keep it on loopback); empty: off")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 
 	// Environment first, so flags on the command line override it.

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -51,7 +52,7 @@ func (w *hijackWriter) Write(p []byte) (int, error) {
 // client messages here are tiny, and buffers are most of a connection's
 // idle cost.
 func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return w.conn, bufio.NewReadWriter(bufio.NewReaderSize(w.conn, 512), bufio.NewWriterSize(w.conn, 1024)), nil
+	return w.conn, bufio.NewReadWriter(bufio.NewReaderSize(w.conn, 128), bufio.NewWriterSize(w.conn, 512)), nil
 }
 
 // copyRequest builds a net/http request from fiber's before the hijack:
@@ -76,4 +77,55 @@ func copyRequest(c *fiber.Ctx) *http.Request {
 		r.Header.Add(string(k), string(v))
 	})
 	return r
+}
+
+// shallow runs f on a short-lived goroutine and waits for it. A push
+// connection's one long-lived goroutine only reads; deep calls made once at
+// connect (the upgrade, the first Redis read) would otherwise grow its stack
+// for the connection's whole life, and the stack is most of its idle cost.
+func shallow[T any](f func() (T, error)) (T, error) {
+	var v T
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		v, err = f()
+	}()
+	<-done
+	return v, err
+}
+
+// readsThroughBuffer reports whether a hijacked connection reads through
+// fasthttp's pooled request reader (the client sent bytes after its request
+// line and headers). Such a connection must be served inside the hijack
+// handler, since fasthttp recycles that reader when the handler returns.
+// Any other is served on a goroutine of its own and the handler returns at
+// once, so fasthttp recycles the request context (a few KiB) instead of
+// holding it for the connection's life. Unknown shapes count as buffered.
+func readsThroughBuffer(nc net.Conn) bool {
+	v := reflect.ValueOf(nc)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return true
+	}
+	r := v.Elem().FieldByName("r")
+	if !r.IsValid() || r.Kind() != reflect.Interface || r.IsNil() {
+		return true
+	}
+	_, isConn := reflect.Zero(r.Elem().Type()).Interface().(net.Conn)
+	return !isConn
+}
+
+// serveHijacked runs serve for a hijacked connection, off the hijack
+// handler when that is safe (see readsThroughBuffer). done is called when
+// serve returns.
+func serveHijacked(nc net.Conn, serve func(net.Conn), done func()) {
+	if readsThroughBuffer(nc) {
+		defer done()
+		serve(nc)
+		return
+	}
+	go func() {
+		defer done()
+		serve(nc)
+	}()
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof"
 	"net/url"
 	"os"
 	"os/signal"
@@ -45,6 +47,14 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	fmt.Fprintf(os.Stderr, "waitroom listening on http://%s/?room=demo (redis: %s, client: %s, batch %d per %v)\n",
 		ln.Addr(), redisLabel(cfg), cfg.RedisClient, cfg.Capacity.BatchSize(), cfg.Capacity.Tick)
+	if cfg.DebugAddr != "" {
+		go func() {
+			// pprof registers on http.DefaultServeMux.
+			if err := http.ListenAndServe(cfg.DebugAddr, nil); err != nil {
+				log.Error("debug listener", "err", err)
+			}
+		}()
+	}
 	if cfg.AdminKey == "" {
 		fmt.Fprintf(os.Stderr, "admin dashboard: http://%s/admin (admin key for this run: %s)\n", ln.Addr(), s.cfg.AdminKey)
 	}

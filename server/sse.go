@@ -34,13 +34,14 @@ func (s *server) sse(c *fiber.Ctx) error {
 	if s.draining.Load() {
 		return errDraining
 	}
-	r = strings.Clone(r)
+	// fiber's strings alias fasthttp's request buffers, which are reused
+	// once the hijack handler returns: keep copies.
+	r, id = strings.Clone(r), strings.Clone(id)
 	lastID, _ := strconv.ParseInt(c.Get("Last-Event-ID"), 10, 64)
 	s.wg.Add(1)
 	c.Context().HijackSetNoResponse(true)
 	c.Context().Hijack(func(nc net.Conn) {
-		defer s.wg.Done()
-		s.serveSSE(nc, r, id, lastID)
+		serveHijacked(nc, func(nc net.Conn) { s.serveSSE(nc, r, id, lastID) }, s.wg.Done)
 	})
 	return nil
 }
@@ -51,7 +52,7 @@ func (s *server) serveSSE(nc net.Conn, room, visitor string, lastID int64) {
 	// fasthttp recycles the hijacked connection once this function returns:
 	// stop waits for a write in progress and turns later ones into no-ops.
 	defer t.stop()
-	conn, err := s.hub.Attach(context.Background(), room, visitor, t)
+	conn, err := shallow(func() (*hub.Conn, error) { return s.hub.Attach(context.Background(), room, visitor, t) })
 	if err != nil {
 		e := errDraining
 		switch {

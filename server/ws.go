@@ -51,20 +51,48 @@ func (s *server) ws(c *fiber.Ctx) error {
 		return errDraining
 	}
 	req := copyRequest(c)
-	r = strings.Clone(r)
+	// fiber's strings alias fasthttp's request buffers, which are reused
+	// once the hijack handler returns: keep copies.
+	r, id = strings.Clone(r), strings.Clone(id)
 	s.wg.Add(1)
 	c.Context().HijackSetNoResponse(true)
+	// The request is only needed for the upgrade: a cell lets it go then,
+	// instead of living as long as the connection in a closure.
+	cell := &reqCell{req: req}
 	c.Context().Hijack(func(nc net.Conn) {
-		defer s.wg.Done()
-		s.serveWS(nc, req, r, id)
+		serveHijacked(nc, func(nc net.Conn) { s.serveWS(nc, cell, r, id) }, s.wg.Done)
 	})
 	return nil
 }
 
 // serveWS runs on the connection's one goroutine: it reads (for close
-// frames and dead peers) while the hub writes.
-func (s *server) serveWS(nc net.Conn, req *http.Request, room, visitor string) {
+// frames, pongs and dead peers) while the hub writes. The setup runs on a
+// short-lived goroutine and the loop in a small frame, so the long-lived
+// stack stays shallow enough for the GC to shrink it.
+func (s *server) serveWS(nc net.Conn, cell *reqCell, room, visitor string) {
 	defer nc.Close()
+	req := cell.req
+	cell.req = nil
+	sess, _ := shallow(func() (*wsSession, error) { return s.openWS(nc, req, room, visitor), nil })
+	if sess == nil {
+		return
+	}
+	defer sess.end()
+	wsReadLoop(sess.wc)
+}
+
+type reqCell struct{ req *http.Request }
+
+// wsSession is what a live WebSocket connection holds beyond its loop.
+type wsSession struct {
+	wc   *websocket.Conn
+	t    *wsTransport
+	conn *hub.Conn
+	ping *time.Timer
+}
+
+// openWS upgrades and attaches to the hub; nil when the connection is over.
+func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string) *wsSession {
 	w := &hijackWriter{conn: nc, header: http.Header{}}
 	wc, err := websocket.Accept(w, req, &websocket.AcceptOptions{
 		OriginPatterns:  s.cfg.Origins,
@@ -72,18 +100,14 @@ func (s *server) serveWS(nc net.Conn, req *http.Request, room, visitor string) {
 	})
 	if err != nil {
 		s.log.Debug("websocket accept", "err", err)
-		return
+		return nil
 	}
 	wc.SetReadLimit(wsReadLimit)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	t := &wsTransport{c: wc}
-	// fasthttp recycles the hijacked connection once this function returns,
-	// so nothing may touch it after: release waits for the hub's writes and
+	// fasthttp recycles the hijacked connection once serveWS returns, so
+	// nothing may touch it after: release waits for the hub's writes and
 	// closes, and turns later ones into no-ops.
-	defer t.release()
-	conn, err := s.hub.Attach(ctx, room, visitor, t)
+	t := &wsTransport{c: wc}
+	conn, err := s.hub.Attach(context.Background(), room, visitor, t)
 	if err != nil {
 		code, reason := websocket.StatusTryAgainLater, "draining"
 		switch {
@@ -93,30 +117,40 @@ func (s *server) serveWS(nc net.Conn, req *http.Request, room, visitor string) {
 			code, reason = websocket.StatusTryAgainLater, errTooManyConns.Code
 		}
 		_ = wc.Close(code, reason)
-		return
+		t.release()
+		return nil
 	}
-	defer conn.Close()
-
+	sess := &wsSession{wc: wc, t: t, conn: conn}
 	// Pings find peers that vanished without a FIN; a timer, not a
 	// goroutine, waits between them.
-	var ping *time.Timer
-	ping = time.AfterFunc(wsPingEvery, func() {
+	sess.ping = time.AfterFunc(wsPingEvery, func() {
 		t.use(func() {
-			pctx, pcancel := context.WithTimeout(ctx, wsPingTimeout)
+			pctx, pcancel := context.WithTimeout(context.Background(), wsPingTimeout)
 			defer pcancel()
 			if err := wc.Ping(pctx); err != nil {
 				wc.CloseNow()
 				return
 			}
-			ping.Reset(wsPingEvery)
+			sess.ping.Reset(wsPingEvery)
 		})
 	})
-	defer ping.Stop()
+	return sess
+}
 
+func (sess *wsSession) end() {
+	sess.ping.Stop()
+	sess.conn.Close()
+	sess.t.release()
+}
+
+// wsReadLoop reads until the connection ends. Client messages carry
+// nothing the server needs; reading keeps control frames flowing and
+// notices a closed peer. Closing the connection is what ends a Read here,
+// so the context is Background (a cancellable one costs memory per
+// connection).
+func wsReadLoop(wc *websocket.Conn) {
 	for {
-		// Client messages carry nothing the server needs; reading them
-		// keeps control frames flowing and notices a closed peer.
-		if _, _, err := wc.Read(ctx); err != nil {
+		if _, _, err := wc.Read(context.Background()); err != nil {
 			// The peer answered a close or went away: end a close
 			// handshake still waiting in the background now.
 			wc.CloseNow()
