@@ -40,6 +40,7 @@ var (
 	consumeScript   = loadScript("consume")
 	admitScript     = loadScript("admit")
 	setcfgScript    = loadScript("setcfg")
+	restoreScript   = loadScript("restore")
 	roomstatsScript = loadScript("roomstats")
 )
 
@@ -338,6 +339,26 @@ func (q *Queue) Consume(ctx context.Context, t Token, use Use) (time.Time, error
 		return time.Time{}, ErrTokenExpired
 	}
 	return time.Time{}, ErrTokenUnknown
+}
+
+// Restore gives back a token that Spend used up when the request it
+// guarded then failed on the protected side (so a retry can succeed). It
+// does nothing if the token has expired or the visitor holds another
+// record. expiresAt is the expiry Consume returned; the restored token
+// keeps it and no longer slides.
+func (q *Queue) Restore(ctx context.Context, t Token, expiresAt time.Time) error {
+	if err := check(t.Room, t.Visitor); err != nil {
+		return err
+	}
+	capAt := expiresAt.UnixMilli()
+	_, err := q.r.Eval(ctx, restoreScript, []string{queueKey(t.Room)},
+		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
+		strconv.FormatInt(expiresAt.UnixMilli(), 10), strconv.FormatInt(capAt, 10),
+		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10))
+	if err != nil {
+		return fmt.Errorf("queue: restore: %w", err)
+	}
+	return nil
 }
 
 // Admission is one visitor let in by a tick.

@@ -42,10 +42,8 @@ type config struct {
 	noTick bool
 }
 
-// parseConfig reads flags, each with a WAITROOM_<NAME> environment fallback
-// (flags win). A bad value is one clear error.
-func parseConfig(args []string, getenv func(string) string) (config, error) {
-	var c config
+// newFlagSet defines every flag on c.
+func newFlagSet(c *config) *flag.FlagSet {
 	fs := flag.NewFlagSet("waitroom", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address")
@@ -80,6 +78,24 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.BoolVar(&c.NoSSE, "no-sse", false, "refuse SSE (clients fall back to polling)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof on this address (keep it on loopback); empty: off")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+
+	return fs
+}
+
+// usage prints the flags and their environment names.
+func usage(w io.Writer) {
+	var c config
+	fs := newFlagSet(&c)
+	fmt.Fprintln(w, "usage: waitroom [flags]\n\nEach flag also reads WAITROOM_<NAME> (e.g. -db-pool: WAITROOM_DB_POOL); a flag given wins.")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+// parseConfig reads flags, each with a WAITROOM_<NAME> environment fallback
+// (flags win). A bad value is one clear error; -h is flag.ErrHelp.
+func parseConfig(args []string, getenv func(string) string) (config, error) {
+	var c config
+	fs := newFlagSet(&c)
 
 	// Environment first, so flags on the command line override it.
 	var envErr error

@@ -14,6 +14,7 @@ type apiError struct {
 	Code    string
 	Message string
 	Field   string // the offending setting, for invalid_field
+	WaitMs  int64  // for too_early: how long until the token is valid
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
@@ -29,6 +30,10 @@ func writeError(c *fiber.Ctx, e *apiError) error {
 	b = strconv.AppendQuote(b, e.Code)
 	b = append(b, `,"message":`...)
 	b = strconv.AppendQuote(b, e.Message)
+	if e.WaitMs > 0 {
+		b = append(b, `,"waitMs":`...)
+		b = strconv.AppendInt(b, e.WaitMs, 10)
+	}
 	if e.Field != "" {
 		b = append(b, `,"field":`...)
 		b = strconv.AppendQuote(b, e.Field)

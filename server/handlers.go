@@ -66,10 +66,19 @@ func (s *server) join(c *fiber.Ctx) error {
 	}
 	cred := credential(c)
 	var id string
+	if cred != "" {
+		if id, err = s.signer.ParseVisitor(cred); err != nil {
+			// A stale cookie (say, from before a secret change) must not
+			// lock a browser out: join anew. A credential the client sent
+			// explicitly is its own claim, and a forged one is refused.
+			if c.Get("X-Visitor") != "" || c.Query("visitor") != "" {
+				return errInvalidVisitor
+			}
+			cred = ""
+		}
+	}
 	if cred == "" {
 		id, cred = s.signer.NewVisitor()
-	} else if id, err = s.signer.ParseVisitor(cred); err != nil {
-		return errInvalidVisitor
 	}
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
@@ -169,7 +178,9 @@ func (s *server) tokenError(c *fiber.Ctx, err error) error {
 	case errors.As(err, &early):
 		ms := max(early.Wait.Milliseconds(), 1)
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt((ms+999)/1000, 10))
-		return errorf(425, "too_early", "the entry token is valid in "+strconv.FormatInt(ms, 10)+" ms (waitMs="+strconv.FormatInt(ms, 10)+")")
+		e := errorf(425, "too_early", "the entry token is valid in "+strconv.FormatInt(ms, 10)+" ms")
+		e.WaitMs = ms
+		return e
 	case errors.Is(err, queue.ErrTokenExpired):
 		return errTokenExpired
 	case errors.Is(err, queue.ErrTokenUnknown):
@@ -203,15 +214,35 @@ func (s *server) requireToken(c *fiber.Ctx) error {
 		}
 	}
 	ctx, cancel := s.redisCtx(c)
-	defer cancel()
-	if _, err := s.q.Consume(ctx, tok, queue.Spend); err != nil {
+	exp, err := s.q.Consume(ctx, tok, queue.Spend)
+	cancel()
+	if err != nil {
 		if isTokenError(err) {
 			return s.tokenError(c, err)
 		}
 		return s.failOpen(c, tok, err)
 	}
 	c.Locals("token", tok)
-	return c.Next()
+	err = c.Next()
+	// A request that failed on the protected side (a 5xx such as
+	// db_timeout) did not use the token: give it back for the retry.
+	if failed(c, err) {
+		rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer rcancel()
+		if rerr := s.q.Restore(rctx, tok, exp); rerr != nil {
+			s.log.Warn("token not given back after a failed request", "room", tok.Room, "err", rerr, "request_id", requestID(c))
+		}
+	}
+	return err
+}
+
+// failed reports whether the rest of the chain answered a server error.
+func failed(c *fiber.Ctx, err error) bool {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.Status >= 500
+	}
+	return err != nil || c.Response().StatusCode() >= 500
 }
 
 // isTokenError tells a verdict on the token from a failure to reach Redis.

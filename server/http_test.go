@@ -151,7 +151,8 @@ func TestTooEarly(t *testing.T) {
 		v.join("slow")
 		st := ts.admitUntil(t, v, "slow")
 		r := v.do("POST", "/api/v1/rooms/slow/orders", "", "Authorization", "Bearer "+st.str("token"))
-		if r.Code != 425 || r.errCode() != "too_early" || r.Header.Get("Retry-After") == "" {
+		e, _ := r.Body["error"].(map[string]any)
+		if r.Code != 425 || r.errCode() != "too_early" || r.Header.Get("Retry-After") == "" || e["waitMs"] == nil {
 			t.Fatalf("before notBefore: %d %s", r.Code, r.Raw)
 		}
 		// The too-early attempt did not use the token up.
@@ -236,4 +237,50 @@ func rawPost(t *testing.T, base, path, body string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// TestDBTimeoutKeepsToken: an order that fails with 503 db_timeout does not
+// use the token up; the retry succeeds.
+func TestDBTimeoutKeepsToken(t *testing.T) {
+	eachServer(t, func(c *config) {
+		c.Capacity.Batch, c.Capacity.DBPool, c.Capacity.ServiceTime, c.DBWait = 5, 1, 1500*time.Millisecond, 50*time.Millisecond
+	}, func(t *testing.T, ts *testServer) {
+		a, b := newVisitor(t, ts.URL), newVisitor(t, ts.URL)
+		a.join("db")
+		b.join("db")
+		sa, sb := ts.admitUntil(t, a, "db"), ts.admitUntil(t, b, "db")
+		for _, st := range []reply{sa, sb} {
+			nb, _ := time.Parse(time.RFC3339Nano, st.str("notBefore"))
+			waitFor(t, 5*time.Second, "notBefore", func() bool { return time.Now().After(nb.Add(5 * time.Millisecond)) })
+		}
+		first := make(chan reply, 1)
+		go func() { first <- a.do("POST", "/api/v1/rooms/db/orders", "", "Authorization", "Bearer "+sa.str("token")) }()
+		// b's order finds the only DB slot taken.
+		waitFor(t, 5*time.Second, "a holds the slot", func() bool { return ts.db.inUse.Load() == 1 })
+		r := b.do("POST", "/api/v1/rooms/db/orders", "", "Authorization", "Bearer "+sb.str("token"))
+		if r.Code != 503 || r.errCode() != "db_timeout" {
+			t.Fatalf("busy DB: %d %s", r.Code, r.Raw)
+		}
+		if got := <-first; got.Code != 201 {
+			t.Fatalf("first order: %d %s", got.Code, got.Raw)
+		}
+		if r := b.do("POST", "/api/v1/rooms/db/orders", "", "Authorization", "Bearer "+sb.str("token")); r.Code != 201 {
+			t.Fatalf("retry after db_timeout: %d %s", r.Code, r.Raw)
+		}
+	})
+}
+
+// TestStaleCookieJoinsAnew: a cookie this deployment cannot verify (say,
+// from before a secret change) gets a new identity on join instead of a
+// lock-out; an explicit forged header is still refused.
+func TestStaleCookieJoinsAnew(t *testing.T) {
+	ts := startServer(t, nil, "rueidis", nil)
+	v := newVisitor(t, ts.URL)
+	r := v.do("POST", "/api/v1/rooms/c/join", "", "Cookie", "wr_visitor=abc.AAAAAAAAAAAAAAAAAAAAAA")
+	if r.Code != 200 || r.str("visitor") == "" || strings.HasPrefix(r.str("visitor"), "abc.") {
+		t.Fatalf("stale cookie: %d %s", r.Code, r.Raw)
+	}
+	if r := v.do("POST", "/api/v1/rooms/c/join", "", "X-Visitor", "abc.AAAAAAAAAAAAAAAAAAAAAA"); r.Code != 401 {
+		t.Fatalf("forged header: %d %s", r.Code, r.Raw)
+	}
 }

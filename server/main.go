@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -19,6 +21,10 @@ import (
 
 func main() {
 	cfg, err := parseConfig(os.Args[1:], os.Getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		usage(os.Stdout)
+		return
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "waitroom:", err)
 		os.Exit(2)

@@ -32,7 +32,7 @@ func newMetrics(s *server) *metrics {
 	m.redisErr = prometheus.NewCounter(prometheus.CounterOpts{Name: "waitroom_redis_errors_total", Help: "Redis calls from requests that failed."})
 	m.deliverLag = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "waitroom_delivery_lag_seconds", Help: "Admitted push delivery: write time minus notBefore.",
-		Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 5},
+		Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 2, 3, 5},
 	}, []string{"transport"})
 	m.failOpen = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_fail_open_total", Help: "Protected requests decided without Redis, by outcome."}, []string{"outcome"})
 	m.admissions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_admissions_total", Help: "Visitors admitted by this instance's ticks."}, []string{"room"})

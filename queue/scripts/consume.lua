@@ -1,7 +1,8 @@
 -- consume: KEYS = queue; ARGV = prefix, visitor, notBefore, mode, idleMs
 -- mode 0 checks, 1 uses the token up, 2 checks and slides its expiry to
 -- min(now + idle, cap). Returns {code, a}: 1 valid (a = expiresAt), -1
--- unknown or used, -2 too early (a = ms until notBefore), -3 expired.
+-- unknown or used, -2 too early (a = ms until notBefore), -3 expired; a
+-- valid answer also carries the cap as its third value.
 local p, v, mode = ARGV[1], ARGV[2], ARGV[4]
 local key = p .. 't:' .. v
 local nb, exp, cap = read_token(key)
@@ -11,6 +12,7 @@ if now < nb then return {-2, nb - now} end
 if now >= exp then return {-3, 0} end
 if mode == '1' then
   redis.call('DEL', key)
+  -- The seat stays held: a token used up counts as sold.
   redis.call('ZREM', p .. 'active', v) -- frees a max-active slot; the seat stays sold
 elseif mode == '2' then
   local idle = tonumber(ARGV[5])
@@ -22,4 +24,4 @@ elseif mode == '2' then
     exp = new_exp
   end
 end
-return {1, exp}
+return {1, exp, cap}
