@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/cors"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
@@ -22,20 +25,22 @@ const bodyLimit = 64 << 10
 
 // server is one waitroom instance: the fiber app and what it is wired to.
 type server struct {
-	cfg      config
-	log      *slog.Logger
-	redis    *redisConn
-	q        *queue.Queue
-	signer   *queue.Signer
-	hub      *hub.Hub
-	polls    *pollCache
-	db       *dbPool
-	app      *fiber.App
-	metrics  *metrics
-	rooms    *roomCache
-	id       string // this instance, in the instances hash
-	draining atomic.Bool
-	wg       sync.WaitGroup // push connections' reading goroutines
+	cfg     config
+	log     *slog.Logger
+	redis   *redisConn
+	q       *queue.Queue
+	signer  *queue.Signer
+	hub     *hub.Hub
+	polls   *pollCache
+	db      *dbPool
+	app     *fiber.App
+	metrics *metrics
+	rooms   *roomCache
+	id      string // this instance, in the instances hash
+	// originHosts are the hosts of cfg.Origins, as WebSocket Origin patterns.
+	originHosts []string
+	draining    atomic.Bool
+	wg          sync.WaitGroup // push connections' reading goroutines
 }
 
 // newServer connects to Redis and builds the app; nothing runs until run.
@@ -86,6 +91,10 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	s.hub = hub.New(broker, hubSource{q}, log, &hub.Options{
 		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.observeDelivery,
 	})
+	for _, o := range cfg.Origins {
+		u, _ := url.Parse(o)
+		s.originHosts = append(s.originHosts, u.Host)
+	}
 	s.app = s.routes()
 	return s, nil
 }
@@ -113,6 +122,17 @@ func (s *server) routes() *fiber.App {
 	app.Use(s.recoverer, requestid.New(), s.accessLog)
 
 	api := app.Group("/api/v1")
+	if len(s.cfg.Origins) > 0 {
+		// Pages of these origins include waitroom.js and call the API with
+		// the visitor's cookie.
+		api.Use(cors.New(cors.Config{
+			AllowOrigins:     strings.Join(s.cfg.Origins, ","),
+			AllowCredentials: true,
+			AllowHeaders:     "Authorization, Content-Type, X-Visitor",
+			ExposeHeaders:    "Retry-After",
+			MaxAge:           600,
+		}))
+	}
 	rooms := api.Group("/rooms/:room")
 	rooms.Post("/join", s.join)
 	rooms.Get("/status", s.status)

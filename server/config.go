@@ -64,12 +64,17 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.DrainWindow, "drain-window", 5*time.Second, "window over which push clients are told to reconnect on shutdown")
 	fs.IntVar(&c.MaxConns, "max-conns", 50000, "push connections per instance")
 	fs.IntVar(&c.MaxPerVis, "max-conns-per-visitor", 5, "push connections per visitor")
-	fs.Func("origins", "comma-separated host patterns allowed as WebSocket Origin besides the server's own host", func(v string) error {
+	fs.Func("origins", "comma-separated origins (https://shop.example.com) whose pages may use the API and push with credentials (CORS, WebSocket Origin)", func(v string) error {
 		c.Origins = nil
 		for _, o := range strings.Split(v, ",") {
-			if o = strings.TrimSpace(o); o != "" {
-				c.Origins = append(c.Origins, o)
+			if o = strings.TrimSpace(o); o == "" {
+				continue
 			}
+			u, err := url.Parse(o)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+				return fmt.Errorf("origin %q is not scheme://host[:port]", o)
+			}
+			c.Origins = append(c.Origins, u.Scheme+"://"+u.Host)
 		}
 		return nil
 	})

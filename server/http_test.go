@@ -254,7 +254,9 @@ func TestDBTimeoutKeepsToken(t *testing.T) {
 			waitFor(t, 5*time.Second, "notBefore", func() bool { return time.Now().After(nb.Add(5 * time.Millisecond)) })
 		}
 		first := make(chan reply, 1)
-		go func() { first <- a.do("POST", "/api/v1/rooms/db/orders", "", "Authorization", "Bearer "+sa.str("token")) }()
+		go func() {
+			first <- a.do("POST", "/api/v1/rooms/db/orders", "", "Authorization", "Bearer "+sa.str("token"))
+		}()
 		// b's order finds the only DB slot taken.
 		waitFor(t, 5*time.Second, "a holds the slot", func() bool { return ts.db.inUse.Load() == 1 })
 		r := b.do("POST", "/api/v1/rooms/db/orders", "", "Authorization", "Bearer "+sb.str("token"))
@@ -282,5 +284,23 @@ func TestStaleCookieJoinsAnew(t *testing.T) {
 	}
 	if r := v.do("POST", "/api/v1/rooms/c/join", "", "X-Visitor", "abc.AAAAAAAAAAAAAAAAAAAAAA"); r.Code != 401 {
 		t.Fatalf("forged header: %d %s", r.Code, r.Raw)
+	}
+}
+
+// TestCORS: a page of an allowed origin may call the API with credentials;
+// others get no CORS grant.
+func TestCORS(t *testing.T) {
+	ts := startServer(t, nil, "rueidis", func(c *config) { c.Origins = []string{"https://shop.example.com"} })
+	v := newVisitor(t, ts.URL)
+	r := v.do("OPTIONS", "/api/v1/rooms/x/join", "", "Origin", "https://shop.example.com", "Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "X-Visitor")
+	if r.Header.Get("Access-Control-Allow-Origin") != "https://shop.example.com" || r.Header.Get("Access-Control-Allow-Credentials") != "true" {
+		t.Fatalf("preflight: %d %v", r.Code, r.Header)
+	}
+	r = v.do("POST", "/api/v1/rooms/x/join", "", "Origin", "https://evil.example.net")
+	if r.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("other origin granted: %v", r.Header)
+	}
+	if _, err := parseConfig([]string{"-origins", "shop.example.com"}, func(string) string { return "" }); err == nil {
+		t.Fatal("origin without scheme accepted")
 	}
 }

@@ -95,7 +95,7 @@ type wsSession struct {
 func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string) *wsSession {
 	w := &hijackWriter{conn: nc, header: http.Header{}}
 	wc, err := websocket.Accept(w, req, &websocket.AcceptOptions{
-		OriginPatterns:  s.cfg.Origins,
+		OriginPatterns:  s.originHosts,
 		CompressionMode: websocket.CompressionDisabled,
 	})
 	if err != nil {
