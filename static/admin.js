@@ -1,0 +1,420 @@
+// admin.js: the live dashboard at /admin. Polls the room's stats every
+// second with the admin key and draws the last few minutes by hand in SVG.
+(function () {
+  "use strict";
+
+  var KEY_STORE = "waitroom:admin-key";
+  var POLL_MS = 1000;
+  var ROOMS_EVERY_MS = 5000;
+  var WINDOW_MS = 5 * 60 * 1000;
+  var RATE_WINDOW_MS = 5000;
+  var SVG_NS = "http://www.w3.org/2000/svg";
+
+  var $ = function (id) { return document.getElementById(id); };
+  var numbers = new Intl.NumberFormat("en");
+  var oneDecimal = new Intl.NumberFormat("en", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+
+  var key = readKey();
+  var room = new URLSearchParams(location.search).get("room") || "";
+  var rooms = [];
+  var points = []; // { t, waiting, rate }
+  var statsTimer = null, roomsTimer = null;
+  var generation = 0; // stats: bumped on room or key change, late answers are dropped
+  var session = 0; // bumped on key change
+  var lastOK = 0;
+  var totals = []; // { t, total } over the last RATE_WINDOW_MS
+
+  function readKey() {
+    try { return sessionStorage.getItem(KEY_STORE) || ""; } catch (e) { return ""; }
+  }
+  function writeKey(v) {
+    try { if (v) sessionStorage.setItem(KEY_STORE, v); else sessionStorage.removeItem(KEY_STORE); } catch (e) { /* tab-only anyway */ }
+  }
+
+  function message(text) {
+    var m = $("msg");
+    m.hidden = !text;
+    m.textContent = text || "";
+  }
+
+  // api calls the admin API; it resolves to { status, body } and never
+  // rejects (status 0: the server could not be reached).
+  function api(method, path) {
+    return fetch("/api/v1/admin" + path, {
+      method: method,
+      headers: { "Authorization": "Bearer " + key, "Accept": "application/json" },
+      cache: "no-store",
+      credentials: "same-origin"
+    }).then(function (res) {
+      return res.text().then(function (text) {
+        var body = null;
+        try { body = text ? JSON.parse(text) : null; } catch (e) { /* not JSON */ }
+        return { status: res.status, body: body };
+      });
+    }, function () { return { status: 0, body: null }; });
+  }
+
+  function errorOf(r) {
+    return (r.body && r.body.error) || { code: "http_" + r.status, message: "the server answered " + r.status };
+  }
+
+  // ---------- key ----------
+
+  function showSignIn(text) {
+    stop();
+    $("signin").hidden = false;
+    $("room-panel").hidden = true;
+    $("board").hidden = true;
+    $("forget").hidden = true;
+    message(text || "");
+    $("key").focus();
+  }
+
+  function unauthorized(r) {
+    writeKey("");
+    key = "";
+    var e = errorOf(r);
+    showSignIn(e.code === "invalid_admin_key" || r.status === 401
+      ? "That admin key was refused (" + e.code + "). Check it and enter it again."
+      : e.message);
+  }
+
+  $("key-form").addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    var v = $("key").value.trim();
+    if (!v) return;
+    key = v;
+    writeKey(v);
+    $("key").value = "";
+    start();
+  });
+
+  $("forget").addEventListener("click", function () {
+    writeKey("");
+    key = "";
+    showSignIn("");
+  });
+
+  // ---------- rooms ----------
+
+  function loadRooms() {
+    var my = session;
+    return api("GET", "/rooms").then(function (r) {
+      if (my !== session) return;
+      if (r.status === 401) return unauthorized(r);
+      if (r.status === 200 && r.body && Array.isArray(r.body.rooms)) {
+        rooms = r.body.rooms;
+        if (!room && rooms.length) selectRoom(rooms[0].room);
+        fillRooms();
+      } else if (r.status !== 0 && !room) {
+        message("The room list is not available: " + errorOf(r).message);
+      }
+      roomsTimer = setTimeout(loadRooms, ROOMS_EVERY_MS);
+    });
+  }
+
+  function fillRooms() {
+    var sel = $("room");
+    var names = rooms.map(function (r) { return r.room; });
+    if (room && names.indexOf(room) < 0) names.unshift(room);
+    var want = names.join("\n");
+    if (sel.dataset.names === want) {
+      names.forEach(function (n, i) { sel.options[i].textContent = label(n); });
+      return;
+    }
+    sel.dataset.names = want;
+    sel.textContent = "";
+    if (!names.length) {
+      var o = document.createElement("option");
+      o.value = "";
+      o.textContent = "No room has visitors yet";
+      sel.appendChild(o);
+      sel.disabled = true;
+      return;
+    }
+    sel.disabled = false;
+    names.forEach(function (n) {
+      var o = document.createElement("option");
+      o.value = n;
+      o.textContent = label(n);
+      sel.appendChild(o);
+    });
+    sel.value = room;
+  }
+
+  function label(name) {
+    for (var i = 0; i < rooms.length; i++) {
+      if (rooms[i].room === name) return name + " (" + numbers.format(rooms[i].waiting) + " waiting)";
+    }
+    return name;
+  }
+
+  function selectRoom(name) {
+    if (name === room && points.length) return;
+    room = name;
+    points = [];
+    totals = [];
+    var u = new URL(location.href);
+    u.searchParams.set("room", name);
+    history.replaceState(null, "", u);
+    document.title = name + " · waitroom dashboard";
+    $("action-msg").textContent = "";
+    pollNow();
+  }
+
+  $("room").addEventListener("change", function () { selectRoom($("room").value); });
+
+  // ---------- stats ----------
+
+  function pollNow() {
+    generation++;
+    clearTimeout(statsTimer);
+    poll();
+  }
+
+  function poll() {
+    if (!room || !key) return;
+    var my = generation;
+    api("GET", "/rooms/" + encodeURIComponent(room) + "/stats").then(function (r) {
+      if (my !== generation) return;
+      if (r.status === 401) return unauthorized(r);
+      if (r.status === 200 && r.body) {
+        message("");
+        lastOK = Date.now();
+        show(r.body);
+      } else if (r.status === 0) {
+        message("The server can't be reached. Still trying every second; the figures below are from " + sinceText() + ".");
+      } else {
+        message("Stats are not available: " + errorOf(r).message);
+      }
+      markStale();
+      statsTimer = setTimeout(poll, POLL_MS);
+    });
+  }
+
+  function sinceText() {
+    if (!lastOK) return "no successful update yet";
+    return new Date(lastOK).toLocaleTimeString();
+  }
+
+  function markStale() {
+    var u = $("updated");
+    var stale = lastOK && Date.now() - lastOK > 3 * POLL_MS;
+    u.className = "meta" + (stale ? " stale" : "");
+  }
+
+  // rateOf measures admissions per second from admittedTotal over the last
+  // few seconds, so it falls to 0 when admission stops (paused, empty
+  // queue). Until two samples exist it shows the server's own figure.
+  function rateOf(s, now) {
+    if (typeof s.admittedTotal !== "number") return typeof s.admittedPerSecond === "number" ? s.admittedPerSecond : 0;
+    totals.push({ t: now, total: s.admittedTotal });
+    while (totals.length > 2 && now - totals[1].t >= RATE_WINDOW_MS) totals.shift();
+    var first = totals[0];
+    if (totals.length < 2 || now - first.t < 1500) return typeof s.admittedPerSecond === "number" ? s.admittedPerSecond : 0;
+    return Math.max(0, (s.admittedTotal - first.total) * 1000 / (now - first.t));
+  }
+
+  function set(id, text) {
+    var n = $(id);
+    if (n.textContent !== text) n.textContent = text;
+  }
+
+  function ms(v) {
+    if (typeof v !== "number") return "–";
+    return v < 10 ? oneDecimal.format(v) : numbers.format(Math.round(v));
+  }
+
+  function show(s) {
+    var now = Date.now();
+    var rate = rateOf(s, now);
+    $("board").hidden = false;
+
+    set("v-waiting", numbers.format(s.waiting || 0));
+    var nw = $("n-waiting");
+    if (s.paused && !nw.querySelector(".badge")) {
+      nw.textContent = "";
+      var badge = document.createElement("span");
+      badge.className = "badge";
+      badge.textContent = "admission paused";
+      nw.appendChild(badge);
+    } else if (!s.paused) {
+      set("n-waiting", "in line now");
+    }
+
+    set("v-rate", oneDecimal.format(rate));
+    set("n-rate", typeof s.admittedTotal === "number" ? numbers.format(s.admittedTotal) + " admitted in total" : "");
+
+    set("v-tokens", numbers.format(s.activeTokens || 0));
+
+    var c = s.connections || {};
+    var ws = c.ws || 0, sse = c.sse || 0;
+    set("v-conns", numbers.format(ws + sse));
+    var inst = s.instances || 0;
+    set("n-conns", "WebSocket " + numbers.format(ws) + " · SSE " + numbers.format(sse) +
+      (inst ? " · " + inst + (inst === 1 ? " instance" : " instances") : ""));
+
+    var lag = s.deliveryLagMs || {};
+    var lagBox = $("v-lag");
+    lagBox.textContent = "";
+    if (lag.count) {
+      lagBox.appendChild(document.createTextNode(ms(lag.p50)));
+      var small = document.createElement("small");
+      small.textContent = " / " + ms(lag.p99) + " ms";
+      lagBox.appendChild(small);
+      set("n-lag", "p50 / p99 over " + numbers.format(lag.count) + (lag.count === 1 ? " delivery" : " deliveries"));
+    } else {
+      lagBox.textContent = "–";
+      set("n-lag", "no pushed admissions yet");
+    }
+
+    // Keep the picker's count in step with the figures.
+    rooms.forEach(function (r) { if (r.room === room) r.waiting = s.waiting || 0; });
+    fillRooms();
+
+    var cfg = [];
+    if (s.batch && s.tickMs) cfg.push("batch " + numbers.format(s.batch) + " per " + numbers.format(s.tickMs) + " ms tick");
+    if (s.tps) cfg.push(numbers.format(s.tps) + " admissions/s at most");
+    cfg.push("updated " + new Date(s.at || now).toLocaleTimeString());
+    set("updated", cfg.join(" · "));
+
+    $("pause").disabled = !!s.paused;
+    $("resume").disabled = !s.paused;
+
+    points.push({ t: now, waiting: s.waiting || 0, rate: rate });
+    while (points.length && points[0].t < now - WINDOW_MS - 1000) points.shift();
+    draw();
+  }
+
+  // ---------- chart ----------
+
+  // niceStep rounds a grid step up to 1, 2, 2.5 or 5 times a power of ten;
+  // whole numbers only for counts.
+  function niceStep(v, whole) {
+    if (!(v > 0)) return whole ? 1 : 0.25;
+    var p = Math.pow(10, Math.floor(Math.log10(v)));
+    var steps = [1, 2, 2.5, 5, 10];
+    for (var i = 0; i < steps.length; i++) {
+      var s = steps[i] * p;
+      if (s >= v && (!whole || s % 1 === 0)) return s;
+    }
+    return 10 * p;
+  }
+
+  function node(name, attrs, text) {
+    var n = document.createElementNS(SVG_NS, name);
+    for (var k in attrs) n.setAttribute(k, attrs[k]);
+    if (text !== undefined) n.textContent = text;
+    return n;
+  }
+
+  function draw() {
+    var svg = $("chart");
+    var w = Math.max(280, svg.clientWidth || 800), h = svg.clientHeight || 260;
+    var pad = { l: 48, r: 44, t: 12, b: 26 };
+    var iw = w - pad.l - pad.r, ih = h - pad.t - pad.b;
+    var now = Date.now();
+    // The window grows a minute at a time up to five, so a fresh dashboard
+    // does not squeeze its first seconds into a corner.
+    var elapsed = points.length ? now - points[0].t : 0;
+    var minutes = Math.min(WINDOW_MS / 60000, Math.max(1, Math.ceil(elapsed / 60000)));
+    var span = minutes * 60000, t0 = now - span;
+    set("chart-title", minutes === 1 ? "Last minute" : "Last " + minutes + " minutes");
+    var stepW = niceStep(Math.max.apply(null, points.map(function (p) { return p.waiting; }).concat([4])) / 4, true);
+    var stepR = niceStep(Math.max.apply(null, points.map(function (p) { return p.rate; }).concat([1])) / 4, false);
+    var maxW = stepW * 4, maxR = stepR * 4;
+
+    svg.setAttribute("viewBox", "0 0 " + w + " " + h);
+    var desc = $("chart-desc");
+    while (svg.lastChild && svg.lastChild !== desc) svg.removeChild(svg.lastChild);
+
+    var x = function (t) { return pad.l + (t - t0) / span * iw; };
+    var yW = function (v) { return pad.t + ih - v / maxW * ih; };
+    var yR = function (v) { return pad.t + ih - v / maxR * ih; };
+
+    for (var i = 0; i <= 4; i++) {
+      var y = pad.t + ih * i / 4;
+      svg.appendChild(node("line", { "class": "grid", x1: pad.l, x2: pad.l + iw, y1: y, y2: y }));
+      svg.appendChild(node("text", { "class": "axis", x: pad.l - 8, y: y + 4, "text-anchor": "end" }, short(stepW * (4 - i))));
+      svg.appendChild(node("text", { "class": "axis", x: pad.l + iw + 8, y: y + 4, "text-anchor": "start" }, short(stepR * (4 - i))));
+    }
+    var stepSec = minutes === 1 ? 15 : minutes === 2 ? 30 : 60;
+    var lastLabel = Infinity;
+    for (var sec = 0; sec <= span / 1000; sec += stepSec) {
+      var tx = x(now - sec * 1000);
+      if (lastLabel - tx < 64) continue; // too tight on a narrow screen
+      lastLabel = tx;
+      var anchor = sec === 0 ? "end" : sec === span / 1000 ? "start" : "middle";
+      var lbl = sec === 0 ? "now" : "\u2212" + (sec % 60 === 0 ? sec / 60 + " min" : sec + " s");
+      svg.appendChild(node("text", { "class": "axis", x: tx, y: h - 6, "text-anchor": anchor }, lbl));
+    }
+
+    var shown = points.filter(function (p) { return p.t >= t0; });
+    if (shown.length) {
+      var line = function (key, y) {
+        return shown.map(function (p, j) { return (j ? "L" : "M") + x(p.t).toFixed(1) + " " + y(p[key]).toFixed(1); }).join("");
+      };
+      var dW = line("waiting", yW);
+      var first = shown[0], lastP = shown[shown.length - 1];
+      svg.appendChild(node("path", { "class": "area-a", d: dW + "L" + x(lastP.t).toFixed(1) + " " + (pad.t + ih) + "L" + x(first.t).toFixed(1) + " " + (pad.t + ih) + "Z" }));
+      svg.appendChild(node("path", { "class": "series-a", d: dW }));
+      svg.appendChild(node("path", { "class": "series-b", d: line("rate", yR) }));
+      desc.textContent = "Now " + numbers.format(lastP.waiting) + " waiting and " + oneDecimal.format(lastP.rate) +
+        " admitted per second; the most waiting in this window was " +
+        numbers.format(Math.max.apply(null, shown.map(function (p) { return p.waiting; }))) + ".";
+    }
+  }
+
+  function short(v) {
+    if (v >= 1e6) return +(v / 1e6).toFixed(2) + "M";
+    if (v >= 1e4) return +(v / 1e3).toFixed(1) + "k";
+    return String(+v.toFixed(2));
+  }
+
+  window.addEventListener("resize", function () { if (points.length) draw(); });
+
+  // ---------- pause / resume ----------
+
+  function control(action) {
+    if (!room) return;
+    var out = $("action-msg");
+    out.textContent = (action === "pause" ? "Pausing" : "Resuming") + " admission…";
+    api("POST", "/rooms/" + encodeURIComponent(room) + "/" + action).then(function (r) {
+      if (r.status === 401) return unauthorized(r);
+      if (r.status >= 200 && r.status < 300) {
+        out.textContent = action === "pause" ? "Admission is paused. Visitors keep their places." : "Admission resumed.";
+        pollNow();
+      } else if (r.status === 404 || r.status === 405) {
+        out.textContent = (action === "pause" ? "Pausing" : "Resuming") + " is not available on this server yet.";
+      } else if (r.status === 0) {
+        out.textContent = "The server can't be reached; nothing was changed.";
+      } else {
+        out.textContent = "That did not work: " + errorOf(r).message;
+      }
+    });
+  }
+  $("pause").addEventListener("click", function () { control("pause"); });
+  $("resume").addEventListener("click", function () { control("resume"); });
+
+  // ---------- start ----------
+
+  function stop() {
+    generation++;
+    session++;
+    clearTimeout(statsTimer);
+    clearTimeout(roomsTimer);
+  }
+
+  function start() {
+    stop();
+    message("");
+    $("signin").hidden = true;
+    $("room-panel").hidden = false;
+    $("forget").hidden = false;
+    fillRooms();
+    loadRooms();
+    if (room) pollNow();
+  }
+
+  if (key) start(); else showSignIn("");
+})();

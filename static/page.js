@@ -1,0 +1,434 @@
+// page.js: the waiting-room page at /?room=NAME, built on waitroom.js.
+(function () {
+  "use strict";
+
+  var params = new URLSearchParams(location.search);
+  var room = params.get("room") || "demo";
+  var transportsParam = params.get("transports"); // e.g. "sse,poll", for trying fallbacks
+  var api = "/api/v1/rooms/" + encodeURIComponent(room);
+
+  var $ = function (id) { return document.getElementById(id); };
+  var el = {
+    card: $("card"), eyebrow: $("eyebrow"), headline: $("headline"),
+    figures: $("figures"), position: $("position"), eta: $("eta"),
+    bar: $("bar"), fill: $("bar-fill"), detail: $("detail"), sub: $("sub"),
+    announce: $("announce"), actions: $("actions"), orderMsg: $("order-msg"),
+    connMsg: $("conn-msg"), transport: $("transport"), leave: $("leave"),
+    roomName: $("room-name")
+  };
+
+  var numbers = new Intl.NumberFormat("en");
+  var TRANSPORT_NAMES = { ws: "WebSocket", sse: "SSE", poll: "polling" };
+  var ANNOUNCE_EVERY_MS = 15000;
+
+  var wr = null;
+  var view = "queue"; // queue | ordering | done | left
+  var last = { state: null, info: null };
+  var validAt = 0; // performance.now() when the entry becomes usable
+  var retryAt = 0; // performance.now() of the next connection retry
+  var ticker = null;
+  var announced = { at: 0, key: "" };
+  var tooEarlyTries = 0;
+  var focusedAction = false;
+
+  el.roomName.textContent = "Room: " + room;
+  document.title = "Waiting room · " + room;
+
+  // ---------- formatting ----------
+
+  function ordinal(n) {
+    var s = numbers.format(n), t = n % 100;
+    if (t >= 11 && t <= 13) return s + "th";
+    switch (n % 10) {
+      case 1: return s + "st";
+      case 2: return s + "nd";
+      case 3: return s + "rd";
+    }
+    return s + "th";
+  }
+
+  function duration(sec) {
+    sec = Math.max(0, Math.round(sec));
+    if (sec < 1) return "under 1 s";
+    if (sec < 60) return sec + " s";
+    var min = Math.round(sec / 60);
+    if (min < 60) return min + " min";
+    var h = Math.floor(min / 60), m = min % 60;
+    return h + " h" + (m ? " " + m + " min" : "");
+  }
+
+  function durationWords(sec) {
+    sec = Math.max(0, Math.round(sec));
+    if (sec < 1) return "less than a second";
+    if (sec < 60) return sec === 1 ? "about a second" : "about " + sec + " seconds";
+    var min = Math.round(sec / 60);
+    if (min < 60) return min === 1 ? "about a minute" : "about " + min + " minutes";
+    var h = Math.floor(min / 60), m = min % 60;
+    return "about " + h + (h === 1 ? " hour" : " hours") + (m ? " " + m + " minutes" : "");
+  }
+
+  function clock(iso) {
+    var d = new Date(iso);
+    return isNaN(d) ? "" : d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  }
+
+  // ---------- small DOM helpers ----------
+
+  function setText(node, text) {
+    if (node.textContent !== text) node.textContent = text;
+  }
+
+  function setProgress(fraction) {
+    var pct = Math.round(Math.max(0, Math.min(1, fraction)) * 100);
+    el.fill.style.width = pct + "%";
+    el.bar.setAttribute("aria-valuenow", String(pct));
+    el.bar.setAttribute("aria-valuetext", pct + "% of the way to the front");
+  }
+
+  function button(label, kind, onClick, id) {
+    var b = document.createElement("button");
+    b.type = "button";
+    b.className = kind;
+    b.textContent = label;
+    if (id) b.id = id;
+    b.addEventListener("click", onClick);
+    return b;
+  }
+
+  function setActions(key, build) {
+    if (el.actions.dataset.key === key) return;
+    el.actions.dataset.key = key;
+    el.actions.textContent = "";
+    if (build) build(el.actions);
+  }
+
+  function notice(node, kind, text) {
+    if (!text) { node.hidden = true; node.textContent = ""; return; }
+    node.className = "notice" + (kind ? " " + kind : "");
+    setText(node, text);
+    node.hidden = false;
+  }
+
+  // announce updates the polite live region: status changes at once,
+  // position changes at most every 15 s so a screen reader is not flooded.
+  function announce(text, key, force) {
+    var now = Date.now();
+    if (!force && announced.key === key) return;
+    if (!force && now - announced.at < ANNOUNCE_EVERY_MS) return;
+    announced = { at: now, key: key };
+    setText(el.announce, text);
+  }
+
+  function show(parts) {
+    el.card.dataset.status = parts.status;
+    setText(el.eyebrow, parts.eyebrow || "Waiting room");
+    setText(el.headline, parts.headline);
+    setText(el.detail, parts.detail || "");
+    setText(el.sub, parts.sub || "");
+    el.sub.hidden = !parts.sub;
+    el.figures.hidden = !parts.figures;
+    el.bar.hidden = parts.progress === undefined;
+    if (parts.progress !== undefined) setProgress(parts.progress);
+  }
+
+  // ---------- rendering ----------
+
+  function renderTransport(info) {
+    var name = info && info.transport, text, key;
+    if (view === "done" || view === "left") {
+      key = "none"; text = "Finished; connection closed";
+    } else if (info && info.fatal) {
+      key = "none"; text = "Not connected";
+    } else if (info && info.error && info.error.code === "network") {
+      key = "offline"; text = "Offline, retrying";
+    } else if (name) {
+      key = name; text = "Live via " + TRANSPORT_NAMES[name];
+    } else {
+      key = "none"; text = "Connecting…";
+    }
+    el.transport.dataset.transport = key;
+    setText(el.transport, text);
+  }
+
+  function renderConnection(info) {
+    if (!info || !info.error || info.fatal || view === "done" || view === "left") {
+      notice(el.connMsg, "", "");
+      retryAt = 0;
+      return;
+    }
+    retryAt = performance.now() + (info.retryInMs || 0);
+    updateConnectionText();
+  }
+
+  function updateConnectionText() {
+    var info = last.info;
+    if (!info || !info.error || !retryAt) return;
+    var secs = Math.max(0, Math.ceil((retryAt - performance.now()) / 1000));
+    var when = secs > 0 ? "Trying again in " + secs + " s." : "Trying again now…";
+    var what = info.error.code === "network"
+      ? "We can't reach the waiting room right now."
+      : "The waiting room is having trouble (" + info.error.message + ").";
+    notice(el.connMsg, "bad", what + " " + when + (last.state ? " You keep your place." : ""));
+  }
+
+  function render(state, info) {
+    last.state = state;
+    last.info = info;
+    renderTransport(info);
+    renderConnection(info);
+    if (view !== "queue") return;
+
+    if (info.fatal) {
+      var msg = info.error && info.error.code === "invalid_room"
+        ? "“" + room + "” is not a waiting-room name. Check the link you followed."
+        : (info.error ? info.error.message : "Something went wrong.");
+      show({ status: "error", eyebrow: "Waiting room", headline: "This waiting room can't be opened", detail: msg });
+      setActions("none");
+      el.leave.hidden = true;
+      announce("This waiting room can't be opened.", "fatal", true);
+      return;
+    }
+    if (!state) {
+      show({ status: "joining", headline: "Joining the queue…", detail: "Getting your place…", progress: 0 });
+      return;
+    }
+
+    el.leave.hidden = state.status !== "waiting";
+    switch (state.status) {
+      case "waiting": return renderWaiting(state, info);
+      case "admitted": return renderAdmitted(state, info);
+      case "expired":
+        show({
+          status: "expired", headline: "Your turn has passed",
+          detail: "Your entry was held for you but not used in time, so it expired.",
+          sub: "Join again to take a new place at the back of the line."
+        });
+        setActions("rejoin", function (box) { box.appendChild(button("Join again", "primary", rejoin, "rejoin")); });
+        announce("Your turn has passed. You can join again.", "expired", true);
+        return;
+      case "not_in_queue":
+        show({
+          status: "not_in_queue", headline: "You're not in the queue",
+          detail: "There is no place in line for you in this room right now.",
+          sub: "You may have left, or your entry was already used. You can join again."
+        });
+        setActions("rejoin", function (box) { box.appendChild(button("Join again", "primary", rejoin, "rejoin")); });
+        announce("You're not in the queue. You can join again.", "not_in_queue", true);
+        return;
+      case "sold_out":
+        show({
+          status: "sold_out", eyebrow: "Waiting room", headline: "Sold out",
+          detail: "Every place has been taken. Thank you for waiting.",
+          sub: "You keep your place: if a place is given back unused, the line moves on and this page tells you."
+        });
+        setActions("none");
+        announce("Sold out. Every place has been taken.", "sold_out", true);
+        return;
+    }
+  }
+
+  function renderWaiting(state, info) {
+    if (state.opensAt) return renderPreQueue(state);
+    var pos = state.position || 0;
+    var start = Math.max(info.startPosition || pos, pos);
+    var next = pos <= 1;
+    show({
+      status: "waiting",
+      eyebrow: state.paused ? "Queue paused" : "Waiting room",
+      headline: next ? "You're next" : "You're in line",
+      figures: true,
+      detail: next ? "You are first in line." : "You are " + ordinal(pos) + " in line.",
+      sub: state.paused
+        ? "The queue is paused for a moment. You keep your place, and it starts again on its own."
+        : "Keep this page open. Reloading it keeps your place.",
+      progress: start > 0 ? (start - pos) / start : 0
+    });
+    setText(el.position, numbers.format(pos));
+    setText(el.eta, state.paused ? "paused" : duration(state.etaSeconds));
+    setActions("none");
+    var eta = state.paused ? "The queue is paused." : "Estimated wait " + durationWords(state.etaSeconds) + ".";
+    announce("You are " + ordinal(pos) + " in line. " + eta, "waiting:" + pos + ":" + state.paused, false);
+  }
+
+  // Before a scheduled opening there is no place yet: everyone who joins
+  // before the opening is placed by a random draw when it opens.
+  function renderPreQueue(state) {
+    var opens = Date.parse(state.opensAt);
+    var left = Math.max(0, (opens - Date.now()) / 1000);
+    show({
+      status: "waiting", eyebrow: "Opens soon",
+      headline: "You're in before the opening",
+      detail: "Opens at " + clock(state.opensAt) + " (in " + durationWords(left) + ").",
+      sub: "Everyone who joins before the opening gets a place by a fair random draw, so there is no need to rush or reload."
+    });
+    setActions("none");
+    announce("You're in before the opening. Places are drawn at random when it opens.", "prequeue", false);
+  }
+
+  function renderAdmitted(state, info) {
+    var usable = info.usable;
+    validAt = performance.now() + (info.validInMs || 0);
+    var held = clock(state.expiresAt);
+    var left = (Date.parse(state.expiresAt) - Date.now()) / 1000;
+    show({
+      status: "admitted",
+      eyebrow: "Your turn",
+      headline: usable ? "It's your turn" : "Almost your turn",
+      detail: usable ? "You can place your order now." : countdownText(),
+      sub: held ? "Your entry is held until " + held + (left > 0 ? " (" + durationWords(left) + ")." : ".") : "",
+      progress: 1
+    });
+    setActions("order", function (box) {
+      box.appendChild(button("Place order", "primary", placeOrder, "place-order"));
+    });
+    var b = $("place-order");
+    if (b && view === "queue") b.disabled = !usable;
+    if (usable) {
+      announce("It's your turn. You can place your order now.", "admitted", true);
+      // Move focus to the one thing to do, unless the visitor is busy elsewhere.
+      var a = document.activeElement;
+      if (b && !focusedAction && (!a || a === document.body || a === $("main"))) { b.focus(); focusedAction = true; }
+    } else {
+      announce("Almost your turn.", "admitted-soon", true);
+    }
+  }
+
+  function countdownText() {
+    var ms = Math.max(0, validAt - performance.now());
+    return "Your turn in " + (ms / 1000).toFixed(1) + " s";
+  }
+
+  // One ticker redraws the countdowns; state changes come from the client.
+  function tick() {
+    var s = last.state, i = last.info;
+    if (view === "queue" && s && s.status === "admitted" && i && !i.usable) setText(el.detail, countdownText());
+    updateConnectionText();
+  }
+
+  // ---------- actions ----------
+
+  function placeOrder() {
+    var s = wr && wr.state();
+    if (!s || !s.token) return;
+    view = "ordering";
+    var b = $("place-order");
+    if (b) b.disabled = true;
+    notice(el.orderMsg, "", "Placing your order…");
+    var headers = { "Authorization": "Bearer " + s.token, "Content-Type": "application/json", "Accept": "application/json" };
+    if (wr.visitor()) headers["X-Visitor"] = wr.visitor();
+    fetch(api + "/orders", { method: "POST", headers: headers, body: "{}", credentials: "same-origin", cache: "no-store" })
+      .then(function (res) {
+        if (res.status === 201) return orderPlaced(res);
+        return res.json().catch(function () { return {}; }).then(function (body) {
+          orderFailed(res, (body && body.error) || { code: "http_" + res.status, message: "The shop answered " + res.status + "." });
+        });
+      }, function () {
+        orderRetryable("We couldn't reach the shop. Check your connection and try again.");
+      });
+  }
+
+  function orderPlaced(res) {
+    return res.json().catch(function () { return {}; }).then(function () {
+      view = "done";
+      wr.close(); // the page is done: no more updates needed
+      show({
+        status: "done", eyebrow: "All done", headline: "Order placed",
+        detail: "Thank you for waiting.",
+        sub: "This was a demo order; nothing will be charged.", progress: 1
+      });
+      setActions("done");
+      notice(el.orderMsg, "good", "Your order is confirmed.");
+      el.leave.hidden = true;
+      renderTransport(last.info);
+      renderConnection(last.info);
+    });
+  }
+
+  function orderFailed(res, e) {
+    if (res.status === 425 && tooEarlyTries < 20) {
+      tooEarlyTries++;
+      var m = /waitMs=(\d+)/.exec(e.message || "");
+      var wait = m ? Number(m[1]) : (Number(res.headers.get("Retry-After")) || 1) * 1000;
+      notice(el.orderMsg, "", "Your entry opens in " + (wait / 1000).toFixed(1) + " s. Retrying automatically…");
+      setTimeout(placeOrder, wait + 20); // the server's own wait, not a guess
+      return;
+    }
+    tooEarlyTries = 0;
+    view = "queue";
+    var b = $("place-order");
+    switch (res.status) {
+      case 401:
+        if (b) b.disabled = true;
+        var why = {
+          token_used: "This entry was already used.",
+          token_expired: "Your entry expired before the order was placed.",
+          missing_token: "Your entry is missing.",
+          invalid_token: "Your entry isn't valid here."
+        }[e.code] || e.message;
+        notice(el.orderMsg, "bad", why + " You can join the queue again.");
+        setActions("rejoin-after-order", function (box) { box.appendChild(button("Join again", "primary", rejoin, "rejoin")); });
+        return;
+      case 403:
+        if (b) b.disabled = true;
+        notice(el.orderMsg, "bad", e.code === "wrong_visitor"
+          ? "This entry belongs to another browser or tab, so it can't be used here."
+          : "This entry is for another room, so it can't be used here.");
+        return;
+      case 503:
+        orderRetryable("The shop is busy right now and couldn't take the order. Please try again in a moment.");
+        return;
+    }
+    orderRetryable("The order didn't go through: " + e.message);
+  }
+
+  function orderRetryable(text) {
+    view = "queue";
+    var b = $("place-order");
+    if (b) b.disabled = false;
+    notice(el.orderMsg, "bad", text);
+  }
+
+  function rejoin() {
+    view = "queue";
+    tooEarlyTries = 0;
+    focusedAction = false;
+    notice(el.orderMsg, "", "");
+    setActions("none");
+    show({ status: "joining", headline: "Joining the queue…", detail: "Getting your place…", progress: 0 });
+    wr.rejoin();
+    $("main").focus();
+  }
+
+  var leaveArmed = null;
+  el.leave.addEventListener("click", function () {
+    if (!leaveArmed) {
+      el.leave.textContent = "Press again to give up your place";
+      leaveArmed = setTimeout(function () { leaveArmed = null; el.leave.textContent = "Leave the queue"; }, 5000);
+      return;
+    }
+    clearTimeout(leaveArmed);
+    leaveArmed = null;
+    el.leave.textContent = "Leave the queue";
+    view = "left";
+    el.leave.hidden = true;
+    show({ status: "left", eyebrow: "Waiting room", headline: "You left the queue", detail: "Your place was given back." });
+    setActions("rejoin", function (box) { box.appendChild(button("Join again", "primary", rejoin, "rejoin")); });
+    renderTransport(last.info);
+    wr.leave().catch(function () {
+      notice(el.orderMsg, "bad", "We couldn't confirm that you left; your place will lapse on its own.");
+    });
+    announce("You left the queue.", "left", true);
+  });
+
+  // ---------- start ----------
+
+  wr = Waitroom.connect({
+    room: room,
+    transports: transportsParam ? transportsParam.split(",") : undefined,
+    onState: render,
+    onTransport: function () { renderTransport(wr.info()); }
+  });
+  ticker = setInterval(tick, 100);
+  // Exposed for debugging and the end-to-end tests.
+  window.waitroomPage = { client: wr };
+})();
