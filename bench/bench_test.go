@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain checks what every scenario needs and removes the server binary
+// the scenarios build.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	removeServerBinary()
+	os.Exit(code)
+}
+
+// needTools fails (never skips) when the scenarios cannot run here.
+func needTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not on PATH: the bench builds the server with go and starts a real redis-server (make deps installs it)", tool)
+		}
+	}
+}
+
+// checkOutputs reads name.{md,json,svg} from dir and decodes the JSON into v.
+func checkOutputs(t *testing.T, dir, name string, v any) string {
+	t.Helper()
+	md, err := os.ReadFile(filepath.Join(dir, name+".md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "\n|---|") {
+		t.Errorf("%s.md has no table:\n%s", name, md)
+	}
+	js, err := os.ReadFile(filepath.Join(dir, name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(js, v); err != nil {
+		t.Fatalf("%s.json: %v", name, err)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, name+".svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(svg), "<svg ") || !strings.HasSuffix(strings.TrimSpace(string(svg)), "</svg>") {
+		t.Errorf("%s.svg is not an SVG document", name)
+	}
+	return string(md)
+}
+
+func positive(t *testing.T, what string, v float64) {
+	t.Helper()
+	if !(v > 0) || math.IsInf(v, 0) {
+		t.Errorf("%s = %v, want a positive number", what, v)
+	}
+}
+
+func testContext(t *testing.T, limit time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestCostQuick(t *testing.T) {
+	needTools(t, "go", "redis-server")
+	dir := t.TempDir()
+	rep, err := runCost(testContext(t, 2*time.Minute), costOptions{Out: dir, Quick: true, Progress: testWriter{t}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromFile costReport
+	checkOutputs(t, dir, "cost", &fromFile)
+	if len(rep.Results) != 4 || len(fromFile.Results) != 4 {
+		t.Fatalf("got %d modes (%d in the file), want 4", len(rep.Results), len(fromFile.Results))
+	}
+	for _, r := range rep.Results {
+		t.Run(r.Mode, func(t *testing.T) {
+			if r.Errors != 0 {
+				t.Errorf("%d client errors, first: %s", r.Errors, r.FirstErr)
+			}
+			if r.Due == 0 || r.Told != r.Due {
+				t.Errorf("told %d of %d visitors admitted in the window, want every one (and some)", r.Told, r.Due)
+			}
+			positive(t, "server CPU", r.CPUCores)
+			positive(t, "RSS", r.RSSMiB)
+			positive(t, "Redis commands/s", r.RedisCmdsPerSec)
+			positive(t, "wire bytes/s", r.BytesPerSec)
+			if r.StaleSamples == 0 {
+				t.Error("no staleness samples")
+			}
+			if math.IsNaN(r.LagP99) || r.LagP99 < 0 || r.LagP99 > 10 {
+				t.Errorf("lag p99 = %v s, want within [0, 10]", r.LagP99)
+			}
+			switch r.Mode {
+			case modeWS, modeSSE:
+				if r.Conns <= 0 {
+					t.Errorf("server held %v push connections", r.Conns)
+				}
+				positive(t, "RSS per connection", r.RSSPerConnKiB)
+				if r.Early != 0 {
+					t.Errorf("%d admitted states pushed before notBefore", r.Early)
+				}
+			default:
+				positive(t, "HTTP requests/s", r.RequestsPerSec)
+				positive(t, "polls/s", r.PollsPerSec)
+			}
+		})
+	}
+}
+
+func TestHerdQuick(t *testing.T) {
+	needTools(t, "go", "redis-server")
+	dir := t.TempDir()
+	rep, err := runHerd(testContext(t, time.Minute), herdOptions{Out: dir, Quick: true, Progress: testWriter{t}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromFile herdReport
+	checkOutputs(t, dir, "herd", &fromFile)
+	if len(rep.Results) != 3 {
+		t.Fatalf("got %d runs, want 3", len(rep.Results))
+	}
+	jitterOff := 0
+	for _, r := range rep.Results {
+		if r.Admitted != r.Visitors {
+			t.Errorf("%s: %d of %d visitors admitted", runName(r), r.Admitted, r.Visitors)
+		}
+		if r.Success != 1 {
+			t.Errorf("%s: order success %.3f, want 1 (first failure: %s)", runName(r), r.Success, r.FirstFailure)
+		}
+		if r.PeakDBSlots < 1 || r.PeakDBSlots > 40 {
+			t.Errorf("%s: peak DB slots %v, want 1..40", runName(r), r.PeakDBSlots)
+		}
+		positive(t, runName(r)+" order latency p95", r.OrderP95)
+		positive(t, runName(r)+" request p95", r.RequestP95)
+		if r.RequestP95 < r.OrderP95 {
+			t.Errorf("%s: request p95 %v below order latency p95 %v", runName(r), r.RequestP95, r.OrderP95)
+		}
+		if !r.Jitter {
+			jitterOff++
+		}
+	}
+	if jitterOff != 1 {
+		t.Errorf("%d runs without jitter, want 1", jitterOff)
+	}
+}
+
+func TestClientsQuick(t *testing.T) {
+	needTools(t, "go", "redis-server", "redis-benchmark")
+	dir := t.TempDir()
+	rep, err := runClients(testContext(t, time.Minute), clientsOptions{Out: dir, Quick: true, Progress: testWriter{t}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromFile clientsReport
+	md := checkOutputs(t, dir, "clients", &fromFile)
+	if len(rep.Results) != 2 {
+		t.Fatalf("got %d clients, want 2", len(rep.Results))
+	}
+	for _, r := range rep.Results {
+		positive(t, r.Client+" join/s", r.JoinOps)
+		positive(t, r.Client+" status/s", r.StatusOps)
+		positive(t, r.Client+" ZADD/s", r.ZaddOps)
+		positive(t, r.Client+" ZRANK/s", r.ZrankOps)
+		positive(t, r.Client+" join/ZADD", r.JoinPerZadd)
+		if r.StatusFromRedis != 1 {
+			t.Errorf("%s: %.3f of statuses answered from Redis, want all", r.Client, r.StatusFromRedis)
+		}
+		if !strings.Contains(md, "| "+r.Client+" |") {
+			t.Errorf("clients.md has no row for %s", r.Client)
+		}
+	}
+}
+
+func TestPeakInWindow(t *testing.T) {
+	base := time.Unix(100, 0)
+	at := func(ms ...int) []time.Time {
+		var ts []time.Time
+		for _, m := range ms {
+			ts = append(ts, base.Add(time.Duration(m)*time.Millisecond))
+		}
+		return ts
+	}
+	for _, tc := range []struct {
+		name string
+		ts   []time.Time
+		want int
+	}{
+		{"none", nil, 0},
+		{"one", at(5), 1},
+		{"spread", at(0, 10, 20, 30), 1},
+		{"burst", at(0, 1, 2, 9, 10, 25), 4},
+		{"unsorted", at(30, 0, 31, 35, 1), 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := peakInWindow(tc.ts, 10*time.Millisecond); got != tc.want {
+				t.Errorf("peakInWindow = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	xs := []float64{5, 1, 4, 2, 3}
+	for _, tc := range []struct{ q, want float64 }{{0, 1}, {.5, 3}, {.95, 5}, {1, 5}} {
+		if got := quantile(xs, tc.q); got != tc.want {
+			t.Errorf("quantile(%v) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	if !math.IsNaN(quantile(nil, .5)) {
+		t.Error("quantile of nothing is not NaN")
+	}
+}
+
+// testWriter sends progress lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,702 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// costOptions configure the cost scenario.
+type costOptions struct {
+	Out      string
+	Quick    bool
+	N        int           // waiting visitors
+	Duration time.Duration // measured window per mode
+	Batch    int
+	Tick     time.Duration
+	Modes    []string
+	PerProc  int // visitors per client process; more are spread over cost-worker children
+	Samples  int // visitors whose shown position is sampled
+	Ext      externalOpts
+	Progress io.Writer
+}
+
+func (o *costOptions) defaults() {
+	if o.Quick {
+		o.N = orInt(o.N, 200)
+		o.Duration = orDur(o.Duration, 5*time.Second)
+		o.Batch = orInt(o.Batch, 2)
+	}
+	o.N = orInt(o.N, 10000)
+	o.Duration = orDur(o.Duration, 60*time.Second)
+	o.Batch = orInt(o.Batch, 14)
+	o.Tick = orDur(o.Tick, 100*time.Millisecond)
+	o.PerProc = orInt(o.PerProc, 15000)
+	o.Samples = orInt(o.Samples, 500)
+	if len(o.Modes) == 0 {
+		o.Modes = []string{modeWS, modeSSE, modePoll, modePoll1s}
+	}
+	if o.Out == "" {
+		o.Out = "results"
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+}
+
+// pollGrace is the longest a poller can be told to wait (nextPollMs is at
+// most min(eta·500 ms, 5 s), +10%), plus a margin for the request.
+func (o *costOptions) pollGrace() time.Duration {
+	tps := float64(o.Batch) / o.Tick.Seconds()
+	longest := min(time.Duration(math.Ceil(float64(o.N)/tps))*500*time.Millisecond, 5*time.Second)
+	return longest*11/10 + 500*time.Millisecond
+}
+
+func orInt(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+func orDur(v, d time.Duration) time.Duration {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+// costResult is one mode's measurements.
+type costResult struct {
+	Mode            string  `json:"mode"`
+	Visitors        int     `json:"visitors"`
+	Processes       int     `json:"clientProcesses"`
+	WindowSeconds   float64 `json:"windowSeconds"`
+	CPUCores        float64 `json:"serverCpuCores"`
+	RSSBeforeMiB    float64 `json:"rssBeforeMiB"`
+	RSSMiB          float64 `json:"rssWithVisitorsMiB"`
+	RSSPerConnKiB   float64 `json:"rssPerConnKiB"`
+	Goroutines      float64 `json:"goroutines"`
+	GoroutinesPerC  float64 `json:"goroutinesPerConn"`
+	Conns           float64 `json:"serverPushConns"`
+	RequestsPerSec  float64 `json:"httpRequestsPerSec"`
+	RedisCmdsPerSec float64 `json:"redisCommandsPerSec"`
+	BytesPerSec     float64 `json:"wireBytesPerSec"`
+	PollsPerSec     float64 `json:"pollsPerSec"`
+	PollMemoryShare float64 `json:"pollMemoryShare"`
+	AdmittedWindow  int     `json:"admittedInWindow"`
+	Due             int     `json:"admittedDue"` // admitted in the window with notBefore early enough to be told
+	Told            int     `json:"toldOfDue"`
+	LagP50          float64 `json:"lagP50Seconds"`
+	LagP95          float64 `json:"lagP95Seconds"`
+	LagP99          float64 `json:"lagP99Seconds"`
+	LagMax          float64 `json:"lagMaxSeconds"`
+	Early           int     `json:"pushedBeforeNotBefore"`
+	AdmittedPerSec  float64 `json:"admittedPerSec"`
+	OtherCores      float64 `json:"otherProcessesCpuCores"`
+	ServerLagP50    float64 `json:"serverLagP50UpperBoundSeconds"`
+	ServerLagP99    float64 `json:"serverLagP99UpperBoundSeconds"`
+	StaleSamples    int     `json:"staleSamples"`
+	StaleP50        float64 `json:"staleP50Positions"`
+	StaleP95        float64 `json:"staleP95Positions"`
+	StaleMax        float64 `json:"staleMaxPositions"`
+	StaleMean       float64 `json:"staleMeanPositions"`
+	StaleP95Seconds float64 `json:"staleP95Seconds"`
+	Errors          int64   `json:"clientErrors"`
+	FirstErr        string  `json:"firstError,omitempty"`
+}
+
+type costReport struct {
+	Scenario   string       `json:"scenario"`
+	Machine    string       `json:"machine"`
+	Command    string       `json:"command"`
+	N          int          `json:"visitors"`
+	Batch      int          `json:"batch"`
+	TickMs     int64        `json:"tickMs"`
+	WindowSecs float64      `json:"windowSeconds"`
+	Results    []costResult `json:"results"`
+}
+
+func runCost(ctx context.Context, o costOptions, command string) (*costReport, error) {
+	o.defaults()
+	rep := &costReport{Scenario: "cost", Machine: machine(), Command: command, N: o.N, Batch: o.Batch,
+		TickMs: o.Tick.Milliseconds(), WindowSecs: o.Duration.Seconds()}
+	for _, m := range o.Modes {
+		switch m {
+		case modeWS, modeSSE, modePoll, modePoll1s:
+		default:
+			return nil, fmt.Errorf("cost: unknown mode %q (ws, sse, poll, poll1s)", m)
+		}
+		r, err := costMode(ctx, o, m)
+		if err != nil {
+			return nil, fmt.Errorf("cost %s: %w", m, err)
+		}
+		rep.Results = append(rep.Results, r)
+	}
+	md, svg := costMarkdown(rep, o), costSVG(rep)
+	if err := writeOutputs(o.Out, "cost", md, rep, svg); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// costMode runs one mode against a fresh server and Redis.
+func costMode(ctx context.Context, o costOptions, mode string) (costResult, error) {
+	res := costResult{Mode: mode, Visitors: o.N}
+	args := []string{"-batch", strconv.Itoa(o.Batch), "-tick", o.Tick.String()}
+	tgt, err := startTarget(ctx, o.Ext, args)
+	if err != nil {
+		return res, err
+	}
+	defer tgt.Close()
+	room := "cost-" + mode + "-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+
+	before := tgt.proc()
+	m0 := tgt.metrics(ctx)
+
+	// Set up the visitors: in this process, or spread over children.
+	procs := (o.N + o.PerProc - 1) / o.PerProc
+	res.Processes = procs
+	step := max(o.N/max(o.Samples, 1), 1)
+	sampleEvery := time.Second
+	if o.Quick {
+		sampleEvery = 250 * time.Millisecond
+	}
+	fmt.Fprintf(o.Progress, "cost %s: setting up %d visitors in %d process(es)\n", mode, o.N, procs)
+	handles := make([]fleetHandle, procs)
+	errs := make([]error, procs)
+	var wg sync.WaitGroup
+	for p := range procs {
+		first := p * o.N / procs
+		cfg := fleetConfig{URL: tgt.URL, Room: room, Mode: mode, First: first, Count: (p+1)*o.N/procs - first,
+			SampleStep: step, SampleEvery: sampleEvery, IPBase: 2 + p*20, IPs: 20, SetupConc: 64, PollConns: 256}
+		wg.Go(func() {
+			if procs == 1 {
+				f, err := startFleet(ctx, cfg)
+				if err == nil {
+					handles[p] = localFleet{f}
+				}
+				errs[p] = err
+				return
+			}
+			w, err := startWorker(ctx, cfg)
+			if err == nil {
+				handles[p] = w
+			}
+			errs[p] = err
+		})
+	}
+	wg.Wait()
+	abortAll := func() {
+		for _, h := range handles {
+			if h != nil {
+				h.abort()
+			}
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			abortAll()
+			return res, err
+		}
+	}
+
+	// The window.
+	withConns := tgt.proc()
+	busy0 := machineBusy()
+	ours0 := ourCPU(tgt, handles)
+	m1 := tgt.metrics(ctx)
+	redis0 := tgt.redisCommands(ctx)
+	polls0 := m1["waitroom_polls_total"]
+	t0 := time.Now()
+	for _, h := range handles {
+		if err := h.begin(); err != nil {
+			abortAll()
+			return res, err
+		}
+	}
+	every := 5 * time.Second
+	if o.Quick {
+		every = time.Second
+	}
+	end := t0.Add(o.Duration)
+	tick := time.NewTicker(every)
+	for time.Now().Before(end) {
+		select {
+		case <-ctx.Done():
+			tick.Stop()
+			abortAll()
+			return res, ctx.Err()
+		case <-tick.C:
+			m := tgt.metrics(ctx)
+			p := tgt.proc()
+			el := time.Since(t0)
+			fmt.Fprintf(o.Progress, "cost %s: %3.0fs/%v conns=%.0f cpu=%.2f cores rss=%.0f MiB polls=%.0f\n",
+				mode, el.Seconds(), o.Duration, m["waitroom_connections"],
+				(p.CPU-withConns.CPU).Seconds()/el.Seconds(), float64(p.RSSKiB)/1024, m["waitroom_polls_total"]-polls0)
+		case <-time.After(time.Until(end)):
+		}
+	}
+	tick.Stop()
+	t1 := time.Now()
+	after := tgt.proc()
+	res.OtherCores = math.NaN()
+	if busy1, ours1 := machineBusy(), ourCPU(tgt, handles); busy0 > 0 && busy1 > 0 {
+		res.OtherCores = max((busy1-busy0-(ours1-ours0)).Seconds()/t1.Sub(t0).Seconds(), 0)
+	}
+	redis1 := tgt.redisCommands(ctx)
+	m2 := tgt.metrics(ctx)
+	for _, h := range handles {
+		if err := h.mark(); err != nil {
+			abortAll()
+			return res, err
+		}
+	}
+	// Visitors admitted late in the window are given time to be told: a
+	// pusher at once, a poller after at most the longest nextPollMs.
+	grace := time.Second
+	if mode == modePoll || mode == modePoll1s {
+		grace = o.pollGrace()
+	}
+	fmt.Fprintf(o.Progress, "cost %s: window closed; %v for late admissions to be told\n", mode, grace)
+	if !sleepCtx(ctx, grace) {
+		abortAll()
+		return res, ctx.Err()
+	}
+	m3 := tgt.metrics(ctx)
+	res.ServerLagP50, res.ServerLagP99 = math.NaN(), math.NaN()
+	if mode == modeWS || mode == modeSSE {
+		res.ServerLagP50 = histQuantile(m1, m3, "waitroom_delivery_lag_seconds", `transport="`+mode+`"`, .50)
+		res.ServerLagP99 = histQuantile(m1, m3, "waitroom_delivery_lag_seconds", `transport="`+mode+`"`, .99)
+	}
+	var reports []fleetReport
+	for i, h := range handles {
+		r, err := h.end()
+		handles[i] = nil
+		if err != nil {
+			abortAll()
+			return res, err
+		}
+		reports = append(reports, r)
+	}
+
+	win := t1.Sub(t0).Seconds()
+	res.WindowSeconds = win
+	if tgt.PID > 0 {
+		res.CPUCores = (after.CPU - withConns.CPU).Seconds() / win
+		res.RSSBeforeMiB = float64(before.RSSKiB) / 1024
+		res.RSSMiB = float64(withConns.RSSKiB) / 1024
+	} else {
+		res.CPUCores, res.RSSBeforeMiB, res.RSSMiB = math.NaN(), math.NaN(), math.NaN()
+	}
+	res.Goroutines = m1["go_goroutines"]
+	res.Conns = m1["waitroom_connections"]
+	res.RSSPerConnKiB, res.GoroutinesPerC = math.NaN(), math.NaN()
+	// Per connection: over the connections open when measured (visitors
+	// admitted during set-up have already closed theirs).
+	if conns := res.Conns; (mode == modeWS || mode == modeSSE) && conns > 0 {
+		res.RSSPerConnKiB = float64(withConns.RSSKiB-before.RSSKiB) / conns
+		res.GoroutinesPerC = (m1["go_goroutines"] - m0["go_goroutines"]) / conns
+		if tgt.PID == 0 {
+			res.RSSPerConnKiB = math.NaN()
+		}
+	}
+	res.RedisCmdsPerSec = math.NaN()
+	if redis0 >= 0 && redis1 >= 0 {
+		res.RedisCmdsPerSec = float64(redis1-redis0) / win
+	}
+	var w wireTotals
+	var polls, hits int64
+	for _, r := range reports {
+		w.Read += r.Wire.Read
+		w.Written += r.Wire.Written
+		w.Requests += r.Wire.Requests
+		polls += r.Polls
+		hits += r.PollHits
+		res.Errors += r.Errors
+		if res.FirstErr == "" {
+			res.FirstErr = r.FirstErr
+		}
+	}
+	res.RequestsPerSec = float64(w.Requests) / win
+	res.BytesPerSec = float64(w.Read+w.Written) / win
+	res.PollsPerSec = float64(polls) / win
+	res.PollMemoryShare = math.NaN()
+	if srv := m2["waitroom_polls_total"] - polls0; srv > 0 {
+		res.PollMemoryShare = (m2[`waitroom_polls_total{answer="memory"}`] - m1[`waitroom_polls_total{answer="memory"}`]) / srv
+	}
+
+	if err := costTruth(ctx, tgt, room, o, reports, t0, t1, &res); err != nil {
+		if !tgt.External && !alive(tgt.PID) {
+			return res, fmt.Errorf("%w; the server has exited, its log: %s", err, tgt.logTail())
+		}
+		return res, err
+	}
+	fmt.Fprintf(o.Progress, "cost %s: done: cpu=%.2f cores, %.0f req/s, %.0f redis cmds/s, told %d/%d, lag p99 %s\n",
+		mode, res.CPUCores, res.RequestsPerSec, res.RedisCmdsPerSec, res.Told, res.Due, secs(res.LagP99))
+	return res, nil
+}
+
+// costTruth works out delivery lag and the staleness of shown positions.
+//
+// The true position needs no extra load during the window. Admission is
+// FIFO by ticket and every visitor in the room is one of ours, so:
+//   - after the window, a join with each untold visitor's credential (join is
+//     always answered from Redis, never from the poll cache) tells whether it
+//     was admitted (and its notBefore) or where it still waits;
+//   - the tick that admitted a visitor follows from its notBefore: the batch
+//     of tick t is valid within [(t+1)·tick, (t+2)·tick), so it was admitted
+//     at t·tick (plus the loop's small offset);
+//   - sorting admitted visitors by notBefore gives their ticket order (jitter
+//     is stratified, so notBefore rises with the ticket); a visitor still
+//     waiting at its read has ticket rank A(read) + position;
+//   - A(t), the number admitted by t, counts admission times ≤ t; the true
+//     position at t is rank − A(t) (0 once admitted).
+//
+// The shown position is the last one the visitor received. The method is
+// exact up to one batch for samples within a few ms of a tick boundary.
+func costTruth(ctx context.Context, tgt *target, room string, o costOptions, reports []fleetReport, t0, t1 time.Time, res *costResult) error {
+	var all []visitorOut
+	var samples []sample
+	for _, r := range reports {
+		all = append(all, r.Visitors...)
+		samples = append(samples, r.Samples...)
+	}
+	byIndex := make(map[int]*visitorOut, len(all))
+	for i := range all {
+		byIndex[all[i].Index] = &all[i]
+	}
+	sampled := map[int]bool{}
+	for _, s := range samples {
+		sampled[s.I] = true
+	}
+
+	var w wire
+	a := newAPI(tgt.URL, room, &w, newDialer(&w, 200, 20), 50)
+	defer a.close()
+	type waitRead struct {
+		pos int64
+		at  int64
+	}
+	var mu sync.Mutex
+	finalNB := map[int]int64{}
+	waitingAt := map[int]waitRead{}
+	read := func(ids []int) error {
+		sem := make(chan struct{}, 50)
+		var wg sync.WaitGroup
+		var firstErr error
+		for _, id := range ids {
+			v := byIndex[id]
+			if v.Cred == "" {
+				continue
+			}
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				start := time.Now()
+				st, err := a.join(ctx, v.Cred)
+				mid := start.Add(time.Since(start) / 2).UnixNano()
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err != nil:
+					if firstErr == nil {
+						firstErr = err
+					}
+				case st.Status == "admitted":
+					finalNB[id] = st.NotBefore.UnixNano()
+				case st.Status == "waiting":
+					waitingAt[id] = waitRead{pos: st.Position, at: mid}
+				}
+			})
+		}
+		wg.Wait()
+		return firstErr
+	}
+	var first, rest []int
+	for _, v := range all {
+		if v.Told != 0 {
+			continue
+		}
+		if sampled[v.Index] {
+			first = append(first, v.Index)
+		} else {
+			rest = append(rest, v.Index)
+		}
+	}
+	if err := read(first); err != nil {
+		return fmt.Errorf("final reads: %w", err)
+	}
+	if err := read(rest); err != nil {
+		return fmt.Errorf("final reads: %w", err)
+	}
+
+	tickNs := o.Tick.Nanoseconds()
+	type adm struct {
+		idx    int
+		nb, at int64
+	}
+	var adms []adm
+	for _, v := range all {
+		nb := v.NB
+		if nb == 0 {
+			nb = finalNB[v.Index]
+		}
+		if nb == 0 {
+			continue
+		}
+		at := (nb/tickNs-1)*tickNs + tickNs/10
+		adms = append(adms, adm{idx: v.Index, nb: nb, at: at})
+	}
+	sort.Slice(adms, func(i, j int) bool { return adms[i].nb < adms[j].nb })
+	rank := make(map[int]int64, len(all))
+	admTimes := make([]int64, len(adms))
+	for i, ad := range adms {
+		rank[ad.idx] = int64(i + 1)
+		admTimes[i] = ad.at
+	}
+	slices.Sort(admTimes)
+	admittedBy := func(t int64) int64 {
+		n, _ := slices.BinarySearch(admTimes, t+1)
+		return int64(n)
+	}
+	for id, wr := range waitingAt {
+		rank[id] = admittedBy(wr.at) + wr.pos
+	}
+
+	// Delivery lag of visitors admitted inside the window; each had the
+	// grace after the window to be told.
+	push := res.Mode == modeWS || res.Mode == modeSSE
+	var lags []float64
+	for _, ad := range adms {
+		if ad.at < t0.UnixNano() || ad.at > t1.UnixNano() {
+			continue
+		}
+		res.AdmittedWindow++
+		v := byIndex[ad.idx]
+		res.Due++
+		if v.Told == 0 {
+			continue
+		}
+		res.Told++
+		lag := float64(v.Told-v.NB) / 1e9
+		if lag < 0 {
+			if push {
+				res.Early++
+			}
+			lag = 0
+		}
+		lags = append(lags, lag)
+	}
+	res.AdmittedPerSec = float64(res.AdmittedWindow) / t1.Sub(t0).Seconds()
+	res.LagP50, res.LagP95, res.LagP99 = quantile(lags, .50), quantile(lags, .95), quantile(lags, .99)
+	res.LagMax = quantile(lags, 1)
+
+	// Staleness of the shown position.
+	var errsPos []float64
+	sum := 0.0
+	for _, s := range samples {
+		r, ok := rank[s.I]
+		if !ok {
+			continue
+		}
+		truth := max(r-admittedBy(s.T), 0)
+		e := float64(s.Pos - truth)
+		errsPos = append(errsPos, math.Abs(e))
+		sum += e
+	}
+	res.StaleSamples = len(errsPos)
+	res.StaleP50, res.StaleP95 = quantile(errsPos, .50), quantile(errsPos, .95)
+	res.StaleMax = quantile(errsPos, 1)
+	res.StaleMean = math.NaN()
+	if len(errsPos) > 0 {
+		res.StaleMean = sum / float64(len(errsPos))
+	}
+	tps := float64(o.Batch) / o.Tick.Seconds()
+	res.StaleP95Seconds = res.StaleP95 / tps
+	return nil
+}
+
+func modeLabel(m string) string {
+	switch m {
+	case modeWS:
+		return "WebSocket"
+	case modeSSE:
+		return "SSE"
+	case modePoll:
+		return "adaptive polling"
+	case modePoll1s:
+		return "fixed 1 s polling"
+	}
+	return m
+}
+
+func costMarkdown(rep *costReport, o costOptions) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# What push costs against polling\n\n")
+	fmt.Fprintf(&b, "%d waiting visitors per mode, admission %d per %v tick (%.0f/s), measured window %.0f s per mode, a fresh server and redis-server per mode. Machine: %s.\n\n",
+		rep.N, rep.Batch, o.Tick, float64(rep.Batch)/o.Tick.Seconds(), rep.WindowSecs, rep.Machine)
+	fmt.Fprintf(&b, "Command: `%s`\n\n## Cost on the server\n\n", rep.Command)
+	var rows [][]string
+	for _, r := range rep.Results {
+		rows = append(rows, []string{modeLabel(r.Mode), num(r.OtherCores), num(r.CPUCores), num(r.RSSMiB), num(r.RSSPerConnKiB), num(r.GoroutinesPerC),
+			num(r.RequestsPerSec), num(r.RedisCmdsPerSec), num(r.BytesPerSec / 1024), num(r.PollMemoryShare * 100)})
+	}
+	b.WriteString(mdTable([]string{"mode", "other processes' CPU (cores)", "server CPU (cores)", "RSS (MiB)", "RSS per conn (KiB)", "goroutines per conn",
+		"HTTP req/s", "Redis cmds/s", "wire KiB/s", "polls from memory (%)"}, rows))
+	b.WriteString("\n## What the visitor sees\n\n")
+	rows = nil
+	for _, r := range rep.Results {
+		told := fmt.Sprintf("%d / %d", r.Told, r.Due)
+		if r.Early > 0 {
+			told += fmt.Sprintf(" (%d pushed before notBefore)", r.Early)
+		}
+		srv := "n/a"
+		if !math.IsNaN(r.ServerLagP99) {
+			srv = "≤ " + secs(r.ServerLagP50) + " / ≤ " + secs(r.ServerLagP99)
+		}
+		rows = append(rows, []string{modeLabel(r.Mode), num(r.AdmittedPerSec), told, secs(r.LagP50), secs(r.LagP95), secs(r.LagP99), srv,
+			num(r.StaleP50), num(r.StaleP95), num(r.StaleMax), secs(r.StaleP95Seconds), strconv.FormatInt(r.Errors, 10)})
+	}
+	b.WriteString(mdTable([]string{"mode", "admitted/s", "told / admitted", "lag p50", "lag p95", "lag p99", "server-side lag p50 / p99",
+		"stale p50 (positions)", "stale p95", "stale max", "stale p95 (time)", "client errors"}, rows))
+	b.WriteString(`
+## How it was measured
+
+- **Server CPU**: utime+stime of the server process (/proc/PID/stat) over the window, in cores. **RSS**: VmRSS with every visitor set up; **per conn** = (RSS with the visitors connected − RSS before any visitor) / open connections (waitroom_connections), push modes only. **Goroutines per conn** from go_goroutines in /metrics the same way.
+- **Other processes' CPU**: the machine's busy time (/proc/stat) minus the server's, its redis-server's and the bench's own, in cores: anything above a few hundredths means something else ran during the window and the row is less trustworthy.
+- **HTTP req/s** and **wire bytes/s** are counted by the clients over the window: every request (a WebSocket upgrade or SSE stream counts once when opened), and every byte read and written on their TCP connections (HTTP headers included, TCP/IP headers not). Pollers share keep-alive connections (at most 256), as behind a load balancer. **Redis cmds/s**: total_commands_processed from INFO of the redis-server the bench started (a Lua script counts as its EVALSHA plus each command it runs).
+- **Lag**: for each visitor admitted inside the window, the time its client received the admitted state minus its notBefore; 0 when a poll learned it earlier (the client then waits for notBefore). "told / admitted" counts the visitors admitted in the window that their client was told of; after the window the clients run on for 1 s (push) or the longest nextPollMs a poller can be given plus 0.5 s (polling), so each had time to be told.
+- **admitted/s**: visitors admitted inside the window per second (the configured rate is batch / tick); a lower figure means admission ticks were missed. **Server-side lag**: waitroom_delivery_lag_seconds (the server's write time minus notBefore) over the window, as the upper bounds of the histogram buckets holding p50 and p99; the difference to the client's lag is time in the kernel and in the (CPU-sharing) client.
+- **Staleness**: every second, the position shown by 500 evenly spread visitors is compared with their true position. The true position is reconstructed after the window without extra load: admission is FIFO by ticket, so sorting admitted visitors by notBefore gives their ticket order; the tick that admitted each follows from its notBefore; a final join per untold visitor (always answered from Redis) gives the notBefore or exact position of the rest. True position = ticket rank − admitted so far; the error is |shown − true|, exact to within one batch near a tick boundary. "stale p95 (time)" divides by the admission rate.
+`)
+	return b.String()
+}
+
+func costSVG(rep *costReport) string {
+	mk := func(title, unit string, f func(costResult) float64) panel {
+		p := panel{Title: title, Unit: unit}
+		for _, r := range rep.Results {
+			p.Bars = append(p.Bars, bar{Label: modeLabel(r.Mode), Value: f(r)})
+		}
+		return p
+	}
+	panels := []panel{
+		mk("Server CPU", "cores", func(r costResult) float64 { return r.CPUCores }),
+		mk("Server RSS with visitors", "MiB", func(r costResult) float64 { return r.RSSMiB }),
+		mk("HTTP requests", "per s", func(r costResult) float64 { return r.RequestsPerSec }),
+		mk("Redis commands", "per s", func(r costResult) float64 { return r.RedisCmdsPerSec }),
+		mk("Bytes on the wire", "KiB/s", func(r costResult) float64 { return r.BytesPerSec / 1024 }),
+		mk("Delivery lag p99", "s", func(r costResult) float64 { return r.LagP99 }),
+		mk("Shown position error p95", "positions", func(r costResult) float64 { return r.StaleP95 }),
+		mk("RSS per connection", "KiB", func(r costResult) float64 { return r.RSSPerConnKiB }),
+	}
+	return barChartSVG("What push costs against polling",
+		fmt.Sprintf("%d waiting visitors, %d per %d ms, %.0f s window per mode", rep.N, rep.Batch, rep.TickMs, rep.WindowSecs), panels)
+}
+
+// histQuantile estimates a quantile of a Prometheus histogram's
+// observations between two scrapes, as the upper bound of the bucket that
+// holds it; NaN without observations.
+func histQuantile(m0, m1 map[string]float64, name, label string, q float64) float64 {
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	prefix := name + "_bucket{"
+	for k, v := range m1 {
+		if !strings.HasPrefix(k, prefix) || !strings.Contains(k, label) {
+			continue
+		}
+		i := strings.Index(k, `le="`)
+		if i < 0 {
+			continue
+		}
+		rest := k[i+4:]
+		leStr := rest[:strings.IndexByte(rest, '"')]
+		le, err := strconv.ParseFloat(leStr, 64)
+		if err != nil {
+			continue
+		}
+		bs = append(bs, bucket{le: le, n: v - m0[k]})
+	}
+	sort.Slice(bs, func(i, j int) bool { return bs[i].le < bs[j].le })
+	if len(bs) == 0 || bs[len(bs)-1].n <= 0 {
+		return math.NaN()
+	}
+	total := bs[len(bs)-1].n
+	for _, b := range bs {
+		if b.n >= q*total {
+			return b.le
+		}
+	}
+	return math.Inf(1)
+}
+
+// machineBusy is the CPU time all processes used since boot (/proc/stat:
+// every field but idle and iowait).
+func machineBusy() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0
+	}
+	var total int64
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		if i >= 7 { // steal, guest (guest is inside user already)
+			break
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		total += n
+	}
+	return time.Duration(total) * time.Second / clockTicks
+}
+
+// ourCPU is the CPU time of the server, its Redis, this process and its
+// cost-worker children.
+func ourCPU(tgt *target, handles []fleetHandle) time.Duration {
+	pids := []int{os.Getpid(), tgt.PID}
+	for _, c := range tgt.procs {
+		if c.Process != nil && c.Process.Pid != tgt.PID {
+			pids = append(pids, c.Process.Pid)
+		}
+	}
+	for _, h := range handles {
+		if w, ok := h.(*workerFleet); ok && w.cmd.Process != nil {
+			pids = append(pids, w.cmd.Process.Pid)
+		}
+	}
+	var sum time.Duration
+	for _, pid := range pids {
+		if p, err := readProc(pid); err == nil {
+			sum += p.CPU
+		}
+	}
+	return sum
+}
+
+// startOtherLoad starts measuring the CPU that processes other than the
+// target's and this one use; the returned func stops and reports cores.
+func startOtherLoad(tgt *target) func() float64 {
+	t0, busy0, ours0 := time.Now(), machineBusy(), ourCPU(tgt, nil)
+	return func() float64 {
+		busy1, ours1 := machineBusy(), ourCPU(tgt, nil)
+		if busy0 == 0 || busy1 == 0 {
+			return math.NaN()
+		}
+		return max((busy1-busy0-(ours1-ours0)).Seconds()/time.Since(t0).Seconds(), 0)
+	}
+}

@@ -1,0 +1,157 @@
+// Command bench measures a waitroom server from the outside, like its users:
+// what push costs against polling (cost), what a herd of admitted visitors
+// does to the protected system (herd), and the Redis clients' throughput
+// through the HTTP API beside raw redis-benchmark (clients).
+//
+// It starts what it needs (a redis-server on a free port, and the server
+// built from this module), loads loopback only, bounds every run in count
+// and time, and writes a Markdown table, a JSON file and an SVG chart per
+// scenario into -out. It imports no package of this module.
+//
+//	go run ./bench cost    [-quick] [-n 10000] [-duration 60s] [-out results/]
+//	go run ./bench herd    [-quick] [-transport ws|poll] [-out results/]
+//	go run ./bench clients [-quick] [-ops 50000] [-out results/]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const usage = `usage: go run ./bench <scenario> [flags]
+
+scenarios:
+  cost     push (WebSocket, SSE) against polling (adaptive, fixed 1 s) for the
+           same waiting visitors and admission rate: server CPU, RSS,
+           goroutines, requests, Redis commands, bytes, delivery lag, staleness
+  herd     orders against the demo protected endpoint as admitted visitors
+           arrive, batch 14 / 500 / 1000, jitter on and off
+  clients  rueidis against go-redis through HTTP join and status, beside
+           redis-benchmark ZADD and ZRANK
+
+Each scenario takes -quick (seconds) and -out DIR (default results).
+Run "go run ./bench <scenario> -h" for its flags.
+`
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1], os.Args[2:], os.Stderr)
+	stop()
+	removeServerBinary()
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// common are the flags every scenario takes.
+type common struct {
+	out   string
+	quick bool
+	ext   externalOpts
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.out, "out", "results", "folder for the .md, .json and .svg outputs")
+	fs.BoolVar(&c.quick, "quick", false, "a run of seconds with small counts (what the tests run)")
+	fs.StringVar(&c.ext.URL, "url", "", "measure this running server (http://127.0.0.1:PORT) instead of starting one; per-run server flags then do not apply")
+	fs.IntVar(&c.ext.PID, "pid", 0, "with -url: the server's PID, for CPU and RSS from /proc")
+	fs.StringVar(&c.ext.RedisAddr, "redis-addr", "", "with -url: the server's Redis (host:port), for INFO and redis-benchmark")
+}
+
+func run(ctx context.Context, scenario string, args []string, progress io.Writer) error {
+	fs := flag.NewFlagSet("bench "+scenario, flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	var c common
+	command := "go run ./bench " + scenario + " " + strings.Join(args, " ")
+	command = strings.TrimSpace(command)
+	switch scenario {
+	case "cost":
+		var o costOptions
+		c.register(fs)
+		fs.IntVar(&o.N, "n", 0, "waiting visitors (default 10000; 200 with -quick)")
+		fs.DurationVar(&o.Duration, "duration", 0, "measured window per mode (default 60s; 5s with -quick)")
+		fs.IntVar(&o.Batch, "batch", 0, "server -batch: visitors admitted per tick (default 14; 2 with -quick)")
+		fs.DurationVar(&o.Tick, "tick", 0, "server -tick (default 100ms)")
+		modes := fs.String("modes", "ws,sse,poll,poll1s", "modes to run, comma-separated")
+		fs.IntVar(&o.PerProc, "per-proc", 0, "visitors per client process; more are spread over child processes (default 15000)")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		o.Out, o.Quick, o.Ext, o.Progress = c.out, c.quick, c.ext, progress
+		o.Modes = splitList(*modes)
+		rep, err := runCost(ctx, o, command)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(progress, "wrote %s/cost.{md,json,svg} (%d modes)\n", strings.TrimRight(c.out, "/"), len(rep.Results))
+		return nil
+	case "herd":
+		var o herdOptions
+		c.register(fs)
+		fs.StringVar(&o.Transport, "transport", "ws", "how visitors learn they are admitted: ws, sse or poll")
+		fs.DurationVar(&o.Limit, "limit", 0, "time limit per run (default 2m)")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		o.Out, o.Quick, o.Ext, o.Progress = c.out, c.quick, c.ext, progress
+		_, err := runHerd(ctx, o, command)
+		if err == nil {
+			fmt.Fprintf(progress, "wrote %s/herd.{md,json,svg}\n", strings.TrimRight(c.out, "/"))
+		}
+		return err
+	case "clients":
+		var o clientsOptions
+		c.register(fs)
+		fs.IntVar(&o.Ops, "ops", 0, "HTTP joins and statuses per client (default 30000; 2000 with -quick)")
+		fs.IntVar(&o.RedisOps, "redis-ops", 0, "redis-benchmark requests per test (default 200000; 20000 with -quick)")
+		fs.IntVar(&o.Conc, "c", 50, "concurrency of the HTTP callers and of redis-benchmark")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		o.Out, o.Quick, o.Ext, o.Progress = c.out, c.quick, c.ext, progress
+		_, err := runClients(ctx, o, command)
+		if err == nil {
+			fmt.Fprintf(progress, "wrote %s/clients.{md,json,svg}\n", strings.TrimRight(c.out, "/"))
+		}
+		return err
+	case "cost-worker":
+		cfg := fs.String("config", "", "fleet configuration (JSON); internal")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		return costWorkerMain(ctx, *cfg)
+	}
+	fmt.Fprint(os.Stderr, usage)
+	return fmt.Errorf("unknown scenario %q", scenario)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// runLimit bounds a whole run.
+func withLimit(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
+}
