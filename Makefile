@@ -1,11 +1,15 @@
 # waitroom: `make run` starts the server on the embedded Redis; `make test`
-# installs what the tests need (redis-server) and runs every test with -race.
-GO      ?= go
-ARGS    ?=
-APT     := $(shell command -v apt-get 2>/dev/null)
-SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# installs what the tests need (redis-server, Chromium, the e2e npm
+# packages) and runs every test: Go with -race, the bench's quick runs, and
+# the browser tests.
+GO         ?= go
+ARGS       ?=
+BENCH      ?= cost herd clients
+BENCH_ARGS ?=
+SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_UPDATED = /tmp/.waitroom-apt-updated
 
-.PHONY: run build test deps vet bench clean
+.PHONY: run build test test-go e2e deps deps-redis deps-browser vet bench clean
 
 run:
 	$(GO) run ./server $(ARGS)
@@ -13,22 +17,48 @@ run:
 build:
 	$(GO) build -o waitroom ./server
 
-# deps installs the system packages the tests use, only when missing.
-deps:
+# Packages are installed only when missing, with apt-get (Debian, Ubuntu).
+$(APT_UPDATED):
+	$(SUDO) apt-get update -qq
+	@touch $@
+
+deps-redis:
 	@command -v redis-server >/dev/null 2>&1 || { \
-	  echo "installing redis-server"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
+	  echo "installing redis-server" && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
 	@command -v redis-server >/dev/null
+
+deps-browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
+	  echo "installing chromium" && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@command -v node >/dev/null 2>&1 || { \
+	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+	@[ -d static/e2e/node_modules/playwright-core ] || npm ci --prefix static/e2e --no-audit --no-fund
+
+deps: deps-redis deps-browser
 
 vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 
-test: deps vet
+test: deps vet test-go e2e
+
+test-go: deps-redis
 	$(GO) test -race -count=1 -timeout 30m ./...
 
-bench: deps
+# Browser tests: headless Debian Chromium driven by playwright-core.
+e2e: deps-browser
+	node --test --test-concurrency=1 static/e2e/
+
+# Queue micro-benchmarks, then the load scenarios into results/
+# (make bench BENCH_ARGS=-quick for a run of seconds).
+bench: deps-redis
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./queue/
+	@for s in $(BENCH); do $(GO) run ./bench $$s -out results $(BENCH_ARGS) || exit 1; done
 
 clean:
-	rm -rf waitroom results
+	rm -rf waitroom results static/e2e/shots
