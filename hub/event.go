@@ -137,7 +137,7 @@ func (h *Hub) admit(name string, e *event) {
 	r.seq++
 	if count > 0 {
 		r.head += count
-		r.dirty = true
+		r.dirty = allSlices
 	}
 	for _, a := range e.Admitted {
 		v := r.visitors[a.Visitor]

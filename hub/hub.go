@@ -268,7 +268,7 @@ func (h *Hub) add(name, visitorID string, c *Conn) (*room, uint64, error) {
 			return nil, 0, ErrTooManyForVisitor
 		}
 		if v == nil {
-			v = &visitor{id: visitorID}
+			v = &visitor{id: visitorID, slice: sliceOf(visitorID)}
 			r.visitors[visitorID] = v
 		}
 		v.conns = append(v.conns, c)

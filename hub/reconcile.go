@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -91,10 +92,40 @@ func (h *Hub) reconcileLoop(ctx context.Context) {
 // reconcileRoom reads the exact state of every local visitor of r, in
 // batches of ReconcileBatch, and sends what changed.
 func (h *Hub) reconcileRoom(ctx context.Context, r *room) error {
+	// In position order, so that a batch is a stretch of the queue that the
+	// Source can read with one range walk instead of a lookup per visitor.
+	type entry struct {
+		id  string
+		pos int64
+	}
 	r.mu.Lock()
-	ids := slices.Collect(maps.Keys(r.visitors))
+	entries := make([]entry, 0, len(r.visitors))
+	for id, v := range r.visitors {
+		pos := int64(1 << 62)
+		if v.status == StatusWaiting {
+			pos = v.position(r.head)
+		}
+		entries = append(entries, entry{id, pos})
+	}
 	r.mu.Unlock()
-	for batch := range slices.Chunk(ids, h.opts.ReconcileBatch) {
+	slices.SortFunc(entries, func(a, b entry) int { return cmp.Compare(a.pos, b.pos) })
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.id
+	}
+	// A big room's batches are paced over part of the interval, so a
+	// reconcile is no burst that delays admitted messages.
+	pace := min(h.opts.ReconcileEvery/time.Duration(2*(len(ids)/h.opts.ReconcileBatch+1)), 100*time.Millisecond)
+	for i, batch := range slices.Collect(slices.Chunk(ids, h.opts.ReconcileBatch)) {
+		if i > 0 {
+			t := time.NewTimer(pace)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
 		r.mu.Lock()
 		seq := r.seq
 		r.mu.Unlock()

@@ -23,7 +23,7 @@ type room struct {
 	nconns   int
 	head     int64  // visitors admitted since the room was created (events)
 	seq      uint64 // admission events applied; a reconcile read older than a visitor's touch is stale
-	dirty    bool   // positions moved since the last flush
+	dirty    uint16 // flush slices whose positions moved since they were last flushed
 	dead     bool   // removed from Hub.rooms; a new room takes its place
 
 	subMu      sync.Mutex // serialises the broker calls of this room
@@ -68,6 +68,7 @@ type visitor struct {
 	adm     State  // the admitted state, when status is admitted
 	touched uint64 // room seq of the last event that changed this visitor
 	timerAt int64  // notBefore (UnixNano) a scheduler entry exists for
+	slice   uint8  // the position flush slice this visitor belongs to
 }
 
 // position is the visitor's position now: every admission since the exact
@@ -209,16 +210,37 @@ func encodeState(room string, s State) []byte {
 	return b
 }
 
-// flushLoop sends changed positions every PositionEvery.
+// flushSlices spreads a position flush over its interval: each visitor
+// belongs to one of these slices (by its id) and a slice is flushed every
+// PositionEvery/flushSlices, so each visitor still hears at most once per
+// PositionEvery, but 10,000 connections do not all get a write (and a
+// flusher goroutine) in the same instant, delaying admitted messages.
+const flushSlices = 10
+
+const allSlices = 1<<flushSlices - 1
+
+func sliceOf(id string) uint8 {
+	var h uint32 = 2166136261 // FNV-1a
+	for i := 0; i < len(id); i++ {
+		h ^= uint32(id[i])
+		h *= 16777619
+	}
+	return uint8(h % flushSlices)
+}
+
+// flushLoop sends changed positions, one slice every
+// PositionEvery/flushSlices.
 func (h *Hub) flushLoop(ctx context.Context) {
-	t := time.NewTicker(h.opts.PositionEvery)
+	t := time.NewTicker(h.opts.PositionEvery / flushSlices)
 	defer t.Stop()
+	var slice uint8
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			h.flushPositions()
+			h.flushSlice(slice)
+			slice = (slice + 1) % flushSlices
 		}
 	}
 }
@@ -227,21 +249,29 @@ func (h *Hub) flushLoop(ctx context.Context) {
 // room's lock, so admissions and attaches of a big room are not held up.
 const flushChunk = 256
 
-// flushPositions sends each connection of a waiting visitor in a room that
-// saw admissions its new, lower position. Only flushLoop (and benchmarks)
-// call it: it reuses h.flushBuf.
+// flushPositions flushes every slice at once (benchmarks).
 func (h *Hub) flushPositions() {
+	for s := range uint8(flushSlices) {
+		h.flushSlice(s)
+	}
+}
+
+// flushSlice sends each connection of a waiting visitor of the slice, in a
+// room that saw admissions, its new, lower position. Only flushLoop (and
+// benchmarks) call it: it reuses h.flushBuf.
+func (h *Hub) flushSlice(slice uint8) {
 	now := time.Now()
+	bit := uint16(1) << slice
 	for _, r := range h.snapshotRooms() {
 		r.mu.Lock()
-		if !r.dirty {
+		if r.dirty&bit == 0 {
 			r.mu.Unlock()
 			continue
 		}
-		r.dirty = false
+		r.dirty &^= bit
 		waiting := h.flushBuf[:0]
 		for _, v := range r.visitors {
-			if v.status == StatusWaiting {
+			if v.slice == slice && v.status == StatusWaiting {
 				waiting = append(waiting, v)
 			}
 		}

@@ -393,3 +393,62 @@ func TestForgetRoomWhenEmpty(t *testing.T) {
 		}
 	})
 }
+
+// TestStatusManyMatchesStatus: the batched rank walk gives the same answer
+// as one status read per visitor, whatever the batch's order and with
+// visitors admitted, gone or never there.
+func TestStatusManyMatchesStatus(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		q := newQueue(t, r, fixedBatch(7, 100*time.Millisecond))
+		var all []string
+		for i := range 300 {
+			v := fmt.Sprintf("v%03d", i)
+			all = append(all, v)
+			if _, err := q.Join(ctx, "walk", v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		admitTaken(t, q, "walk")
+		for _, v := range []string{"v010", "v150", "v299"} {
+			if _, err := q.Leave(ctx, "walk", v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		batch := append([]string{"nobody"}, all...)
+		// A shuffled batch, and one every third visitor (sparse, as on one of
+		// several instances).
+		for _, b := range [][]string{shuffled(batch), every(batch, 3)} {
+			got, err := q.StatusMany(ctx, "walk", b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range b {
+				one, err := q.Status(ctx, "walk", v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got[i].Status != one.Status || got[i].Position != one.Position || !got[i].NotBefore.Equal(one.NotBefore) {
+					t.Fatalf("%s: batch %+v, alone %+v", v, got[i], one)
+				}
+			}
+		}
+	})
+}
+
+func shuffled(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := len(out) - 1; i > 0; i-- {
+		j := (i * 7919) % (i + 1)
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+func every(s []string, k int) []string {
+	var out []string
+	for i := 0; i < len(s); i += k {
+		out = append(out, s[i])
+	}
+	return out
+}

@@ -52,10 +52,16 @@ func (s *server) serveSSE(nc net.Conn, room, visitor string, lastID int64) {
 	// fasthttp recycles the hijacked connection once this function returns:
 	// stop waits for a write in progress and turns later ones into no-ops.
 	defer t.stop()
-	conn, err := shallow(func() (*hub.Conn, error) { return s.hub.Attach(context.Background(), room, visitor, t) })
+	conn, err := shallow(func() (*hub.Conn, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), attachTimeout)
+		defer cancel()
+		return s.hub.Attach(ctx, room, visitor, t)
+	})
 	if err != nil {
-		e := errDraining
+		e := errUnavailable
 		switch {
+		case errors.Is(err, hub.ErrClosed):
+			e = errDraining
 		case errors.Is(err, hub.ErrTooManyForVisitor):
 			e = errTooManyForVis
 		case errors.Is(err, hub.ErrTooManyConns):

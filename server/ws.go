@@ -15,7 +15,8 @@ import (
 )
 
 const (
-	wsReadLimit   = 512 // client messages are tiny; bigger closes with 1009
+	attachTimeout = 5 * time.Second // the subscribe and first state read of a new push connection
+	wsReadLimit   = 512             // client messages are tiny; bigger closes with 1009
 	wsPingEvery   = 25 * time.Second
 	wsPingTimeout = 10 * time.Second
 )
@@ -107,10 +108,14 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string) *w
 	// nothing may touch it after: release waits for the hub's writes and
 	// closes, and turns later ones into no-ops.
 	t := &wsTransport{c: wc}
-	conn, err := s.hub.Attach(context.Background(), room, visitor, t)
+	actx, cancel := context.WithTimeout(context.Background(), attachTimeout)
+	conn, err := s.hub.Attach(actx, room, visitor, t)
+	cancel()
 	if err != nil {
-		code, reason := websocket.StatusTryAgainLater, "draining"
+		code, reason := websocket.StatusTryAgainLater, errUnavailable.Code
 		switch {
+		case errors.Is(err, hub.ErrClosed):
+			reason = errDraining.Code
 		case errors.Is(err, hub.ErrTooManyForVisitor):
 			code, reason = websocket.StatusPolicyViolation, errTooManyForVis.Code
 		case errors.Is(err, hub.ErrTooManyConns):
