@@ -284,3 +284,20 @@ func (s *server) adminStats(c *fiber.Ctx) error {
 		"at": time.Now().UTC().Format(time.RFC3339Nano),
 	})
 }
+
+// adminVisitor mints a visitor credential for an id chosen by a trusted
+// backend (a signed-in user's id), so that user has one place per room
+// across tabs and devices. The backend hands the credential to its page,
+// which sends it as X-Visitor or visitor=.
+func (s *server) adminVisitor(c *fiber.Ctx) error {
+	var in struct {
+		ID string `json:"id"`
+	}
+	if err := decodeObject(c.Body(), &in); err != nil {
+		return err
+	}
+	if !queue.ValidVisitor(in.ID) {
+		return fieldError("id", "must match ^[A-Za-z0-9_-]{1,64}$")
+	}
+	return c.JSON(fiber.Map{"id": in.ID, "visitor": s.signer.VisitorCredential(in.ID)})
+}

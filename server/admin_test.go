@@ -225,3 +225,24 @@ func TestRedisDownFailOpenAndRecover(t *testing.T) {
 }
 
 var _ = queue.FailOpen
+
+// TestTrustedVisitor: a backend mints a credential for a signed-in user;
+// two devices of that user share one place.
+func TestTrustedVisitor(t *testing.T) {
+	ts := startServer(t, nil, "rueidis", withAdmin)
+	backend := newVisitor(t, ts.URL)
+	r := backend.admin("POST", "/visitors", `{"id":"user-42"}`)
+	if r.Code != 200 || r.str("visitor") == "" {
+		t.Fatalf("mint: %d %s", r.Code, r.Raw)
+	}
+	if r := backend.admin("POST", "/visitors", `{"id":"no spaces"}`); r.Code != 400 || r.errCode() != "invalid_field" {
+		t.Fatalf("bad id: %d %s", r.Code, r.Raw)
+	}
+	newVisitor(t, ts.URL).join("shop")
+	phone, laptop := newVisitor(t, ts.URL), newVisitor(t, ts.URL)
+	a := phone.do("POST", "/api/v1/rooms/shop/join", "", "X-Visitor", r.str("visitor"))
+	b := laptop.do("POST", "/api/v1/rooms/shop/join", "", "X-Visitor", r.str("visitor"))
+	if a.num("position") != 2 || b.num("position") != 2 {
+		t.Fatalf("one user, two devices: %s / %s", a.Raw, b.Raw)
+	}
+}

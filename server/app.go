@@ -153,6 +153,7 @@ func (s *server) routes() *fiber.App {
 	admin.Post("/rooms/:room/pause", s.adminPause(true))
 	admin.Post("/rooms/:room/resume", s.adminPause(false))
 	admin.Get("/rooms/:room/stats", s.adminStats)
+	admin.Post("/visitors", s.adminVisitor)
 
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
