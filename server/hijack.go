@@ -49,10 +49,10 @@ func (w *hijackWriter) Write(p []byte) (int, error) {
 }
 
 // Hijack hands the connection to the WebSocket library with small buffers:
-// client messages here are tiny, and buffers are most of a connection's
-// idle cost.
+// client messages here are tiny, most server messages fit 256 bytes, and
+// buffers are much of a connection's idle cost.
 func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return w.conn, bufio.NewReadWriter(bufio.NewReaderSize(w.conn, 128), bufio.NewWriterSize(w.conn, 512)), nil
+	return w.conn, bufio.NewReadWriter(bufio.NewReaderSize(w.conn, 128), bufio.NewWriterSize(w.conn, 256)), nil
 }
 
 // copyRequest builds a net/http request from fiber's before the hijack:

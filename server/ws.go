@@ -107,7 +107,7 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string) *w
 	// fasthttp recycles the hijacked connection once serveWS returns, so
 	// nothing may touch it after: release waits for the hub's writes and
 	// closes, and turns later ones into no-ops.
-	t := &wsTransport{c: wc}
+	t := &wsTransport{c: wc, nc: nc}
 	actx, cancel := context.WithTimeout(context.Background(), attachTimeout)
 	conn, err := s.hub.Attach(actx, room, visitor, t)
 	cancel()
@@ -166,7 +166,9 @@ func wsReadLoop(wc *websocket.Conn) {
 
 // wsTransport is the hub's view of a WebSocket connection.
 type wsTransport struct {
-	c        *websocket.Conn
+	c  *websocket.Conn
+	nc net.Conn
+
 	mu       sync.RWMutex // held shared while the connection is used
 	released bool
 }
@@ -188,9 +190,19 @@ func (t *wsTransport) release() {
 	t.mu.Unlock()
 }
 
+// Write bounds the write with a deadline on the connection rather than a
+// context: with a context that can end, the WebSocket library registers a
+// callback per write, churn that 10,000 connections feel.
 func (t *wsTransport) Write(ctx context.Context, _ string, data []byte) error {
 	err := net.ErrClosed
-	t.use(func() { err = t.c.Write(ctx, websocket.MessageText, data) })
+	t.use(func() {
+		deadline, ok := ctx.Deadline()
+		if !ok {
+			deadline = time.Now().Add(5 * time.Second)
+		}
+		_ = t.nc.SetWriteDeadline(deadline)
+		err = t.c.Write(context.Background(), websocket.MessageText, data)
+	})
 	return err
 }
 
