@@ -73,16 +73,25 @@ func (s *server) effective(room string, c queue.RoomConfig) roomConfigJSON {
 	return out
 }
 
-func (s *server) adminGetRoom(c *fiber.Ctx) error {
+// roomConfig reads the stored settings of the route's :room.
+func (s *server) roomConfig(c *fiber.Ctx) (string, queue.RoomConfig, error) {
 	r, err := room(c)
 	if err != nil {
-		return err
+		return "", queue.RoomConfig{}, err
 	}
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
 	cfg, err := s.q.RoomConfig(ctx, r)
 	if err != nil {
-		return s.storeError(c, err)
+		return "", queue.RoomConfig{}, s.storeError(c, err)
+	}
+	return r, cfg, nil
+}
+
+func (s *server) adminGetRoom(c *fiber.Ctx) error {
+	r, cfg, err := s.roomConfig(c)
+	if err != nil {
+		return err
 	}
 	return c.JSON(s.effective(r, cfg))
 }
@@ -96,8 +105,7 @@ func fieldError(field, msg string) *apiError {
 // adminPutRoom changes the fields present in the body; absent fields keep
 // their value. Every instance applies the change from its next tick.
 func (s *server) adminPutRoom(c *fiber.Ctx) error {
-	r, err := room(c)
-	if err != nil {
+	if _, err := room(c); err != nil {
 		return err
 	}
 	body := bytes.TrimSpace(c.Body())
@@ -130,12 +138,12 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 	if err := dec.Decode(&struct{}{}); err != io.EOF {
 		return errInvalidJSON
 	}
+	r, cfg, err := s.roomConfig(c)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
-	cfg, err := s.q.RoomConfig(ctx, r)
-	if err != nil {
-		return s.storeError(c, err)
-	}
 	if in.Paused != nil {
 		cfg.Paused = *in.Paused
 	}
@@ -193,16 +201,12 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 // adminPause returns a handler that pauses or resumes a room.
 func (s *server) adminPause(paused bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		r, err := room(c)
+		r, cfg, err := s.roomConfig(c)
 		if err != nil {
 			return err
 		}
 		ctx, cancel := s.redisCtx(c)
 		defer cancel()
-		cfg, err := s.q.RoomConfig(ctx, r)
-		if err != nil {
-			return s.storeError(c, err)
-		}
 		cfg.Paused = paused
 		if err := s.q.SetRoomConfig(ctx, r, cfg); err != nil {
 			return s.storeError(c, err)
@@ -239,17 +243,13 @@ func (s *server) adminRooms(c *fiber.Ctx) error {
 
 // adminStats is the dashboard's feed for one room.
 func (s *server) adminStats(c *fiber.Ctx) error {
-	r, err := room(c)
+	r, cfg, err := s.roomConfig(c)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
 	st, err := s.q.Stats(ctx, r)
-	if err != nil {
-		return s.storeError(c, err)
-	}
-	cfg, err := s.q.RoomConfig(ctx, r)
 	if err != nil {
 		return s.storeError(c, err)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
-	"github.com/waitroom/waitroom/queue"
 )
 
 const testAdminKey = "admin-key-0123456789abcdef"
@@ -223,8 +222,6 @@ func TestRedisDownFailOpenAndRecover(t *testing.T) {
 		})
 	}
 }
-
-var _ = queue.FailOpen
 
 // TestTrustedVisitor: a backend mints a credential for a signed-in user;
 // two devices of that user share one place.

@@ -193,20 +193,9 @@ func (s *server) tokenError(c *fiber.Ctx, err error) error {
 // token must be signed here, for this room, for the visitor who sends it,
 // inside its validity window, and not used before. It uses the token up.
 func (s *server) requireToken(c *fiber.Ctx) error {
-	r, err := room(c)
+	tok, err := s.roomToken(c)
 	if err != nil {
 		return err
-	}
-	raw := bearer(c)
-	if raw == "" {
-		return errMissingToken
-	}
-	tok, err := s.signer.ParseToken(raw)
-	if err != nil {
-		return errInvalidToken
-	}
-	if tok.Room != r {
-		return errWrongRoom
 	}
 	if cred := credential(c); cred != "" {
 		if id, err := s.signer.ParseVisitor(cred); err != nil || id != tok.Visitor {
@@ -350,22 +339,32 @@ func (s *server) touchToken(c *fiber.Ctx, tok queue.Token) error {
 // touch extends the entry token of the request (Authorization: Bearer or
 // cookie) without using it up.
 func (s *server) touch(c *fiber.Ctx) error {
-	r, err := room(c)
+	tok, err := s.roomToken(c)
 	if err != nil {
 		return err
 	}
+	return s.touchToken(c, tok)
+}
+
+// roomToken returns the request's entry token, signed here and for the
+// :room of the route.
+func (s *server) roomToken(c *fiber.Ctx) (queue.Token, error) {
+	r, err := room(c)
+	if err != nil {
+		return queue.Token{}, err
+	}
 	raw := bearer(c)
 	if raw == "" {
-		return errMissingToken
+		return queue.Token{}, errMissingToken
 	}
 	tok, err := s.signer.ParseToken(raw)
 	if err != nil {
-		return errInvalidToken
+		return queue.Token{}, errInvalidToken
 	}
 	if tok.Room != r {
-		return errWrongRoom
+		return queue.Token{}, errWrongRoom
 	}
-	return s.touchToken(c, tok)
+	return tok, nil
 }
 
 func (s *server) healthz(c *fiber.Ctx) error {

@@ -2,9 +2,9 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"regexp"
 	"strconv"
@@ -59,7 +59,7 @@ func readReply(r *bufio.Reader) (string, error) {
 			return "", nil
 		}
 		buf := make([]byte, n+2)
-		if _, err := io_ReadFull(r, buf); err != nil {
+		if _, err := io.ReadFull(r, buf); err != nil {
 			return "", err
 		}
 		return string(buf[:n]), nil
@@ -76,18 +76,6 @@ func readReply(r *bufio.Reader) (string, error) {
 		return strings.Join(parts, " "), nil
 	}
 	return "", fmt.Errorf("unexpected reply %q", line)
-}
-
-func io_ReadFull(r *bufio.Reader, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := r.Read(buf[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 var cmdstatRE = regexp.MustCompile(`(?m)^cmdstat_(\w+):calls=(\d+)`)
@@ -119,5 +107,3 @@ func (ts *testServer) shutdown(tb testing.TB) {
 		tb.Fatal("server did not stop")
 	}
 }
-
-var _ = context.Background
