@@ -129,3 +129,25 @@ func serveHijacked(nc net.Conn, serve func(net.Conn), done func()) {
 		serve(nc)
 	}()
 }
+
+// pushTarget checks a push request before its connection is taken over:
+// the transport is on, the room and visitor are valid, the instance is not
+// draining. The strings are copies: fiber's alias fasthttp's request
+// buffers, which are reused once the hijack handler returns.
+func (s *server) pushTarget(c *fiber.Ctx, off bool) (roomName, visitorID string, err error) {
+	if off {
+		return "", "", errTransportOff
+	}
+	r, err := room(c)
+	if err != nil {
+		return "", "", err
+	}
+	id, err := s.visitor(c)
+	if err != nil {
+		return "", "", err
+	}
+	if s.draining.Load() {
+		return "", "", errDraining
+	}
+	return strings.Clone(r), strings.Clone(id), nil
+}

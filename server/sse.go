@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,23 +19,10 @@ const sseHeartbeat = 15 * time.Second
 // reads for EOF, so a client that goes away is seen at once, and the
 // server's write timeout and compression do not touch the stream.
 func (s *server) sse(c *fiber.Ctx) error {
-	if s.cfg.NoSSE {
-		return errTransportOff
-	}
-	r, err := room(c)
+	r, id, err := s.pushTarget(c, s.cfg.NoSSE)
 	if err != nil {
 		return err
 	}
-	id, err := s.visitor(c)
-	if err != nil {
-		return err
-	}
-	if s.draining.Load() {
-		return errDraining
-	}
-	// fiber's strings alias fasthttp's request buffers, which are reused
-	// once the hijack handler returns: keep copies.
-	r, id = strings.Clone(r), strings.Clone(id)
 	lastID, _ := strconv.ParseInt(c.Get("Last-Event-ID"), 10, 64)
 	s.wg.Add(1)
 	c.Context().HijackSetNoResponse(true)

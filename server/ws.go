@@ -33,14 +33,7 @@ var (
 // connection and coder/websocket speaks the protocol on it. The visitor is
 // checked before the upgrade.
 func (s *server) ws(c *fiber.Ctx) error {
-	if s.cfg.NoWS {
-		return errTransportOff
-	}
-	r, err := room(c)
-	if err != nil {
-		return err
-	}
-	id, err := s.visitor(c)
+	r, id, err := s.pushTarget(c, s.cfg.NoWS)
 	if err != nil {
 		return err
 	}
@@ -48,13 +41,7 @@ func (s *server) ws(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderUpgrade, "websocket")
 		return errUpgrade
 	}
-	if s.draining.Load() {
-		return errDraining
-	}
 	req := copyRequest(c)
-	// fiber's strings alias fasthttp's request buffers, which are reused
-	// once the hijack handler returns: keep copies.
-	r, id = strings.Clone(r), strings.Clone(id)
 	s.wg.Add(1)
 	c.Context().HijackSetNoResponse(true)
 	// The request is only needed for the upgrade: a cell lets it go then,
