@@ -44,10 +44,11 @@ var (
 	roomstatsScript = loadScript("roomstats")
 )
 
-// RoomsKey is the set of rooms that have waiting visitors; every instance's
+// RoomsKey is the set of rooms that have waiting visitors (its hash tag
+// keeps it in one cluster slot with ConfiguredRoomsKey); every instance's
 // tick loop reads it, so admission goes on when the instance that took the
 // joins is gone.
-const RoomsKey = "wr:rooms"
+const RoomsKey = "wr:{rooms}:waiting"
 
 // Keys of a room share the prefix "wr:{room}:"; the {room} hash tag keeps
 // them in one cluster slot.

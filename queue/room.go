@@ -132,7 +132,7 @@ func parseRoomConfig(flat []any) RoomConfig {
 }
 
 // ConfiguredRoomsKey lists rooms that have stored settings.
-const ConfiguredRoomsKey = "wr:cfgrooms"
+const ConfiguredRoomsKey = "wr:{rooms}:configured"
 
 // RoomConfig reads room's stored settings.
 func (q *Queue) RoomConfig(ctx context.Context, room string) (RoomConfig, error) {

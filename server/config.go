@@ -19,6 +19,7 @@ type config struct {
 	Addr        string
 	Redis       string // empty = embedded miniredis
 	RedisClient string // rueidis | go-redis
+	Cluster     bool   // -redis is a Redis Cluster
 	Secret      string
 	AdminKey    string
 	Capacity    queue.Capacity
@@ -48,6 +49,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&c.Redis, "redis", "", "Redis URL (redis://host:port/db); empty starts an embedded Redis")
+	fs.BoolVar(&c.Cluster, "redis-cluster", false, "-redis is a Redis Cluster (more seed nodes as ?addr=host:port)")
 	fs.StringVar(&c.RedisClient, "redis-client", "rueidis", "Redis client: rueidis or go-redis")
 	fs.StringVar(&c.Secret, "secret", "", "signing secret, at least 16 bytes (required with -redis)")
 	fs.StringVar(&c.AdminKey, "admin-key", "", "bearer key for /api/v1/admin and /admin, at least 16 bytes (empty: a random one, printed at start)")
@@ -136,6 +138,9 @@ func (c config) validate() error {
 		if c.Secret == "" {
 			return errors.New("-secret is required with an external -redis so every instance signs alike")
 		}
+	}
+	if c.Cluster && c.Redis == "" {
+		return errors.New("-redis-cluster needs -redis")
 	}
 	if c.RedisClient != "rueidis" && c.RedisClient != "go-redis" {
 		return fmt.Errorf("invalid -redis-client %q: want rueidis or go-redis", c.RedisClient)

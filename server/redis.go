@@ -43,6 +43,18 @@ func openRedis(ctx context.Context, cfg config, log *slog.Logger) (*redisConn, e
 	rc.addr = u.Host
 	switch cfg.RedisClient {
 	case "go-redis":
+		if cfg.Cluster {
+			opt, err := redis.ParseClusterURL(rawURL)
+			if err != nil {
+				return nil, fmt.Errorf("redis url: %w", err)
+			}
+			opt.PoolSize = 128
+			opt.ReadTimeout = 3 * time.Second
+			opt.WriteTimeout = 3 * time.Second
+			rc.gor = redis.NewClusterClient(opt)
+			rc.q = queue.NewGoRedis(rc.gor)
+			break
+		}
 		opt, err := redis.ParseURL(rawURL)
 		if err != nil {
 			rc.Close()

@@ -170,3 +170,68 @@ func ping(addr string) error {
 	}
 	return nil
 }
+
+// Cluster is a Redis Cluster of three masters on loopback.
+type Cluster struct {
+	Addrs []string
+}
+
+// StartCluster starts three redis-server nodes in cluster mode, joins them
+// with redis-cli --cluster create and waits for cluster_state:ok.
+func StartCluster(tb testing.TB) *Cluster {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		tb.Fatalf("redistest: redis-server not found: %v", err)
+	}
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		tb.Fatalf("redistest: redis-cli not found: %v", err)
+	}
+	c := &Cluster{}
+	for range 3 {
+		port, err := freePort()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		dir := tb.TempDir()
+		cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1",
+			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+			"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "no",
+			"--logfile", filepath.Join(dir, "redis.log"))
+		if err := cmd.Start(); err != nil {
+			tb.Fatalf("redistest: start cluster node: %v", err)
+		}
+		tb.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_, _ = cmd.Process.Wait()
+		})
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		if err := waitPing(addr, 10*time.Second); err != nil {
+			tb.Fatalf("redistest: cluster node: %v", err)
+		}
+		c.Addrs = append(c.Addrs, addr)
+	}
+	args := append([]string{"--cluster", "create"}, c.Addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		tb.Fatalf("redistest: cluster create: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ok := true
+		for _, a := range c.Addrs {
+			out, err := exec.Command(cli, "-h", "127.0.0.1", "-p", a[strings.LastIndexByte(a, ':')+1:], "cluster", "info").Output()
+			if err != nil || !strings.Contains(string(out), "cluster_state:ok") {
+				ok = false
+			}
+		}
+		if ok {
+			return c
+		}
+		if time.Now().After(deadline) {
+			tb.Fatal("redistest: cluster did not reach cluster_state:ok")
+		}
+		time.Sleep(100 * time.Millisecond) // polling a process's state, not synchronising test logic
+	}
+}
