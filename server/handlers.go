@@ -100,11 +100,7 @@ func (s *server) join(c *fiber.Ctx) error {
 // status is the poll. A poll sooner than the nextPollMs this visitor was
 // given is answered from memory.
 func (s *server) status(c *fiber.Ctx) error {
-	r, err := room(c)
-	if err != nil {
-		return err
-	}
-	id, err := s.visitor(c)
+	r, id, err := s.roomVisitor(c)
 	if err != nil {
 		return err
 	}
@@ -133,11 +129,7 @@ func (s *server) status(c *fiber.Ctx) error {
 
 // leave takes the visitor out of the queue or gives its token back.
 func (s *server) leave(c *fiber.Ctx) error {
-	r, err := room(c)
-	if err != nil {
-		return err
-	}
-	id, err := s.visitor(c)
+	r, id, err := s.roomVisitor(c)
 	if err != nil {
 		return err
 	}

@@ -138,11 +138,7 @@ func (s *server) pushTarget(c *fiber.Ctx, off bool) (roomName, visitorID string,
 	if off {
 		return "", "", errTransportOff
 	}
-	r, err := room(c)
-	if err != nil {
-		return "", "", err
-	}
-	id, err := s.visitor(c)
+	r, id, err := s.roomVisitor(c)
 	if err != nil {
 		return "", "", err
 	}

@@ -49,3 +49,17 @@ func room(c *fiber.Ctx) (string, error) {
 	}
 	return r, nil
 }
+
+// roomVisitor returns the validated :room and the request's verified
+// visitor.
+func (s *server) roomVisitor(c *fiber.Ctx) (string, string, error) {
+	r, err := room(c)
+	if err != nil {
+		return "", "", err
+	}
+	id, err := s.visitor(c)
+	if err != nil {
+		return "", "", err
+	}
+	return r, id, nil
+}
