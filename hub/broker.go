@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 )
@@ -54,6 +55,27 @@ func backoff(n int) time.Duration {
 	d := 50 * time.Millisecond << min(n, 6)
 	d = min(d, 2*time.Second)
 	return d/2 + rand.N(d/2+1)
+}
+
+// runSessions runs one connection after another until ctx ends: a session
+// that got up and was lost is reported Down and retried at once-ish, one
+// that never got up is retried with a growing, jittered backoff.
+func runSessions(ctx context.Context, r Receiver, log *slog.Logger, client string, session func(context.Context, Receiver) (bool, error)) {
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		up, err := session(ctx, r)
+		if ctx.Err() != nil {
+			return
+		}
+		if up {
+			r.Down(err)
+			attempt = 0
+		} else {
+			log.Debug("hub: pubsub connect failed", "client", client, "attempt", attempt, "err", err)
+		}
+		if !sleepCtx(ctx, backoff(attempt)) {
+			return
+		}
+	}
 }
 
 // sleepCtx waits d or until ctx ends; it reports whether ctx is still alive.

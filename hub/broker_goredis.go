@@ -51,21 +51,7 @@ func NewGoRedisBroker(client redis.UniversalClient, log *slog.Logger) Broker {
 func (b *goRedisBroker) Ready() bool { return b.ready.Load() }
 
 func (b *goRedisBroker) Run(ctx context.Context, r Receiver) error {
-	for attempt := 0; ctx.Err() == nil; attempt++ {
-		up, err := b.session(ctx, r)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if up {
-			r.Down(err)
-			attempt = 0
-		} else {
-			b.log.Debug("hub: pubsub connect failed", "client", "go-redis", "attempt", attempt, "err", err)
-		}
-		if !sleepCtx(ctx, backoff(attempt)) {
-			return nil
-		}
-	}
+	runSessions(ctx, r, b.log, "go-redis", b.session)
 	return nil
 }
 

@@ -39,21 +39,7 @@ func NewRueidisBroker(client rueidis.Client, log *slog.Logger) Broker {
 func (b *rueidisBroker) Ready() bool { return b.ready.Load() }
 
 func (b *rueidisBroker) Run(ctx context.Context, r Receiver) error {
-	for attempt := 0; ctx.Err() == nil; attempt++ {
-		up, err := b.session(ctx, r)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if up {
-			r.Down(err)
-			attempt = 0
-		} else {
-			b.log.Debug("hub: pubsub connect failed", "client", "rueidis", "attempt", attempt, "err", err)
-		}
-		if !sleepCtx(ctx, backoff(attempt)) {
-			return nil
-		}
-	}
+	runSessions(ctx, r, b.log, "rueidis", b.session)
 	return nil
 }
 

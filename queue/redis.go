@@ -46,8 +46,7 @@ func asInts(v any, n int) ([]int64, error) {
 	}
 	out := make([]int64, len(arr))
 	for i, e := range arr {
-		if s, isStr := e.(string); isStr {
-			_ = s
+		if _, isStr := e.(string); isStr {
 			continue // string members are read by the caller
 		}
 		x, err := asInt(e)

@@ -209,21 +209,17 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	deadline := time.Now().Add(s.cfg.Shutdown)
 	dctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	t0 := time.Now()
-	defer func() { s.log.Debug("shutdown timing", "total", time.Since(t0)) }()
 	if derr := s.hub.Drain(dctx, s.cfg.DrainWindow); derr != nil {
 		s.log.Warn("drain", "err", derr)
 	}
-	s.log.Debug("shutdown: drained", "after", time.Since(t0))
 	if serr := s.app.ShutdownWithContext(dctx); serr != nil {
 		s.log.Warn("http shutdown", "err", serr)
 	}
-	s.log.Debug("shutdown: http stopped", "after", time.Since(t0))
 	stopBG()
 	bgWG.Wait()
-	s.log.Debug("shutdown: background stopped", "after", time.Since(t0))
 	waitGroup(dctx, &s.wg)
 	s.redis.Close()
+	s.log.Info("stopped", "after", time.Since(deadline.Add(-s.cfg.Shutdown)))
 	return err
 }
 
