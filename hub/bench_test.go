@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 // nopTransport accepts every write.
@@ -21,7 +23,7 @@ func benchHub(b *testing.B, n int) *Hub {
 	h := New(newBroker(), src, nil, &Options{MaxConns: n + 1, SendQueue: 1 << 20})
 	for i := range n {
 		v := fmt.Sprint("v", i)
-		src.set("drop", v, State{Status: StatusWaiting, Position: int64(i + 1)})
+		src.set("drop", v, wire.State{Status: wire.StatusWaiting, Position: int64(i + 1)})
 		mustAttach(b, h, "drop", v, nopTransport{})
 	}
 	b.Cleanup(func() {
@@ -40,7 +42,7 @@ func BenchmarkFlushPositions(b *testing.B) {
 	ev := []byte(admitJSON("drop", 1))
 	b.ReportAllocs()
 	for b.Loop() {
-		h.handleMessage(Channel("drop"), ev)
+		h.handleMessage(wire.Channel("drop"), ev)
 		h.flushPositions()
 	}
 }
@@ -49,14 +51,14 @@ func BenchmarkFlushPositions(b *testing.B) {
 // 10,000 local visitors.
 func BenchmarkAdmitEvent(b *testing.B) {
 	h := benchHub(b, 10000)
-	var entries []admitEntry
+	var entries []entry
 	nb := time.Now().Add(time.Hour).UnixMilli()
 	for i := range 14 {
-		entries = append(entries, admitEntry{fmt.Sprint("v", i*500), nb, nb + 300000})
+		entries = append(entries, entry{fmt.Sprint("v", i*500), nb, nb + 300000})
 	}
 	ev := []byte(admitJSON("drop", 14, entries...))
 	b.ReportAllocs()
 	for b.Loop() {
-		h.handleMessage(Channel("drop"), ev)
+		h.handleMessage(wire.Channel("drop"), ev)
 	}
 }

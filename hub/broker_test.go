@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
-
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // brokers builds each Broker implementation on a client of addr; the
@@ -75,11 +75,11 @@ func adminClient(t *testing.T, addr string) *redis.Client {
 
 func numsub(t *testing.T, admin *redis.Client, room string) int64 {
 	t.Helper()
-	m, err := admin.PubSubNumSub(context.Background(), Channel(room)).Result()
+	m, err := admin.PubSubNumSub(context.Background(), wire.Channel(room)).Result()
 	if err != nil {
 		t.Fatalf("pubsub numsub: %v", err)
 	}
-	return m[Channel(room)]
+	return m[wire.Channel(room)]
 }
 
 var subscribeCalls = regexp.MustCompile(`cmdstat_subscribe:calls=(\d+)`)
@@ -101,12 +101,12 @@ func subscribes(t *testing.T, admin *redis.Client) int {
 
 func publish(t *testing.T, admin *redis.Client, room, payload string) {
 	t.Helper()
-	if err := admin.Publish(context.Background(), Channel(room), payload).Err(); err != nil {
+	if err := admin.Publish(context.Background(), wire.Channel(room), payload).Err(); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
 }
 
-func hasStatus(t *testing.T, tr *fakeTransport, status string) bool {
+func hasStatus(t *testing.T, tr *fakeTransport, status wire.Status) bool {
 	return len(withStatus(tr.msgs(t), status)) > 0
 }
 
@@ -123,9 +123,9 @@ func TestRedisDeliveryAndSubscriptions(t *testing.T) {
 		h := start(t, New(newBroker(t, srv.Addr), src, testLog(t), &Options{PositionEvery: 20 * time.Millisecond, ReconcileEvery: time.Hour}))
 		waitFor(t, 5*time.Second, h.Ready, "ready")
 
-		src.set("drop", "a", State{Status: StatusWaiting, Position: 5})
-		src.set("drop", "b", State{Status: StatusWaiting, Position: 6})
-		src.set("other", "c", State{Status: StatusWaiting, Position: 1})
+		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 5})
+		src.set("drop", "b", wire.State{Status: wire.StatusWaiting, Position: 6})
+		src.set("other", "c", wire.State{Status: wire.StatusWaiting, Position: 1})
 		a1, a2, b1, c1 := newTransport("ws"), newTransport("sse"), newTransport("ws"), newTransport("ws")
 		conns := []*Conn{
 			mustAttach(t, h.Hub, "drop", "a", a1),
@@ -150,8 +150,8 @@ func TestRedisDeliveryAndSubscriptions(t *testing.T) {
 		// published (a reconcile racing with the event reads the new state).
 		nb := time.Now().Add(30 * time.Millisecond)
 		src.set("drop", "a", src.Admitted("drop", "a", time.UnixMilli(nb.UnixMilli()), time.UnixMilli(nb.Add(time.Minute).UnixMilli())))
-		publish(t, admin, "drop", admitJSON("drop", 1, admitEntry{"a", nb.UnixMilli(), nb.Add(time.Minute).UnixMilli()}))
-		waitFor(t, 5*time.Second, func() bool { return hasStatus(t, a1, StatusAdmitted) && hasStatus(t, a2, StatusAdmitted) }, "admitted on both tabs")
+		publish(t, admin, "drop", admitJSON("drop", 1, entry{"a", nb.UnixMilli(), nb.Add(time.Minute).UnixMilli()}))
+		waitFor(t, 5*time.Second, func() bool { return hasStatus(t, a1, wire.StatusAdmitted) && hasStatus(t, a2, wire.StatusAdmitted) }, "admitted on both tabs")
 		waitFor(t, 5*time.Second, func() bool {
 			ms := b1.msgs(t)
 			return len(ms) == 2 && *ms[1].Position == 5
@@ -163,7 +163,7 @@ func TestRedisDeliveryAndSubscriptions(t *testing.T) {
 				}
 			}
 		}
-		if hasStatus(t, b1, StatusAdmitted) || hasStatus(t, c1, StatusAdmitted) {
+		if hasStatus(t, b1, wire.StatusAdmitted) || hasStatus(t, c1, wire.StatusAdmitted) {
 			t.Fatal("admitted sent to another visitor")
 		}
 
@@ -175,7 +175,7 @@ func TestRedisDeliveryAndSubscriptions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(chans) != 1 || chans[0] != Channel("other") {
+		if len(chans) != 1 || chans[0] != wire.Channel("other") {
 			t.Fatalf("pubsub channels %v", chans)
 		}
 		mustAttach(t, h.Hub, "drop", "b", newTransport("ws"))
@@ -232,9 +232,9 @@ func TestRedisClientKillResubscribes(t *testing.T) {
 		rec := &recorder{Broker: newBroker(t, srv.Addr)}
 		h := start(t, New(rec, src, testLog(t), &Options{ReconcileEvery: time.Hour}))
 		waitFor(t, 5*time.Second, h.Ready, "ready")
-		src.set("drop", "a", State{Status: StatusWaiting, Position: 3})
-		src.set("drop", "b", State{Status: StatusWaiting, Position: 4})
-		src.set("other", "c", State{Status: StatusWaiting, Position: 1})
+		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 3})
+		src.set("drop", "b", wire.State{Status: wire.StatusWaiting, Position: 4})
+		src.set("other", "c", wire.State{Status: wire.StatusWaiting, Position: 1})
 		a, b, c := newTransport("ws"), newTransport("ws"), newTransport("sse")
 		mustAttach(t, h.Hub, "drop", "a", a)
 		mustAttach(t, h.Hub, "drop", "b", b)
@@ -260,15 +260,15 @@ func TestRedisClientKillResubscribes(t *testing.T) {
 		waitFor(t, 5*time.Second, func() bool {
 			return src.reads("drop", "a") > reads["a"] && src.reads("drop", "b") > reads["b"] && src.reads("other", "c") > reads["c"]
 		}, "every local visitor reconciled")
-		waitFor(t, 5*time.Second, func() bool { return hasStatus(t, a, StatusAdmitted) }, "admission made during the outage delivered")
+		waitFor(t, 5*time.Second, func() bool { return hasStatus(t, a, wire.StatusAdmitted) }, "admission made during the outage delivered")
 		if numsub(t, admin, "drop") != 1 || numsub(t, admin, "other") != 1 {
 			t.Fatal("not resubscribed")
 		}
 		nb = time.Now()
 		src.set("drop", "b", src.Admitted("drop", "b", time.UnixMilli(nb.UnixMilli()), time.UnixMilli(nb.Add(time.Minute).UnixMilli())))
-		publish(t, admin, "drop", admitJSON("drop", 1, admitEntry{"b", nb.UnixMilli(), nb.Add(time.Minute).UnixMilli()}))
-		waitFor(t, 5*time.Second, func() bool { return hasStatus(t, b, StatusAdmitted) }, "event after resubscribe delivered")
-		if len(withStatus(a.msgs(t), StatusAdmitted)) != 1 {
+		publish(t, admin, "drop", admitJSON("drop", 1, entry{"b", nb.UnixMilli(), nb.Add(time.Minute).UnixMilli()}))
+		waitFor(t, 5*time.Second, func() bool { return hasStatus(t, b, wire.StatusAdmitted) }, "event after resubscribe delivered")
+		if len(withStatus(a.msgs(t), wire.StatusAdmitted)) != 1 {
 			t.Fatal("a admitted more than once")
 		}
 	})
@@ -279,7 +279,7 @@ func TestRedisRestartReadyAndReconcile(t *testing.T) {
 		src := newSource()
 		h := start(t, New(newBroker(t, srv.Addr), src, testLog(t), &Options{ReconcileEvery: time.Hour}))
 		waitFor(t, 5*time.Second, h.Ready, "ready")
-		src.set("drop", "a", State{Status: StatusWaiting, Position: 3})
+		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 3})
 		a := newTransport("ws")
 		mustAttach(t, h.Hub, "drop", "a", a)
 
@@ -289,7 +289,7 @@ func TestRedisRestartReadyAndReconcile(t *testing.T) {
 		src.set("drop", "a", src.Admitted("drop", "a", nb, nb.Add(time.Minute)))
 		srv.Restart(t)
 		waitFor(t, 10*time.Second, h.Ready, "ready after restart")
-		waitFor(t, 5*time.Second, func() bool { return hasStatus(t, a, StatusAdmitted) }, "reconciled after restart")
+		waitFor(t, 5*time.Second, func() bool { return hasStatus(t, a, wire.StatusAdmitted) }, "reconciled after restart")
 		admin := adminClient(t, srv.Addr)
 		if n := numsub(t, admin, "drop"); n != 1 {
 			t.Fatalf("numsub after restart %d", n)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 // Transport is one push connection as the server implements it (WebSocket
@@ -31,10 +33,11 @@ type Conn struct {
 
 	// Guarded by r.mu: what this connection has been sent.
 	removed    bool
-	sentStatus string
+	sentStatus wire.Status
 	sentPos    int64
 	sentPaused bool
 	sentNB     int64 // notBefore (UnixNano) of the admitted state sent
+	sentOpens  int64 // opensAt (UnixNano) of the pre-queue state sent
 
 	mu       sync.Mutex
 	q        []outMsg

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/wire"
 	"go.uber.org/goleak"
 )
 
@@ -36,18 +37,20 @@ type record struct {
 	at    time.Time
 }
 
-// wire is a decoded message.
-type wire struct {
-	Type       string `json:"type"`
-	Room       string `json:"room"`
-	Status     string `json:"status"`
-	Position   *int64 `json:"position"`
-	ETASeconds *int64 `json:"etaSeconds"`
-	Paused     bool   `json:"paused"`
-	Token      string `json:"token"`
-	NotBefore  string `json:"notBefore"`
-	ExpiresAt  string `json:"expiresAt"`
-	AfterMs    *int64 `json:"afterMs"`
+// msg is a decoded message.
+type msg struct {
+	Type       string      `json:"type"`
+	Room       string      `json:"room"`
+	Status     wire.Status `json:"status"`
+	Position   *int64      `json:"position"`
+	ETASeconds *int64      `json:"etaSeconds"`
+	NextPollMs *int64      `json:"nextPollMs"`
+	OpensAt    string      `json:"opensAt"`
+	Paused     bool        `json:"paused"`
+	Token      string      `json:"token"`
+	NotBefore  string      `json:"notBefore"`
+	ExpiresAt  string      `json:"expiresAt"`
+	AfterMs    *int64      `json:"afterMs"`
 }
 
 // fakeTransport records messages. With stall set, Write blocks until its
@@ -116,11 +119,11 @@ func (f *fakeTransport) closeReason() string {
 }
 
 // msgs returns the decoded messages received so far.
-func (f *fakeTransport) msgs(t testing.TB) []wire {
+func (f *fakeTransport) msgs(t testing.TB) []msg {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]wire, len(f.recs))
+	out := make([]msg, len(f.recs))
 	for i, r := range f.recs {
 		if err := json.Unmarshal(r.data, &out[i]); err != nil {
 			t.Fatalf("bad message %q: %v", r.data, err)
@@ -139,8 +142,8 @@ func (f *fakeTransport) records() []record {
 }
 
 // withStatus returns the messages with status s.
-func withStatus(ms []wire, s string) []wire {
-	var out []wire
+func withStatus(ms []msg, s wire.Status) []msg {
+	var out []msg
 	for _, m := range ms {
 		if m.Status == s {
 			out = append(out, m)
@@ -151,18 +154,19 @@ func withStatus(ms []wire, s string) []wire {
 
 // fakeSource is an in-memory Source.
 type fakeSource struct {
-	mu      sync.Mutex
-	states  map[string]State // room/visitor
-	calls   map[string]int   // States reads per room/visitor
-	batches []int
-	fail    error
+	mu       sync.Mutex
+	states   map[string]wire.State // room/visitor
+	calls    map[string]int        // States reads per room/visitor
+	batches  []int
+	fail     error
+	nextPoll time.Duration
 }
 
 func newSource() *fakeSource {
-	return &fakeSource{states: make(map[string]State), calls: make(map[string]int)}
+	return &fakeSource{states: make(map[string]wire.State), calls: make(map[string]int)}
 }
 
-func (s *fakeSource) set(room, visitor string, st State) {
+func (s *fakeSource) set(room, visitor string, st wire.State) {
 	s.mu.Lock()
 	s.states[room+"/"+visitor] = st
 	s.mu.Unlock()
@@ -180,31 +184,44 @@ func (s *fakeSource) batchSizes() []int {
 	return append([]int(nil), s.batches...)
 }
 
-func (s *fakeSource) States(ctx context.Context, room string, visitors []string) ([]State, error) {
+func (s *fakeSource) States(ctx context.Context, room string, visitors []string) ([]wire.State, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
 		return nil, s.fail
 	}
 	s.batches = append(s.batches, len(visitors))
-	out := make([]State, len(visitors))
+	out := make([]wire.State, len(visitors))
 	for i, v := range visitors {
 		s.calls[room+"/"+v]++
 		st, ok := s.states[room+"/"+v]
 		if !ok {
-			st = State{Status: StatusNotInQueue}
+			st = wire.State{Status: wire.StatusNotInQueue}
 		}
 		out[i] = st
 	}
 	return out, nil
 }
 
-func (s *fakeSource) Admitted(room, visitor string, notBefore, expiresAt time.Time) State {
-	return State{Status: StatusAdmitted, Token: "tok-" + visitor, NotBefore: notBefore, ExpiresAt: expiresAt}
+func (s *fakeSource) Admitted(room, visitor string, notBefore, expiresAt time.Time) wire.State {
+	return wire.State{Status: wire.StatusAdmitted, Token: "tok-" + visitor, NotBefore: notBefore, ExpiresAt: expiresAt}
 }
 
-// ETA is one second per place.
-func (s *fakeSource) ETA(room string, position int64) int64 { return position }
+// Estimate is one second per place; with nextPoll set, position updates are
+// paced by it, else every flush may send one.
+func (s *fakeSource) Estimate(room string, position int64) (int64, time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return position, s.nextPoll
+}
+
+// entry is one admitted visitor of an admit event: visitor, notBefore and
+// expiresAt in Unix ms.
+type entry struct {
+	Visitor   string
+	NotBefore int64
+	ExpiresAt int64
+}
 
 // fakeBroker is an in-memory Broker: tests call publish.
 type fakeBroker struct {
@@ -276,11 +293,11 @@ func (b *fakeBroker) publish(t testing.TB, room, payload string) {
 	if r == nil {
 		t.Fatal("broker not running")
 	}
-	r.Message(Channel(room), []byte(payload))
+	r.Message(wire.Channel(room), []byte(payload))
 }
 
 // admitJSON builds an admit event like the queue's admit script does.
-func admitJSON(room string, count int, entries ...admitEntry) string {
+func admitJSON(room string, count int, entries ...entry) string {
 	var list []string
 	for _, e := range entries {
 		list = append(list, fmt.Sprintf(`[%q,%d,%d]`, e.Visitor, e.NotBefore, e.ExpiresAt))

@@ -29,7 +29,10 @@ type Options struct {
 	SendQueue int
 	// WriteTimeout bounds each Transport.Write. Default 5s.
 	WriteTimeout time.Duration
-	// PositionEvery is how often changed positions are sent. Default 1s.
+	// PositionEvery is how often the position flush looks at each waiting
+	// visitor whose place moved. A visitor is sent a new position no more
+	// often than the nextPoll its last update carried (what a poll there
+	// is told: 500 ms at the front, up to 5 s further back). Default 500ms.
 	PositionEvery time.Duration
 	// ReconcileEvery is how often every local visitor's state is read
 	// exactly from the Source. Default 10s.
@@ -62,7 +65,7 @@ func (o *Options) withDefaults() Options {
 	def(&v.SendQueue, 16)
 	def(&v.ReconcileBatch, 500)
 	defd(&v.WriteTimeout, 5*time.Second)
-	defd(&v.PositionEvery, time.Second)
+	defd(&v.PositionEvery, 500*time.Millisecond)
 	defd(&v.ReconcileEvery, 10*time.Second)
 	return v
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 // quiet keeps the periodic reconcile out of tests that do not test it.
@@ -31,25 +33,25 @@ func TestAdmittedOnlyToVisitorTabsOnceAtNotBefore(t *testing.T) {
 			mu.Unlock()
 		}})))
 		synctest.Wait()
-		src.set("drop", "a", State{Status: StatusWaiting, Position: 1})
-		src.set("drop", "b", State{Status: StatusWaiting, Position: 2})
+		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 1})
+		src.set("drop", "b", wire.State{Status: wire.StatusWaiting, Position: 2})
 		a1, a2, b1 := newTransport("ws"), newTransport("sse"), newTransport("ws")
 		mustAttach(t, h.Hub, "drop", "a", a1)
 		mustAttach(t, h.Hub, "drop", "a", a2)
 		mustAttach(t, h.Hub, "drop", "b", b1)
 		synctest.Wait()
 		for _, tr := range []*fakeTransport{a1, a2, b1} {
-			if ms := tr.msgs(t); len(ms) != 1 || ms[0].Status != StatusWaiting {
+			if ms := tr.msgs(t); len(ms) != 1 || ms[0].Status != wire.StatusWaiting {
 				t.Fatalf("on connect: got %+v, want one waiting state", ms)
 			}
 		}
 
 		nb := time.Now().Add(150 * time.Millisecond)
 		exp := nb.Add(5 * time.Minute)
-		ev := admitJSON("drop", 1, admitEntry{"a", nb.UnixMilli(), exp.UnixMilli()})
+		ev := admitJSON("drop", 1, entry{"a", nb.UnixMilli(), exp.UnixMilli()})
 		b.publish(t, "drop", ev)
 		synctest.Wait()
-		if n := len(withStatus(a1.msgs(t), StatusAdmitted)); n != 0 {
+		if n := len(withStatus(a1.msgs(t), wire.StatusAdmitted)); n != 0 {
 			t.Fatalf("admitted sent %v before notBefore", time.Until(nb))
 		}
 		time.Sleep(time.Until(nb))
@@ -65,7 +67,7 @@ func TestAdmittedOnlyToVisitorTabsOnceAtNotBefore(t *testing.T) {
 
 		for _, tr := range []*fakeTransport{a1, a2} {
 			recs := tr.records()
-			adm := withStatus(tr.msgs(t), StatusAdmitted)
+			adm := withStatus(tr.msgs(t), wire.StatusAdmitted)
 			if len(adm) != 1 {
 				t.Fatalf("%s tab got %d admitted states, want 1: %s", tr.kind, len(adm), recs)
 			}
@@ -78,7 +80,7 @@ func TestAdmittedOnlyToVisitorTabsOnceAtNotBefore(t *testing.T) {
 				}
 			}
 		}
-		if n := len(withStatus(b1.msgs(t), StatusAdmitted)); n != 0 {
+		if n := len(withStatus(b1.msgs(t), wire.StatusAdmitted)); n != 0 {
 			t.Fatalf("another visitor got %d admitted states", n)
 		}
 		st := h.Stats()
@@ -125,8 +127,8 @@ func TestPositionsThrottledAndNeverUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src, b := newSource(), newBroker()
 		h := start(t, New(b, src, nil, quiet(Options{})))
-		src.set("drop", "a", State{Status: StatusWaiting, Position: 10})
-		src.set("drop", "b", State{Status: StatusWaiting, Position: 20})
+		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 10})
+		src.set("drop", "b", wire.State{Status: wire.StatusWaiting, Position: 20})
 		a1, a2, b1 := newTransport("ws"), newTransport("ws"), newTransport("sse")
 		mustAttach(t, h.Hub, "drop", "a", a1)
 		mustAttach(t, h.Hub, "drop", "a", a2)
@@ -136,7 +138,7 @@ func TestPositionsThrottledAndNeverUp(t *testing.T) {
 		positions := func(tr *fakeTransport) []int64 {
 			var ps []int64
 			for _, m := range tr.msgs(t) {
-				if m.Status != StatusWaiting || m.Position == nil || m.ETASeconds == nil {
+				if m.Status != wire.StatusWaiting || m.Position == nil || m.ETASeconds == nil {
 					t.Fatalf("unexpected message %+v", m)
 				}
 				ps = append(ps, *m.Position)
@@ -166,8 +168,8 @@ func TestPositionsThrottledAndNeverUp(t *testing.T) {
 		check("idle flush", map[*fakeTransport][]int64{a1: {10, 4}, a2: {10, 4}, b1: {20, 14}})
 
 		// An exact read higher than what was sent is not sent.
-		src.set("drop", "a", State{Status: StatusWaiting, Position: 5})
-		src.set("drop", "b", State{Status: StatusWaiting, Position: 18})
+		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 5})
+		src.set("drop", "b", wire.State{Status: wire.StatusWaiting, Position: 18})
 		b.publish(t, "drop", `{"type":"config"}`)
 		synctest.Wait()
 		time.Sleep(time.Second)
@@ -175,7 +177,7 @@ func TestPositionsThrottledAndNeverUp(t *testing.T) {
 		check("higher exact", map[*fakeTransport][]int64{a1: {10, 4}, a2: {10, 4}, b1: {20, 14}})
 
 		// A lower one is.
-		src.set("drop", "b", State{Status: StatusWaiting, Position: 12})
+		src.set("drop", "b", wire.State{Status: wire.StatusWaiting, Position: 12})
 		b.publish(t, "drop", `{"type":"config"}`)
 		synctest.Wait()
 		check("lower exact", map[*fakeTransport][]int64{a1: {10, 4}, a2: {10, 4}, b1: {20, 14, 12}})
@@ -193,14 +195,16 @@ func TestSlowConsumerDroppedWithoutDelayingOthers(t *testing.T) {
 		src, b := newSource(), newBroker()
 		h := start(t, New(b, src, nil, quiet(Options{SendQueue: 2, WriteTimeout: time.Hour})))
 		synctest.Wait()
-		src.set("drop", "slow", State{Status: StatusWaiting, Position: 100})
-		src.set("drop", "fast", State{Status: StatusWaiting, Position: 100})
+		src.set("drop", "slow", wire.State{Status: wire.StatusWaiting, Position: 100})
+		src.set("drop", "fast", wire.State{Status: wire.StatusWaiting, Position: 100})
 		slow, fast := newTransport("ws"), newTransport("sse")
 		slow.stall = true
 		mustAttach(t, h.Hub, "drop", "slow", slow)
 		mustAttach(t, h.Hub, "drop", "fast", fast)
-		// Tick n of the flush loop (every 100 ms) serves slice n-1.
-		slice := time.Duration((sliceOf("fast")+1)%flushSlices) * time.Second / flushSlices
+		// Tick n of the flush loop (every PositionEvery/flushSlices) serves
+		// slice n-1.
+		every := h.opts.PositionEvery
+		slice := time.Duration((sliceOf("fast")+1)%flushSlices) * every / flushSlices
 		for i := range 4 {
 			published := time.Now()
 			b.publish(t, "drop", admitJSON("drop", 1))
@@ -213,7 +217,7 @@ func TestSlowConsumerDroppedWithoutDelayingOthers(t *testing.T) {
 			// Written at its slice's flush instant, not held up by the
 			// stalled one (the fake clock starts on a whole second).
 			last := recs[len(recs)-1]
-			if last.at.Before(published) || last.at.Sub(last.at.Truncate(time.Second)) != slice {
+			if last.at.Before(published) || last.at.Sub(last.at.Truncate(every)) != slice {
 				t.Fatalf("fast visitor's update written at %v, its slice flushes at +%v", last.at, slice)
 			}
 		}
@@ -231,7 +235,7 @@ func TestWriteTimeoutDropsConn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src, b := newSource(), newBroker()
 		h := start(t, New(b, src, nil, quiet(Options{WriteTimeout: time.Second})))
-		src.set("drop", "a", State{Status: StatusWaiting, Position: 3})
+		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 3})
 		tr := newTransport("ws")
 		tr.stall = true
 		mustAttach(t, h.Hub, "drop", "a", tr)
@@ -316,7 +320,7 @@ func TestDrainSpreadsReconnects(t *testing.T) {
 			}
 			recs := tr.records()
 			last := recs[len(recs)-1]
-			var m wire
+			var m msg
 			if last.event != "reconnect" || len(tr.msgs(t)) != 2 {
 				t.Fatalf("messages %s", recs)
 			}
@@ -341,7 +345,7 @@ func TestDrainSpreadsReconnects(t *testing.T) {
 			t.Fatalf("stats after drain %+v", st)
 		}
 		for i := range 2 {
-			if b.subscribed(Channel(fmt.Sprint("room-", i))) {
+			if b.subscribed(wire.Channel(fmt.Sprint("room-", i))) {
 				t.Errorf("room-%d still subscribed", i)
 			}
 		}
@@ -371,7 +375,7 @@ func TestSubscribeFollowsConnections(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src, b := newSource(), newBroker()
 		h := start(t, New(b, src, nil, quiet(Options{})))
-		ch := Channel("drop")
+		ch := wire.Channel("drop")
 		c1 := mustAttach(t, h.Hub, "drop", "a", newTransport("ws"))
 		if !b.subscribed(ch) {
 			t.Fatal("not subscribed when Attach returned")
@@ -407,14 +411,14 @@ func TestReconcileInBatches(t *testing.T) {
 		var trs []*fakeTransport
 		for i := range 1200 {
 			v := fmt.Sprint("v", i)
-			src.set("drop", v, State{Status: StatusWaiting, Position: int64(i + 1)})
+			src.set("drop", v, wire.State{Status: wire.StatusWaiting, Position: int64(i + 1)})
 			tr := newTransport("ws")
 			trs = append(trs, tr)
 			mustAttach(t, h.Hub, "drop", v, tr)
 		}
 		synctest.Wait()
 		before := len(src.batchSizes())
-		src.set("drop", "v7", State{Status: StatusExpired})
+		src.set("drop", "v7", wire.State{Status: wire.StatusExpired})
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		// The batches are paced (1200 visitors: 10 s / 6 apart, at most 100 ms).
@@ -425,7 +429,7 @@ func TestReconcileInBatches(t *testing.T) {
 		if !slices.Equal(got, []int{200, 500, 500}) {
 			t.Fatalf("reconcile batches %v, want 500, 500, 200", got)
 		}
-		if ms := trs[7].msgs(t); ms[len(ms)-1].Status != StatusExpired {
+		if ms := trs[7].msgs(t); ms[len(ms)-1].Status != wire.StatusExpired {
 			t.Fatalf("v7 got %+v", ms)
 		}
 		if st := h.Stats(); st.Reconciled != 1200 {
@@ -439,24 +443,24 @@ func TestBrokerUpReconcilesEveryVisitor(t *testing.T) {
 		src, b := newSource(), newBroker()
 		h := start(t, New(b, src, nil, quiet(Options{})))
 		synctest.Wait()
-		src.set("drop", "a", State{Status: StatusWaiting, Position: 3})
-		src.set("other", "b", State{Status: StatusWaiting, Position: 3})
+		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 3})
+		src.set("other", "b", wire.State{Status: wire.StatusWaiting, Position: 3})
 		a, bb := newTransport("ws"), newTransport("ws")
 		mustAttach(t, h.Hub, "drop", "a", a)
 		mustAttach(t, h.Hub, "other", "b", bb)
 		// An admission lost while pub/sub was down.
 		nb := time.Now()
 		src.set("drop", "a", src.Admitted("drop", "a", nb, nb.Add(time.Minute)))
-		src.set("other", "b", State{Status: StatusSoldOut})
+		src.set("other", "b", wire.State{Status: wire.StatusSoldOut})
 		b.receiver().Up()
 		synctest.Wait()
 		if src.reads("drop", "a") != 2 || src.reads("other", "b") != 2 {
 			t.Fatal("not every visitor reconciled")
 		}
-		if ms := a.msgs(t); ms[len(ms)-1].Status != StatusAdmitted {
+		if ms := a.msgs(t); ms[len(ms)-1].Status != wire.StatusAdmitted {
 			t.Fatalf("a got %+v", ms)
 		}
-		if ms := bb.msgs(t); ms[len(ms)-1].Status != StatusSoldOut || ms[len(ms)-1].Position != nil {
+		if ms := bb.msgs(t); ms[len(ms)-1].Status != wire.StatusSoldOut || ms[len(ms)-1].Position != nil {
 			t.Fatalf("b got %+v", ms)
 		}
 	})
@@ -467,7 +471,7 @@ func TestBadEventsIgnored(t *testing.T) {
 		src, b := newSource(), newBroker()
 		h := start(t, New(b, src, nil, quiet(Options{})))
 		synctest.Wait()
-		src.set("drop", "a", State{Status: StatusWaiting, Position: 3})
+		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 3})
 		a := newTransport("ws")
 		mustAttach(t, h.Hub, "drop", "a", a)
 		bad := []string{
@@ -492,7 +496,7 @@ func TestBadEventsIgnored(t *testing.T) {
 		b.publish(t, "drop", fmt.Sprintf(`{"type":"admit","count":1,"admitted":[["a",%.6e,%d]]}`, float64(nb.UnixMilli()), nb.Add(time.Minute).UnixMilli()))
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		if ms := a.msgs(t); len(withStatus(ms, StatusAdmitted)) != 1 {
+		if ms := a.msgs(t); len(withStatus(ms, wire.StatusAdmitted)) != 1 {
 			t.Fatalf("got %+v", ms)
 		}
 	})
@@ -510,7 +514,7 @@ func TestStateFailureFailsAttach(t *testing.T) {
 			t.Fatalf("attach: %v", err)
 		}
 		synctest.Wait()
-		if st := h.Stats(); st.Rooms != 0 || len(st.Conns) != 0 || b.subscribed(Channel("drop")) {
+		if st := h.Stats(); st.Rooms != 0 || len(st.Conns) != 0 || b.subscribed(wire.Channel("drop")) {
 			t.Fatalf("left behind: %+v", st)
 		}
 	})
@@ -541,18 +545,18 @@ func TestOptionsNotMutated(t *testing.T) {
 }
 
 func FuzzEvent(f *testing.F) {
-	f.Add([]byte(admitJSON("drop", 2, admitEntry{"a", 1732987654400, 1732987954400})))
+	f.Add([]byte(admitJSON("drop", 2, entry{"a", 1732987654400, 1732987954400})))
 	f.Add([]byte(`{"type":"sold_out"}`))
 	f.Add([]byte(`{"type":"admit","count":-5,"admitted":[["a",1e300,-1]]}`))
 	f.Add([]byte(`{"type":"admit","admitted":[["a","1",2,4]]}`))
 	src := newSource()
-	src.set("drop", "a", State{Status: StatusWaiting, Position: 3})
+	src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 3})
 	h := New(newBroker(), src, nil, nil)
 	c := mustAttach(f, h, "drop", "a", newTransport("ws"))
 	defer c.Close()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// Not through handleMessage: its recover would hide a panic.
-		e, err := decodeEvent(data)
+		e, err := wire.DecodeEvent(data)
 		if err == nil && e.Type == "admit" {
 			h.admit("drop", &e)
 		}

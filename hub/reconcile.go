@@ -102,7 +102,7 @@ func (h *Hub) reconcileRoom(ctx context.Context, r *room) error {
 	entries := make([]entry, 0, len(r.visitors))
 	for id, v := range r.visitors {
 		pos := int64(1 << 62)
-		if v.status == StatusWaiting {
+		if v.placed() {
 			pos = v.position(r.head)
 		}
 		entries = append(entries, entry{id, pos})

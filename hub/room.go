@@ -2,11 +2,11 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 // room is the hub's index of one room: its local visitors and the in-memory
@@ -15,7 +15,7 @@ type room struct {
 	name    string
 	channel string
 	// waitingPrefix is the encoded start of every waiting state of the room,
-	// so the position flush appends two numbers instead of marshalling.
+	// so a position update appends its numbers instead of encoding a state.
 	waitingPrefix []byte
 
 	mu       sync.Mutex
@@ -23,7 +23,7 @@ type room struct {
 	nconns   int
 	head     int64  // visitors admitted since the room was created (events)
 	seq      uint64 // admission events applied; a reconcile read older than a visitor's touch is stale
-	dirty    uint16 // flush slices whose positions moved since they were last flushed
+	dirty    uint8  // flush slices holding visitors whose position moved and was not sent yet
 	dead     bool   // removed from Hub.rooms; a new room takes its place
 
 	subMu      sync.Mutex // serialises the broker calls of this room
@@ -31,27 +31,12 @@ type room struct {
 }
 
 func newRoom(name string) *room {
-	q, _ := json.Marshal(name)
-	prefix := append([]byte(`{"type":"state","room":`), q...)
-	prefix = append(prefix, `,"status":"waiting","position":`...)
 	return &room{
 		name:          name,
-		channel:       Channel(name),
-		waitingPrefix: prefix,
+		channel:       wire.Channel(name),
+		waitingPrefix: wire.WaitingPrefix(name),
 		visitors:      make(map[string]*visitor),
 	}
-}
-
-// Channel returns the pub/sub channel of room's events: wr:{room}:events.
-func Channel(room string) string { return "wr:{" + room + "}:events" }
-
-// roomOf returns the room of a channel made by Channel, or "".
-func roomOf(channel string) string {
-	const pre, suf = "wr:{", "}:events"
-	if len(channel) <= len(pre)+len(suf) || channel[:len(pre)] != pre || channel[len(channel)-len(suf):] != suf {
-		return ""
-	}
-	return channel[len(pre) : len(channel)-len(suf)]
 }
 
 // visitor is one visitor's local connections and last known state. Guarded
@@ -61,14 +46,22 @@ type visitor struct {
 	conns []*Conn
 	gone  bool // removed from its room
 
-	status  string // "" until first known
-	pos     int64  // exact position when the room head was headAt
+	// st is the last exact state (Status "" until first known): the
+	// admitted state once admitted. For a waiting visitor with a place, the
+	// position moves on from st.Position as the room head advances.
+	st      wire.State
+	pos     int64 // exact position when the room head was headAt
 	headAt  int64
-	paused  bool
-	adm     State  // the admitted state, when status is admitted
-	touched uint64 // room seq of the last event that changed this visitor
-	timerAt int64  // notBefore (UnixNano) a scheduler entry exists for
-	slice   uint8  // the position flush slice this visitor belongs to
+	due     time.Time // no position-only update before this: the nextPoll last sent
+	touched uint64    // room seq of the last event that changed this visitor
+	timerAt int64     // notBefore (UnixNano) a scheduler entry exists for
+	slice   uint8     // the position flush slice this visitor belongs to
+}
+
+// placed reports whether v waits with a place in the queue (not in the
+// pre-queue), so that admissions move it forward.
+func (v *visitor) placed() bool {
+	return v.st.Status == wire.StatusWaiting && !v.st.PreQueue()
 }
 
 // position is the visitor's position now: every admission since the exact
@@ -78,29 +71,34 @@ func (v *visitor) position(head int64) int64 {
 }
 
 // apply takes an exact state read from the Source. Needs r.mu.
-func (h *Hub) apply(r *room, v *visitor, s State) {
-	switch s.Status {
-	case "":
-	case StatusWaiting:
-		v.status = StatusWaiting
-		v.pos, v.headAt = max(s.Position, 1), r.head
-		v.paused = s.Paused
-	case StatusAdmitted:
-		if v.status == StatusAdmitted && v.adm.NotBefore.Equal(s.NotBefore) {
+func (h *Hub) apply(r *room, v *visitor, s wire.State) {
+	if s.Status == "" {
+		return
+	}
+	s.Room = r.name
+	switch {
+	case s.Status == wire.StatusAdmitted:
+		if v.st.Status == wire.StatusAdmitted && v.st.NotBefore.Equal(s.NotBefore) {
 			return // already known, maybe already delivered
 		}
-		v.status, v.adm = StatusAdmitted, s
-	default:
-		v.status = s.Status
-		v.paused = s.Paused
+	case s.Status == wire.StatusWaiting && !s.PreQueue():
+		v.pos, v.headAt = max(s.Position, 1), r.head
 	}
+	v.st = s
 }
+
+// sentPreQueue marks a connection that was last sent a pre-queue state:
+// its first position after the draw is news, not a rise.
+const sentPreQueue wire.Status = "waiting (pre-queue)"
 
 // pushLocked queues to each connection of v whatever it has not been sent
 // of v's state: an admitted state once notBefore has come (scheduling it
-// otherwise), a lower position, a new status. Positions sent never go up. It
-// returns the connections removed as slow consumers, for dropSlow after
-// r.mu is released. Needs r.mu.
+// otherwise), a new status, pause or opening at once, and a lower position
+// once v's last update is older than the nextPoll it carried, so a waiting
+// visitor hears no more often than a poll would ask. Positions sent never
+// go up, except the first one after the pre-queue's draw. It returns the
+// connections removed as slow consumers, for dropSlow after r.mu is
+// released. Needs r.mu.
 func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 	var slow []*Conn
 	send := func(c *Conn, m outMsg) {
@@ -108,11 +106,12 @@ func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 			slow = append(slow, c)
 		}
 	}
-	switch v.status {
-	case "":
+	st := &v.st
+	switch {
+	case st.Status == "":
 		return nil
-	case StatusAdmitted:
-		nb := v.adm.NotBefore
+	case st.Status == wire.StatusAdmitted:
+		nb := st.NotBefore
 		if now.Before(nb) {
 			if v.timerAt != nb.UnixNano() {
 				v.timerAt = nb.UnixNano()
@@ -122,43 +121,77 @@ func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 		}
 		var data []byte
 		for _, c := range v.conns {
-			if c.sentStatus == StatusAdmitted && c.sentNB == nb.UnixNano() {
+			if c.sentStatus == wire.StatusAdmitted && c.sentNB == nb.UnixNano() {
 				continue
 			}
 			if data == nil {
-				data = encodeState(r.name, v.adm)
+				data = st.AppendJSON(nil)
 			}
-			c.sentStatus, c.sentNB = StatusAdmitted, nb.UnixNano()
+			c.sentStatus, c.sentNB = wire.StatusAdmitted, nb.UnixNano()
 			send(c, outMsg{event: "state", data: data, notBefore: nb})
 		}
-	case StatusWaiting:
-		pos := v.position(r.head)
-		var lastPos int64
+	case st.PreQueue():
+		opens := st.OpensAt.UnixNano()
 		var data []byte
 		for _, c := range v.conns {
+			if c.sentStatus == sentPreQueue && c.sentOpens == opens && c.sentPaused == st.Paused {
+				continue
+			}
+			if data == nil {
+				data = st.AppendJSON(nil)
+			}
+			c.sentStatus, c.sentOpens, c.sentPaused = sentPreQueue, opens, st.Paused
+			send(c, outMsg{event: "state", data: data})
+		}
+	case st.Status == wire.StatusWaiting:
+		pos := v.position(r.head)
+		due := !now.Before(v.due)
+		var (
+			data     []byte
+			lastPos  int64
+			nextPoll time.Duration
+			sent     bool
+			pending  bool
+		)
+		for _, c := range v.conns {
 			p := pos
-			if c.sentStatus == StatusWaiting {
+			if c.sentStatus == wire.StatusWaiting {
 				p = min(p, c.sentPos)
-				if p == c.sentPos && v.paused == c.sentPaused {
+				if p == c.sentPos && st.Paused == c.sentPaused {
+					continue
+				}
+				if st.Paused == c.sentPaused && !due {
+					pending = true // only the position moved: it waits its turn
 					continue
 				}
 			}
 			if data == nil || p != lastPos {
-				data, lastPos = h.encodeWaiting(r, p, v.paused), p
+				var eta int64
+				eta, nextPoll = h.src.Estimate(r.name, p)
+				data = make([]byte, 0, len(r.waitingPrefix)+80)
+				data = wire.AppendWaiting(append(data, r.waitingPrefix...), p, eta, nextPoll, st.Paused)
+				lastPos = p
 			}
-			c.sentStatus, c.sentPos, c.sentPaused = StatusWaiting, p, v.paused
+			c.sentStatus, c.sentPos, c.sentPaused = wire.StatusWaiting, p, st.Paused
 			send(c, outMsg{event: "state", data: data})
+			sent = true
+		}
+		if sent {
+			v.due = now.Add(nextPoll)
+		}
+		if pending {
+			r.dirty |= 1 << v.slice
 		}
 	default:
 		var data []byte
 		for _, c := range v.conns {
-			if c.sentStatus == v.status {
+			if c.sentStatus == st.Status {
 				continue
 			}
 			if data == nil {
-				data = encodeState(r.name, State{Status: v.status, Paused: v.paused})
+				data = st.AppendJSON(nil)
 			}
-			c.sentStatus = v.status
+			c.sentStatus = st.Status
 			send(c, outMsg{event: "state", data: data})
 		}
 	}
@@ -168,54 +201,12 @@ func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 	return slow
 }
 
-// encodeWaiting encodes a waiting state without reflection: the position
-// flush does this once per waiting visitor.
-func (h *Hub) encodeWaiting(r *room, pos int64, paused bool) []byte {
-	b := make([]byte, 0, len(r.waitingPrefix)+64)
-	b = append(b, r.waitingPrefix...)
-	b = strconv.AppendInt(b, pos, 10)
-	b = append(b, `,"etaSeconds":`...)
-	b = strconv.AppendInt(b, h.src.ETA(r.name, pos), 10)
-	b = append(b, `,"nextPollMs":0,"paused":`...)
-	b = strconv.AppendBool(b, paused)
-	return append(b, '}')
-}
-
-// wireState is the JSON of a state message.
-type wireState struct {
-	Type       string `json:"type"`
-	Room       string `json:"room"`
-	Status     string `json:"status"`
-	Position   *int64 `json:"position,omitempty"`
-	ETASeconds *int64 `json:"etaSeconds,omitempty"`
-	NextPollMs int64  `json:"nextPollMs"`
-	Paused     bool   `json:"paused"`
-	Token      string `json:"token,omitempty"`
-	NotBefore  string `json:"notBefore,omitempty"`
-	ExpiresAt  string `json:"expiresAt,omitempty"`
-}
-
-// encodeState encodes s as a state message of room.
-func encodeState(room string, s State) []byte {
-	w := wireState{Type: "state", Room: room, Status: s.Status, Paused: s.Paused}
-	switch s.Status {
-	case StatusWaiting:
-		w.Position, w.ETASeconds = &s.Position, &s.ETASeconds
-	case StatusAdmitted:
-		w.Token = s.Token
-		w.NotBefore = s.NotBefore.UTC().Format(time.RFC3339Nano)
-		w.ExpiresAt = s.ExpiresAt.UTC().Format(time.RFC3339Nano)
-	}
-	b, _ := json.Marshal(w) // cannot fail: strings, numbers and bools only
-	return b
-}
-
-// flushSlices spreads a position flush over its interval: each visitor
-// belongs to one of these slices (by its id) and a slice is flushed every
-// PositionEvery/flushSlices, so each visitor still hears at most once per
-// PositionEvery, but 10,000 connections do not all get a write (and a
-// flusher goroutine) in the same instant, delaying admitted messages.
-const flushSlices = 10
+// flushSlices spreads the position flush over its interval: each visitor
+// belongs to one of these slices (by its id) and a slice is looked at every
+// PositionEvery/flushSlices, so 10,000 connections do not all get a write
+// (and a flusher goroutine) in the same instant, delaying admitted
+// messages. Each visitor's own nextPoll then paces what it is sent.
+const flushSlices = 5
 
 const allSlices = 1<<flushSlices - 1
 
@@ -261,7 +252,7 @@ func (h *Hub) flushPositions() {
 // benchmarks) call it: it reuses h.flushBuf.
 func (h *Hub) flushSlice(slice uint8) {
 	now := time.Now()
-	bit := uint16(1) << slice
+	bit := uint8(1) << slice
 	for _, r := range h.snapshotRooms() {
 		r.mu.Lock()
 		if r.dirty&bit == 0 {
@@ -271,7 +262,7 @@ func (h *Hub) flushSlice(slice uint8) {
 		r.dirty &^= bit
 		waiting := h.flushBuf[:0]
 		for _, v := range r.visitors {
-			if v.slice == slice && v.status == StatusWaiting {
+			if v.slice == slice && v.placed() {
 				waiting = append(waiting, v)
 			}
 		}
@@ -280,7 +271,7 @@ func (h *Hub) flushSlice(slice uint8) {
 			var slow []*Conn
 			r.mu.Lock()
 			for _, v := range chunk {
-				if !v.gone && v.status == StatusWaiting {
+				if !v.gone && v.placed() {
 					slow = append(slow, h.pushLocked(r, v, now)...)
 				}
 			}
@@ -297,7 +288,7 @@ func (h *Hub) fire(e timerEntry) {
 	r, v := e.r, e.v
 	r.mu.Lock()
 	var slow []*Conn
-	if !v.gone && v.status == StatusAdmitted && v.adm.NotBefore.UnixNano() == e.nb {
+	if !v.gone && v.st.Status == wire.StatusAdmitted && v.st.NotBefore.UnixNano() == e.nb {
 		v.timerAt = 0
 		slow = h.pushLocked(r, v, time.Now())
 	}

@@ -61,10 +61,7 @@ func (c Capacity) BatchSize() int {
 // ETA is the estimated wait in whole seconds for a 1-based position:
 // ceil(position / tps).
 func (c Capacity) ETA(position int64) int64 {
-	if position <= 0 {
-		return 0
-	}
-	return int64(math.Ceil(float64(position)/c.TPS() - 1e-9))
+	return etaAt(position, c.TPS())
 }
 
 // NextPoll tells a polling client when to ask again: 500 ms at the front

@@ -66,14 +66,3 @@ func TestNextPoll(t *testing.T) {
 		t.Fatalf("no spread: %v", seen)
 	}
 }
-
-func TestStateJSON(t *testing.T) {
-	s := State{Room: "drop", Status: StatusWaiting, Position: 3, ETASeconds: 1, NextPoll: 500 * time.Millisecond}
-	if got := string(s.AppendJSON(nil)); got != `{"type":"state","room":"drop","status":"waiting","position":3,"etaSeconds":1,"nextPollMs":500,"paused":false}` {
-		t.Fatal(got)
-	}
-	a := State{Room: "drop", Status: StatusAdmitted, Token: "t", NotBefore: time.UnixMilli(1000).UTC(), ExpiresAt: time.UnixMilli(2000)}
-	if got := string(a.AppendJSON(nil)); got != `{"type":"state","room":"drop","status":"admitted","paused":false,"token":"t","notBefore":"1970-01-01T00:00:01Z","expiresAt":"1970-01-01T00:00:02Z"}` {
-		t.Fatal(got)
-	}
-}

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"github.com/waitroom/waitroom/wire"
 	"testing"
 	"time"
 
@@ -63,7 +64,7 @@ func TestCluster(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if states[1].Status != StatusWaiting || states[1].Position != 1 || states[2].Position != 8 {
+				if states[1].Status != wire.StatusWaiting || states[1].Position != 1 || states[2].Position != 8 {
 					t.Fatalf("%s: states after a batch of 4: %+v", room, states[:3])
 				}
 				st, err := q.Stats(ctx, room)

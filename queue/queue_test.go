@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/waitroom/waitroom/wire"
 	"sort"
 	"strings"
 	"sync"
@@ -107,7 +108,7 @@ func TestJoinPositions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.Status != StatusWaiting || s.Position != positions[i] {
+			if s.Status != wire.StatusWaiting || s.Position != positions[i] {
 				t.Fatalf("re-join of v%04d: %+v, want position %d", i, s, positions[i])
 			}
 		}
@@ -124,7 +125,7 @@ func TestJoinPositions(t *testing.T) {
 		}
 		first := findPos(positions, 1)
 		s, _ := q.Status(ctx, "drop", first)
-		if s.Status != StatusAdmitted || s.Token == "" {
+		if s.Status != wire.StatusAdmitted || s.Token == "" {
 			t.Fatalf("first in line after admit: %+v", s)
 		}
 		// The rooms set knows the room.
@@ -176,13 +177,13 @@ func TestAdmitOneBatchPerTickAcrossInstances(t *testing.T) {
 		perTick := map[int64]int{}
 		admitted := 0
 		for i, s := range states {
-			if s.Status != StatusAdmitted {
+			if s.Status != wire.StatusAdmitted {
 				continue
 			}
 			admitted++
 			// Admitted in tick t => notBefore in window t+1.
 			perTick[s.NotBefore.UnixMilli()/tick.Milliseconds()-1]++
-			if i > 0 && states[i-1].Status != StatusAdmitted {
+			if i > 0 && states[i-1].Status != wire.StatusAdmitted {
 				t.Fatalf("not in ticket order: %s admitted but %s waiting", visitors[i], visitors[i-1])
 			}
 		}
@@ -297,7 +298,7 @@ func TestTokenLifecycle(t *testing.T) {
 		if _, err := q.Consume(ctx, tokens["a"], Spend); !errors.Is(err, ErrTokenUnknown) {
 			t.Fatalf("second use: %v", err)
 		}
-		if s, _ := q.Status(ctx, "drop", "a"); s.Status != StatusNotInQueue {
+		if s, _ := q.Status(ctx, "drop", "a"); s.Status != wire.StatusNotInQueue {
 			t.Fatalf("after use: %s", s.Status)
 		}
 		// A token of an earlier admission does not match a later record.
@@ -318,7 +319,7 @@ func TestTokenLifecycle(t *testing.T) {
 		if _, err := q.Consume(ctx, tokens["c"], Spend); !errors.Is(err, ErrTokenExpired) {
 			t.Fatalf("expired: %v", err)
 		}
-		if s, _ := q.Status(ctx, "drop", "c"); s.Status != StatusExpired {
+		if s, _ := q.Status(ctx, "drop", "c"); s.Status != wire.StatusExpired {
 			t.Fatalf("status after expiry: %s", s.Status)
 		}
 		// Joining again after expiry takes a new ticket at the back.
@@ -326,7 +327,7 @@ func TestTokenLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		s, err := q.Join(ctx, "drop", "c")
-		if err != nil || s.Status != StatusWaiting || s.Position != 2 {
+		if err != nil || s.Status != wire.StatusWaiting || s.Position != 2 {
 			t.Fatalf("re-join after expiry: %+v %v", s, err)
 		}
 	})
@@ -366,7 +367,7 @@ func TestLeaveAndInvalid(t *testing.T) {
 		if s.Position != 2 {
 			t.Fatalf("position after someone ahead left: %d", s.Position)
 		}
-		if s, _ := q.Status(ctx, "ok", "a"); s.Status != StatusNotInQueue {
+		if s, _ := q.Status(ctx, "ok", "a"); s.Status != wire.StatusNotInQueue {
 			t.Fatalf("after leave: %s", s.Status)
 		}
 	})

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 // Admission strategies.
@@ -55,9 +57,9 @@ func (c RoomConfig) Validate() error {
 	case c.Seats < 0 || c.Seats > 100000000:
 		return &FieldError{"seats", "must be between 0 (no limit) and 100000000"}
 	case c.TokenTTL != 0 && (c.TokenTTL < time.Second || c.TokenTTL > 24*time.Hour):
-		return &FieldError{"tokenTtlSeconds", "must be between 1 and 86400"}
+		return &FieldError{"tokenTtlSeconds", "must be 0 (the default) or between 1 and 86400"}
 	case c.TokenMax != 0 && (c.TokenMax < time.Second || c.TokenMax > 7*24*time.Hour):
-		return &FieldError{"tokenMaxSeconds", "must be between 1 and 604800"}
+		return &FieldError{"tokenMaxSeconds", "must be 0 (the default) or between 1 and 604800"}
 	case c.TokenMax != 0 && c.TokenTTL != 0 && c.TokenMax < c.TokenTTL:
 		return &FieldError{"tokenMaxSeconds", "must be at least tokenTtlSeconds"}
 	case c.FailMode != "" && c.FailMode != FailOpen && c.FailMode != FailClosed:
@@ -131,9 +133,6 @@ func parseRoomConfig(flat []any) RoomConfig {
 	return c
 }
 
-// ConfiguredRoomsKey lists rooms that have stored settings.
-const ConfiguredRoomsKey = "wr:{rooms}:configured"
-
 // RoomConfig reads room's stored settings.
 func (q *Queue) RoomConfig(ctx context.Context, room string) (RoomConfig, error) {
 	if !ValidRoom(room) {
@@ -156,16 +155,16 @@ func (q *Queue) SetRoomConfig(ctx context.Context, room string, c RoomConfig) er
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	args := append([]string{prefix(room), room}, c.fields()...)
+	args := append([]string{prefix(room), room, wire.Channel(room)}, c.fields()...)
 	if _, err := q.r.Eval(ctx, setcfgScript, []string{queueKey(room)}, args...); err != nil {
 		return fmt.Errorf("queue: set room config: %w", err)
 	}
-	if _, err := q.r.Do(ctx, "SADD", ConfiguredRoomsKey, room); err != nil {
+	if _, err := q.r.Do(ctx, "SADD", configuredRoomsKey, room); err != nil {
 		return fmt.Errorf("queue: set room config: %w", err)
 	}
 	// A room that opens later must be in the tick loop's set so that its
 	// pre-queue is drawn at opening.
-	if _, err := q.r.Do(ctx, "SADD", RoomsKey, room); err != nil {
+	if _, err := q.r.Do(ctx, "SADD", roomsKey, room); err != nil {
 		return fmt.Errorf("queue: set room config: %w", err)
 	}
 	return nil
@@ -199,7 +198,7 @@ func (q *Queue) Stats(ctx context.Context, room string) (RoomStats, error) {
 
 // AllRooms lists rooms with waiting visitors or stored settings.
 func (q *Queue) AllRooms(ctx context.Context) ([]string, error) {
-	v, err := q.r.Do(ctx, "SUNION", RoomsKey, ConfiguredRoomsKey)
+	v, err := q.r.Do(ctx, "SUNION", roomsKey, configuredRoomsKey)
 	if err != nil {
 		return nil, fmt.Errorf("queue: rooms: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/waitroom/waitroom/wire"
 	"sync"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func TestRoomConfigLiveOnEveryInstance(t *testing.T) {
 				t.Fatalf("paused room admitted %d", len(res.Admitted))
 			}
 		}
-		if s, _ := a.Status(ctx, "live", "v099"); !s.Paused || s.Status != StatusWaiting {
+		if s, _ := a.Status(ctx, "live", "v099"); !s.Paused || s.Status != wire.StatusWaiting {
 			t.Fatalf("status while paused: %+v", s)
 		}
 		if err := b.SetRoomConfig(ctx, "live", RoomConfig{Batch: 3}); err != nil {
@@ -140,7 +141,7 @@ func TestMaxActiveNeverExceeded(t *testing.T) {
 		// ETA follows the measured rate (about 6 per second here), not the
 		// configured 80/s.
 		s, _ := qs[0].Status(ctx, "ma", vs[59])
-		if s.Status == StatusWaiting && s.ETASeconds < s.Position/20 {
+		if s.Status == wire.StatusWaiting && s.ETASeconds < s.Position/20 {
 			t.Fatalf("ETA %d s for position %d ignores the measured rate", s.ETASeconds, s.Position)
 		}
 	})
@@ -161,7 +162,7 @@ func TestSeatsNeverOverAdmitted(t *testing.T) {
 		if st.AdmittedTotal != 20 || st.SeatsHeld != 20 {
 			t.Fatalf("20 seats: admitted %d, held %d", st.AdmittedTotal, st.SeatsHeld)
 		}
-		if s, _ := qs[2].Status(ctx, "lecture-42", vs[79]); s.Status != StatusSoldOut {
+		if s, _ := qs[2].Status(ctx, "lecture-42", vs[79]); s.Status != wire.StatusSoldOut {
 			t.Fatalf("waiting visitor: %s, want sold_out", s.Status)
 		}
 		// Use 5 tokens; the other 15 expire unused and return their seats.
@@ -194,7 +195,7 @@ func TestPreQueueFairDraw(t *testing.T) {
 		for i := range early {
 			early[i] = fmt.Sprintf("e%02d", i)
 			s, err := q.Join(ctx, "drop", early[i])
-			if err != nil || s.Status != StatusWaiting || s.OpensAt.IsZero() || s.Position != 0 {
+			if err != nil || s.Status != wire.StatusWaiting || s.OpensAt.IsZero() || s.Position != 0 {
 				t.Fatalf("pre-queue join: %+v %v", s, err)
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/wire"
 )
 
 const bodyLimit = 64 << 10
@@ -71,7 +72,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		db:    newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
 		id:    fmt.Sprintf("%x", idb),
 	}
-	s.metrics = newMetrics(s)
+	s.metrics = newMetrics()
 	q, err := queue.New(instrumented{next: rc.q, m: s.metrics}, signer, &queue.Options{
 		Capacity: cfg.Capacity, TokenTTL: cfg.TokenTTL, TokenMax: cfg.TokenMax, NoJitter: cfg.NoJitter, Logger: log,
 		OnAdmit: func(room string, n int) { s.metrics.admissions.WithLabelValues(room).Add(float64(n)) },
@@ -91,6 +92,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	s.hub = hub.New(broker, hubSource{q}, log, &hub.Options{
 		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.observeDelivery,
 	})
+	s.metrics.watch(s.db, s.polls, s.hub, s.rooms)
 	for _, o := range cfg.Origins {
 		u, _ := url.Parse(o)
 		s.originHosts = append(s.originHosts, u.Host)
@@ -233,28 +235,18 @@ func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
-// hubSource gives the hub exact state from the queue.
+// hubSource gives the hub exact state from the queue: the same states a
+// poll gets.
 type hubSource struct{ q *queue.Queue }
 
-func toHub(st queue.State) hub.State {
-	return hub.State{Status: string(st.Status), Position: st.Position, ETASeconds: st.ETASeconds,
-		Paused: st.Paused, Token: st.Token, NotBefore: st.NotBefore, ExpiresAt: st.ExpiresAt}
+func (h hubSource) States(ctx context.Context, room string, visitors []string) ([]wire.State, error) {
+	return h.q.StatusMany(ctx, room, visitors)
 }
 
-func (h hubSource) States(ctx context.Context, room string, visitors []string) ([]hub.State, error) {
-	sts, err := h.q.StatusMany(ctx, room, visitors)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]hub.State, len(sts))
-	for i, st := range sts {
-		out[i] = toHub(st)
-	}
-	return out, nil
+func (h hubSource) Admitted(room, visitor string, notBefore, expiresAt time.Time) wire.State {
+	return h.q.Admitted(room, visitor, notBefore, expiresAt)
 }
 
-func (h hubSource) Admitted(room, visitor string, notBefore, expiresAt time.Time) hub.State {
-	return toHub(h.q.Admitted(room, visitor, notBefore, expiresAt))
+func (h hubSource) Estimate(room string, position int64) (int64, time.Duration) {
+	return h.q.Estimate(room, position)
 }
-
-func (h hubSource) ETA(room string, position int64) int64 { return h.q.ETA(room, position) }

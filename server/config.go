@@ -31,6 +31,7 @@ type config struct {
 	DrainWindow time.Duration
 	MaxConns    int
 	MaxPerVis   int
+	WSPing      time.Duration
 	Origins     []string
 	NoJitter    bool
 	NoWS        bool
@@ -66,6 +67,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.DrainWindow, "drain-window", 5*time.Second, "window over which push clients are told to reconnect on shutdown")
 	fs.IntVar(&c.MaxConns, "max-conns", 50000, "push connections per instance")
 	fs.IntVar(&c.MaxPerVis, "max-conns-per-visitor", 5, "push connections per visitor")
+	fs.DurationVar(&c.WSPing, "ws-ping", 25*time.Second, "interval of WebSocket pings, which find peers that vanished")
 	fs.Func("origins", "comma-separated origins (https://shop.example.com) whose pages may use the API and push with credentials (CORS, WebSocket Origin)", func(v string) error {
 		c.Origins = nil
 		for _, o := range strings.Split(v, ",") {
@@ -174,6 +176,8 @@ func (c config) validate() error {
 		return errors.New("invalid -max-conns: at least 1")
 	case c.MaxPerVis < 1:
 		return errors.New("invalid -max-conns-per-visitor: at least 1")
+	case c.WSPing < 100*time.Millisecond || c.WSPing > 10*time.Minute:
+		return errors.New("invalid -ws-ping: between 100ms and 10m")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/wire"
 )
 
 var (
@@ -47,7 +48,7 @@ func objectBody(body []byte) error {
 	return nil
 }
 
-func (s *server) sendState(c *fiber.Ctx, st queue.State) ([]byte, error) {
+func (s *server) sendState(c *fiber.Ctx, st wire.State) ([]byte, error) {
 	body := st.AppendJSON(make([]byte, 0, 256))
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 	c.Set(fiber.HeaderCacheControl, "no-store")
@@ -121,7 +122,7 @@ func (s *server) status(c *fiber.Ctx) error {
 	}
 	s.metrics.polls.WithLabelValues("redis").Inc()
 	body, err := s.sendState(c, st)
-	if st.Status == queue.StatusWaiting && st.NextPoll > 0 {
+	if st.Status == wire.StatusWaiting && st.NextPoll > 0 {
 		s.polls.put(key, body, now.Add(st.NextPoll))
 	}
 	return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -8,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/queue"
 )
 
 // metrics are the instance's Prometheus metrics (names waitroom_*). Each
@@ -22,9 +25,12 @@ type metrics struct {
 	admissions *prometheus.CounterVec
 	redisCalls *prometheus.HistogramVec
 	redisFails *prometheus.CounterVec
+	wsPings    atomic.Int64 // pings a WebSocket peer answered
 }
 
-func newMetrics(s *server) *metrics {
+// newMetrics makes the counters and histograms; watch adds the gauges that
+// read live state, once what they read exists.
+func newMetrics() *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.polls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_polls_total", Help: "Status polls by how they were answered (redis or memory)."}, []string{"answer"})
@@ -41,25 +47,40 @@ func newMetrics(s *server) *metrics {
 		Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .5, 2},
 	}, []string{"op"})
 	m.redisFails = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_redis_call_errors_total", Help: "Redis calls that failed, by operation."}, []string{"op"})
-	m.reg.MustRegister(m.failOpen, m.admissions, m.redisCalls, m.redisFails, roomCollector{s})
+	m.reg.MustRegister(m.polls, m.orders, m.redisErr, m.deliverLag, m.failOpen, m.admissions, m.redisCalls, m.redisFails)
+	return m
+}
+
+// hubStats is what the metrics read of the hub.
+type hubStats interface{ Stats() hub.Stats }
+
+// roomSnapshots is what the metrics read of the room cache.
+type roomSnapshots interface {
+	snapshot() map[string]queue.RoomStats
+}
+
+// watch registers the gauges and counters read from the simulated DB pool,
+// the poll cache, the hub and the room cache.
+func (m *metrics) watch(db *dbPool, polls *pollCache, h hubStats, rooms roomSnapshots) {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
-	m.reg.MustRegister(m.polls, m.orders, m.redisErr, m.deliverLag,
-		gauge("waitroom_db_slots_in_use", "Simulated protected DB connections in use.", func() float64 { return float64(s.db.inUse.Load()) }),
-		gauge("waitroom_db_slots_peak", "Most simulated DB connections in use at once since start.", func() float64 { return float64(s.db.peak.Load()) }),
-		gauge("waitroom_db_slots", "Size of the simulated DB pool.", func() float64 { return float64(cap(s.db.slots)) }),
-		gauge("waitroom_poll_cache_entries", "Poll answers held in memory.", func() float64 { return float64(s.polls.size.Load()) }),
+	m.reg.MustRegister(roomCollector{rooms},
+		gauge("waitroom_db_slots_in_use", "Simulated protected DB connections in use.", func() float64 { return float64(db.inUse.Load()) }),
+		gauge("waitroom_db_slots_peak", "Most simulated DB connections in use at once since start.", func() float64 { return float64(db.peak.Load()) }),
+		gauge("waitroom_db_slots", "Size of the simulated DB pool.", func() float64 { return float64(cap(db.slots)) }),
+		gauge("waitroom_poll_cache_entries", "Poll answers held in memory.", func() float64 { return float64(polls.size.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "waitroom_connections", Help: "Open push connections.", ConstLabels: prometheus.Labels{"transport": "ws"}},
-			func() float64 { return float64(s.hub.Stats().Conns["ws"]) }),
+			func() float64 { return float64(h.Stats().Conns["ws"]) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "waitroom_connections", Help: "Open push connections.", ConstLabels: prometheus.Labels{"transport": "sse"}},
-			func() float64 { return float64(s.hub.Stats().Conns["sse"]) }),
+			func() float64 { return float64(h.Stats().Conns["sse"]) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "waitroom_push_messages_total", Help: "Messages written to push connections."},
-			func() float64 { return float64(s.hub.Stats().Sent) }),
+			func() float64 { return float64(h.Stats().Sent) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "waitroom_ws_pings_total", Help: "WebSocket pings answered by the peer."},
+			func() float64 { return float64(m.wsPings.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "waitroom_push_dropped_slow_total", Help: "Push connections closed as slow consumers."},
-			func() float64 { return float64(s.hub.Stats().DroppedSlow) }),
+			func() float64 { return float64(h.Stats().DroppedSlow) }),
 	)
-	return m
 }
 
 func (m *metrics) observeDelivery(kind string, lag time.Duration) {
@@ -79,7 +100,7 @@ var (
 
 // roomCollector reports per-room figures from the room cache, so a scrape
 // costs no Redis call.
-type roomCollector struct{ s *server }
+type roomCollector struct{ rooms roomSnapshots }
 
 func (roomCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- waitingDesc
@@ -88,10 +109,7 @@ func (roomCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (rc roomCollector) Collect(ch chan<- prometheus.Metric) {
-	if rc.s.rooms == nil {
-		return
-	}
-	for room, st := range rc.s.rooms.snapshot() {
+	for room, st := range rc.rooms.snapshot() {
 		ch <- prometheus.MustNewConstMetric(waitingDesc, prometheus.GaugeValue, float64(st.Waiting+st.PreQueue), room)
 		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(st.ActiveTokens), room)
 		ch <- prometheus.MustNewConstMetric(rateDesc, prometheus.GaugeValue, st.Rate, room)

@@ -108,11 +108,15 @@ func dialWS(tb testing.TB, base, room, cred string) *pushClient {
 	return p
 }
 
+// sseClient has no overall timeout: a stream lives until the test closes it
+// (noKeepAlive's 5 s would end every stream at 5 s).
+var sseClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, ResponseHeaderTimeout: 5 * time.Second}}
+
 func dialSSE(tb testing.TB, base, room, cred string) *pushClient {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/api/v1/rooms/"+room+"/sse?visitor="+cred, nil)
-	resp, err := noKeepAlive.Do(req)
+	resp, err := sseClient.Do(req)
 	if err != nil {
 		cancel()
 		tb.Fatalf("dial sse: %v", err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -44,16 +43,7 @@ func (s *server) serveSSE(nc net.Conn, room, visitor string, lastID int64) {
 		return s.hub.Attach(ctx, room, visitor, t)
 	})
 	if err != nil {
-		e := errUnavailable
-		switch {
-		case errors.Is(err, hub.ErrClosed):
-			e = errDraining
-		case errors.Is(err, hub.ErrTooManyForVisitor):
-			e = errTooManyForVis
-		case errors.Is(err, hub.ErrTooManyConns):
-			e = errTooManyConns
-		}
-		t.refuse(e)
+		t.refuse(attachError(err))
 		return
 	}
 	defer conn.Close()

@@ -17,7 +17,6 @@ import (
 const (
 	attachTimeout = 5 * time.Second // the subscribe and first state read of a new push connection
 	wsReadLimit   = 512             // client messages are tiny; bigger closes with 1009
-	wsPingEvery   = 25 * time.Second
 	wsPingTimeout = 10 * time.Second
 )
 
@@ -99,23 +98,22 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string) *w
 	conn, err := s.hub.Attach(actx, room, visitor, t)
 	cancel()
 	if err != nil {
-		code, reason := websocket.StatusTryAgainLater, errUnavailable.Code
-		switch {
-		case errors.Is(err, hub.ErrClosed):
-			reason = errDraining.Code
-		case errors.Is(err, hub.ErrTooManyForVisitor):
-			code, reason = websocket.StatusPolicyViolation, errTooManyForVis.Code
-		case errors.Is(err, hub.ErrTooManyConns):
-			code, reason = websocket.StatusTryAgainLater, errTooManyConns.Code
+		e := attachError(err)
+		// A refusal that will not change by retrying is a policy close;
+		// the others say try again later.
+		code := websocket.StatusTryAgainLater
+		if e == errTooManyForVis {
+			code = websocket.StatusPolicyViolation
 		}
-		_ = wc.Close(code, reason)
+		_ = wc.Close(code, e.Code)
 		t.release()
 		return nil
 	}
 	sess := &wsSession{wc: wc, t: t, conn: conn}
 	// Pings find peers that vanished without a FIN; a timer, not a
 	// goroutine, waits between them.
-	sess.ping = time.AfterFunc(wsPingEvery, func() {
+	every := s.cfg.WSPing
+	sess.ping = time.AfterFunc(every, func() {
 		t.use(func() {
 			pctx, pcancel := context.WithTimeout(context.Background(), wsPingTimeout)
 			defer pcancel()
@@ -123,7 +121,8 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string) *w
 				wc.CloseNow()
 				return
 			}
-			sess.ping.Reset(wsPingEvery)
+			s.metrics.wsPings.Add(1)
+			sess.ping.Reset(every)
 		})
 	})
 	return sess
@@ -179,7 +178,9 @@ func (t *wsTransport) release() {
 
 // Write bounds the write with a deadline on the connection rather than a
 // context: with a context that can end, the WebSocket library registers a
-// callback per write, churn that 10,000 connections feel.
+// callback per write, churn that 10,000 connections feel. The deadline is
+// cleared after the write: left in place, it would fail the next ping of a
+// quiet room, which is written through the same connection.
 func (t *wsTransport) Write(ctx context.Context, _ string, data []byte) error {
 	err := net.ErrClosed
 	t.use(func() {
@@ -189,8 +190,23 @@ func (t *wsTransport) Write(ctx context.Context, _ string, data []byte) error {
 		}
 		_ = t.nc.SetWriteDeadline(deadline)
 		err = t.c.Write(context.Background(), websocket.MessageText, data)
+		_ = t.nc.SetWriteDeadline(time.Time{})
 	})
 	return err
+}
+
+// attachError is the refusal a push connection gets when the hub would not
+// take it.
+func attachError(err error) *apiError {
+	switch {
+	case errors.Is(err, hub.ErrClosed):
+		return errDraining
+	case errors.Is(err, hub.ErrTooManyForVisitor):
+		return errTooManyForVis
+	case errors.Is(err, hub.ErrTooManyConns):
+		return errTooManyConns
+	}
+	return errUnavailable
 }
 
 // Close starts the close handshake without blocking the hub; the reading

@@ -1,17 +1,16 @@
 -- admit: the leaderless tick.
 -- KEYS = queue
--- ARGV = prefix, room, tickMs, batch, ttlMs, maxMs, retentionMs, seed,
---        maxActive, jitter (1/0)
+-- ARGV = prefix, room, channel, tickMs, batch, ttlMs, maxMs, retentionMs,
+--        seed, maxActive, jitter (1/0)
 -- The room's cfg hash overrides batch, ttlMs, maxMs and maxActive, and adds
 -- paused, seats and opensAt, so a change applies from the next tick on every
 -- instance.
 -- Returns {taken, tick, admitted, waiting, event}: taken = 0 when this tick
 -- was already taken by another caller (nothing done).
-local p, room = ARGV[1], ARGV[2]
-local tick_ms = tonumber(ARGV[3])
-local seed = tonumber(ARGV[8])
-local jitter = ARGV[10] == '1'
-local channel = p .. 'events'
+local p, room, channel = ARGV[1], ARGV[2], ARGV[3]
+local tick_ms = tonumber(ARGV[4])
+local seed = tonumber(ARGV[9])
+local jitter = ARGV[11] == '1'
 local stats = p .. 'stats'
 local active = p .. 'active'
 
@@ -23,7 +22,7 @@ redis.call('SET', p .. 'tick', tick, 'PX', 86400000)
 
 local cfg = load_cfg(p)
 seed = next_rand(seed)
-maybe_open(p, cfg, now, seed)
+maybe_open(p, cfg, now, seed, channel)
 local seats = num(cfg.seats, 0)
 
 -- Tokens that expired unused free their max-active slot and their seat.
@@ -39,11 +38,11 @@ end
 local waiting = redis.call('ZCARD', KEYS[1])
 if cfg.paused == '1' or waiting == 0 then return {1, tick, 0, waiting, ''} end
 
-local batch = num(cfg.batch, tonumber(ARGV[4]))
-local ttl = num(cfg.ttlMs, tonumber(ARGV[5]))
-local max_ttl = math.max(num(cfg.maxMs, tonumber(ARGV[6])), ttl)
-local keep = tonumber(ARGV[7])
-local max_active = tonumber(ARGV[9])
+local batch = num(cfg.batch, tonumber(ARGV[5]))
+local ttl = num(cfg.ttlMs, tonumber(ARGV[6]))
+local max_ttl = math.max(num(cfg.maxMs, tonumber(ARGV[7])), ttl)
+local keep = tonumber(ARGV[8])
+local max_active = tonumber(ARGV[10])
 if cfg.strategy == 'max-active' then max_active = num(cfg.maxActive, max_active) end
 if cfg.strategy == 'fixed' then max_active = 0 end
 if max_active > 0 then

@@ -1,11 +1,11 @@
--- join: KEYS = queue; ARGV = prefix, visitor, seed
+-- join: KEYS = queue; ARGV = prefix, visitor, seed, channel
 -- Returns {code, a, b, new}: 1 waiting (a = 0-based rank), 2 admitted (a =
 -- notBefore, b = expiresAt), 4 in the pre-queue before opening (a = opensAt).
 -- new = 1 when a ticket (or pre-queue place) was taken.
 local p, v = ARGV[1], ARGV[2]
 local now = now_ms()
 local cfg = load_cfg(p)
-maybe_open(p, cfg, now, tonumber(ARGV[3]))
+maybe_open(p, cfg, now, tonumber(ARGV[3]), ARGV[4])
 local nb, exp = read_token(p .. 't:' .. v)
 if nb then
   if now < exp then return {2, nb, exp, 0} end

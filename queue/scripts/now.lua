@@ -41,8 +41,10 @@ local function next_rand(seed)
 end
 
 -- At opening time the pre-queue is ordered by a fair random draw and given
--- tickets before anyone who joins after opening. Returns how many moved.
-local function maybe_open(p, cfg, now, seed)
+-- tickets before anyone who joins after opening; an open event on channel
+-- tells the hubs that those visitors have places now. Returns how many
+-- moved.
+local function maybe_open(p, cfg, now, seed, channel)
   local opens = num(cfg.opensAt, 0)
   if opens == 0 or now < opens then return 0 end
   local members = redis.call('SMEMBERS', p .. 'pre')
@@ -58,6 +60,7 @@ local function maybe_open(p, cfg, now, seed)
     redis.call('ZADD', p .. 'q', 'NX', s, members[i])
   end
   redis.call('DEL', p .. 'pre')
+  redis.call('PUBLISH', channel, '{"type":"open","count":' .. #members .. '}')
   return #members
 end
 

@@ -1,11 +1,11 @@
--- status: KEYS = queue; ARGV = prefix, seed, visitor...
+-- status: KEYS = queue; ARGV = prefix, seed, channel, visitor...
 -- Returns a room header {rate*1000, paused, soldOut, opensAt, waiting}
 -- then code, a, b per visitor: 0 not in queue, 1 waiting (a = 0-based
 -- rank), 2 admitted (a = notBefore, b = expiresAt), 3 expired, 4 pre-queue.
 local p = ARGV[1]
 local now = now_ms()
 local cfg = load_cfg(p)
-maybe_open(p, cfg, now, tonumber(ARGV[2]))
+maybe_open(p, cfg, now, tonumber(ARGV[2]), ARGV[3])
 local rate = num(redis.call('HGET', p .. 'stats', 'rate'), 0)
 local paused = 0
 if cfg.paused == '1' then paused = 1 end
@@ -14,7 +14,7 @@ if sold_out(p, cfg) then soldout = 1 end
 local out = {math.floor(rate * 1000), paused, soldout, num(cfg.opensAt, 0), redis.call('ZCARD', KEYS[1])}
 
 local visitors = {}
-for i = 3, #ARGV do visitors[#visitors + 1] = ARGV[i] end
+for i = 4, #ARGV do visitors[#visitors + 1] = ARGV[i] end
 local n = #visitors
 
 -- Ranks. A visitor in the queue holds no token (admission pops before it

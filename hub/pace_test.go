@@ -1,0 +1,90 @@
+package hub
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/waitroom/waitroom/wire"
+)
+
+// TestPositionsPacedLikePolling: with the Source telling a poll to come back
+// in 5 s, a waiting visitor is sent a new position no more often than every
+// 5 s while the queue moves every 100 ms; a pause still goes out at once.
+func TestPositionsPacedLikePolling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, b := newSource(), newBroker()
+		src.nextPoll = 5 * time.Second
+		h := start(t, New(b, src, nil, quiet(Options{})))
+		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 5000})
+		tr := newTransport("ws")
+		mustAttach(t, h.Hub, "drop", "a", tr)
+		synctest.Wait()
+
+		for range 200 { // 20 s of ticks admitting 14
+			b.publish(t, "drop", admitJSON("drop", 14))
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait()
+		}
+		recs := tr.records()
+		ms := tr.msgs(t)
+		if len(ms) < 4 || len(ms) > 5 {
+			t.Fatalf("%d messages in 20 s at nextPoll 5 s: %v", len(ms), recs)
+		}
+		for i := 1; i < len(recs); i++ {
+			if gap := recs[i].at.Sub(recs[i-1].at); gap < 5*time.Second {
+				t.Fatalf("updates %v apart: %v", gap, recs)
+			}
+			if *ms[i].Position >= *ms[i-1].Position {
+				t.Fatalf("position did not fall: %v", recs)
+			}
+			if ms[i].NextPollMs == nil || *ms[i].NextPollMs != 5000 {
+				t.Fatalf("no nextPollMs in %s", recs[i].data)
+			}
+		}
+
+		// A pause is not a position: it goes out at once.
+		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 5000 - 200*14, Paused: true})
+		b.publish(t, "drop", `{"type":"config"}`)
+		synctest.Wait()
+		ms = tr.msgs(t)
+		if last := ms[len(ms)-1]; !last.Paused {
+			t.Fatalf("pause not pushed at once: %+v", last)
+		}
+	})
+}
+
+// TestPreQueueThenDraw: a visitor of the pre-queue is pushed opensAt and no
+// position; the open event makes the hub read the drawn place at once, and
+// that position goes out even though it is "higher" than nothing.
+func TestPreQueueThenDraw(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, b := newSource(), newBroker()
+		h := start(t, New(b, src, nil, quiet(Options{})))
+		opens := time.Now().Add(time.Minute)
+		src.set("drop", "a", wire.State{Room: "drop", Status: wire.StatusWaiting, OpensAt: opens, NextPoll: 5 * time.Second})
+		tr := newTransport("sse")
+		mustAttach(t, h.Hub, "drop", "a", tr)
+		synctest.Wait()
+		ms := tr.msgs(t)
+		if len(ms) != 1 || ms[0].Position != nil || ms[0].OpensAt == "" || ms[0].NextPollMs == nil {
+			t.Fatalf("pre-queue push: %s", tr.records())
+		}
+		// Admissions of others do not give a pre-queue visitor a position.
+		b.publish(t, "drop", admitJSON("drop", 14))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := len(tr.msgs(t)); n != 1 {
+			t.Fatalf("%d messages before the draw: %s", n, tr.records())
+		}
+
+		time.Sleep(time.Minute)
+		src.set("drop", "a", wire.State{Room: "drop", Status: wire.StatusWaiting, Position: 12, ETASeconds: 1})
+		b.publish(t, "drop", `{"type":"open","count":40}`)
+		synctest.Wait()
+		ms = tr.msgs(t)
+		if len(ms) != 2 || ms[1].Position == nil || *ms[1].Position != 12 || ms[1].OpensAt != "" {
+			t.Fatalf("after the draw: %s", tr.records())
+		}
+	})
+}

@@ -1,0 +1,62 @@
+package queue
+
+import "embed"
+
+//go:embed scripts/*.lua
+var scriptFS embed.FS
+
+// loadScript joins the shared prelude (now.lua) and one script.
+func loadScript(name string) *Script {
+	prelude, err := scriptFS.ReadFile("scripts/now.lua")
+	if err != nil {
+		panic(err)
+	}
+	body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	return newScript(name, string(prelude)+"\n"+string(body))
+}
+
+var (
+	joinScript      = loadScript("join")
+	statusScript    = loadScript("status")
+	leaveScript     = loadScript("leave")
+	consumeScript   = loadScript("consume")
+	admitScript     = loadScript("admit")
+	setcfgScript    = loadScript("setcfg")
+	restoreScript   = loadScript("restore")
+	roomstatsScript = loadScript("roomstats")
+)
+
+// roomsKey is the set of rooms that have waiting visitors (its hash tag
+// keeps it in one cluster slot with configuredRoomsKey); every instance's
+// tick loop reads it, so admission goes on when the instance that took the
+// joins is gone.
+const roomsKey = "wr:{rooms}:waiting"
+
+// configuredRoomsKey lists rooms that have stored settings.
+const configuredRoomsKey = "wr:{rooms}:configured"
+
+// Keys of a room share the prefix "wr:{room}:"; the {room} hash tag keeps
+// them in one cluster slot.
+func prefix(room string) string   { return "wr:{" + room + "}:" }
+func queueKey(room string) string { return prefix(room) + "q" }
+
+// Replies of the join and status scripts for one visitor: a code and two
+// numbers whose meaning depends on it.
+const (
+	replyNotInQueue int64 = 0
+	replyWaiting    int64 = 1 // a = 0-based rank
+	replyAdmitted   int64 = 2 // a = notBefore, b = expiresAt (Unix ms)
+	replyExpired    int64 = 3
+	replyPreQueue   int64 = 4 // a = opensAt (Unix ms)
+)
+
+// Replies of the consume script.
+const (
+	consumeOK       int64 = 1  // then expiresAt, cap
+	consumeUnknown  int64 = -1 // no record for this notBefore: unknown or used
+	consumeTooEarly int64 = -2 // then the wait in ms
+	consumeExpired  int64 = -3
+)

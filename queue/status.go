@@ -1,0 +1,182 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/waitroom/waitroom/wire"
+)
+
+// Join puts visitor in room's queue (or its pre-queue before opening), or
+// returns its current state when it is already there (a refresh keeps the
+// place). Idempotent.
+func (q *Queue) Join(ctx context.Context, room, visitor string) (wire.State, error) {
+	if err := check(room, visitor); err != nil {
+		return wire.State{}, err
+	}
+	v, err := q.r.Eval(ctx, joinScript, []string{queueKey(room)}, prefix(room), visitor, seed(), wire.Channel(room))
+	if err != nil {
+		return wire.State{}, fmt.Errorf("queue: join: %w", err)
+	}
+	n, err := asInts(v, 4)
+	if err != nil {
+		return wire.State{}, err
+	}
+	if n[3] == 1 {
+		if _, err := q.r.Do(ctx, "SADD", roomsKey, room); err != nil {
+			return wire.State{}, fmt.Errorf("queue: join: %w", err)
+		}
+	}
+	h := roomHeader{rate: q.rate(room)}
+	if n[0] == replyPreQueue {
+		h.opensAt = n[1]
+	}
+	return q.state(room, visitor, h, n[0], n[1], n[2]), nil
+}
+
+// Status returns visitor's state in room.
+func (q *Queue) Status(ctx context.Context, room, visitor string) (wire.State, error) {
+	s, err := q.StatusMany(ctx, room, []string{visitor})
+	if err != nil {
+		return wire.State{}, err
+	}
+	return s[0], nil
+}
+
+// roomHeader is what a status read learns about the room.
+type roomHeader struct {
+	rate    float64
+	paused  bool
+	soldOut bool
+	opensAt int64
+}
+
+// statusHeader is the length of the status script's room header:
+// rate*1000, paused, soldOut, opensAt, waiting.
+const statusHeader = 5
+
+// StatusMany returns the states of several visitors of one room in one
+// round trip.
+func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) ([]wire.State, error) {
+	if !ValidRoom(room) {
+		return nil, ErrInvalidRoom
+	}
+	args := make([]string, 0, len(visitors)+3)
+	args = append(args, prefix(room), seed(), wire.Channel(room))
+	for _, v := range visitors {
+		if !ValidVisitor(v) {
+			return nil, ErrInvalidToken
+		}
+		args = append(args, v)
+	}
+	v, err := q.r.Eval(ctx, statusScript, []string{queueKey(room)}, args...)
+	if err != nil {
+		return nil, fmt.Errorf("queue: status: %w", err)
+	}
+	n, err := asInts(v, statusHeader+3*len(visitors))
+	if err != nil {
+		return nil, err
+	}
+	h := roomHeader{rate: float64(n[0]) / 1000, paused: n[1] == 1, soldOut: n[2] == 1, opensAt: n[3]}
+	if h.rate > 0 {
+		q.rates.Store(room, h.rate)
+	}
+	out := make([]wire.State, len(visitors))
+	for i, vis := range visitors {
+		r := n[statusHeader+3*i:]
+		out[i] = q.state(room, vis, h, r[0], r[1], r[2])
+	}
+	return out, nil
+}
+
+// rate is the last measured admission rate of room, or the configured one.
+func (q *Queue) rate(room string) float64 {
+	if r, ok := q.rates.Load(room); ok {
+		return r.(float64)
+	}
+	return q.opts.Capacity.TPS()
+}
+
+// ETA estimates the wait in seconds for a 1-based position in room from
+// the measured admission rate (so it stays honest under max-active limits),
+// falling back to the configured rate before anything was measured.
+func (q *Queue) ETA(room string, position int64) int64 {
+	return etaAt(position, q.rate(room))
+}
+
+// Estimate returns what a poll at position in room is told: the ETA in
+// seconds and when to ask next. A push transport sends the same.
+func (q *Queue) Estimate(room string, position int64) (eta int64, nextPoll time.Duration) {
+	eta = q.ETA(room, position)
+	return eta, q.opts.Capacity.nextPoll(position, eta)
+}
+
+// etaAt is the one ETA formula: ceil(position / rate).
+func etaAt(position int64, rate float64) int64 {
+	if position <= 0 || rate <= 0 {
+		return 0
+	}
+	// The epsilon keeps 700 / 140 at 5, not 5.000…1.
+	return int64(math.Ceil(float64(position)/rate - 1e-9))
+}
+
+// preQueuePoll is when a visitor in the pre-queue should ask again: at
+// opening, but no sooner than 500 ms and no later than 5 s.
+func preQueuePoll(opensAt time.Time) time.Duration {
+	return min(max(time.Until(opensAt), 500*time.Millisecond), 5*time.Second)
+}
+
+func (q *Queue) state(room, visitor string, h roomHeader, code, a, b int64) wire.State {
+	s := wire.State{Room: room, Paused: h.paused}
+	c := q.opts.Capacity
+	rate := h.rate
+	if rate <= 0 {
+		rate = q.rate(room)
+	}
+	switch code {
+	case replyWaiting:
+		s.Status = wire.StatusWaiting
+		s.Position = a + 1
+		s.ETASeconds = etaAt(s.Position, rate)
+		s.NextPoll = c.nextPoll(s.Position, s.ETASeconds)
+		if h.soldOut {
+			s.Status = wire.StatusSoldOut
+		}
+	case replyAdmitted:
+		s.Status = wire.StatusAdmitted
+		s.NotBefore = time.UnixMilli(a)
+		s.ExpiresAt = time.UnixMilli(b)
+		s.Token = q.signer.SignToken(Token{Room: room, Visitor: visitor, NotBefore: s.NotBefore, ExpiresAt: s.ExpiresAt})
+	case replyExpired:
+		s.Status = wire.StatusExpired
+	case replyPreQueue:
+		// The place is drawn at opening.
+		s.Status = wire.StatusWaiting
+		s.OpensAt = time.UnixMilli(a)
+		s.NextPoll = preQueuePoll(s.OpensAt)
+	default:
+		s.Status = wire.StatusNotInQueue
+	}
+	return s
+}
+
+// Admitted returns the admitted state for an admission event entry.
+func (q *Queue) Admitted(room, visitor string, notBefore, expiresAt time.Time) wire.State {
+	return q.state(room, visitor, roomHeader{}, replyAdmitted, notBefore.UnixMilli(), expiresAt.UnixMilli())
+}
+
+// Leave takes visitor out of room's queue, or gives back its unused token.
+// It reports whether there was anything to leave.
+func (q *Queue) Leave(ctx context.Context, room, visitor string) (bool, error) {
+	if err := check(room, visitor); err != nil {
+		return false, err
+	}
+	v, err := q.r.Eval(ctx, leaveScript, []string{queueKey(room)}, prefix(room), visitor)
+	if err != nil {
+		return false, fmt.Errorf("queue: leave: %w", err)
+	}
+	n, err := asInt(v)
+	return n == 1, err
+}

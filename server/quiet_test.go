@@ -1,0 +1,192 @@
+package main
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+)
+
+func (v *visitor) id() string { return strings.SplitN(v.cred, ".", 2)[0] }
+
+// wsPings is how many WebSocket pings this instance's peers answered.
+func (ts *testServer) wsPings() int64 { return ts.metrics.wsPings.Load() }
+
+// holdThroughPings connects n visitors over WebSocket and n over SSE to a
+// paused room, waits until every WebSocket has answered rounds pings, and
+// checks that no connection of either kind was dropped.
+func holdThroughPings(t *testing.T, ts *testServer, n int, rounds int64) {
+	t.Helper()
+	admin := newVisitor(t, ts.URL)
+	if r := admin.admin("POST", "/rooms/quiet/pause", ""); r.Code != 200 {
+		t.Fatalf("pause: %d %s", r.Code, r.Raw)
+	}
+	var clients []*pushClient
+	for i := range 2 * n {
+		v := newVisitor(t, ts.URL)
+		if r := v.join("quiet"); r.str("status") != "waiting" {
+			t.Fatalf("join: %s", r.Raw)
+		}
+		kind := "ws"
+		if i%2 == 1 {
+			kind = "sse"
+		}
+		clients = append(clients, dial(t, kind, ts.URL, "quiet", v.cred))
+	}
+	waitFor(t, 5*time.Second, "first states", func() bool {
+		for _, c := range clients {
+			if len(c.messages()) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	start := ts.wsPings()
+	within := time.Duration(rounds+2) * ts.cfg.WSPing
+	waitFor(t, within, "pings answered", func() bool { return ts.wsPings()-start >= rounds*int64(n) })
+	for _, c := range clients {
+		if c.isClosed() {
+			t.Fatalf("a %s connection in a paused room was dropped", c.kind)
+		}
+	}
+	if st := ts.hub.Stats(); st.Conns["ws"] != int64(n) || st.Conns["sse"] != int64(n) {
+		t.Fatalf("connections %v, want %d of each", st.Conns, n)
+	}
+	for _, c := range clients {
+		for _, m := range c.messages() {
+			if m.Status != "waiting" || !json.Valid([]byte(m.raw)) {
+				t.Fatalf("%s got %s in a paused room", c.kind, m.raw)
+			}
+		}
+	}
+}
+
+// TestPushHoldsInPausedRoom: push connections of a room where nothing moves
+// stay open for more than two ping intervals, and for longer than the
+// 5 s write timeout of the state they were sent at connect (a write
+// deadline left on the connection used to fail the next ping).
+func TestPushHoldsInPausedRoom(t *testing.T) {
+	eachServer(t, func(c *config) {
+		withAdmin(c)
+		c.WSPing = 2 * time.Second
+	}, func(t *testing.T, ts *testServer) {
+		holdThroughPings(t, ts, 5, 4)
+	})
+}
+
+// TestPushHoldsPastProductionPing is the same with the default ping
+// interval of 25 s: about a minute, so it runs beside the other tests.
+func TestPushHoldsPastProductionPing(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, redistest.StartReal(t), "rueidis", withAdmin)
+	if ts.cfg.WSPing != 25*time.Second {
+		t.Fatalf("default ping interval %v", ts.cfg.WSPing)
+	}
+	holdThroughPings(t, ts, 10, 2)
+}
+
+// stateFields decodes a state message into its fields, without the ones
+// that differ between two reads by design (nextPollMs is spread ±10%).
+func stateFields(t *testing.T, raw string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		t.Fatalf("bad state %q: %v", raw, err)
+	}
+	if np, ok := m["nextPollMs"].(float64); !ok || np <= 0 {
+		t.Fatalf("no nextPollMs in %s", raw)
+	}
+	m["nextPollMs"] = true
+	return m
+}
+
+// TestPushStateIsPollState: before a scheduled opening, after its draw and
+// while paused, a WebSocket and an SSE client get the state object a poll
+// gets at that moment: the same fields and values.
+func TestPushStateIsPollState(t *testing.T) {
+	eachServer(t, withAdmin, func(t *testing.T, ts *testServer) {
+		admin := newVisitor(t, ts.URL)
+		opens := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+		if r := admin.admin("PUT", "/rooms/drop", `{"opensAt":"`+opens+`"}`); r.Code != 200 {
+			t.Fatalf("put: %d %s", r.Code, r.Raw)
+		}
+		type pair struct {
+			v  *visitor
+			ws *pushClient
+			ss *pushClient
+		}
+		var ps []pair
+		for range 12 {
+			v := newVisitor(t, ts.URL)
+			v.join("drop")
+			ps = append(ps, pair{v, dial(t, "ws", ts.URL, "drop", v.cred), dial(t, "sse", ts.URL, "drop", v.cred)})
+		}
+		last := func(c *pushClient) string {
+			ms := c.messages()
+			if len(ms) == 0 {
+				return ""
+			}
+			return ms[len(ms)-1].raw
+		}
+		// same waits until both push clients' last state equals a fresh poll.
+		same := func(what string, p pair, check func(map[string]any) bool) {
+			t.Helper()
+			var got, want string
+			waitFor(t, 5*time.Second, what, func() bool {
+				ts.polls.forget("drop|" + p.v.id())
+				want = p.v.status("drop").Raw
+				w := stateFields(t, want)
+				if !check(w) {
+					return false
+				}
+				for _, c := range []*pushClient{p.ws, p.ss} {
+					got = last(c)
+					if got == "" || !maps.EqualFunc(stateFields(t, got), w, func(a, b any) bool { return a == b }) {
+						return false
+					}
+				}
+				return true
+			})
+		}
+		for _, p := range ps {
+			same("pre-queue state pushed", p, func(m map[string]any) bool {
+				_, hasPos := m["position"]
+				return m["opensAt"] != nil && !hasPos
+			})
+		}
+		// Opening: the first read after opensAt draws the pre-queue, and
+		// the open event brings every push client its drawn place.
+		waitFor(t, 5*time.Second, "opening", func() bool {
+			ts.polls.forget("drop|" + ps[0].v.id())
+			return ps[0].v.status("drop").num("position") > 0
+		})
+		var drawn []int64
+		for _, p := range ps {
+			same("drawn position pushed", p, func(m map[string]any) bool { return m["position"] != nil })
+			for _, c := range []*pushClient{p.ws, p.ss} {
+				ms := c.messages()
+				if ms[len(ms)-1].Position < 1 {
+					t.Fatalf("drawn position %s", ms[len(ms)-1].raw)
+				}
+			}
+			drawn = append(drawn, p.ws.messages()[len(p.ws.messages())-1].Position)
+		}
+		slices.Sort(drawn)
+		for i, d := range drawn {
+			if d != int64(i+1) {
+				t.Fatalf("drawn positions %v, want 1..%d", drawn, len(ps))
+			}
+		}
+		// Pausing goes out at once, with the same fields as a poll.
+		if r := admin.admin("POST", "/rooms/drop/pause", ""); r.Code != 200 {
+			t.Fatalf("pause: %d %s", r.Code, r.Raw)
+		}
+		for _, p := range ps {
+			same("paused state pushed", p, func(m map[string]any) bool { return m["paused"] == true })
+		}
+	})
+}

@@ -1,0 +1,137 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Channel is the pub/sub channel of room's events, wr:{room}:events. Its
+// {room} hash tag puts it in the room's cluster slot. The scripts get it
+// from here as an argument; nothing else builds it.
+func Channel(room string) string { return "wr:{" + room + "}:events" }
+
+// RoomOf returns the room of a channel made by Channel, or "".
+func RoomOf(channel string) string {
+	const pre, suf = "wr:{", "}:events"
+	if len(channel) <= len(pre)+len(suf) || channel[:len(pre)] != pre || channel[len(channel)-len(suf):] != suf {
+		return ""
+	}
+	return channel[len(pre) : len(channel)-len(suf)]
+}
+
+// EventType says what happened in a room.
+type EventType string
+
+// The events published on a room's channel.
+const (
+	// EventAdmit lists the visitors one tick admitted, with their
+	// notBefore and expiresAt; every waiting visitor moves Count places on.
+	EventAdmit EventType = "admit"
+	// EventSoldOut says the room's seats are all held.
+	EventSoldOut EventType = "sold_out"
+	// EventConfig says the room's settings changed (pause, resume, seats
+	// released, any edit): every visitor's state may have changed.
+	EventConfig EventType = "config"
+	// EventOpen says the pre-queue was drawn: its visitors have places now.
+	EventOpen EventType = "open"
+)
+
+// Event is one message on a room channel.
+type Event struct {
+	Type     EventType
+	Room     string
+	Tick     int64
+	Count    int64
+	Admitted []Admission
+}
+
+// Admission is one visitor let in by a tick.
+type Admission struct {
+	Visitor   string
+	NotBefore time.Time
+	ExpiresAt time.Time
+}
+
+// MaxEventBytes bounds an event; anything larger is not from the scripts.
+const MaxEventBytes = 4 << 20
+
+// maxCount bounds an event's count: more is not a tick's batch.
+const maxCount = 1 << 30
+
+// DecodeEvent parses a room event. Numbers may be written as integers,
+// floats (Lua's cjson writes 1.7329876544e+12) or strings of either.
+func DecodeEvent(payload []byte) (Event, error) {
+	var raw struct {
+		Type     EventType    `json:"type"`
+		Room     string       `json:"room"`
+		Tick     flexInt      `json:"tick"`
+		Count    flexInt      `json:"count"`
+		Admitted []admitEntry `json:"admitted"`
+	}
+	if len(payload) > MaxEventBytes {
+		return Event{}, fmt.Errorf("event of %d bytes is too large", len(payload))
+	}
+	if err := json.Unmarshal(payload, &raw); err != nil {
+		return Event{}, err
+	}
+	if raw.Count < 0 || raw.Count > maxCount {
+		return Event{}, fmt.Errorf("count %d out of range", raw.Count)
+	}
+	e := Event{Type: raw.Type, Room: raw.Room, Tick: int64(raw.Tick), Count: int64(raw.Count)}
+	if len(raw.Admitted) > 0 {
+		e.Admitted = make([]Admission, len(raw.Admitted))
+		for i, a := range raw.Admitted {
+			e.Admitted[i] = Admission(a)
+		}
+	}
+	return e, nil
+}
+
+// admitEntry is [visitorID, notBeforeUnixMs, expiresAtUnixMs].
+type admitEntry Admission
+
+func (e *admitEntry) UnmarshalJSON(b []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if len(raw) < 3 {
+		return errors.New("admitted entry needs 3 elements")
+	}
+	var nb, exp flexInt
+	if err := json.Unmarshal(raw[0], &e.Visitor); err != nil {
+		return err
+	}
+	if err := nb.UnmarshalJSON(raw[1]); err != nil {
+		return err
+	}
+	if err := exp.UnmarshalJSON(raw[2]); err != nil {
+		return err
+	}
+	if nb <= 0 || exp <= 0 {
+		return errors.New("admitted entry needs positive times")
+	}
+	e.NotBefore, e.ExpiresAt = time.UnixMilli(int64(nb)), time.UnixMilli(int64(exp))
+	return nil
+}
+
+type flexInt int64
+
+func (n *flexInt) UnmarshalJSON(b []byte) error {
+	b = bytes.Trim(b, `"`)
+	if i, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+		*n = flexInt(i)
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1<<62 {
+		return errors.New("not an integer")
+	}
+	*n = flexInt(math.Round(f))
+	return nil
+}

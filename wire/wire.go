@@ -1,0 +1,114 @@
+// Package wire is the contract between the admit script, the queue, the hub
+// and every transport: the room channel and the events published on it, and
+// the state message that join, status polls, WebSocket and SSE all send.
+// It is written once here so that polling and push cannot drift apart.
+package wire
+
+import (
+	"strconv"
+	"time"
+)
+
+// Status is where a visitor stands in a room.
+type Status string
+
+// The statuses of the HTTP contract.
+const (
+	StatusWaiting    Status = "waiting"
+	StatusAdmitted   Status = "admitted"
+	StatusExpired    Status = "expired"
+	StatusNotInQueue Status = "not_in_queue"
+	StatusSoldOut    Status = "sold_out"
+)
+
+// State is the one message every transport sends: the body of join and
+// status, and every pushed message.
+//
+// Position and ETASeconds go out only for a waiting visitor with a place;
+// a visitor in the pre-queue of a room that has not opened yet gets OpensAt
+// instead. Token, NotBefore and ExpiresAt go out only when admitted.
+// NextPoll goes out when set: it tells a client that falls back to polling
+// when to ask.
+type State struct {
+	Room       string
+	Status     Status
+	Position   int64 // 1-based
+	ETASeconds int64
+	NextPoll   time.Duration
+	Paused     bool
+	Token      string
+	NotBefore  time.Time
+	ExpiresAt  time.Time
+	OpensAt    time.Time
+}
+
+// PreQueue reports whether s is a place in the pre-queue, not yet drawn.
+func (s State) PreQueue() bool { return s.Status == StatusWaiting && !s.OpensAt.IsZero() }
+
+// AppendJSON appends the state's JSON encoding to b.
+func (s State) AppendJSON(b []byte) []byte {
+	b = appendHead(b, s.Room, s.Status)
+	if s.Status == StatusWaiting && !s.PreQueue() {
+		return appendWaitingTail(b, s.Position, s.ETASeconds, s.NextPoll, s.Paused)
+	}
+	if s.PreQueue() {
+		b = append(b, `,"opensAt":"`...)
+		b = s.OpensAt.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	b = appendNextPoll(b, s.NextPoll)
+	b = append(b, `,"paused":`...)
+	b = strconv.AppendBool(b, s.Paused)
+	if s.Status == StatusAdmitted {
+		b = append(b, `,"token":`...)
+		b = strconv.AppendQuote(b, s.Token)
+		b = append(b, `,"notBefore":"`...)
+		b = s.NotBefore.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `","expiresAt":"`...)
+		b = s.ExpiresAt.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	return append(b, '}')
+}
+
+// MarshalJSON implements json.Marshaler.
+func (s State) MarshalJSON() ([]byte, error) { return s.AppendJSON(nil), nil }
+
+// WaitingPrefix is the encoded start of every waiting state of room: a
+// position update appends its numbers to it with AppendWaiting instead of
+// encoding the whole state.
+func WaitingPrefix(room string) []byte { return appendHead(nil, room, StatusWaiting) }
+
+// AppendWaiting appends to b (which holds the room's WaitingPrefix) the rest
+// of a waiting state with a place. The result equals AppendJSON of the same
+// state.
+func AppendWaiting(b []byte, position, eta int64, nextPoll time.Duration, paused bool) []byte {
+	return appendWaitingTail(b, position, eta, nextPoll, paused)
+}
+
+func appendHead(b []byte, room string, st Status) []byte {
+	b = append(b, `{"type":"state","room":`...)
+	b = strconv.AppendQuote(b, room)
+	b = append(b, `,"status":"`...)
+	b = append(b, st...)
+	return append(b, '"')
+}
+
+func appendWaitingTail(b []byte, position, eta int64, nextPoll time.Duration, paused bool) []byte {
+	b = append(b, `,"position":`...)
+	b = strconv.AppendInt(b, position, 10)
+	b = append(b, `,"etaSeconds":`...)
+	b = strconv.AppendInt(b, eta, 10)
+	b = appendNextPoll(b, nextPoll)
+	b = append(b, `,"paused":`...)
+	b = strconv.AppendBool(b, paused)
+	return append(b, '}')
+}
+
+func appendNextPoll(b []byte, d time.Duration) []byte {
+	if d <= 0 {
+		return b
+	}
+	b = append(b, `,"nextPollMs":`...)
+	return strconv.AppendInt(b, d.Milliseconds(), 10)
+}

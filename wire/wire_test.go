@@ -1,0 +1,115 @@
+package wire
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+func TestStateJSON(t *testing.T) {
+	opens := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name string
+		s    State
+		want string
+	}{
+		{"waiting", State{Room: "drop", Status: StatusWaiting, Position: 3, ETASeconds: 1, NextPoll: 500 * time.Millisecond},
+			`{"type":"state","room":"drop","status":"waiting","position":3,"etaSeconds":1,"nextPollMs":500,"paused":false}`},
+		{"admitted", State{Room: "drop", Status: StatusAdmitted, Token: "t", NotBefore: time.UnixMilli(1000).UTC(), ExpiresAt: time.UnixMilli(2000)},
+			`{"type":"state","room":"drop","status":"admitted","paused":false,"token":"t","notBefore":"1970-01-01T00:00:01Z","expiresAt":"1970-01-01T00:00:02Z"}`},
+		{"pre-queue: opensAt, no position", State{Room: "drop", Status: StatusWaiting, OpensAt: opens, NextPoll: 5 * time.Second, Paused: true},
+			`{"type":"state","room":"drop","status":"waiting","opensAt":"2026-12-01T09:00:00Z","nextPollMs":5000,"paused":true}`},
+		{"sold out", State{Room: "drop", Status: StatusSoldOut, NextPoll: 4 * time.Second},
+			`{"type":"state","room":"drop","status":"sold_out","nextPollMs":4000,"paused":false}`},
+		{"not in queue", State{Room: "a-b", Status: StatusNotInQueue},
+			`{"type":"state","room":"a-b","status":"not_in_queue","paused":false}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := string(c.s.AppendJSON(nil))
+			if got != c.want {
+				t.Fatalf("got  %s\nwant %s", got, c.want)
+			}
+			if !json.Valid([]byte(got)) {
+				t.Fatal("not JSON")
+			}
+		})
+	}
+}
+
+// TestAppendWaitingIsAppendJSON: the fast position encoder and the full one
+// write the same bytes, so a pushed position is the state a poll gets.
+func TestAppendWaitingIsAppendJSON(t *testing.T) {
+	for _, s := range []State{
+		{Room: "drop", Status: StatusWaiting, Position: 1, ETASeconds: 0},
+		{Room: "x", Status: StatusWaiting, Position: 40000, ETASeconds: 286, NextPoll: 4567 * time.Millisecond, Paused: true},
+		{Room: "lecture-42", Status: StatusWaiting, Position: 15, ETASeconds: 1, NextPoll: 512 * time.Millisecond},
+	} {
+		fast := AppendWaiting(WaitingPrefix(s.Room), s.Position, s.ETASeconds, s.NextPoll, s.Paused)
+		if full := s.AppendJSON(nil); string(fast) != string(full) {
+			t.Fatalf("fast %s\nfull %s", fast, full)
+		}
+	}
+}
+
+func TestChannel(t *testing.T) {
+	for _, room := range []string{"drop", "a", "lecture-42"} {
+		if got := RoomOf(Channel(room)); got != room {
+			t.Fatalf("RoomOf(Channel(%q)) = %q", room, got)
+		}
+	}
+	for _, ch := range []string{"", "wr:{}:events", "wr:{drop}:other", "x:{drop}:events", "wr:{drop"} {
+		if got := RoomOf(ch); got != "" {
+			t.Fatalf("RoomOf(%q) = %q, want none", ch, got)
+		}
+	}
+}
+
+func TestDecodeEvent(t *testing.T) {
+	e, err := DecodeEvent([]byte(`{"type":"admit","room":"drop","tick":17329876544,"count":2,"admitted":[["a",1732987654400,1732987954400],["b",1.7329876545e+12,"1732987954500"]]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Type != EventAdmit || e.Room != "drop" || e.Tick != 17329876544 || e.Count != 2 || len(e.Admitted) != 2 {
+		t.Fatalf("%+v", e)
+	}
+	if a := e.Admitted[1]; a.Visitor != "b" || a.NotBefore.UnixMilli() != 1732987654500 || a.ExpiresAt.UnixMilli() != 1732987954500 {
+		t.Fatalf("%+v", a)
+	}
+	open, err := DecodeEvent([]byte(`{"type":"open","count":3}`))
+	if err != nil || open.Type != EventOpen || open.Count != 3 {
+		t.Fatalf("%+v %v", open, err)
+	}
+	for _, bad := range []string{
+		`not json`,
+		`{"type":"admit","count":-1}`,
+		`{"type":"admit","count":1e40}`,
+		`{"type":"admit","admitted":[["a",1]]}`,
+		`{"type":"admit","admitted":[["a",0,5]]}`,
+		`{"type":"admit","admitted":[[1,2,3]]}`,
+	} {
+		if _, err := DecodeEvent([]byte(bad)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+func FuzzDecodeEvent(f *testing.F) {
+	f.Add([]byte(`{"type":"admit","room":"drop","tick":1,"count":1,"admitted":[["a",1732987654400,1732987954400]]}`))
+	f.Add([]byte(`{"type":"config","room":"drop","reason":"seats_released"}`))
+	f.Add([]byte(`{"type":"open","count":"NaN"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := DecodeEvent(b)
+		if err != nil {
+			return
+		}
+		if e.Count < 0 || e.Count > maxCount {
+			t.Fatalf("count %d accepted", e.Count)
+		}
+		for _, a := range e.Admitted {
+			if a.NotBefore.UnixMilli() <= 0 || a.ExpiresAt.UnixMilli() <= 0 {
+				t.Fatalf("entry %+v accepted", a)
+			}
+		}
+	})
+}
