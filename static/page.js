@@ -24,6 +24,7 @@
   var wr = null;
   var view = "queue"; // queue | ordering | done | left
   var last = { state: null, info: null };
+  var moving = null; // the waiting figures to interpolate, or null
   var validAt = 0; // performance.now() when the entry becomes usable
   var retryAt = 0; // performance.now() of the next connection retry
   var ticker = null;
@@ -245,6 +246,10 @@
     });
     setText(el.position, numbers.format(pos));
     setText(el.eta, state.paused ? "paused" : duration(state.etaSeconds));
+    // Updates come about as often as a poll would (up to 5 s apart further
+    // back); between them the figures move on at the rate they imply.
+    moving = state.paused || !(state.etaSeconds > 0) ? null :
+      { pos: pos, eta: state.etaSeconds, at: performance.now(), horizon: Math.max(state.nextPollMs || 0, 1000) + 2000 };
     setActions("none");
     var eta = state.paused ? "The queue is paused." : "Estimated wait " + durationWords(state.etaSeconds) + ".";
     announce("You are " + ordinal(pos) + " in line. " + eta, "waiting:" + pos + ":" + state.paused, false);
@@ -298,10 +303,23 @@
     return "Your turn in " + (ms / 1000).toFixed(1) + " s";
   }
 
+  // interpolate moves the waiting figures on between two updates, at the
+  // admission rate the last one implied (position / ETA), for no longer than
+  // the next update should take, and never past the front.
+  function interpolate() {
+    if (!moving) return;
+    var dt = Math.min(performance.now() - moving.at, moving.horizon) / 1000;
+    var rate = moving.pos / moving.eta;
+    var pos = Math.max(1, Math.ceil(moving.pos - rate * dt));
+    setText(el.position, numbers.format(pos));
+    setText(el.eta, duration(Math.max(0, Math.ceil(moving.eta - dt))));
+  }
+
   // One ticker redraws the countdowns; state changes come from the client.
   function tick() {
     var s = last.state, i = last.info;
     if (view === "queue" && s && s.status === "admitted" && i && !i.usable) setText(el.detail, countdownText());
+    if (view === "queue" && s && s.status === "waiting" && !s.opensAt) interpolate();
     updateConnectionText();
   }
 
