@@ -84,4 +84,3 @@ func (q *Queue) Restore(ctx context.Context, t Token, expiresAt time.Time) error
 	}
 	return nil
 }
-

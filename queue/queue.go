@@ -85,4 +85,3 @@ func check(room, visitor string) error {
 }
 
 func seed() string { return strconv.FormatInt(1+rand.Int64N(2147483646), 10) }
-
