@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/waitroom/waitroom/wire"
 )
@@ -72,104 +71,4 @@ func jitterArg(off bool) string {
 		return "0"
 	}
 	return "1"
-}
-
-// Rooms lists the rooms with waiting visitors.
-func (q *Queue) Rooms(ctx context.Context) ([]string, error) {
-	v, err := q.r.Do(ctx, "SMEMBERS", roomsKey)
-	if err != nil {
-		return nil, fmt.Errorf("queue: rooms: %w", err)
-	}
-	return validRooms(v), nil
-}
-
-func validRooms(v any) []string {
-	arr, _ := v.([]any)
-	out := make([]string, 0, len(arr))
-	for _, e := range arr {
-		if s, ok := e.(string); ok && ValidRoom(s) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// forget drops room from the rooms set once its queue is empty. The ZCARD
-// after SREM closes the race with a join that lands in between.
-func (q *Queue) forget(ctx context.Context, room string) error {
-	if _, err := q.r.Do(ctx, "SREM", roomsKey, room); err != nil {
-		return err
-	}
-	v, err := q.r.Do(ctx, "ZCARD", queueKey(room))
-	if err != nil {
-		return err
-	}
-	pre, err := q.r.Do(ctx, "SCARD", prefix(room)+"pre")
-	if err != nil {
-		return err
-	}
-	n, _ := asInt(v)
-	m, _ := asInt(pre)
-	if n+m > 0 {
-		_, err = q.r.Do(ctx, "SADD", roomsKey, room)
-	}
-	return err
-}
-
-// Run admits visitors of every room with waiting visitors once per tick
-// until ctx ends. Ticks fire just after each tick boundary; the script's
-// tick record makes sure that several instances admit one batch per tick.
-func (q *Queue) Run(ctx context.Context) error {
-	tick := q.opts.Capacity.Tick
-	t := time.NewTimer(untilNextTick(time.Now(), tick))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		q.tickOnce(ctx)
-		t.Reset(untilNextTick(time.Now(), tick))
-	}
-}
-
-// untilNextTick aims a little past the next boundary so that a caller a few
-// ms early does not land in the tick it already took.
-func untilNextTick(now time.Time, tick time.Duration) time.Duration {
-	offset := tick / 10
-	d := tick - time.Duration(now.UnixNano())%tick + offset
-	if d > tick {
-		d -= tick
-	}
-	return d
-}
-
-func (q *Queue) tickOnce(ctx context.Context) {
-	tctx, cancel := context.WithTimeout(ctx, q.opts.Capacity.Tick*5)
-	defer cancel()
-	rooms, err := q.Rooms(tctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			q.log.Warn("tick: rooms", "err", err)
-		}
-		return
-	}
-	for _, room := range rooms {
-		res, err := q.Admit(tctx, room)
-		if err != nil {
-			if ctx.Err() == nil {
-				q.log.Warn("tick: admit", "room", room, "err", err)
-			}
-			continue
-		}
-		if n := len(res.Admitted); n > 0 && q.opts.OnAdmit != nil {
-			q.opts.OnAdmit(room, n)
-		}
-		if res.Taken && res.Waiting == 0 {
-			if err := q.forget(tctx, room); err != nil && ctx.Err() == nil {
-				q.log.Warn("tick: forget room", "room", room, "err", err)
-			}
-		}
-	}
 }

@@ -3,13 +3,13 @@ package queue
 import (
 	"context"
 	"errors"
-	"github.com/waitroom/waitroom/wire"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // TestCluster runs the queue on a three-node Redis Cluster with both

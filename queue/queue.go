@@ -33,6 +33,8 @@ type Queue struct {
 	opts   Options
 	log    *slog.Logger
 	rates  sync.Map // room -> measured admission rate (float64), for ETAs
+
+	configured roomList // the tick loop's copy of the configured rooms
 }
 
 // New returns a Queue. opts is copied.

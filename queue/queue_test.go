@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/waitroom/waitroom/wire"
 	"sort"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/wire"
 )
 
 var clients = []string{"rueidis", "go-redis"}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/waitroom/waitroom/wire"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/wire"
 )
 
 func joinN(t *testing.T, q *Queue, room string, n int, prefix string) []string {

@@ -1,0 +1,171 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Rooms lists the rooms with waiting visitors.
+func (q *Queue) Rooms(ctx context.Context) ([]string, error) {
+	v, err := q.r.Do(ctx, "SMEMBERS", roomsKey)
+	if err != nil {
+		return nil, fmt.Errorf("queue: rooms: %w", err)
+	}
+	return validRooms(v), nil
+}
+
+func validRooms(v any) []string {
+	arr, _ := v.([]any)
+	out := make([]string, 0, len(arr))
+	for _, e := range arr {
+		if s, ok := e.(string); ok && ValidRoom(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// forget drops room from the rooms set once its queue is empty. The ZCARD
+// after SREM closes the race with a join that lands in between.
+func (q *Queue) forget(ctx context.Context, room string) error {
+	if _, err := q.r.Do(ctx, "SREM", roomsKey, room); err != nil {
+		return err
+	}
+	v, err := q.r.Do(ctx, "ZCARD", queueKey(room))
+	if err != nil {
+		return err
+	}
+	pre, err := q.r.Do(ctx, "SCARD", prefix(room)+"pre")
+	if err != nil {
+		return err
+	}
+	n, _ := asInt(v)
+	m, _ := asInt(pre)
+	if n+m > 0 {
+		_, err = q.r.Do(ctx, "SADD", roomsKey, room)
+	}
+	return err
+}
+
+// Run admits visitors of every room with waiting visitors once per tick
+// until ctx ends. Ticks fire just after each tick boundary; the script's
+// tick record makes sure that several instances admit one batch per tick.
+func (q *Queue) Run(ctx context.Context) error {
+	tick := q.opts.Capacity.Tick
+	t := time.NewTimer(untilNextTick(time.Now(), tick))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		q.tickOnce(ctx)
+		t.Reset(untilNextTick(time.Now(), tick))
+	}
+}
+
+// untilNextTick aims a little past the next boundary so that a caller a few
+// ms early does not land in the tick it already took.
+func untilNextTick(now time.Time, tick time.Duration) time.Duration {
+	offset := tick / 10
+	d := tick - time.Duration(now.UnixNano())%tick + offset
+	if d > tick {
+		d -= tick
+	}
+	return d
+}
+
+// tickSample is how many of the rooms that visitors made (with open rooms)
+// one tick visits, picked at random; tickWorkers bounds the admit calls in
+// flight at once.
+const (
+	tickSample  = 64
+	tickWorkers = 32
+)
+
+// tickOnce admits every room once. The rooms an operator configured are
+// all visited, each tick, concurrently, and each call has its own
+// deadline; then a random sample of the other rooms with waiting visitors
+// (which only exist with open rooms). So a configured room's admission
+// does not depend on how many rooms visitors made, and one slow room does
+// not hold up the rest.
+func (q *Queue) tickOnce(ctx context.Context) {
+	tick := q.opts.Capacity.Tick
+	configured := q.configured.get(ctx, q)
+	rooms := slices.Clone(configured)
+	sctx, cancel := context.WithTimeout(ctx, tick)
+	v, err := q.r.Do(sctx, "SRANDMEMBER", roomsKey, strconv.Itoa(tickSample))
+	cancel()
+	if err != nil && ctx.Err() == nil {
+		q.log.Warn("tick: rooms", "err", err)
+	}
+	for _, room := range validRooms(v) {
+		if _, ok := slices.BinarySearch(configured, room); !ok {
+			rooms = append(rooms, room)
+		}
+	}
+	sem := make(chan struct{}, tickWorkers)
+	var wg sync.WaitGroup
+	for _, room := range rooms {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			q.tickRoom(ctx, room)
+		})
+	}
+	wg.Wait()
+}
+
+// tickRoom runs one room's admission, under a deadline of its own.
+func (q *Queue) tickRoom(ctx context.Context, room string) {
+	tctx, cancel := context.WithTimeout(ctx, q.opts.Capacity.Tick*5)
+	defer cancel()
+	res, err := q.Admit(tctx, room)
+	if err != nil {
+		if ctx.Err() == nil {
+			q.log.Warn("tick: admit", "room", room, "err", err)
+		}
+		return
+	}
+	if n := len(res.Admitted); n > 0 && q.opts.OnAdmit != nil {
+		q.opts.OnAdmit(room, n)
+	}
+	if res.Taken && res.Waiting == 0 {
+		if err := q.forget(tctx, room); err != nil && ctx.Err() == nil {
+			q.log.Warn("tick: forget room", "room", room, "err", err)
+		}
+	}
+}
+
+// roomList is the configured rooms as last read, sorted, re-read at most
+// once a second; a failed read keeps the last list.
+type roomList struct {
+	mu    sync.Mutex
+	rooms []string
+	at    time.Time
+}
+
+func (l *roomList) get(ctx context.Context, q *Queue) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if time.Since(l.at) < time.Second {
+		return l.rooms
+	}
+	rctx, cancel := context.WithTimeout(ctx, q.opts.Capacity.Tick)
+	defer cancel()
+	v, err := q.r.Do(rctx, "SMEMBERS", configuredRoomsKey)
+	if err != nil {
+		if ctx.Err() == nil {
+			q.log.Warn("tick: configured rooms", "err", err)
+		}
+		return l.rooms
+	}
+	l.rooms, l.at = validRooms(v), time.Now()
+	slices.Sort(l.rooms)
+	return l.rooms
+}
