@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -179,6 +180,76 @@ func TestClientsQuick(t *testing.T) {
 		if !strings.Contains(md, "| "+r.Client+" |") {
 			t.Errorf("clients.md has no row for %s", r.Client)
 		}
+	}
+}
+
+func TestScaleQuick(t *testing.T) {
+	needTools(t, "go", "redis-server")
+	dir := t.TempDir()
+	rep, err := runScale(testContext(t, 4*time.Minute), scaleOptions{Out: dir, Quick: true, Progress: testWriter{t}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromFile scaleReport
+	md := checkOutputs(t, dir, "scale", &fromFile)
+	if fromFile.Visitors != rep.Visitors || fromFile.Told != rep.Told || len(fromFile.Phases) != 3 {
+		t.Errorf("scale.json holds %d visitors, %d told, %d phases; the run had %d, %d, 3",
+			fromFile.Visitors, fromFile.Told, len(fromFile.Phases), rep.Visitors, rep.Told)
+	}
+	for _, want := range []string{"| admission lag p99 |", "| connections dropped, paused |", "| admitting |", "| paused |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("scale.md has no row %q", want)
+		}
+	}
+
+	// Every admitted visitor told, exactly once, and no sooner than notBefore.
+	if rep.Admitted <= 0 {
+		t.Fatal("nobody was admitted")
+	}
+	if float64(rep.Told) != rep.Admitted || rep.AdmittedRedis != int64(rep.Admitted) {
+		t.Errorf("told %d visitors; instances' counters admitted %.0f, Redis %d", rep.Told, rep.Admitted, rep.AdmittedRedis)
+	}
+	if rep.ToldTwice != 0 {
+		t.Errorf("%d visitors told they were admitted more than once", rep.ToldTwice)
+	}
+	if rep.Early != 0 {
+		t.Errorf("%d admitted states pushed before notBefore", rep.Early)
+	}
+	if math.IsNaN(rep.LagP99) || rep.LagP99 < 0 || rep.LagP99 > 10 {
+		t.Errorf("lag p99 = %v s, want within [0, 10]", rep.LagP99)
+	}
+
+	// Nothing dropped, by the clients' count and by the servers'.
+	if rep.DroppedConnect+rep.DroppedAdmitting+rep.DroppedPaused != 0 {
+		t.Errorf("dropped %d connecting, %d admitting, %d paused; first: %s", rep.DroppedConnect, rep.DroppedAdmitting, rep.DroppedPaused, rep.FirstDrop)
+	}
+	for _, p := range rep.Phases {
+		switch p.Name {
+		case "admitting", "paused":
+			if p.ConnsMin != float64(rep.Visitors) || p.ConnsMax != float64(rep.Visitors) {
+				t.Errorf("%s: the instances held %v–%v connections, want %d throughout", p.Name, p.ConnsMin, p.ConnsMax, rep.Visitors)
+			}
+		}
+		if len(p.InstanceCores) != rep.Instances {
+			t.Errorf("%s: CPU of %d instances, want %d", p.Name, len(p.InstanceCores), rep.Instances)
+		}
+		positive(t, p.Name+" instances' CPU", p.InstancesCores)
+		positive(t, p.Name+" Redis commands/s", p.RedisCmdsPerSec)
+		positive(t, p.Name+" client processes' CPU", p.ClientCores)
+	}
+	if len(rep.PerInstance) != rep.Instances || rep.Instances != 3 {
+		t.Fatalf("%d instances reported, %d run; want 3", len(rep.PerInstance), rep.Instances)
+	}
+	told := 0
+	for _, in := range rep.PerInstance {
+		if in.Conns != float64(in.Visitors) {
+			t.Errorf("instance %d held %v connections for its %d visitors", in.Instance, in.Conns, in.Visitors)
+		}
+		positive(t, fmt.Sprintf("instance %d goroutines per connection", in.Instance), in.GoroutinesPerConn)
+		told += in.Told
+	}
+	if told != rep.Told {
+		t.Errorf("instances told %d, visitors %d", told, rep.Told)
 	}
 }
 

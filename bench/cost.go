@@ -187,7 +187,7 @@ func costMode(ctx context.Context, o costOptions, mode string) (costResult, erro
 				errs[p] = err
 				return
 			}
-			w, err := startWorker(ctx, cfg)
+			w, err := startWorker(ctx, "cost-worker", cfg)
 			if err == nil {
 				handles[p] = w
 			}

@@ -143,14 +143,6 @@ func startTarget(ctx context.Context, ext externalOpts, serverArgs []string) (*t
 		}
 		return t, nil
 	}
-	bin, err := serverBinary(ctx)
-	if err != nil {
-		return nil, err
-	}
-	redisBin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, errors.New("redis-server is not on PATH: install it (apt-get install redis-server)")
-	}
 	t := &target{}
 	ok := false
 	defer func() {
@@ -158,35 +150,62 @@ func startTarget(ctx context.Context, ext externalOpts, serverArgs []string) (*t
 			t.Close()
 		}
 	}()
+	if err := t.startRedis(ctx); err != nil {
+		return nil, err
+	}
+	if err := t.startServer(ctx, t.RedisAddr, newSecret(), serverArgs); err != nil {
+		return nil, err
+	}
+	ok = true
+	return t, nil
+}
 
+// startRedis starts a fresh redis-server on a free loopback port as part of
+// t, and waits until it answers PING.
+func (t *target) startRedis(ctx context.Context) error {
+	redisBin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return errors.New("redis-server is not on PATH: install it (apt-get install redis-server)")
+	}
 	rport, err := freePort()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	t.RedisAddr = "127.0.0.1:" + strconv.Itoa(rport)
 	rcmd := exec.Command(redisBin, "--port", strconv.Itoa(rport), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning")
 	if err := t.spawn(rcmd, "redis"); err != nil {
-		return nil, err
+		return err
 	}
 	t.rdb = redis.NewClient(&redis.Options{Addr: t.RedisAddr, PoolSize: 2})
 	if err := waitFor(ctx, 10*time.Second, func() bool {
 		return t.rdb.Ping(ctx).Err() == nil
 	}); err != nil {
-		return nil, fmt.Errorf("redis-server on %s did not answer PING: %w", t.RedisAddr, err)
+		return fmt.Errorf("redis-server on %s did not answer PING: %w", t.RedisAddr, err)
 	}
+	return nil
+}
 
+// startServer starts the server built from this module on a free loopback
+// port as part of t, on the Redis at redisAddr with the signing secret
+// (instances that share a Redis must share it), and waits until GET
+// /readyz answers 200.
+func (t *target) startServer(ctx context.Context, redisAddr, secret string, serverArgs []string) error {
+	bin, err := serverBinary(ctx)
+	if err != nil {
+		return err
+	}
 	sport, err := freePort()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	t.URL = "http://127.0.0.1:" + strconv.Itoa(sport)
-	args := []string{"-addr", "127.0.0.1:" + strconv.Itoa(sport), "-redis", "redis://" + t.RedisAddr,
-		"-secret", newSecret(), "-log-level", "warn", "-shutdown-timeout", "5s", "-drain-window", "0s"}
+	args := []string{"-addr", "127.0.0.1:" + strconv.Itoa(sport), "-redis", "redis://" + redisAddr,
+		"-secret", secret, "-log-level", "warn", "-shutdown-timeout", "5s", "-drain-window", "0s"}
 	args = append(args, serverArgs...)
 	scmd := exec.Command(bin, args...)
 	if err := t.spawn(scmd, "waitroom"); err != nil {
-		return nil, err
+		return err
 	}
 	t.PID = scmd.Process.Pid
 	exited := make(chan struct{})
@@ -206,10 +225,9 @@ func startTarget(ctx context.Context, ext externalOpts, serverArgs []string) (*t
 		}
 	}()
 	if err := waitReady(rctx, t.URL, 30*time.Second); err != nil {
-		return nil, fmt.Errorf("server did not become ready: %w; its log: %s", err, t.logTail())
+		return fmt.Errorf("server did not become ready: %w; its log: %s", err, t.logTail())
 	}
-	ok = true
-	return t, nil
+	return nil
 }
 
 // spawn starts cmd with its output in a log file (see startChild).

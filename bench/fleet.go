@@ -369,23 +369,28 @@ func (l localFleet) mark() error               { l.f.mark(); return nil }
 func (l localFleet) end() (fleetReport, error) { return l.f.end(), nil }
 func (l localFleet) abort()                    { l.f.abort() }
 
-// workerFleet is a cost-worker child process: it is given its fleetConfig
-// as JSON on the command line, says "ready" on stdout, and is driven by
-// lines on stdin ("begin", "mark", "end"); its report is one JSON document on
-// stdout.
+// workerFleet is a child process of the bench (cost-worker, scale-worker):
+// it is given its configuration as JSON on the command line, says "ready"
+// on stdout, and is driven by lines on stdin (cost: "begin", "mark", "end";
+// scale: "end"); its report is one JSON document on stdout.
 type workerFleet struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser
 	out *bufio.Reader
 }
 
-func startWorker(ctx context.Context, cfg fleetConfig) (*workerFleet, error) {
+// startWorker starts `bench sub -config JSON(cfg)` and waits for its
+// "ready".
+func startWorker(ctx context.Context, sub string, cfg any) (*workerFleet, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	js, _ := json.Marshal(cfg)
-	cmd := exec.Command(exe, "cost-worker", "-config", string(js))
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, sub, "-config", string(js))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -396,7 +401,7 @@ func startWorker(ctx context.Context, cfg fleetConfig) (*workerFleet, error) {
 		return nil, err
 	}
 	if err := startChild(cmd); err != nil {
-		return nil, fmt.Errorf("start cost-worker: %w", err)
+		return nil, fmt.Errorf("start %s: %w", sub, err)
 	}
 	w := &workerFleet{cmd: cmd, in: in, out: bufio.NewReaderSize(outp, 1<<20)}
 	line := make(chan string, 1)
@@ -408,7 +413,7 @@ func startWorker(ctx context.Context, cfg fleetConfig) (*workerFleet, error) {
 	case s := <-line:
 		if s != "ready\n" {
 			w.abort()
-			return nil, fmt.Errorf("cost-worker did not get ready: %q", s)
+			return nil, fmt.Errorf("%s did not get ready: %q", sub, s)
 		}
 	case <-ctx.Done():
 		w.abort()
@@ -429,13 +434,19 @@ func (w *workerFleet) mark() error {
 
 func (w *workerFleet) end() (fleetReport, error) {
 	var rep fleetReport
+	err := w.finish(&rep)
+	return rep, err
+}
+
+// finish says "end", decodes the worker's report into v and reaps it.
+func (w *workerFleet) finish(v any) error {
 	if _, err := io.WriteString(w.in, "end\n"); err != nil {
-		return rep, err
+		return err
 	}
-	err := json.NewDecoder(w.out).Decode(&rep)
+	err := json.NewDecoder(w.out).Decode(v)
 	_ = w.in.Close()
 	_ = w.cmd.Wait()
-	return rep, err
+	return err
 }
 
 func (w *workerFleet) abort() {

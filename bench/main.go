@@ -1,7 +1,8 @@
 // Command bench measures a waitroom server from the outside, like its users:
 // what push costs against polling (cost), what a herd of admitted visitors
-// does to the protected system (herd), and the Redis clients' throughput
-// through the HTTP API beside raw redis-benchmark (clients).
+// does to the protected system (herd), the Redis clients' throughput
+// through the HTTP API beside raw redis-benchmark (clients), and what push
+// visitors cost spread over several instances on one Redis (scale).
 //
 // It starts what it needs (a redis-server on a free port, and the server
 // built from this module), loads loopback only, bounds every run in count
@@ -11,6 +12,7 @@
 //	go run ./bench cost    [-quick] [-n 10000] [-duration 60s] [-out results/]
 //	go run ./bench herd    [-quick] [-transport ws|poll] [-out results/]
 //	go run ./bench clients [-quick] [-ops 50000] [-out results/]
+//	go run ./bench scale   [-quick] [-n 45000] [-transport ws|sse] [-instances 3] [-admit 30s] [-idle 60s] [-out results/]
 package main
 
 import (
@@ -36,6 +38,9 @@ scenarios:
            arrive, batch 14 / 500 / 1000, jitter on and off
   clients  rueidis against go-redis through HTTP join and status, beside
            redis-benchmark ZADD and ZRANK
+  scale    45,000 push visitors over 3 instances on one Redis, paused while
+           they connect, then admitting 14 per 100 ms, then paused: CPU,
+           RSS and goroutines per connection, Redis, lag, drops
 
 Each scenario takes -quick (seconds) and -out DIR (default results).
 Run "go run ./bench <scenario> -h" for its flags.
@@ -130,12 +135,39 @@ func run(ctx context.Context, scenario string, args []string, progress io.Writer
 			fmt.Fprintf(progress, "wrote %s/clients.{md,json,svg}\n", strings.TrimRight(c.out, "/"))
 		}
 		return err
+	case "scale":
+		var o scaleOptions
+		fs.StringVar(&c.out, "out", "results", "folder for the .md, .json and .svg outputs")
+		fs.BoolVar(&c.quick, "quick", false, "a run of seconds with small counts (what the tests run)")
+		fs.IntVar(&o.N, "n", 0, "push visitors (default 45000; 3000 with -quick)")
+		fs.StringVar(&o.Transport, "transport", "ws", "push transport: ws or sse")
+		fs.IntVar(&o.Instances, "instances", 3, "server instances, all on the one redis-server")
+		fs.DurationVar(&o.Admit, "admit", 0, "admitting phase (default 30s; 5s with -quick)")
+		fs.DurationVar(&o.Idle, "idle", 0, "paused phase after it (default 60s; 10s with -quick)")
+		fs.IntVar(&o.Batch, "batch", 0, "server -batch: visitors admitted per tick (default 14)")
+		fs.DurationVar(&o.Tick, "tick", 0, "server -tick (default 100ms)")
+		fs.IntVar(&o.PerProc, "per-proc", 0, "visitors per client process; more are spread over child processes (default 15000)")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		o.Out, o.Quick, o.Progress = c.out, c.quick, progress
+		_, err := runScale(ctx, o, command)
+		if err == nil {
+			fmt.Fprintf(progress, "wrote %s/scale.{md,json,svg}\n", strings.TrimRight(c.out, "/"))
+		}
+		return err
 	case "cost-worker":
 		cfg := fs.String("config", "", "fleet configuration (JSON); internal")
 		if err := fs.Parse(args); err != nil {
 			return err
 		}
 		return costWorkerMain(ctx, *cfg)
+	case "scale-worker":
+		cfg := fs.String("config", "", "fleet configuration (JSON); internal")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		return scaleWorkerMain(ctx, *cfg)
 	}
 	fmt.Fprint(os.Stderr, usage)
 	return fmt.Errorf("unknown scenario %q", scenario)

@@ -1,0 +1,1094 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The figures the scale scenario is held against; they hold for the target
+// configuration only (45,000 WebSocket visitors over 3 instances).
+const (
+	scaleTargetN         = 45000
+	scaleTargetInstances = 3
+	scaleTargetCores     = 0.5   // all instances together, admitting and paused
+	scaleTargetLagP99    = 0.020 // seconds
+)
+
+// scaleOptions configure the scale scenario.
+type scaleOptions struct {
+	Out       string
+	Quick     bool
+	N         int           // push visitors
+	Transport string        // ws or sse
+	Instances int           // server instances sharing one redis-server
+	Admit     time.Duration // the admitting phase
+	Idle      time.Duration // the paused phase after it
+	Batch     int
+	Tick      time.Duration
+	PerProc   int // visitors per client process; more are spread over scale-worker children
+	Progress  io.Writer
+}
+
+func (o *scaleOptions) defaults() {
+	if o.Quick {
+		o.N = orInt(o.N, 3000)
+		o.Admit = orDur(o.Admit, 5*time.Second)
+		o.Idle = orDur(o.Idle, 10*time.Second)
+	}
+	o.N = orInt(o.N, scaleTargetN)
+	o.Admit = orDur(o.Admit, 30*time.Second)
+	o.Idle = orDur(o.Idle, 60*time.Second)
+	o.Instances = orInt(o.Instances, scaleTargetInstances)
+	o.Batch = orInt(o.Batch, 14)
+	o.Tick = orDur(o.Tick, 100*time.Millisecond)
+	o.PerProc = orInt(o.PerProc, 15000)
+	if o.Transport == "" {
+		o.Transport = modeWS
+	}
+	if o.Out == "" {
+		o.Out = "results"
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+}
+
+// scalePhase is what one phase cost. Figures of the instances are in the
+// order they were started.
+type scalePhase struct {
+	Name            string    `json:"name"`
+	Seconds         float64   `json:"seconds"`
+	InstanceCores   []float64 `json:"instanceCpuCores"`
+	InstancesCores  float64   `json:"instancesCpuCores"`
+	InstanceRSSMiB  []float64 `json:"instanceRssMiBAtEnd"`
+	RedisCores      float64   `json:"redisCpuCores"`
+	RedisCmdsPerSec float64   `json:"redisCommandsPerSec"`
+	ClientCores     float64   `json:"clientProcessesCpuCores"`
+	OtherCores      float64   `json:"otherProcessesCpuCores"`
+	ConnsMin        float64   `json:"serverConnectionsMin"` // sum of waitroom_connections over the instances
+	ConnsMax        float64   `json:"serverConnectionsMax"`
+	Admitted        float64   `json:"admittedInPhase"` // Σ waitroom_admissions_total of the room
+	Dropped         int       `json:"droppedConnections"`
+}
+
+// scaleInstance is one instance once every visitor is connected, and the
+// visitors it served.
+type scaleInstance struct {
+	Instance          int     `json:"instance"`
+	Visitors          int     `json:"visitors"`
+	Conns             float64 `json:"serverConnections"`
+	RSSBeforeMiB      float64 `json:"rssBeforeMiB"`
+	RSSConnectedMiB   float64 `json:"rssConnectedMiB"`
+	RSSPerConnKiB     float64 `json:"rssPerConnKiB"`
+	GoroutinesBefore  float64 `json:"goroutinesBefore"`
+	Goroutines        float64 `json:"goroutinesConnected"`
+	GoroutinesPerConn float64 `json:"goroutinesPerConn"`
+	Admissions        float64 `json:"admissionsByItsTicks"`
+	Told              int     `json:"told"`
+	LagP50            float64 `json:"lagP50Seconds"`
+	LagP99            float64 `json:"lagP99Seconds"`
+}
+
+// scaleCheck is one figure beside its target.
+type scaleCheck struct {
+	What     string `json:"what"`
+	Target   string `json:"target"`
+	Measured string `json:"measured"`
+	Met      bool   `json:"met"`
+}
+
+type scaleReport struct {
+	Scenario         string          `json:"scenario"`
+	Machine          string          `json:"machine"`
+	Command          string          `json:"command"`
+	Visitors         int             `json:"visitors"`
+	Transport        string          `json:"transport"`
+	Instances        int             `json:"instances"`
+	ClientProcesses  int             `json:"clientProcesses"`
+	Batch            int             `json:"batch"`
+	TickMs           int64           `json:"tickMs"`
+	AdmitSeconds     float64         `json:"admitSeconds"`
+	IdleSeconds      float64         `json:"idleSeconds"`
+	TargetConfig     bool            `json:"targetConfiguration"`
+	Phases           []scalePhase    `json:"phases"`
+	PerInstance      []scaleInstance `json:"perInstance"`
+	Admitted         float64         `json:"admittedMetrics"` // Σ waitroom_admissions_total{room} over the instances
+	AdmittedRedis    int64           `json:"admittedRedis"`   // admittedTotal of the admin stats (Redis)
+	Told             int             `json:"told"`            // visitors that received an admitted state
+	ToldTwice        int             `json:"toldMoreThanOnce"`
+	Repeats          scaleRepeats    `json:"repeats"`
+	Early            int             `json:"pushedBeforeNotBefore"`
+	LagP50           float64         `json:"lagP50Seconds"`
+	LagP99           float64         `json:"lagP99Seconds"`
+	LagMax           float64         `json:"lagMaxSeconds"`
+	DroppedConnect   int             `json:"droppedConnecting"`
+	DroppedAdmitting int             `json:"droppedAdmitting"`
+	DroppedPaused    int             `json:"droppedPaused"`
+	FirstDrop        string          `json:"firstDrop,omitempty"`
+	Checks           []scaleCheck    `json:"checks"`
+}
+
+// scaleRepeats describes the second admitted states visitors received.
+type scaleRepeats struct {
+	Admitting     int     `json:"inAdmitting"`
+	Paused        int     `json:"inPaused"`
+	AfterEnd      int     `json:"afterTheRun"` // not in toldMoreThanOnce
+	SameNotBefore int     `json:"withSameNotBefore"`
+	NBDiffMax     float64 `json:"notBeforeDifferenceMaxSeconds"`
+	AfterP50      float64 `json:"afterFirstP50Seconds"`
+	AfterMax      float64 `json:"afterFirstMaxSeconds"`
+}
+
+// scaleFleetConfig is one client process's share of the visitors.
+type scaleFleetConfig struct {
+	URLs      []string `json:"urls"` // the instances; visitor i joins and listens at URLs[i % len]
+	Room      string   `json:"room"`
+	Transport string   `json:"transport"`
+	First     int      `json:"first"` // global index of the first visitor
+	Count     int      `json:"count"`
+	IPBase    int      `json:"ipBase"` // source addresses 127.0.0.IPBase…
+	IPs       int      `json:"ips"`
+	SetupConc int      `json:"setupConc"` // joins and connects in flight while setting up
+}
+
+// scaleVisitor is what one visitor saw; only its own goroutine writes it.
+type scaleVisitor struct {
+	Index    int   `json:"i"`
+	Told     int64 `json:"told,omitempty"` // first admitted state received, Unix ns
+	NB       int64 `json:"nb,omitempty"`   // its notBefore
+	Admitted int   `json:"admitted,omitempty"`
+	Again    int64 `json:"again,omitempty"`   // the second admitted state received, Unix ns
+	AgainNB  int64 `json:"againNb,omitempty"` // its notBefore
+	Connects int   `json:"connects"`
+}
+
+// scaleDrop is a stream that ended without the client closing it.
+type scaleDrop struct {
+	I   int    `json:"i"`
+	T   int64  `json:"t"` // Unix ns
+	Err string `json:"err"`
+}
+
+type scaleFleetReport struct {
+	Visitors []scaleVisitor `json:"visitors"`
+	Drops    []scaleDrop    `json:"drops"`
+}
+
+// scaleFleet holds its visitors' streams open until end; admitted visitors
+// keep theirs too, so a second admitted state would be seen and the
+// server's connection count must stay put.
+type scaleFleet struct {
+	cfg  scaleFleetConfig
+	w    wire
+	apis []*api
+	vis  []scaleVisitor
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu        sync.Mutex
+	drops     []scaleDrop
+	setupErrs int
+	firstErr  string
+}
+
+// startScaleFleet joins every visitor at its instance and opens its
+// stream, and returns when all are listening. Any visitor that cannot be
+// set up fails the fleet: the per-instance figures assume all of them.
+func startScaleFleet(ctx context.Context, cfg scaleFleetConfig) (*scaleFleet, error) {
+	if len(cfg.URLs) == 0 {
+		return nil, errors.New("scale fleet: no instances")
+	}
+	f := &scaleFleet{cfg: cfg, vis: make([]scaleVisitor, cfg.Count)}
+	f.ctx, f.stop = context.WithCancel(context.Background())
+	d := newDialer(&f.w, cfg.IPBase, cfg.IPs)
+	for _, u := range cfg.URLs {
+		f.apis = append(f.apis, newAPI(u, cfg.Room, &f.w, d, max(cfg.SetupConc, 1)))
+	}
+	sem := make(chan struct{}, max(cfg.SetupConc, 1))
+	var ready sync.WaitGroup
+	ready.Add(cfg.Count)
+	for i := range f.vis {
+		v := &f.vis[i]
+		v.Index = cfg.First + i
+		f.wg.Go(func() { f.runVisitor(v, sem, ready.Done) })
+	}
+	done := make(chan struct{})
+	go func() { ready.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		f.abort()
+		return nil, ctx.Err()
+	}
+	// The joins' keep-alive connections are not part of what is measured.
+	for _, a := range f.apis {
+		a.hc.CloseIdleConnections()
+	}
+	f.mu.Lock()
+	n, first := f.setupErrs, f.firstErr
+	f.mu.Unlock()
+	if n > 0 {
+		f.abort()
+		return nil, fmt.Errorf("%d of %d visitors could not be set up, first: %s", n, cfg.Count, first)
+	}
+	return f, nil
+}
+
+func (f *scaleFleet) setupFailed(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.setupErrs++
+	if f.firstErr == "" {
+		f.firstErr = err.Error()
+	}
+}
+
+func (f *scaleFleet) dropped(i int, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drops = append(f.drops, scaleDrop{I: i, T: time.Now().UnixNano(), Err: err.Error()})
+}
+
+// runVisitor joins, then holds a stream until the fleet ends. A stream the
+// server ends is a drop; the visitor connects again after a short random
+// pause, as the JS client does, so a later admission still reaches it.
+func (f *scaleFleet) runVisitor(v *scaleVisitor, sem chan struct{}, ready func()) {
+	ctx := f.ctx
+	a := f.apis[v.Index%len(f.apis)]
+	var once sync.Once
+	release := func() { once.Do(func() { <-sem; ready() }) }
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		once.Do(ready)
+		return
+	}
+	defer release()
+
+	var cred string
+	for attempt := 1; ; attempt++ {
+		st, err := a.join(ctx, "")
+		if err == nil {
+			cred = st.Visitor
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if attempt == 3 {
+			f.setupFailed(fmt.Errorf("join: %w", err))
+			return
+		}
+		if !sleepCtx(ctx, time.Duration(attempt)*100*time.Millisecond) {
+			return
+		}
+	}
+	observe := func(st state, at time.Time) bool {
+		if st.Status == "admitted" {
+			v.Admitted++
+			switch v.Admitted {
+			case 1:
+				v.Told, v.NB = at.UnixNano(), st.NotBefore.UnixNano()
+			case 2:
+				v.Again, v.AgainNB = at.UnixNano(), st.NotBefore.UnixNano()
+			}
+		}
+		return true // keep listening: a second admitted state must be seen
+	}
+	failed := 0 // connects in a row that did not open
+	for {
+		opened := false
+		onOpen := func() { opened = true; v.Connects++; release() }
+		var err error
+		if f.cfg.Transport == modeSSE {
+			err = a.sse(ctx, cred, onOpen, observe)
+		} else {
+			err = a.ws(ctx, cred, onOpen, observe)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			err = errors.New("stream ended")
+		}
+		if opened {
+			f.dropped(v.Index, err)
+			failed = 0
+		} else {
+			failed++
+		}
+		if failed == 3 {
+			if v.Connects == 0 {
+				f.setupFailed(err)
+			} else {
+				f.dropped(v.Index, fmt.Errorf("gave up reconnecting: %w", err))
+			}
+			return
+		}
+		if !sleepCtx(ctx, 200*time.Millisecond+rand.N(800*time.Millisecond)) {
+			return
+		}
+	}
+}
+
+// end closes every stream (a close handshake each) and reports.
+func (f *scaleFleet) end() scaleFleetReport {
+	f.abort()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return scaleFleetReport{Visitors: f.vis, Drops: f.drops}
+}
+
+func (f *scaleFleet) abort() {
+	f.stop()
+	f.wg.Wait()
+	for _, a := range f.apis {
+		a.close()
+	}
+}
+
+// scaleHandle is a fleet in this process or in a scale-worker child.
+type scaleHandle interface {
+	end() (scaleFleetReport, error)
+	abort()
+	pid() int
+}
+
+type localScale struct{ f *scaleFleet }
+
+func (l localScale) end() (scaleFleetReport, error) { return l.f.end(), nil }
+func (l localScale) abort()                         { l.f.abort() }
+func (l localScale) pid() int                       { return 0 } // counted as this process
+
+type workerScale struct{ w *workerFleet }
+
+func (s workerScale) end() (scaleFleetReport, error) {
+	var rep scaleFleetReport
+	err := s.w.finish(&rep)
+	return rep, err
+}
+func (s workerScale) abort() { s.w.abort() }
+func (s workerScale) pid() int {
+	if s.w.cmd.Process == nil {
+		return 0
+	}
+	return s.w.cmd.Process.Pid
+}
+
+// scaleWorkerMain is `bench scale-worker -config JSON`: it sets its
+// visitors up, says "ready", and reports once it reads "end" (or stdin
+// closes).
+func scaleWorkerMain(ctx context.Context, cfgJSON string) error {
+	var cfg scaleFleetConfig
+	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
+		return fmt.Errorf("scale-worker: config: %w", err)
+	}
+	f, err := startScaleFleet(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	got := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		sc.Scan()
+		got <- sc.Text()
+	}()
+	select {
+	case l := <-got:
+		if l != "end" {
+			f.abort()
+			return errors.New("scale-worker: stopped before end")
+		}
+	case <-ctx.Done():
+		f.abort()
+		return ctx.Err()
+	}
+	return json.NewEncoder(os.Stdout).Encode(f.end())
+}
+
+// scaleEnv is one redis-server and the instances on it, all started here.
+type scaleEnv struct {
+	redis    *target
+	insts    []*target
+	adminKey string
+}
+
+func (e *scaleEnv) close() {
+	for _, t := range e.insts {
+		t.Close()
+	}
+	e.redis.Close()
+}
+
+func startScaleEnv(ctx context.Context, o scaleOptions) (*scaleEnv, error) {
+	e := &scaleEnv{redis: &target{}, adminKey: newSecret()}
+	ok := false
+	defer func() {
+		if !ok {
+			e.close()
+		}
+	}()
+	if err := e.redis.startRedis(ctx); err != nil {
+		return nil, err
+	}
+	secret := newSecret()
+	args := []string{"-tick", o.Tick.String(), "-batch", strconv.Itoa(o.Batch), "-admin-key", e.adminKey}
+	for i := range o.Instances {
+		t := &target{}
+		e.insts = append(e.insts, t)
+		if err := t.startServer(ctx, e.redis.RedisAddr, secret, args); err != nil {
+			return nil, fmt.Errorf("instance %d: %w", i+1, err)
+		}
+	}
+	ok = true
+	return e, nil
+}
+
+// admin calls the admin API of the first instance and decodes the answer
+// into out (when not nil).
+func (e *scaleEnv) admin(ctx context.Context, method, path string, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, e.insts[0].URL+"/api/v1/admin"+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+e.adminKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("%s %s: http %d: %s", method, path, resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(body, out)
+}
+
+func (e *scaleEnv) setPaused(ctx context.Context, room string, paused bool) error {
+	verb := "resume"
+	if paused {
+		verb = "pause"
+	}
+	var got struct {
+		Paused bool `json:"paused"`
+	}
+	if err := e.admin(ctx, "POST", "/rooms/"+room+"/"+verb, &got); err != nil {
+		return err
+	}
+	if got.Paused != paused {
+		return fmt.Errorf("%s %s: the room says paused=%v", verb, room, got.Paused)
+	}
+	return nil
+}
+
+// scaleSample is everything read at a phase boundary.
+type scaleSample struct {
+	at      time.Time
+	procs   []procSample         // per instance
+	metrics []map[string]float64 // per instance
+	redis   redisUsage
+	client  time.Duration // CPU of this process and the scale-worker children
+	busy    time.Duration // the machine's
+}
+
+// redisUsage is Redis's CPU time and commands processed since its start.
+type redisUsage struct {
+	CPU  float64 // seconds
+	Cmds int64
+}
+
+func readRedisUsage(ctx context.Context, rdb *redis.Client) redisUsage {
+	u := redisUsage{CPU: math.NaN(), Cmds: -1}
+	info, err := rdb.Info(ctx, "cpu", "stats").Result()
+	if err != nil {
+		return u
+	}
+	var cpu float64
+	seen := 0
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "used_cpu_sys", "used_cpu_user":
+			f, _ := strconv.ParseFloat(v, 64)
+			cpu += f
+			seen++
+		case "total_commands_processed":
+			u.Cmds, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	if seen == 2 {
+		u.CPU = cpu
+	}
+	return u
+}
+
+func (e *scaleEnv) sample(ctx context.Context, handles []scaleHandle) scaleSample {
+	s := scaleSample{at: time.Now(), busy: machineBusy()}
+	s.procs = make([]procSample, len(e.insts))
+	s.metrics = make([]map[string]float64, len(e.insts))
+	var wg sync.WaitGroup
+	for i, t := range e.insts {
+		s.procs[i] = t.proc()
+		wg.Go(func() { s.metrics[i] = t.metrics(ctx) })
+	}
+	wg.Wait()
+	s.redis = readRedisUsage(ctx, e.redis.rdb)
+	s.client = clientCPU(handles)
+	return s
+}
+
+// clientCPU is the CPU time of this process and its scale-worker children.
+func clientCPU(handles []scaleHandle) time.Duration {
+	pids := []int{os.Getpid()}
+	for _, h := range handles {
+		if h != nil && h.pid() > 0 {
+			pids = append(pids, h.pid())
+		}
+	}
+	var sum time.Duration
+	for _, pid := range pids {
+		if p, err := readProc(pid); err == nil {
+			sum += p.CPU
+		}
+	}
+	return sum
+}
+
+// conns is the sum of the instances' open push connections; NaN when one
+// does not answer.
+func (e *scaleEnv) conns(ctx context.Context) float64 {
+	sum := 0.0
+	for _, t := range e.insts {
+		v, ok := t.metrics(ctx)["waitroom_connections"]
+		if !ok {
+			return math.NaN()
+		}
+		sum += v
+	}
+	return sum
+}
+
+// conns is the sum of the instances' open push connections; NaN when one
+// did not answer.
+func (s scaleSample) conns() float64 {
+	sum := 0.0
+	for _, m := range s.metrics {
+		v, ok := m["waitroom_connections"]
+		if !ok {
+			return math.NaN()
+		}
+		sum += v
+	}
+	return sum
+}
+
+func (s scaleSample) admissions(room string) float64 {
+	sum := 0.0
+	for _, m := range s.metrics {
+		sum += m[`waitroom_admissions_total{room="`+room+`"}`]
+	}
+	return sum
+}
+
+// phase works out what happened between two samples.
+func (e *scaleEnv) phase(name, room string, a, b scaleSample) scalePhase {
+	p := scalePhase{Name: name, Seconds: b.at.Sub(a.at).Seconds()}
+	secs := p.Seconds
+	var ours time.Duration
+	for i := range e.insts {
+		d := b.procs[i].CPU - a.procs[i].CPU
+		ours += d
+		c := d.Seconds() / secs
+		p.InstanceCores = append(p.InstanceCores, c)
+		p.InstancesCores += c
+		p.InstanceRSSMiB = append(p.InstanceRSSMiB, float64(b.procs[i].RSSKiB)/1024)
+	}
+	p.RedisCores, p.RedisCmdsPerSec = math.NaN(), math.NaN()
+	if !math.IsNaN(a.redis.CPU) && !math.IsNaN(b.redis.CPU) {
+		p.RedisCores = (b.redis.CPU - a.redis.CPU) / secs
+		ours += time.Duration((b.redis.CPU - a.redis.CPU) * float64(time.Second))
+	}
+	if a.redis.Cmds >= 0 && b.redis.Cmds >= 0 {
+		p.RedisCmdsPerSec = float64(b.redis.Cmds-a.redis.Cmds) / secs
+	}
+	p.ClientCores = (b.client - a.client).Seconds() / secs
+	ours += b.client - a.client
+	p.OtherCores = math.NaN()
+	if a.busy > 0 && b.busy > 0 {
+		p.OtherCores = max((b.busy-a.busy-ours).Seconds()/secs, 0)
+	}
+	p.Admitted = b.admissions(room) - a.admissions(room)
+	p.ConnsMin, p.ConnsMax = math.NaN(), math.NaN()
+	return p
+}
+
+// connWatch samples the instances every period until stopped (one
+// /metrics scrape each, so the watching itself costs them little), keeps
+// the smallest and largest sum of open push connections seen, and prints a
+// progress line each time.
+type connWatch struct {
+	stop, done chan struct{}
+	min, max   float64
+}
+
+func (e *scaleEnv) watch(ctx context.Context, every time.Duration, handles []scaleHandle, line func(scaleSample) string, progress io.Writer) *connWatch {
+	w := &connWatch{stop: make(chan struct{}), done: make(chan struct{}), min: math.Inf(1), max: math.Inf(-1)}
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			s := e.sample(ctx, handles)
+			sum := s.conns()
+			if math.IsNaN(sum) {
+				continue // an instance did not answer
+			}
+			w.min, w.max = min(w.min, sum), max(w.max, sum)
+			fmt.Fprintln(progress, line(s))
+		}
+	}()
+	return w
+}
+
+// end stops the watch; min and max are NaN when nothing was read.
+func (w *connWatch) end() (lo, hi float64) {
+	close(w.stop)
+	<-w.done
+	if math.IsInf(w.min, 1) {
+		return math.NaN(), math.NaN()
+	}
+	return w.min, w.max
+}
+
+// waitPhase waits until the phase's end while a watch runs.
+func waitPhase(ctx context.Context, until time.Time) error {
+	t := time.NewTimer(time.Until(until))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func runScale(ctx context.Context, o scaleOptions, command string) (*scaleReport, error) {
+	o.defaults()
+	if o.Transport != modeWS && o.Transport != modeSSE {
+		return nil, fmt.Errorf("scale: -transport must be ws or sse, not %q", o.Transport)
+	}
+	if o.Instances < 1 || o.N < o.Instances || o.PerProc < 1 {
+		return nil, fmt.Errorf("scale: need at least one instance, a visitor per instance and -per-proc ≥ 1 (got %d, %d, %d)", o.Instances, o.N, o.PerProc)
+	}
+	// Setting visitors up runs at a few hundred to a few thousand a second
+	// on a small machine; the limit only stops a run that hangs.
+	connectLimit := time.Minute + time.Duration(o.N)*10*time.Millisecond
+	ctx, cancel := withLimit(ctx, connectLimit+o.Admit+o.Idle+2*time.Minute)
+	defer cancel()
+
+	rep := &scaleReport{Scenario: "scale", Machine: machine(), Command: command, Visitors: o.N, Transport: o.Transport,
+		Instances: o.Instances, Batch: o.Batch, TickMs: o.Tick.Milliseconds(), AdmitSeconds: o.Admit.Seconds(), IdleSeconds: o.Idle.Seconds(),
+		TargetConfig: o.N == scaleTargetN && o.Instances == scaleTargetInstances && o.Transport == modeWS}
+	fmt.Fprintf(o.Progress, "scale: starting redis-server and %d instances\n", o.Instances)
+	env, err := startScaleEnv(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer env.close()
+	room := "scale-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	if err := env.setPaused(ctx, room, true); err != nil {
+		return nil, fmt.Errorf("pause before the visitors join: %w", err)
+	}
+	every := 5 * time.Second
+	if o.Quick {
+		every = time.Second
+	}
+	var urls []string
+	for _, t := range env.insts {
+		urls = append(urls, t.URL)
+	}
+
+	// Connect: the room is paused; every visitor joins and opens its stream.
+	procs := (o.N + o.PerProc - 1) / o.PerProc
+	rep.ClientProcesses = procs
+	handles := make([]scaleHandle, procs)
+	abortAll := func() {
+		for i, h := range handles {
+			if h != nil {
+				h.abort()
+				handles[i] = nil
+			}
+		}
+	}
+	defer abortAll()
+	s0 := env.sample(ctx, nil)
+	fmt.Fprintf(o.Progress, "scale: connecting %d %s visitors over %d instances from %d process(es)\n", o.N, o.Transport, o.Instances, procs)
+	watch := env.watch(ctx, every, nil, func(s scaleSample) string {
+		return fmt.Sprintf("scale connect: %3.0fs conns=%.0f/%d", s.at.Sub(s0.at).Seconds(), s.conns(), o.N)
+	}, o.Progress)
+	cctx, ccancel := context.WithTimeout(ctx, connectLimit)
+	errs := make([]error, procs)
+	var wg sync.WaitGroup
+	for p := range procs {
+		first := p * o.N / procs
+		cfg := scaleFleetConfig{URLs: urls, Room: room, Transport: o.Transport, First: first, Count: (p+1)*o.N/procs - first,
+			IPBase: 2 + p*20, IPs: 20, SetupConc: 64}
+		wg.Go(func() {
+			if procs == 1 {
+				f, err := startScaleFleet(cctx, cfg)
+				if err == nil {
+					handles[p] = localScale{f}
+				}
+				errs[p] = err
+				return
+			}
+			w, err := startWorker(cctx, "scale-worker", cfg)
+			if err == nil {
+				handles[p] = workerScale{w}
+			}
+			errs[p] = err
+		})
+	}
+	wg.Wait()
+	ccancel()
+	if err := errors.Join(errs...); err != nil {
+		watch.end()
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	// The clients are ready once their upgrade is answered; the server
+	// counts a connection a moment later.
+	err = waitFor(ctx, 30*time.Second, func() bool { return env.conns(ctx) == float64(o.N) })
+	watch.end()
+	s1 := env.sample(ctx, handles)
+	if err != nil {
+		return nil, fmt.Errorf("the instances hold %.0f of %d connections: %w", s1.conns(), o.N, err)
+	}
+	connect := env.phase("connect", room, s0, s1)
+	fmt.Fprintf(o.Progress, "scale: %d connected in %.1fs\n", o.N, connect.Seconds)
+
+	// A phase runs from a sample until its length has passed, watched.
+	// The admitting phase starts before the resume and ends after the pause
+	// (the room admits nobody outside it), so no admission falls outside.
+	runPhase := func(name string, start scaleSample, d time.Duration) (lo, hi float64, err error) {
+		w := env.watch(ctx, min(every, max(d/4, 250*time.Millisecond)), handles, func(s scaleSample) string {
+			p := env.phase(name, room, start, s)
+			return fmt.Sprintf("scale %s: %3.0fs/%v conns=%.0f instances=%.2f cores redis=%.2f cores clients=%.2f cores other=%.2f cores admitted=%.0f",
+				name, p.Seconds, d, s.conns(), p.InstancesCores, p.RedisCores, p.ClientCores, p.OtherCores, p.Admitted)
+		}, o.Progress)
+		err = waitPhase(ctx, start.at.Add(d))
+		lo, hi = w.end()
+		return lo, hi, err
+	}
+	fmt.Fprintf(o.Progress, "scale: resuming: %d per %v for %v\n", o.Batch, o.Tick, o.Admit)
+	s2 := env.sample(ctx, handles)
+	if err := env.setPaused(ctx, room, false); err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	lo2, hi2, err := runPhase("admitting", s2, o.Admit)
+	if err != nil {
+		return nil, fmt.Errorf("admitting: %w", err)
+	}
+	if err := env.setPaused(ctx, room, true); err != nil {
+		return nil, fmt.Errorf("pause: %w", err)
+	}
+	// Paused again: nobody is admitted and every connection sits idle.
+	fmt.Fprintf(o.Progress, "scale: paused for %v\n", o.Idle)
+	s3 := env.sample(ctx, handles)
+	lo3, hi3, err := runPhase("paused", s3, o.Idle)
+	if err != nil {
+		return nil, fmt.Errorf("paused: %w", err)
+	}
+	s4 := env.sample(ctx, handles)
+	admitting, paused := env.phase("admitting", room, s2, s3), env.phase("paused", room, s3, s4)
+	admitting.ConnsMin, admitting.ConnsMax = lo2, hi2
+	paused.ConnsMin, paused.ConnsMax = lo3, hi3
+	tResume, tPause, tEnd := s2.at.UnixNano(), s3.at.UnixNano(), s4.at.UnixNano()
+
+	var reports []scaleFleetReport
+	for i, h := range handles {
+		r, err := h.end()
+		handles[i] = nil
+		if err != nil {
+			return nil, fmt.Errorf("client process %d: %w", i+1, err)
+		}
+		reports = append(reports, r)
+	}
+	var stats struct {
+		AdmittedTotal int64 `json:"admittedTotal"`
+	}
+	if err := env.admin(ctx, "GET", "/rooms/"+room+"/stats", &stats); err != nil {
+		return nil, fmt.Errorf("room stats: %w", err)
+	}
+	rep.AdmittedRedis = stats.AdmittedTotal
+	final := env.sample(ctx, nil)
+	rep.Admitted = final.admissions(room) - s0.admissions(room)
+
+	// Who was told, and how late.
+	n := len(env.insts)
+	perLags := make([][]float64, n)
+	perTold := make([]int, n)
+	var lags, after []float64
+	for _, r := range reports {
+		for _, v := range r.Visitors {
+			if v.Admitted == 0 {
+				continue
+			}
+			rep.Told++
+			if v.Admitted > 1 && v.Again > tEnd {
+				// While other clients were closing: outside the run, but
+				// still a second admitted state.
+				rep.Repeats.AfterEnd++
+			} else if v.Admitted > 1 {
+				rep.ToldTwice++
+				if v.Again < tPause {
+					rep.Repeats.Admitting++
+				} else {
+					rep.Repeats.Paused++
+				}
+				if v.AgainNB == v.NB {
+					rep.Repeats.SameNotBefore++
+				}
+				rep.Repeats.NBDiffMax = max(rep.Repeats.NBDiffMax, math.Abs(float64(v.AgainNB-v.NB))/1e9)
+				after = append(after, float64(v.Again-v.Told)/1e9)
+			}
+			lag := float64(v.Told-v.NB) / 1e9
+			if lag < 0 {
+				rep.Early++
+				lag = 0
+			}
+			lags = append(lags, lag)
+			perLags[v.Index%n] = append(perLags[v.Index%n], lag)
+			perTold[v.Index%n]++
+		}
+		for _, d := range r.Drops {
+			switch {
+			case d.T < tResume:
+				rep.DroppedConnect++
+				connect.Dropped++
+			case d.T < tPause:
+				rep.DroppedAdmitting++
+				admitting.Dropped++
+			case d.T <= tEnd:
+				rep.DroppedPaused++
+				paused.Dropped++
+			default:
+				continue // the clients were closing
+			}
+			if rep.FirstDrop == "" {
+				rep.FirstDrop = fmt.Sprintf("visitor %d at %s: %s", d.I, time.Unix(0, d.T).Format("15:04:05.000"), d.Err)
+			}
+		}
+	}
+	rep.LagP50, rep.LagP99, rep.LagMax = quantile(lags, .50), quantile(lags, .99), quantile(lags, 1)
+	rep.Repeats.AfterP50, rep.Repeats.AfterMax = quantile(after, .50), quantile(after, 1)
+	rep.Phases = []scalePhase{connect, admitting, paused}
+
+	for i, t := range env.insts {
+		conns := s1.metrics[i]["waitroom_connections"]
+		in := scaleInstance{Instance: i + 1, Visitors: o.N/n + btoi(i < o.N%n), Conns: conns,
+			RSSBeforeMiB: float64(s0.procs[i].RSSKiB) / 1024, RSSConnectedMiB: float64(s1.procs[i].RSSKiB) / 1024,
+			GoroutinesBefore: s0.metrics[i]["go_goroutines"], Goroutines: s1.metrics[i]["go_goroutines"],
+			Admissions: final.metrics[i][`waitroom_admissions_total{room="`+room+`"}`],
+			Told:       perTold[i], LagP50: quantile(perLags[i], .50), LagP99: quantile(perLags[i], .99)}
+		in.RSSPerConnKiB, in.GoroutinesPerConn = math.NaN(), math.NaN()
+		if conns > 0 && t.PID > 0 {
+			in.RSSPerConnKiB = float64(s1.procs[i].RSSKiB-s0.procs[i].RSSKiB) / conns
+			in.GoroutinesPerConn = (in.Goroutines - in.GoroutinesBefore) / conns
+		}
+		rep.PerInstance = append(rep.PerInstance, in)
+	}
+	rep.Checks = scaleChecks(rep)
+
+	if err := writeOutputs(o.Out, "scale", scaleMarkdown(rep), rep, scaleSVG(rep)); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(o.Progress, "scale: done: instances %.2f cores admitting, %.2f paused; lag p50 %s p99 %s; told %d of %.0f admitted; dropped %d admitting, %d paused\n",
+		admitting.InstancesCores, paused.InstancesCores, secs(rep.LagP50), secs(rep.LagP99), rep.Told, rep.Admitted, rep.DroppedAdmitting, rep.DroppedPaused)
+	return rep, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func scaleChecks(rep *scaleReport) []scaleCheck {
+	var cs []scaleCheck
+	for _, p := range rep.Phases[1:] {
+		cs = append(cs, scaleCheck{What: "instances' CPU, " + p.Name, Target: fmt.Sprintf("≤ %.1f cores", scaleTargetCores),
+			Measured: num(p.InstancesCores) + " cores", Met: p.InstancesCores <= scaleTargetCores})
+	}
+	cs = append(cs,
+		scaleCheck{What: "admission lag p99", Target: "≤ " + secs(scaleTargetLagP99), Measured: secs(rep.LagP99), Met: rep.LagP99 <= scaleTargetLagP99},
+		scaleCheck{What: "connections dropped, admitting", Target: "0", Measured: strconv.Itoa(rep.DroppedAdmitting), Met: rep.DroppedAdmitting == 0},
+		scaleCheck{What: "connections dropped, paused", Target: "0", Measured: strconv.Itoa(rep.DroppedPaused), Met: rep.DroppedPaused == 0},
+		scaleCheck{What: "told of admitted", Target: "every one, once", Measured: fmt.Sprintf("%d of %.0f (%d more than once)", rep.Told, rep.Admitted, rep.ToldTwice),
+			Met: rep.Admitted > 0 && float64(rep.Told) == rep.Admitted && rep.ToldTwice == 0},
+	)
+	return cs
+}
+
+func scaleMarkdown(rep *scaleReport) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s push visitors over %d instances\n\n", commas(int64(rep.Visitors)), rep.Instances)
+	fmt.Fprintf(&b, "%s %s visitors spread over %d server instances on one redis-server, clients in %d process(es). The room is paused while they connect, admits %d per %d ms tick for %.0f s, then is paused again for %.0f s. Machine: %s.\n\n",
+		commas(int64(rep.Visitors)), transportLabel(rep.Transport), rep.Instances, rep.ClientProcesses, rep.Batch, rep.TickMs, rep.AdmitSeconds, rep.IdleSeconds, rep.Machine)
+	fmt.Fprintf(&b, "Command: `%s`\n\n## Against the targets\n\n", rep.Command)
+	if !rep.TargetConfig {
+		fmt.Fprintf(&b, "The targets are for %s WebSocket visitors over %d instances; this run is smaller or different, so the comparison is only indicative.\n\n",
+			commas(scaleTargetN), scaleTargetInstances)
+	}
+	var rows [][]string
+	for _, c := range rep.Checks {
+		met := "met"
+		if !c.Met {
+			met = "**not met**"
+		}
+		rows = append(rows, []string{c.What, c.Target, c.Measured, met})
+	}
+	b.WriteString(mdTable([]string{"figure", "target", "measured", ""}, rows))
+
+	b.WriteString("\n## Per phase\n\n")
+	header := []string{"phase", "seconds"}
+	for i := range rep.Instances {
+		header = append(header, fmt.Sprintf("instance %d CPU (cores)", i+1))
+	}
+	header = append(header, "instances total (cores)", "Redis CPU (cores)", "Redis cmds/s", "client processes' CPU (cores)",
+		"other processes' CPU (cores)", "server connections min–max", "admitted", "dropped")
+	rows = nil
+	for _, p := range rep.Phases {
+		r := []string{p.Name, num(p.Seconds)}
+		for _, c := range p.InstanceCores {
+			r = append(r, num(c))
+		}
+		conns := "n/a"
+		if !math.IsNaN(p.ConnsMin) {
+			conns = num(p.ConnsMin) + "–" + num(p.ConnsMax)
+		}
+		r = append(r, num(p.InstancesCores), num(p.RedisCores), num(p.RedisCmdsPerSec), num(p.ClientCores),
+			num(p.OtherCores), conns, num(p.Admitted), strconv.Itoa(p.Dropped))
+		rows = append(rows, r)
+	}
+	b.WriteString(mdTable(header, rows))
+
+	b.WriteString("\n## Per instance, once every visitor is connected\n\n")
+	rows = nil
+	for _, in := range rep.PerInstance {
+		rows = append(rows, []string{strconv.Itoa(in.Instance), commas(int64(in.Visitors)), num(in.Conns), num(in.RSSBeforeMiB), num(in.RSSConnectedMiB),
+			num(in.RSSPerConnKiB), num(in.GoroutinesPerConn), num(in.Admissions), strconv.Itoa(in.Told), secs(in.LagP50), secs(in.LagP99)})
+	}
+	b.WriteString(mdTable([]string{"instance", "visitors", "connections", "RSS before (MiB)", "RSS connected (MiB)", "RSS per conn (KiB)",
+		"goroutines per conn", "admitted by its ticks", "told by it", "lag p50", "lag p99"}, rows))
+
+	b.WriteString("\n## Admission\n\n")
+	b.WriteString(mdTable([]string{"admitted (Σ waitroom_admissions_total)", "admitted (Redis)", "told", "told more than once",
+		"pushed before notBefore", "lag p50", "lag p99", "lag max"},
+		[][]string{{num(rep.Admitted), strconv.FormatInt(rep.AdmittedRedis, 10), strconv.Itoa(rep.Told), strconv.Itoa(rep.ToldTwice),
+			strconv.Itoa(rep.Early), secs(rep.LagP50), secs(rep.LagP99), secs(rep.LagMax)}}))
+	if r := rep.Repeats; rep.ToldTwice > 0 {
+		fmt.Fprintf(&b, "\n%d visitors received a second admitted state (%d while admitting, %d paused), %s after the first (median; max %s); %d of them with the same notBefore, the others differing by up to %s. A visitor whose stream was dropped is sent its state again when it reconnects.\n",
+			rep.ToldTwice, r.Admitting, r.Paused, secs(r.AfterP50), secs(r.AfterMax), r.SameNotBefore, secs(r.NBDiffMax))
+	}
+	if n := rep.Repeats.AfterEnd; n > 0 {
+		fmt.Fprintf(&b, "\n%d more visitors received a second admitted state after the run, while the client processes were closing their streams one after another.\n", n)
+	}
+	if rep.FirstDrop != "" {
+		fmt.Fprintf(&b, "\nFirst dropped connection: %s\n", rep.FirstDrop)
+	}
+	b.WriteString(`
+## How it was measured
+
+- **Phases**: *connect* runs from the first join until every visitor's stream is open and the instances' waitroom_connections add up to the visitors; *admitting* from the resume (admin API) for the set time; *paused* from the pause for the set time. Each visitor joins and listens at instance (index mod instances), so the instances hold equal shares and every admission is pushed by the instance the visitor is connected to, from the room's pub/sub message.
+- **CPU**: utime+stime of each instance (/proc/PID/stat) over the phase, in cores. **Redis CPU**: used_cpu_sys + used_cpu_user, and **cmds/s** total_commands_processed, from INFO of the one redis-server. **Client processes**: this bench process and its scale-worker children. **Other processes**: the machine's busy time (/proc/stat) minus all of the above; more than a few hundredths means something else ran and the figures are less trustworthy.
+- **RSS per conn** = (VmRSS once connected − VmRSS before any visitor) / the instance's waitroom_connections; **goroutines per conn** the same with go_goroutines from /metrics.
+- **Lag**: the time the client received the admitted state minus the notBefore in it, over every visitor told; per instance by the instance that pushed it. Negative lags (a push before notBefore) are counted and taken as 0.
+- **Told / admitted**: admitted is the sum over instances of waitroom_admissions_total for the room (each instance counts its own ticks), beside admittedTotal from the room's admin stats (Redis). Told counts visitors that received an admitted state. Admitted visitors keep their stream open until the end, so a second admitted state would be seen (told more than once) and the connection count must not fall.
+- **Pause and resume** (admin API, on the first instance) push the changed state to every visitor; that burst counts in the phase it starts. The server pings each WebSocket 25 s after it opened and every 25 s after: a paused phase of 35 s or more sees every connection pinged at least once (-quick's 10 s does not).
+- **Dropped**: a stream that ended while the client had not closed it (read error, close frame or end of stream from the server), by the phase it ended in; the client then connects again after 0.2–1 s. **Server connections min–max**: the sum of waitroom_connections over the instances, scraped every few seconds during the phase; it stays at the visitor count when nothing is dropped.
+`)
+	return b.String()
+}
+
+func transportLabel(t string) string {
+	if t == modeSSE {
+		return "SSE"
+	}
+	return "WebSocket"
+}
+
+func scaleSVG(rep *scaleReport) string {
+	phases := func(title, unit string, f func(scalePhase) float64, ref *bar) panel {
+		p := panel{Title: title, Unit: unit}
+		for _, ph := range rep.Phases {
+			p.Bars = append(p.Bars, bar{Label: ph.Name, Value: f(ph)})
+		}
+		if ref != nil {
+			p.Bars = append(p.Bars, *ref)
+		}
+		return p
+	}
+	instances := func(title, unit string, f func(scaleInstance) float64) panel {
+		p := panel{Title: title, Unit: unit}
+		for _, in := range rep.PerInstance {
+			p.Bars = append(p.Bars, bar{Label: fmt.Sprintf("instance %d", in.Instance), Value: f(in)})
+		}
+		return p
+	}
+	admitting := panel{Title: "CPU per instance, admitting", Unit: "cores"}
+	for i, c := range rep.Phases[1].InstanceCores {
+		admitting.Bars = append(admitting.Bars, bar{Label: fmt.Sprintf("instance %d", i+1), Value: c})
+	}
+	lag := panel{Title: "Admission lag", Unit: "s", Bars: []bar{
+		{Label: "p50", Value: rep.LagP50}, {Label: "p99", Value: rep.LagP99}, {Label: "target p99", Value: scaleTargetLagP99, Ref: true}}}
+	panels := []panel{
+		phases("Instances' CPU, all together", "cores", func(p scalePhase) float64 { return p.InstancesCores },
+			&bar{Label: "target", Value: scaleTargetCores, Ref: true}),
+		admitting,
+		instances("RSS per connection", "KiB", func(in scaleInstance) float64 { return in.RSSPerConnKiB }),
+		instances("Goroutines per connection", "", func(in scaleInstance) float64 { return in.GoroutinesPerConn }),
+		lag,
+		phases("Dropped connections", "", func(p scalePhase) float64 { return float64(p.Dropped) }, nil),
+		phases("Redis CPU", "cores", func(p scalePhase) float64 { return p.RedisCores }, nil),
+		phases("Redis commands", "per s", func(p scalePhase) float64 { return p.RedisCmdsPerSec }, nil),
+		phases("Client processes' CPU", "cores", func(p scalePhase) float64 { return p.ClientCores }, nil),
+	}
+	return barChartSVG(fmt.Sprintf("%s push visitors over %d instances", commas(int64(rep.Visitors)), rep.Instances),
+		fmt.Sprintf("%s, paused while connecting, %d per %d ms for %.0f s, then paused %.0f s; hatched bars are targets",
+			transportLabel(rep.Transport), rep.Batch, rep.TickMs, rep.AdmitSeconds, rep.IdleSeconds), panels)
+}
