@@ -19,7 +19,8 @@ var (
 
 // Options tunes a Hub. The zero value of a field means its default.
 type Options struct {
-	// MaxPerVisitor caps one visitor's connections in a room (tabs). Default 5.
+	// MaxPerVisitor caps one visitor's connections (tabs), across all rooms.
+	// Default 5.
 	MaxPerVisitor int
 	// MaxConns caps the connections of the hub. Default 50000.
 	MaxConns int
@@ -83,6 +84,8 @@ type Hub struct {
 
 	mu    sync.RWMutex // guards rooms; taken before any room.mu
 	rooms map[string]*room
+
+	perVisitor visitorCounts // connections per visitor across rooms
 
 	closed   atomic.Bool // no more Attach: Drain or shutdown
 	shutdown atomic.Bool // Run is closing everything
@@ -265,11 +268,11 @@ func (h *Hub) add(name, visitorID string, c *Conn) (*room, uint64, error) {
 			r.mu.Unlock()
 			continue
 		}
-		v := r.visitors[visitorID]
-		if v != nil && len(v.conns) >= h.opts.MaxPerVisitor {
+		if !h.perVisitor.take(visitorID, h.opts.MaxPerVisitor) {
 			r.mu.Unlock()
 			return nil, 0, ErrTooManyForVisitor
 		}
+		v := r.visitors[visitorID]
 		if v == nil {
 			v = &visitor{id: visitorID, slice: sliceOf(visitorID)}
 			r.visitors[visitorID] = v
@@ -302,6 +305,7 @@ func (h *Hub) removeLocked(c *Conn) bool {
 		v.gone = true
 	}
 	r.nconns--
+	h.perVisitor.release(v.id)
 	return true
 }
 

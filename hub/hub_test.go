@@ -562,3 +562,21 @@ func FuzzEvent(f *testing.F) {
 		}
 	})
 }
+
+// TestPerVisitorLimitAcrossRooms: one visitor's connections count against
+// one limit, whatever rooms they are in; closing one frees its place.
+func TestPerVisitorLimitAcrossRooms(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, New(newBroker(), newSource(), nil, quiet(Options{MaxPerVisitor: 3})))
+		var conns []*Conn
+		for i := range 3 {
+			conns = append(conns, mustAttach(t, h.Hub, fmt.Sprintf("room-%d", i), "a", newTransport("ws")))
+		}
+		if _, err := h.Attach(context.Background(), "room-9", "a", newTransport("sse")); !errors.Is(err, ErrTooManyForVisitor) {
+			t.Fatalf("fourth room: %v, want ErrTooManyForVisitor", err)
+		}
+		mustAttach(t, h.Hub, "room-9", "b", newTransport("ws")) // others are not limited by a
+		conns[1].Close()
+		mustAttach(t, h.Hub, "room-9", "a", newTransport("sse"))
+	})
+}

@@ -210,14 +210,7 @@ const flushSlices = 5
 
 const allSlices = 1<<flushSlices - 1
 
-func sliceOf(id string) uint8 {
-	var h uint32 = 2166136261 // FNV-1a
-	for i := 0; i < len(id); i++ {
-		h ^= uint32(id[i])
-		h *= 16777619
-	}
-	return uint8(h % flushSlices)
-}
+func sliceOf(id string) uint8 { return uint8(fnv32(id) % flushSlices) }
 
 // flushLoop sends changed positions, one slice every
 // PositionEvery/flushSlices.
