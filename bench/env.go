@@ -182,7 +182,10 @@ func startTarget(ctx context.Context, ext externalOpts, serverArgs []string) (*t
 	}
 	t.URL = "http://127.0.0.1:" + strconv.Itoa(sport)
 	args := []string{"-addr", "127.0.0.1:" + strconv.Itoa(sport), "-redis", "redis://" + t.RedisAddr,
-		"-secret", newSecret(), "-log-level", "warn", "-shutdown-timeout", "5s", "-drain-window", "0s"}
+		"-secret", newSecret(), "-log-level", "warn", "-shutdown-timeout", "5s", "-drain-window", "0s",
+		// Every simulated visitor comes from 127.0.0.1, and the runs read
+		// /metrics without the admin key.
+		"-join-rate", "0", "-public-metrics"}
 	args = append(args, serverArgs...)
 	scmd := exec.Command(bin, args...)
 	if err := t.spawn(scmd, "waitroom"); err != nil {
