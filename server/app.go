@@ -122,6 +122,7 @@ func (s *server) routes() *fiber.App {
 	// theirs when they return.
 	app.Server().KeepHijackedConns = true
 	app.Server().ConnState = firstByteDeadline(app.Server().ReadTimeout)
+	app.Server().Handler = knownMethods(app.Server().Handler)
 	app.Use(s.recoverer, requestid.New(), s.accessLog)
 
 	api := app.Group("/api/v1")
