@@ -26,6 +26,19 @@ func (s *server) adminAuth(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// metricsGate guards /metrics on the main listener: it lists room names.
+// With -metrics-addr the metrics live only on that listener; otherwise they
+// need the admin key unless -public-metrics.
+func (s *server) metricsGate(c *fiber.Ctx) error {
+	switch {
+	case s.cfg.MetricsAddr != "":
+		return fiber.ErrNotFound
+	case s.cfg.PublicMetrics:
+		return c.Next()
+	}
+	return s.adminAuth(c)
+}
+
 // roomConfigJSON is a room's settings on the wire.
 type roomConfigJSON struct {
 	Room            string  `json:"room"`

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -18,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/cors"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -107,9 +109,9 @@ func (s *server) routes() *fiber.App {
 		BodyLimit:             bodyLimit,
 		ErrorHandler:          s.errorHandler,
 		DisableStartupMessage: true,
-		ReadTimeout:           10 * time.Second,
+		ReadTimeout:           cmp.Or(s.cfg.readTimeout, 10*time.Second),
 		WriteTimeout:          10 * time.Second,
-		IdleTimeout:           60 * time.Second,
+		IdleTimeout:           cmp.Or(s.cfg.idleTimeout, 60*time.Second),
 		ReadBufferSize:        8192,
 		// Frees a connection's read buffer while it is idle and, for a
 		// hijacked push connection, for good: most of a push connection's
@@ -121,6 +123,8 @@ func (s *server) routes() *fiber.App {
 	// hijacked connections makes Close real; serveWS and serveSSE close
 	// theirs when they return.
 	app.Server().KeepHijackedConns = true
+	app.Server().ConnState = firstByteDeadline(app.Server().ReadTimeout)
+	app.Server().Handler = knownMethods(app.Server().Handler)
 	app.Use(s.recoverer, requestid.New(), s.accessLog)
 
 	api := app.Group("/api/v1")
@@ -136,7 +140,7 @@ func (s *server) routes() *fiber.App {
 		}))
 	}
 	rooms := api.Group("/rooms/:room")
-	rooms.Post("/join", s.join)
+	rooms.Post("/join", s.limitJoins(limit.NewTable(s.cfg.JoinRate, s.cfg.JoinBurst, joinTableSize)), s.join)
 	rooms.Get("/status", s.status)
 	rooms.Delete("/queue", s.leave)
 	rooms.Get("/ws", s.ws)
@@ -159,7 +163,7 @@ func (s *server) routes() *fiber.App {
 
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
-	app.Get("/metrics", s.metrics.handler())
+	app.Get("/metrics", s.metricsGate, s.metrics.handler())
 	app.Get("/", staticFile("index.html", fiber.MIMETextHTMLCharsetUTF8))
 	app.Get("/admin", staticFile("admin.html", fiber.MIMETextHTMLCharsetUTF8))
 	app.Get("/waitroom.js", staticFile("waitroom.js", "text/javascript; charset=utf-8"))

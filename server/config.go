@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -38,10 +39,20 @@ type config struct {
 	NoSSE       bool
 	LogLevel    string
 	DebugAddr   string
+	// JoinRate and JoinBurst limit joins without a valid credential per
+	// client address; JoinRate 0 turns the limit off.
+	JoinRate       float64
+	JoinBurst      int
+	TrustedProxies limit.Proxies
+	MetricsAddr    string
+	PublicMetrics  bool
 
 	// noTick turns the admission loop off so tests can drive admission
 	// explicitly. Not a flag.
 	noTick bool
+	// readTimeout and idleTimeout default to 10 s and 60 s; tests shorten
+	// them. Not flags.
+	readTimeout, idleTimeout time.Duration
 }
 
 // newFlagSet defines every flag on c.
@@ -87,6 +98,15 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.BoolVar(&c.NoSSE, "no-sse", false, "refuse SSE (clients fall back to polling)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof on this address (keep it on loopback); empty: off")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.Float64Var(&c.JoinRate, "join-rate", 20, "new visitors per second one client address may create, sustained (0 = no limit); a re-join with a valid credential is never limited")
+	fs.IntVar(&c.JoinBurst, "join-burst", 300, "new visitors one client address may create at once (a shared NAT of a few hundred people)")
+	fs.Func("trusted-proxies", "comma-separated CIDRs of proxies whose X-Forwarded-For (client address) and X-Forwarded-Proto (https) are believed", func(v string) error {
+		ps, err := limit.ParseProxies(v)
+		c.TrustedProxies = ps
+		return err
+	})
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics only on this address (e.g. 127.0.0.1:9100); empty: on -addr, behind the admin key unless -public-metrics")
+	fs.BoolVar(&c.PublicMetrics, "public-metrics", false, "serve /metrics on -addr without the admin key (it lists room names)")
 
 	return fs
 }
@@ -178,6 +198,15 @@ func (c config) validate() error {
 		return errors.New("invalid -max-conns-per-visitor: at least 1")
 	case c.WSPing < 100*time.Millisecond || c.WSPing > 10*time.Minute:
 		return errors.New("invalid -ws-ping: between 100ms and 10m")
+	case c.JoinRate < 0 || c.JoinRate > 1e6:
+		return errors.New("invalid -join-rate: between 0 (off) and 1000000 per second")
+	case c.JoinRate > 0 && (c.JoinBurst < 1 || c.JoinBurst > 1e6):
+		return errors.New("invalid -join-burst: between 1 and 1000000")
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			return fmt.Errorf("invalid -metrics-addr %q: %v", c.MetricsAddr, err)
+		}
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

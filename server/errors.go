@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 )
 
 // apiError is every error that crosses the HTTP boundary: one JSON shape
@@ -69,4 +70,22 @@ func (s *server) errorHandler(c *fiber.Ctx, err error) error {
 	}
 	s.log.Error("request failed", "path", c.Path(), "err", err)
 	return writeError(c, errorf(500, "internal", "internal error"))
+}
+
+// knownMethods answers a request whose method fiber does not know with
+// the JSON error: fiber itself answers those with a plain-text 400 before
+// any handler or the error handler runs.
+func knownMethods(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	body := []byte(`{"error":{"code":"method_not_allowed","message":"method not allowed on this route"}}`)
+	return func(ctx *fasthttp.RequestCtx) {
+		switch string(ctx.Method()) {
+		case fiber.MethodGet, fiber.MethodHead, fiber.MethodPost, fiber.MethodPut, fiber.MethodDelete,
+			fiber.MethodConnect, fiber.MethodOptions, fiber.MethodTrace, fiber.MethodPatch:
+			next(ctx)
+			return
+		}
+		ctx.SetStatusCode(fiber.StatusMethodNotAllowed)
+		ctx.SetContentType(fiber.MIMEApplicationJSONCharsetUTF8)
+		ctx.SetBody(body)
+	}
 }

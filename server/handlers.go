@@ -88,7 +88,7 @@ func (s *server) join(c *fiber.Ctx) error {
 		return s.storeError(c, err)
 	}
 	s.polls.forget(r + "|" + id)
-	c.Cookie(&fiber.Cookie{Name: visitorCookie, Value: cred, Path: "/", HTTPOnly: true, SameSite: "Lax", MaxAge: 7 * 24 * 3600})
+	s.setCookie(c, visitorCookie, cred, 7*24*3600)
 	body := st.AppendJSON(make([]byte, 0, 320))
 	body = append(body[:len(body)-1], `,"visitor":`...)
 	body = strconv.AppendQuote(body, cred)
@@ -162,6 +162,8 @@ var (
 	errTokenExpired = errorf(401, "token_expired", "the entry token has expired; join the queue again")
 	errWrongRoom    = errorf(403, "wrong_room", "the entry token is for another room")
 	errWrongVisitor = errorf(403, "wrong_visitor", "the entry token belongs to another visitor")
+	// The visitor code stays missing_visitor, as on every other route.
+	errTokenNoVisitor = errorf(401, "missing_visitor", "the entry token must come with the visitor credential it was issued to (cookie wr_visitor or X-Visitor)")
 )
 
 // tokenError maps a queue token check to the HTTP shape.
@@ -190,10 +192,8 @@ func (s *server) requireToken(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if cred := credential(c); cred != "" {
-		if id, err := s.signer.ParseVisitor(cred); err != nil || id != tok.Visitor {
-			return errWrongVisitor
-		}
+	if err := s.tokenHolder(c, tok); err != nil {
+		return err
 	}
 	ctx, cancel := s.redisCtx(c)
 	exp, err := s.q.Consume(ctx, tok, queue.Spend)
@@ -216,6 +216,29 @@ func (s *server) requireToken(c *fiber.Ctx) error {
 		}
 	}
 	return err
+}
+
+// tokenHolder checks that the request comes from the visitor tok was
+// issued to: the credential (cookie wr_visitor or X-Visitor) is required,
+// so a token alone cannot be handed over or resold. The visitor= query is
+// not accepted here: it is for push clients that cannot send headers, and
+// it would put the credential into logs next to the token.
+func (s *server) tokenHolder(c *fiber.Ctx, tok queue.Token) error {
+	cred := c.Get("X-Visitor")
+	if cred == "" {
+		cred = c.Cookies(visitorCookie)
+	}
+	if cred == "" {
+		return errTokenNoVisitor
+	}
+	id, err := s.signer.ParseVisitor(cred)
+	if err != nil {
+		return errInvalidVisitor
+	}
+	if id != tok.Visitor {
+		return errWrongVisitor
+	}
+	return nil
 }
 
 // failed reports whether the rest of the chain answered a server error.
@@ -295,7 +318,8 @@ func (s *server) order(c *fiber.Ctx) error {
 // it up.
 func (s *server) verify(c *fiber.Ctx) error {
 	var req struct {
-		Token string `json:"token"`
+		Token   string `json:"token"`
+		Visitor string `json:"visitor"` // optional: the credential the caller was given with the token
 	}
 	if err := decodeObject(c.Body(), &req); err != nil {
 		return err
@@ -307,12 +331,24 @@ func (s *server) verify(c *fiber.Ctx) error {
 	if err != nil {
 		return errInvalidToken
 	}
-	return s.touchToken(c, tok)
+	if req.Visitor != "" {
+		id, err := s.signer.ParseVisitor(req.Visitor)
+		if err != nil {
+			return errInvalidVisitor
+		}
+		if id != tok.Visitor {
+			return errWrongVisitor
+		}
+	}
+	return s.touchToken(c, tok, req.Visitor != "")
 }
 
 // touchToken checks tok and slides its idle expiry (capped by the room's
 // absolute maximum): a buyer who keeps using the site keeps the token.
-func (s *server) touchToken(c *fiber.Ctx, tok queue.Token) error {
+// visitorChecked says in the answer whether the visitor was checked
+// against a credential (verify with a visitor, touch), so a caller that
+// forgot to send one cannot mistake the answer for a full check.
+func (s *server) touchToken(c *fiber.Ctx, tok queue.Token, visitorChecked bool) error {
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
 	exp, err := s.q.Consume(ctx, tok, queue.Touch)
@@ -323,7 +359,7 @@ func (s *server) touchToken(c *fiber.Ctx, tok queue.Token) error {
 		return s.storeError(c, err)
 	}
 	return c.JSON(fiber.Map{
-		"valid": true, "room": tok.Room, "visitor": tok.Visitor,
+		"valid": true, "room": tok.Room, "visitor": tok.Visitor, "visitorChecked": visitorChecked,
 		"notBefore": tok.NotBefore.UTC().Format(time.RFC3339Nano),
 		"expiresAt": exp.UTC().Format(time.RFC3339Nano),
 	})
@@ -336,7 +372,10 @@ func (s *server) touch(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return s.touchToken(c, tok)
+	if err := s.tokenHolder(c, tok); err != nil {
+		return err
+	}
+	return s.touchToken(c, tok, true)
 }
 
 // roomToken returns the request's entry token, signed here and for the

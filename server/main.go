@@ -17,6 +17,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 func main() {
@@ -61,10 +64,46 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			}
 		}()
 	}
+	if cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			ln.Close()
+			s.redis.Close()
+			return fmt.Errorf("listen %s: %w", cfg.MetricsAddr, err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := serveMetrics(ctx, mln, s.metrics); err != nil {
+				log.Error("metrics listener", "err", err)
+			}
+		}()
+		defer func() { <-done }()
+	}
 	if cfg.AdminKey == "" {
 		fmt.Fprintf(os.Stderr, "admin dashboard: http://%s/admin (admin key for this run: %s)\n", ln.Addr(), s.cfg.AdminKey)
 	}
 	return s.run(ctx, ln)
+}
+
+// serveMetrics serves GET /metrics, and nothing else, on ln until ctx
+// ends: the listener of -metrics-addr, for a scraper on a private network.
+func serveMetrics(ctx context.Context, ln net.Listener, m *metrics) error {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	<-errc
+	return err
 }
 
 func redisLabel(cfg config) string {

@@ -225,6 +225,10 @@ func TestConfig(t *testing.T) {
 		{"-secret", "short"},
 		{"-addr", "nope"},
 		{"-token-ttl", "10ms"},
+		{"-join-rate", "-1"},
+		{"-join-burst", "0"},
+		{"-trusted-proxies", "10.0.0.0/99"},
+		{"-metrics-addr", "9100"},
 		{"-bogus"},
 		{"extra"},
 	} {

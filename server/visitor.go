@@ -1,7 +1,13 @@
 package main
 
 import (
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
 	"github.com/gofiber/fiber/v2"
+	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -62,4 +68,57 @@ func (s *server) roomVisitor(c *fiber.Ctx) (string, string, error) {
 		return "", "", err
 	}
 	return r, id, nil
+}
+
+// clientAddr is the address of the client behind the request: the peer,
+// or the nearest untrusted X-Forwarded-For hop when the peer is one of
+// -trusted-proxies.
+func (s *server) clientAddr(c *fiber.Ctx) netip.Addr {
+	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
+	return s.cfg.TrustedProxies.Client(peer, c.Get(fiber.HeaderXForwardedFor))
+}
+
+// secure reports whether the visitor reached us over TLS: directly, or
+// through a trusted proxy that says so with X-Forwarded-Proto. Only then
+// may cookies carry Secure (a browser drops Secure cookies on plain HTTP).
+func (s *server) secure(c *fiber.Ctx) bool {
+	if c.Context().IsTLS() {
+		return true
+	}
+	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
+	return s.cfg.TrustedProxies.Contains(peer) && strings.EqualFold(strings.TrimSpace(c.Get(fiber.HeaderXForwardedProto)), "https")
+}
+
+// setCookie sets one of our cookies: HttpOnly, SameSite=Lax, Secure over
+// TLS.
+func (s *server) setCookie(c *fiber.Ctx, name, value string, maxAge int) {
+	c.Cookie(&fiber.Cookie{Name: name, Value: value, Path: "/", HTTPOnly: true, SameSite: "Lax", Secure: s.secure(c), MaxAge: maxAge})
+}
+
+// joinTableSize is how many client addresses the join limiter tracks at
+// once, in about 1.2 MB. Past that, the clients closest to a full bucket
+// are forgotten first (see limit.Table).
+const joinTableSize = 1 << 16
+
+var errRateLimited = errorf(429, "rate_limited", "too many new visitors from this address; retry after the time in Retry-After")
+
+// limitJoins refuses a join that would create a new visitor when the
+// client's address is over its rate. A join with a valid credential
+// creates nobody and is never limited.
+func (s *server) limitJoins(t *limit.Table) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if t == nil {
+			return c.Next()
+		}
+		if cred := credential(c); cred != "" {
+			if _, err := s.signer.ParseVisitor(cred); err == nil {
+				return c.Next()
+			}
+		}
+		if ok, wait := t.Allow(limit.Key(s.clientAddr(c)), time.Now()); !ok {
+			c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
+			return errRateLimited
+		}
+		return c.Next()
+	}
 }

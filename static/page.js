@@ -365,8 +365,8 @@
   function orderFailed(res, e) {
     if (res.status === 425 && tooEarlyTries < 20) {
       tooEarlyTries++;
-      var m = /waitMs=(\d+)/.exec(e.message || "");
-      var wait = m ? Number(m[1]) : (Number(res.headers.get("Retry-After")) || 1) * 1000;
+      // waitMs is exact; Retry-After is whole seconds, rounded up.
+      var wait = Number(e.waitMs) > 0 ? Number(e.waitMs) : (Number(res.headers.get("Retry-After")) || 1) * 1000;
       notice(el.orderMsg, "", "Your entry opens in " + (wait / 1000).toFixed(1) + " s. Retrying automatically…");
       setTimeout(placeOrder, wait + 20); // the server's own wait, not a guess
       return;

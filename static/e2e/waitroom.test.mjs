@@ -220,3 +220,31 @@ test("leaving and joining again; an unreachable server is retried", T, async (t)
   assert.equal(await page.locator("#conn-msg").isHidden(), true);
   assert.deepEqual(unexpected(b.errors, [/WebSocket connection to .* failed/, /Failed to load resource/]), [], "console errors");
 });
+
+test("after a 425 the page retries at waitMs, not at Retry-After", T, async (t) => {
+  const srv = await startServer(["-tick", "100ms", "-batch", "1"]);
+  t.after(() => srv.stop());
+  const b = await openBrowser();
+  t.after(() => b.close());
+  const { page } = b;
+
+  // The first order attempt is answered 425 with waitMs 100 and a
+  // Retry-After of 30 s: a page that waited Retry-After would not place
+  // the order within the test's deadline.
+  let early = 0;
+  await page.route("**/orders", async (route) => {
+    if (early++ > 0) return route.continue();
+    await route.fulfill({
+      status: 425, contentType: "application/json", headers: { "Retry-After": "30" },
+      body: JSON.stringify({ error: { code: "too_early", message: "the entry token is valid in 100 ms", waitMs: 100 } }),
+    });
+  });
+  await page.goto(`${srv.base}/?room=e2e-early`);
+  await page.waitForFunction(() => {
+    const b = document.getElementById("place-order");
+    return b && !b.disabled;
+  }, null, { timeout: 15000 });
+  await page.locator("#place-order").click();
+  await page.waitForFunction(() => document.getElementById("headline").textContent === "Order placed", null, { timeout: 10000 });
+  assert.equal(early, 2, "one 425, then the real order");
+});
