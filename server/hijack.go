@@ -20,6 +20,7 @@ type hijackWriter struct {
 	conn        net.Conn
 	header      http.Header
 	wroteHeader bool
+	br          *bufio.Reader // the read buffer handed to the library
 }
 
 func (w *hijackWriter) Header() http.Header { return w.header }
@@ -52,7 +53,8 @@ func (w *hijackWriter) Write(p []byte) (int, error) {
 // client messages here are tiny, most server messages fit 256 bytes, and
 // buffers are much of a connection's idle cost.
 func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return w.conn, bufio.NewReadWriter(bufio.NewReaderSize(w.conn, 128), bufio.NewWriterSize(w.conn, 256)), nil
+	w.br = bufio.NewReaderSize(w.conn, 128)
+	return w.conn, bufio.NewReadWriter(w.br, bufio.NewWriterSize(w.conn, 256)), nil
 }
 
 // copyRequest builds a net/http request from fiber's before the hijack:

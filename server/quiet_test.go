@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
@@ -189,4 +191,37 @@ func TestPushStateIsPollState(t *testing.T) {
 			same("paused state pushed", p, func(m map[string]any) bool { return m["paused"] == true })
 		}
 	})
+}
+
+// TestWebSocketReadSide: with the read side waiting on the socket between
+// frames, the server still answers a client's pings, reads and discards
+// its messages, and takes its close, through several rounds of waiting.
+func TestWebSocketReadSide(t *testing.T) {
+	ts := startServer(t, nil, "rueidis", nil)
+	v := newVisitor(t, ts.URL)
+	v.join("drop")
+	p := dialWS(t, ts.URL, "drop", v.cred)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// Pings over more than two frame waits: each is answered whether the
+	// server was waiting on the socket or inside a read.
+	end := time.Now().Add(2*wsFrameWait + time.Second)
+	pings := 0
+	for time.Now().Before(end) {
+		if err := p.ws.Ping(ctx); err != nil {
+			t.Fatalf("ping %d: %v", pings, err)
+		}
+		if err := p.ws.Write(ctx, websocket.MessageText, []byte(`{"hello":1}`)); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		pings++
+		time.Sleep(300 * time.Millisecond) // pacing the client, not synchronising
+	}
+	if p.isClosed() {
+		t.Fatal("connection closed")
+	}
+	if err := p.ws.Close(websocket.StatusNormalClosure, "bye"); err != nil {
+		t.Fatalf("close handshake: %v", err)
+	}
+	waitFor(t, 5*time.Second, "server side gone", func() bool { return ts.hub.Stats().Conns["ws"] == 0 })
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -65,6 +68,10 @@ func (s *server) serveWS(nc net.Conn, cell *reqCell, room, visitor string) {
 		return
 	}
 	defer sess.end()
+	if sess.raw != nil {
+		wsWaitLoop(sess.wc, nc, sess.br, sess.raw)
+		return
+	}
 	wsReadLoop(sess.wc)
 }
 
@@ -73,6 +80,8 @@ type reqCell struct{ req *http.Request }
 // wsSession is what a live WebSocket connection holds beyond its loop.
 type wsSession struct {
 	wc   *websocket.Conn
+	br   *bufio.Reader   // the library's read buffer
+	raw  syscall.RawConn // the socket, to wait on; nil where there is none
 	t    *wsTransport
 	conn *hub.Conn
 	ping *time.Timer
@@ -109,7 +118,9 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string) *w
 		t.release()
 		return nil
 	}
-	sess := &wsSession{wc: wc, t: t, conn: conn}
+	// Found here, on the setup goroutine: reflection would grow the
+	// long-lived goroutine's stack for good.
+	sess := &wsSession{wc: wc, br: w.br, raw: rawConnOf(nc), t: t, conn: conn}
 	// Pings find peers that vanished without a FIN; a timer, not a
 	// goroutine, waits between them.
 	every := s.cfg.WSPing
@@ -132,6 +143,47 @@ func (sess *wsSession) end() {
 	sess.ping.Stop()
 	sess.conn.Close()
 	sess.t.release()
+}
+
+// wsFrameWait bounds a read once bytes have arrived: a client's frame
+// comes whole in far less.
+const wsFrameWait = 2 * time.Second
+
+// wsWaitLoop serves the read side while keeping the connection's one
+// long-lived goroutine on its first 2 KiB stack: it waits for the socket to
+// become readable without reading, then lets the library read what came (a
+// pong, a close, a message to discard) on a short-lived goroutine, under a
+// short deadline, and goes back to waiting once all was read whole. The
+// library's own read loop, parked in a goroutine for the connection's
+// life, would hold a stack of 4 KiB that the GC never shrinks: most of an
+// idle connection's cost.
+func wsWaitLoop(wc *websocket.Conn, nc net.Conn, br *bufio.Reader, rc syscall.RawConn) {
+	defer wc.CloseNow()
+	stuck := false
+	for {
+		if br.Buffered() == 0 {
+			if err := waitReadable(rc); err != nil {
+				return
+			}
+		}
+		_, err := shallow(func() (struct{}, error) {
+			_ = nc.SetReadDeadline(time.Now().Add(wsFrameWait))
+			_, _, err := wc.Read(context.Background())
+			return struct{}{}, err
+		})
+		if err == nil {
+			stuck = false
+			continue
+		}
+		// A deadline at a frame boundary is the normal way back to
+		// waiting; bytes left over twice mean a frame that does not come
+		// whole, and anything else is the end.
+		if !errors.Is(err, os.ErrDeadlineExceeded) || (br.Buffered() > 0 && stuck) {
+			return
+		}
+		stuck = br.Buffered() > 0
+		_ = nc.SetReadDeadline(time.Time{})
+	}
 }
 
 // wsReadLoop reads until the connection ends. Client messages carry

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"io"
+	"net"
+	"reflect"
+	"syscall"
+)
+
+// rawConnOf returns the socket under a hijacked connection (fasthttp wraps
+// it, embedding the net.Conn), or nil when there is none to wait on.
+func rawConnOf(nc net.Conn) syscall.RawConn {
+	c := nc
+	if v := reflect.ValueOf(nc); v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct {
+		if f := v.Elem().FieldByName("Conn"); f.IsValid() && f.CanInterface() {
+			if inner, ok := f.Interface().(net.Conn); ok && inner != nil {
+				c = inner
+			}
+		}
+	}
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
+}
+
+// waitReadable parks until the socket has bytes to read (or the peer closed
+// it), without reading any: a peek that would block hands the wait to the
+// runtime's poller, with a shallow stack.
+func waitReadable(rc syscall.RawConn) error {
+	var werr error
+	err := rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		switch {
+		case err == syscall.EAGAIN || err == syscall.EINTR:
+			return false // wait for the poller
+		case err != nil:
+			werr = err
+		case n == 0:
+			werr = io.EOF
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return werr
+}

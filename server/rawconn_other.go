@@ -1,0 +1,14 @@
+//go:build !linux
+
+package main
+
+import (
+	"net"
+	"syscall"
+)
+
+// rawConnOf finds no socket to wait on here: the library's read loop serves
+// the read side instead.
+func rawConnOf(net.Conn) syscall.RawConn { return nil }
+
+func waitReadable(syscall.RawConn) error { return nil }
