@@ -11,8 +11,10 @@ APT_UPDATED = /tmp/.waitroom-apt-updated
 
 .PHONY: run build test test-go e2e deps deps-redis deps-browser vet bench clean
 
+# The demo lets any room name work (-open-rooms); in production rooms exist
+# once an operator made them (admin API).
 run:
-	$(GO) run ./server $(ARGS)
+	$(GO) run ./server -open-rooms $(ARGS)
 
 build:
 	$(GO) build -o waitroom ./server

@@ -202,9 +202,9 @@ func (t *target) startServer(ctx context.Context, redisAddr, secret string, serv
 	t.URL = "http://127.0.0.1:" + strconv.Itoa(sport)
 	args := []string{"-addr", "127.0.0.1:" + strconv.Itoa(sport), "-redis", "redis://" + redisAddr,
 		"-secret", secret, "-log-level", "warn", "-shutdown-timeout", "5s", "-drain-window", "0s",
-		// Every simulated visitor comes from 127.0.0.1, and the runs read
-		// /metrics without the admin key.
-		"-join-rate", "0", "-public-metrics"}
+		// Every simulated visitor comes from 127.0.0.1, the runs read
+		// /metrics without the admin key, and they make up room names.
+		"-join-rate", "0", "-public-metrics", "-open-rooms"}
 	args = append(args, serverArgs...)
 	scmd := exec.Command(bin, args...)
 	if err := t.spawn(scmd, "waitroom"); err != nil {

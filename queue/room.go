@@ -196,6 +196,28 @@ func (q *Queue) Stats(ctx context.Context, room string) (RoomStats, error) {
 	return RoomStats{Waiting: n[0], PreQueue: n[1], ActiveTokens: n[2], AdmittedTotal: n[3], SeatsHeld: n[4], Rate: float64(n[5]) / 1000}, nil
 }
 
+// RoomExists reports whether an operator created room (stored settings).
+func (q *Queue) RoomExists(ctx context.Context, room string) (bool, error) {
+	if !ValidRoom(room) {
+		return false, ErrInvalidRoom
+	}
+	v, err := q.r.Do(ctx, "SISMEMBER", configuredRoomsKey, room)
+	if err != nil {
+		return false, fmt.Errorf("queue: room exists: %w", err)
+	}
+	n, err := asInt(v)
+	return n == 1, err
+}
+
+// ConfiguredRooms lists the rooms an operator created.
+func (q *Queue) ConfiguredRooms(ctx context.Context) ([]string, error) {
+	v, err := q.r.Do(ctx, "SMEMBERS", configuredRoomsKey)
+	if err != nil {
+		return nil, fmt.Errorf("queue: rooms: %w", err)
+	}
+	return validRooms(v), nil
+}
+
 // AllRooms lists rooms with waiting visitors or stored settings.
 func (q *Queue) AllRooms(ctx context.Context) ([]string, error) {
 	v, err := q.r.Do(ctx, "SUNION", roomsKey, configuredRoomsKey)

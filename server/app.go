@@ -35,6 +35,7 @@ type server struct {
 	signer  *queue.Signer
 	hub     *hub.Hub
 	polls   *pollCache
+	uses    *tokenUses
 	db      *dbPool
 	app     *fiber.App
 	metrics *metrics
@@ -71,13 +72,14 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	s := &server{
 		cfg: cfg, log: log, redis: rc, signer: signer,
 		polls: newPollCache(1 << 20),
+		uses:  newTokenUses(),
 		db:    newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
 		id:    fmt.Sprintf("%x", idb),
 	}
 	s.metrics = newMetrics()
 	q, err := queue.New(instrumented{next: rc.q, m: s.metrics}, signer, &queue.Options{
 		Capacity: cfg.Capacity, TokenTTL: cfg.TokenTTL, TokenMax: cfg.TokenMax, NoJitter: cfg.NoJitter, Logger: log,
-		OnAdmit: func(room string, n int) { s.metrics.admissions.WithLabelValues(room).Add(float64(n)) },
+		OnAdmit: func(room string, n int) { s.metrics.admissions.WithLabelValues(s.rooms.label(room)).Add(float64(n)) },
 	})
 	if err != nil {
 		rc.Close()

@@ -37,6 +37,7 @@ type config struct {
 	NoJitter    bool
 	NoWS        bool
 	NoSSE       bool
+	OpenRooms   bool
 	LogLevel    string
 	DebugAddr   string
 	// JoinRate and JoinBurst limit joins without a valid credential per
@@ -96,6 +97,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.BoolVar(&c.NoJitter, "no-jitter", false, "admit each batch at one instant instead of spreading it over the tick (for experiments)")
 	fs.BoolVar(&c.NoWS, "no-ws", false, "refuse WebSocket (clients fall back to SSE)")
 	fs.BoolVar(&c.NoSSE, "no-sse", false, "refuse SSE (clients fall back to polling)")
+	fs.BoolVar(&c.OpenRooms, "open-rooms", false, "let a join create any valid room name (demos); by default rooms exist only once an operator made them")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof on this address (keep it on loopback); empty: off")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Float64Var(&c.JoinRate, "join-rate", 20, "new visitors per second one client address may create, sustained (0 = no limit); a re-join with a valid credential is never limited")

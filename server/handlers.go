@@ -13,8 +13,9 @@ import (
 )
 
 var (
-	errInvalidJSON = errorf(400, "invalid_json", "the body must be a JSON object")
-	errUnavailable = errorf(503, "unavailable", "the queue store is unreachable; retry shortly")
+	errInvalidJSON  = errorf(400, "invalid_json", "the body must be a JSON object")
+	errUnavailable  = errorf(503, "unavailable", "the queue store is unreachable; retry shortly")
+	errRoomNotFound = errorf(404, "room_not_found", "this waiting room does not exist")
 )
 
 // redisCtx bounds every Redis call a request makes.
@@ -64,6 +65,17 @@ func (s *server) join(c *fiber.Ctx) error {
 	}
 	if err := objectBody(c.Body()); err != nil {
 		return err
+	}
+	if !s.cfg.OpenRooms {
+		ctx, cancel := s.redisCtx(c)
+		ok, err := s.rooms.exists(ctx, r)
+		cancel()
+		if err != nil {
+			return s.storeError(c, err)
+		}
+		if !ok {
+			return errRoomNotFound
+		}
 	}
 	cred := credential(c)
 	var id string
@@ -204,11 +216,13 @@ func (s *server) requireToken(c *fiber.Ctx) error {
 		}
 		return s.failOpen(c, tok, err)
 	}
+	s.uses.add(tok, exp)
 	c.Locals("token", tok)
 	err = c.Next()
 	// A request that failed on the protected side (a 5xx such as
 	// db_timeout) did not use the token: give it back for the retry.
 	if failed(c, err) {
+		s.uses.forget(tok)
 		rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer rcancel()
 		if rerr := s.q.Restore(rctx, tok, exp); rerr != nil {
@@ -254,37 +268,6 @@ func failed(c *fiber.Ctx, err error) bool {
 func isTokenError(err error) bool {
 	var early *queue.TooEarlyError
 	return errors.As(err, &early) || errors.Is(err, queue.ErrTokenExpired) || errors.Is(err, queue.ErrTokenUnknown)
-}
-
-// failOpen decides a protected request while Redis is unreachable: with
-// the room's fail mode "open" (the default) a signed token inside its
-// window passes through a local limiter at the room's admission rate; with
-// "closed" nobody passes. A token cannot be marked used meanwhile, so the
-// limiter is what bounds the load.
-func (s *server) failOpen(c *fiber.Ctx, tok queue.Token, cause error) error {
-	s.metrics.redisErr.Inc()
-	s.log.Warn("protected endpoint: redis unreachable", "room", tok.Room, "err", cause, "request_id", requestID(c))
-	if s.rooms.failMode(tok.Room) == queue.FailClosed {
-		s.metrics.failOpen.WithLabelValues("closed").Inc()
-		c.Set(fiber.HeaderRetryAfter, "2")
-		return errorf(503, "unavailable", "the queue store is unreachable and this room fails closed; retry shortly")
-	}
-	now := time.Now()
-	if now.Before(tok.NotBefore) {
-		return s.tokenError(c, &queue.TooEarlyError{Wait: tok.NotBefore.Sub(now)})
-	}
-	if !now.Before(tok.ExpiresAt) {
-		return errTokenExpired
-	}
-	if !s.rooms.limiter(tok.Room).Allow() {
-		s.metrics.failOpen.WithLabelValues("limited").Inc()
-		c.Set(fiber.HeaderRetryAfter, "1")
-		return errorf(503, "fail_open_limited", "the queue store is unreachable; admitting at the room's rate, retry shortly")
-	}
-	s.metrics.failOpen.WithLabelValues("admitted").Inc()
-	c.Set("X-Waitroom-Fail-Open", "1")
-	c.Locals("token", tok)
-	return c.Next()
 }
 
 // order is the demo protected endpoint: it runs against the simulated DB

@@ -55,11 +55,16 @@ func (s *server) publishInstance(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	live := 0
 	for id, st := range all {
-		if now.Sub(st.At) > time.Minute {
+		switch {
+		case now.Sub(st.At) > time.Minute:
 			_, _ = s.redis.q.Do(ctx, "HDEL", instancesKey, id)
+		case now.Sub(st.At) <= 10*time.Second:
+			live++ // publishes every 2 s
 		}
 	}
+	s.rooms.setInstances(live)
 	return nil
 }
 

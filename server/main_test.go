@@ -22,6 +22,7 @@ const testSecret = "test-secret-0123456789abcdef"
 
 type testServer struct {
 	*server
+	srv  *redistest.Server // the real Redis it runs on; nil for the embedded one
 	URL  string
 	done chan error
 	stop context.CancelFunc
@@ -39,6 +40,7 @@ func startServer(tb testing.TB, srv *redistest.Server, client string, mutate fun
 		cfg.Redis = srv.URL()
 	}
 	cfg.noTick = true
+	cfg.OpenRooms = true // tests that need rooms to exist turn it off
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -61,7 +63,7 @@ func startServer(tb testing.TB, srv *redistest.Server, client string, mutate fun
 		cancel()
 		tb.Fatal(err)
 	}
-	ts := &testServer{server: s, URL: "http://" + ln.Addr().String(), done: make(chan error, 1), stop: cancel}
+	ts := &testServer{server: s, srv: srv, URL: "http://" + ln.Addr().String(), done: make(chan error, 1), stop: cancel}
 	go func() { ts.done <- s.run(ctx, ln) }()
 	tb.Cleanup(func() {
 		cancel()

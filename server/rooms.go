@@ -3,31 +3,62 @@ package main
 import (
 	"context"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/waitroom/waitroom/queue"
 	"golang.org/x/time/rate"
 )
 
-// roomCache keeps each room's settings and counters as last read from
-// Redis, refreshed in the background. It answers what must not wait for
-// Redis (the fail mode and the fail-open limiter while Redis is down) and
-// what must not cost a Redis call per scrape (metrics).
+// roomCache keeps the settings and counters of every room an operator
+// configured, as last read from Redis, refreshed in the background. It
+// answers what must not wait for Redis (whether a room exists, its fail
+// mode and its fail-open limiter while Redis is down) and what must not
+// cost a Redis call per scrape (metrics). A room's entry stays until a
+// refresh reads it anew: a failed or partial refresh never drops settings.
 type roomCache struct {
 	q        *queue.Queue
 	defFail  string
 	capacity queue.Capacity
 
+	instances atomic.Int64 // live instances last seen in the registry (at least 1)
+
 	mu       sync.RWMutex
-	cfg      map[string]queue.RoomConfig
-	stats    map[string]queue.RoomStats
-	limiters map[string]*rate.Limiter
+	cfg      map[string]queue.RoomConfig // configured rooms
+	stats    map[string]queue.RoomStats  // configured rooms
+	limiters map[string]*rate.Limiter    // configured rooms
+	other    *rate.Limiter               // every other room (open rooms), together
+	missing  map[string]time.Time        // rooms found not to exist, until when to believe it
 }
 
+// missingFor is how long a room found not to exist is believed gone; a room
+// an operator creates is seen by every instance within it.
+const missingFor = time.Second
+
+// maxMissing bounds the rooms remembered as missing.
+const maxMissing = 4096
+
 func newRoomCache(q *queue.Queue, defFail string) *roomCache {
-	return &roomCache{
+	rc := &roomCache{
 		q: q, defFail: defFail, capacity: q.Capacity(),
-		cfg: map[string]queue.RoomConfig{}, stats: map[string]queue.RoomStats{}, limiters: map[string]*rate.Limiter{},
+		cfg: map[string]queue.RoomConfig{}, stats: map[string]queue.RoomStats{},
+		limiters: map[string]*rate.Limiter{}, missing: map[string]time.Time{},
 	}
+	rc.instances.Store(1)
+	lim, burst := rc.admissionRate(queue.RoomConfig{})
+	rc.other = rate.NewLimiter(lim, burst)
+	return rc
+}
+
+// label is room's value for a metric label: its name when an operator
+// configured it, else "other", so visitors cannot add series.
+func (rc *roomCache) label(room string) string {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	if _, ok := rc.cfg[room]; ok {
+		return room
+	}
+	return "other"
 }
 
 func (rc *roomCache) failMode(room string) string {
@@ -39,70 +70,152 @@ func (rc *roomCache) failMode(room string) string {
 	return rc.defFail
 }
 
-// admissionRate is the room's configured rate: batch per tick.
+// exists reports whether an operator created room: from the cache, or from
+// Redis for a room the cache does not know yet (remembered either way).
+func (rc *roomCache) exists(ctx context.Context, room string) (bool, error) {
+	rc.mu.RLock()
+	_, ok := rc.cfg[room]
+	until, gone := rc.missing[room]
+	rc.mu.RUnlock()
+	if ok {
+		return true, nil
+	}
+	if gone && time.Now().Before(until) {
+		return false, nil
+	}
+	ok, err := rc.q.RoomExists(ctx, room)
+	if err != nil {
+		return false, err
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if ok {
+		delete(rc.missing, room)
+		if _, known := rc.cfg[room]; !known {
+			rc.cfg[room] = queue.RoomConfig{} // settings come with the next refresh
+		}
+		return true, nil
+	}
+	if len(rc.missing) >= maxMissing {
+		clear(rc.missing)
+	}
+	rc.missing[room] = time.Now().Add(missingFor)
+	return false, nil
+}
+
+// admissionRate is this instance's share of the room's configured rate
+// (batch per tick, divided among the live instances) and its burst.
 func (rc *roomCache) admissionRate(cfg queue.RoomConfig) (rate.Limit, int) {
 	batch := rc.capacity.BatchSize()
 	if cfg.Batch > 0 {
 		batch = cfg.Batch
 	}
-	return rate.Limit(float64(batch) / rc.capacity.Tick.Seconds()), batch
+	n := max(rc.instances.Load(), 1)
+	return rate.Limit(float64(batch) / rc.capacity.Tick.Seconds() / float64(n)), max(batch/int(n), 1)
 }
 
-// limiter is the room's fail-open limiter, at its admission rate.
+// limiter is the room's fail-open limiter. Configured rooms have one each;
+// all other rooms share one, so no request ever gets a fresh full burst.
 func (rc *roomCache) limiter(room string) *rate.Limiter {
 	rc.mu.RLock()
 	l := rc.limiters[room]
+	_, configured := rc.cfg[room]
 	rc.mu.RUnlock()
 	if l != nil {
 		return l
+	}
+	if !configured {
+		return rc.other
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if l = rc.limiters[room]; l == nil {
 		lim, burst := rc.admissionRate(rc.cfg[room])
 		l = rate.NewLimiter(lim, burst)
-		if len(rc.limiters) < 10000 {
-			rc.limiters[room] = l
-		}
+		rc.limiters[room] = l
 	}
 	return l
 }
 
-// refresh reads every known room's settings and counters.
-func (rc *roomCache) refresh(ctx context.Context) error {
-	rooms, err := rc.q.AllRooms(ctx)
-	if err != nil {
-		return err
-	}
-	cfg := make(map[string]queue.RoomConfig, len(rooms))
-	stats := make(map[string]queue.RoomStats, len(rooms))
-	for i, room := range rooms {
-		if i >= 1000 {
-			break // bounded work per refresh
-		}
-		c, err := rc.q.RoomConfig(ctx, room)
-		if err != nil {
-			return err
-		}
-		st, err := rc.q.Stats(ctx, room)
-		if err != nil {
-			return err
-		}
-		cfg[room], stats[room] = c, st
-	}
+// setInstances records how many instances are live and re-rates the
+// limiters to this instance's share.
+func (rc *roomCache) setInstances(n int) {
+	rc.instances.Store(int64(max(n, 1)))
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	rc.cfg, rc.stats = cfg, stats
+	rc.rerateLocked()
+}
+
+func (rc *roomCache) rerateLocked() {
 	for room, l := range rc.limiters {
-		lim, burst := rc.admissionRate(cfg[room])
+		lim, burst := rc.admissionRate(rc.cfg[room])
 		l.SetLimit(lim)
 		l.SetBurst(burst)
 	}
-	return nil
+	lim, burst := rc.admissionRate(queue.RoomConfig{})
+	rc.other.SetLimit(lim)
+	rc.other.SetBurst(burst)
+}
+
+// refreshWorkers bounds the room reads of one refresh in flight at once.
+const refreshWorkers = 16
+
+// refresh reads every configured room's settings and counters. Rooms it
+// could not read keep what was read before.
+func (rc *roomCache) refresh(ctx context.Context) error {
+	rooms, err := rc.q.ConfiguredRooms(ctx)
+	if err != nil {
+		return err
+	}
+	type read struct {
+		room string
+		cfg  queue.RoomConfig
+		st   queue.RoomStats
+		err  error
+	}
+	out := make([]read, len(rooms))
+	sem := make(chan struct{}, refreshWorkers)
+	var wg sync.WaitGroup
+	for i, room := range rooms {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r := read{room: room}
+			if r.cfg, r.err = rc.q.RoomConfig(ctx, room); r.err == nil {
+				r.st, r.err = rc.q.Stats(ctx, room)
+			}
+			out[i] = r
+		})
+	}
+	wg.Wait()
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var first error
+	for _, r := range out {
+		if r.err != nil {
+			first = cmpErr(first, r.err)
+			continue
+		}
+		rc.cfg[r.room], rc.stats[r.room] = r.cfg, r.st
+		delete(rc.missing, r.room)
+	}
+	rc.rerateLocked()
+	return first
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
 }
 
 func (rc *roomCache) snapshot() map[string]queue.RoomStats {
 	rc.mu.RLock()
 	defer rc.mu.RUnlock()
-	return rc.stats
+	out := make(map[string]queue.RoomStats, len(rc.stats))
+	for k, v := range rc.stats {
+		out[k] = v
+	}
+	return out
 }

@@ -180,13 +180,17 @@
     if (view !== "queue") return;
 
     if (info.fatal) {
-      var msg = info.error && info.error.code === "invalid_room"
+      var code = info.error && info.error.code;
+      var headline = code === "room_not_found" ? "This waiting room does not exist" : "This waiting room can't be opened";
+      var msg = code === "invalid_room"
         ? "“" + room + "” is not a waiting-room name. Check the link you followed."
-        : (info.error ? info.error.message : "Something went wrong.");
-      show({ status: "error", eyebrow: "Waiting room", headline: "This waiting room can't be opened", detail: msg });
+        : code === "room_not_found"
+          ? "There is no waiting room called “" + room + "”. Check the link you followed."
+          : (info.error ? info.error.message : "Something went wrong.");
+      show({ status: "error", eyebrow: "Waiting room", headline: headline, detail: msg });
       setActions("none");
       el.leave.hidden = true;
-      announce("This waiting room can't be opened.", "fatal", true);
+      announce(headline + ".", "fatal", true);
       return;
     }
     if (!state) {

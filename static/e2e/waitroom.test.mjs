@@ -248,3 +248,24 @@ test("after a 425 the page retries at waitMs, not at Retry-After", T, async (t) 
   await page.waitForFunction(() => document.getElementById("headline").textContent === "Order placed", null, { timeout: 10000 });
   assert.equal(early, 2, "one 425, then the real order");
 });
+
+test("a room no operator made says it does not exist", T, async (t) => {
+  const srv = await startServer(["-open-rooms=false"]);
+  t.after(() => srv.stop());
+  const res = await fetch(`${srv.base}/api/v1/admin/rooms/made`, {
+    method: "PUT", headers: { "Authorization": `Bearer ${ADMIN_KEY}`, "Content-Type": "application/json" }, body: "{}",
+  });
+  assert.equal(res.status, 200);
+  const b = await openBrowser();
+  t.after(() => b.close());
+  const { page } = b;
+
+  await page.goto(`${srv.base}/?room=nobody-made-this`);
+  await page.waitForFunction(() => document.getElementById("headline").textContent === "This waiting room does not exist", null, { timeout: 15000 });
+  assert.match(await text(page, "detail"), /no waiting room called/);
+  await shot(page, "room-not-found.png");
+
+  await page.goto(`${srv.base}/?room=made`);
+  await page.waitForFunction(() => /in line|next/i.test(document.getElementById("headline").textContent), null, { timeout: 15000 });
+  assert.deepEqual(unexpected(b.errors, [/404/]), [], "console errors");
+});

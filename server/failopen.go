@@ -1,0 +1,45 @@
+package main
+
+import (
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/waitroom/waitroom/queue"
+)
+
+// failOpen decides a protected request while Redis is unreachable: with
+// the room's fail mode "open" (the default) a signed token inside its
+// window, sent with its visitor's credential (checked before this), passes
+// through a local limiter at this instance's share of the room's admission
+// rate; with "closed" nobody passes. A token this instance saw used, before
+// or during the outage, is refused: Redis cannot mark it used meanwhile.
+func (s *server) failOpen(c *fiber.Ctx, tok queue.Token, cause error) error {
+	s.metrics.redisErr.Inc()
+	s.log.Warn("protected endpoint: redis unreachable", "room", tok.Room, "err", cause, "request_id", requestID(c))
+	if s.rooms.failMode(tok.Room) == queue.FailClosed {
+		s.metrics.failOpen.WithLabelValues("closed").Inc()
+		c.Set(fiber.HeaderRetryAfter, "2")
+		return errorf(503, "unavailable", "the queue store is unreachable and this room fails closed; retry shortly")
+	}
+	now := time.Now()
+	if now.Before(tok.NotBefore) {
+		return s.tokenError(c, &queue.TooEarlyError{Wait: tok.NotBefore.Sub(now)})
+	}
+	if !now.Before(tok.ExpiresAt) {
+		return errTokenExpired
+	}
+	if s.uses.used(tok) {
+		s.metrics.failOpen.WithLabelValues("used").Inc()
+		return errTokenUsed
+	}
+	if !s.rooms.limiter(tok.Room).Allow() {
+		s.metrics.failOpen.WithLabelValues("limited").Inc()
+		c.Set(fiber.HeaderRetryAfter, "1")
+		return errorf(503, "fail_open_limited", "the queue store is unreachable; admitting at the room's rate, retry shortly")
+	}
+	s.uses.add(tok, tok.ExpiresAt)
+	s.metrics.failOpen.WithLabelValues("admitted").Inc()
+	c.Set("X-Waitroom-Fail-Open", "1")
+	c.Locals("token", tok)
+	return c.Next()
+}

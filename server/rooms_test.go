@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/queue"
+)
+
+// TestRoomsExistOnlyWhenMade: without -open-rooms a join into a room no
+// operator created is 404 room_not_found, on every instance; once an
+// operator PUTs it, joins work at once.
+func TestRoomsExistOnlyWhenMade(t *testing.T) {
+	eachServer(t, func(c *config) { withAdmin(c); c.OpenRooms = false }, func(t *testing.T, ts *testServer) {
+		v := newVisitor(t, ts.URL)
+		for range 2 { // the second answer comes from the instance's memory
+			if r := v.do("POST", "/api/v1/rooms/nobody/join", ""); r.Code != 404 || r.errCode() != "room_not_found" {
+				t.Fatalf("join unknown room: %d %s", r.Code, r.Raw)
+			}
+		}
+		if r := v.admin("PUT", "/rooms/made", `{}`); r.Code != 200 {
+			t.Fatalf("create: %d %s", r.Code, r.Raw)
+		}
+		if r := v.join("made"); r.Code != 200 || r.str("status") != "waiting" {
+			t.Fatalf("join made room: %d %s", r.Code, r.Raw)
+		}
+		// Another instance on the same Redis knows it too.
+		if ts.srv != nil {
+			other := startServer(t, ts.srv, "rueidis", func(c *config) { withAdmin(c); c.OpenRooms = false })
+			w := newVisitor(t, other.URL)
+			if r := w.join("made"); r.Code != 200 {
+				t.Fatalf("join on another instance: %d %s", r.Code, r.Raw)
+			}
+			if r := w.do("POST", "/api/v1/rooms/nobody/join", ""); r.Code != 404 {
+				t.Fatalf("unknown room on another instance: %d %s", r.Code, r.Raw)
+			}
+		}
+	})
+}
+
+// TestOutageKeepsRulesAndRefusesReplays: while Redis is down, a room's
+// settings are the ones it had however many rooms exist (fail-closed stays
+// closed), a token used before the outage stays used, a token let through
+// during the outage is let through once, and a token without its visitor's
+// credential is refused.
+func TestOutageKeepsRulesAndRefusesReplays(t *testing.T) {
+	srv := redistest.StartReal(t)
+	ts := startServer(t, srv, "rueidis", func(c *config) { withAdmin(c); c.Capacity.Batch = 40 })
+	ctx := context.Background()
+	admin := newVisitor(t, ts.URL)
+	if r := admin.admin("PUT", "/rooms/shut", `{"failMode":"closed"}`); r.Code != 200 {
+		t.Fatalf("put: %d %s", r.Code, r.Raw)
+	}
+	for i := range 1200 { // more rooms than a refresh used to read
+		if err := ts.q.SetRoomConfig(ctx, fmt.Sprintf("room-%04d", i), queue.RoomConfig{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b, c := newVisitor(t, ts.URL), newVisitor(t, ts.URL), newVisitor(t, ts.URL)
+	a.join("open")
+	b.join("open")
+	c.join("shut")
+	ta := ts.admitUntil(t, a, "open")
+	tb := ts.admitUntil(t, b, "open")
+	tc := ts.admitUntil(t, c, "shut")
+	var last time.Time
+	for _, st := range []reply{ta, tb, tc} {
+		nb, _ := time.Parse(time.RFC3339Nano, st.str("notBefore"))
+		if nb.After(last) {
+			last = nb
+		}
+	}
+	waitFor(t, 5*time.Second, "notBefore", func() bool { return time.Now().After(last) })
+	order := func(v *visitor, room string, tok reply, withCred bool) reply {
+		hdr := []string{"Authorization", "Bearer " + tok.str("token")}
+		if !withCred {
+			// A fresh client: no cookie, no header.
+			v = newVisitor(t, ts.URL)
+		}
+		return v.do("POST", "/api/v1/rooms/"+room+"/orders", "", hdr...)
+	}
+	if r := order(a, "open", ta, true); r.Code != 201 {
+		t.Fatalf("order before the outage: %d %s", r.Code, r.Raw)
+	}
+	if err := ts.rooms.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	srv.Stop()
+	waitFor(t, 10*time.Second, "not ready", func() bool {
+		resp, err := noKeepAlive.Get(ts.URL + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 503
+	})
+	if r := order(a, "open", ta, true); r.Code != 401 || r.errCode() != "token_used" {
+		t.Fatalf("token used before the outage: %d %s", r.Code, r.Raw)
+	}
+	if r := order(b, "open", tb, false); r.Code != 401 {
+		t.Fatalf("token without its credential: %d %s", r.Code, r.Raw)
+	}
+	if r := order(b, "open", tb, true); r.Code != 201 || r.Header.Get("X-Waitroom-Fail-Open") != "1" {
+		t.Fatalf("fail-open order: %d %s", r.Code, r.Raw)
+	}
+	for range 3 {
+		if r := order(b, "open", tb, true); r.Code != 401 || r.errCode() != "token_used" {
+			t.Fatalf("replay during the outage: %d %s", r.Code, r.Raw)
+		}
+	}
+	if r := order(c, "shut", tc, true); r.Code != 503 || r.errCode() != "unavailable" {
+		t.Fatalf("fail-closed room among %d: %d %s", 1200, r.Code, r.Raw)
+	}
+	srv.Restart(t)
+}
