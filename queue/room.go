@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -33,6 +34,8 @@ type RoomConfig struct {
 	TokenTTL  time.Duration // idle lifetime, extended by use
 	TokenMax  time.Duration // absolute cap of a token's lifetime
 	FailMode  string
+
+	version int64 // of the stored settings this was read from
 }
 
 // FieldError names the setting that is invalid.
@@ -128,6 +131,8 @@ func parseRoomConfig(flat []any) RoomConfig {
 			c.TokenMax = time.Duration(n) * time.Millisecond
 		case "failMode":
 			c.FailMode = v
+		case "v":
+			c.version = n
 		}
 	}
 	return c
@@ -149,25 +154,61 @@ func (q *Queue) RoomConfig(ctx context.Context, room string) (RoomConfig, error)
 // SetRoomConfig replaces room's settings; every instance applies them from
 // its next tick, and hubs are told to reconcile the room.
 func (q *Queue) SetRoomConfig(ctx context.Context, room string, c RoomConfig) error {
+	_, err := q.writeRoomConfig(ctx, room, c, "")
+	return err
+}
+
+// ErrConfigContention is returned by UpdateRoomConfig when other writers
+// kept changing the settings under it.
+var ErrConfigContention = errors.New("queue: room settings changed by others too often; retry")
+
+// UpdateRoomConfig reads room's settings, applies change and writes the
+// result only if nobody changed them in between; otherwise it reads them
+// again and applies change to what is there now. So two operators changing
+// different fields at once both keep their change.
+func (q *Queue) UpdateRoomConfig(ctx context.Context, room string, change func(*RoomConfig) error) (RoomConfig, error) {
+	for range 20 {
+		c, err := q.RoomConfig(ctx, room)
+		if err != nil {
+			return RoomConfig{}, err
+		}
+		if err := change(&c); err != nil {
+			return RoomConfig{}, err
+		}
+		ok, err := q.writeRoomConfig(ctx, room, c, strconv.FormatInt(c.version, 10))
+		if err != nil || ok {
+			return c, err
+		}
+	}
+	return RoomConfig{}, ErrConfigContention
+}
+
+// writeRoomConfig writes c if the stored version is still version ("" =
+// any); it reports whether it wrote.
+func (q *Queue) writeRoomConfig(ctx context.Context, room string, c RoomConfig, version string) (bool, error) {
 	if !ValidRoom(room) {
-		return ErrInvalidRoom
+		return false, ErrInvalidRoom
 	}
 	if err := c.Validate(); err != nil {
-		return err
+		return false, err
 	}
-	args := append([]string{prefix(room), room, wire.Channel(room)}, c.fields()...)
-	if _, err := q.r.Eval(ctx, setcfgScript, []string{queueKey(room)}, args...); err != nil {
-		return fmt.Errorf("queue: set room config: %w", err)
+	args := append([]string{prefix(room), room, wire.Channel(room), version}, c.fields()...)
+	v, err := q.r.Eval(ctx, setcfgScript, []string{queueKey(room)}, args...)
+	if err != nil {
+		return false, fmt.Errorf("queue: set room config: %w", err)
+	}
+	if n, _ := asInt(v); n != 1 {
+		return false, nil
 	}
 	if _, err := q.r.Do(ctx, "SADD", configuredRoomsKey, room); err != nil {
-		return fmt.Errorf("queue: set room config: %w", err)
+		return true, fmt.Errorf("queue: set room config: %w", err)
 	}
 	// A room that opens later must be in the tick loop's set so that its
 	// pre-queue is drawn at opening.
 	if _, err := q.r.Do(ctx, "SADD", roomsKey, room); err != nil {
-		return fmt.Errorf("queue: set room config: %w", err)
+		return true, fmt.Errorf("queue: set room config: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 // RoomStats is a snapshot of a room's counters.

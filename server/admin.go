@@ -150,54 +150,58 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 	if err := dec.Decode(&struct{}{}); err != io.EOF {
 		return errInvalidJSON
 	}
-	r, cfg, err := s.roomConfig(c)
+	r, err := room(c)
 	if err != nil {
 		return err
 	}
+	var opensAt time.Time
+	if in.OpensAt != nil && *in.OpensAt != "" {
+		if opensAt, err = time.Parse(time.RFC3339Nano, *in.OpensAt); err != nil {
+			return fieldError("opensAt", "must be an RFC 3339 time or empty")
+		}
+	}
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
-	if in.Paused != nil {
-		cfg.Paused = *in.Paused
-	}
-	if in.Strategy != nil {
-		cfg.Strategy = *in.Strategy
-	}
-	if in.Batch != nil {
-		cfg.Batch = *in.Batch
-	}
-	if in.MaxActive != nil {
-		cfg.MaxActive = *in.MaxActive
-	}
-	if in.Seats != nil {
-		cfg.Seats = *in.Seats
-	}
-	if in.OpensAt != nil {
-		cfg.OpensAt = time.Time{}
-		if *in.OpensAt != "" {
-			t, err := time.Parse(time.RFC3339Nano, *in.OpensAt)
-			if err != nil {
-				return fieldError("opensAt", "must be an RFC 3339 time or empty")
+	// Only the fields in the body change, applied to the settings as they
+	// are when written: a concurrent change of other fields is kept.
+	cfg, err := s.q.UpdateRoomConfig(ctx, r, func(cfg *queue.RoomConfig) error {
+		if in.Paused != nil {
+			cfg.Paused = *in.Paused
+		}
+		if in.Strategy != nil {
+			cfg.Strategy = *in.Strategy
+		}
+		if in.Batch != nil {
+			cfg.Batch = *in.Batch
+		}
+		if in.MaxActive != nil {
+			cfg.MaxActive = *in.MaxActive
+		}
+		if in.Seats != nil {
+			cfg.Seats = *in.Seats
+		}
+		if in.OpensAt != nil {
+			cfg.OpensAt = opensAt
+		}
+		// The bounds are RoomConfig.Validate's; a value no duration can hold
+		// becomes one it refuses with the field's message.
+		seconds := func(v *float64, dst *time.Duration) {
+			if v == nil {
+				return
 			}
-			cfg.OpensAt = t
+			*dst = -1
+			if *v >= 0 && *v < 1e9 {
+				*dst = time.Duration(*v * float64(time.Second))
+			}
 		}
-	}
-	// The bounds are RoomConfig.Validate's; a value no duration can hold
-	// becomes one it refuses with the field's message.
-	seconds := func(v *float64, dst *time.Duration) {
-		if v == nil {
-			return
+		seconds(in.TokenTTLSeconds, &cfg.TokenTTL)
+		seconds(in.TokenMaxSeconds, &cfg.TokenMax)
+		if in.FailMode != nil {
+			cfg.FailMode = *in.FailMode
 		}
-		*dst = -1
-		if *v >= 0 && *v < 1e9 {
-			*dst = time.Duration(*v * float64(time.Second))
-		}
-	}
-	seconds(in.TokenTTLSeconds, &cfg.TokenTTL)
-	seconds(in.TokenMaxSeconds, &cfg.TokenMax)
-	if in.FailMode != nil {
-		cfg.FailMode = *in.FailMode
-	}
-	if err := s.q.SetRoomConfig(ctx, r, cfg); err != nil {
+		return nil
+	})
+	if err != nil {
 		var fe *queue.FieldError
 		if errors.As(err, &fe) {
 			return fieldError(fe.Field, fe.Msg)
@@ -210,14 +214,17 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 // adminPause returns a handler that pauses or resumes a room.
 func (s *server) adminPause(paused bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		r, cfg, err := s.roomConfig(c)
+		r, err := room(c)
 		if err != nil {
 			return err
 		}
 		ctx, cancel := s.redisCtx(c)
 		defer cancel()
-		cfg.Paused = paused
-		if err := s.q.SetRoomConfig(ctx, r, cfg); err != nil {
+		cfg, err := s.q.UpdateRoomConfig(ctx, r, func(cfg *queue.RoomConfig) error {
+			cfg.Paused = paused
+			return nil
+		})
+		if err != nil {
 			return s.storeError(c, err)
 		}
 		return c.JSON(s.effective(r, cfg))

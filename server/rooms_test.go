@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,4 +117,35 @@ func TestOutageKeepsRulesAndRefusesReplays(t *testing.T) {
 		t.Fatalf("fail-closed room among %d: %d %s", 1200, r.Code, r.Raw)
 	}
 	srv.Restart(t)
+}
+
+// TestAdminUpdatesNotLost: concurrent pause and PUT of another field both
+// keep their change.
+func TestAdminUpdatesNotLost(t *testing.T) {
+	eachServer(t, withAdmin, func(t *testing.T, ts *testServer) {
+		admin := newVisitor(t, ts.URL)
+		const pairs = 40
+		for i := range pairs {
+			room := fmt.Sprintf("race-%02d", i)
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				if r := admin.admin("POST", "/rooms/"+room+"/pause", ""); r.Code != 200 {
+					t.Errorf("pause: %d %s", r.Code, r.Raw)
+				}
+			})
+			wg.Go(func() {
+				if r := admin.admin("PUT", "/rooms/"+room, `{"seats":100}`); r.Code != 200 {
+					t.Errorf("put: %d %s", r.Code, r.Raw)
+				}
+			})
+			wg.Wait()
+			cfg, err := ts.q.RoomConfig(context.Background(), room)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !cfg.Paused || cfg.Seats != 100 {
+				t.Fatalf("pair %d: paused=%v seats=%d, want both changes", i, cfg.Paused, cfg.Seats)
+			}
+		}
+	})
 }
