@@ -10,7 +10,7 @@ local rate = num(redis.call('HGET', p .. 'stats', 'rate'), 0)
 local paused = 0
 if cfg.paused == '1' then paused = 1 end
 local soldout = 0
-if sold_out(p, cfg) then soldout = 1 end
+if sold_out(p, cfg, now) then soldout = 1 end
 local out = {math.floor(rate * 1000), paused, soldout, num(cfg.opensAt, 0), redis.call('ZCARD', KEYS[1])}
 
 local visitors = {}
