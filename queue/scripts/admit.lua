@@ -22,7 +22,7 @@ redis.call('SET', p .. 'tick', tick, 'PX', 86400000)
 
 local cfg = load_cfg(p)
 seed = next_rand(seed)
-maybe_open(p, cfg, now, seed, channel)
+local draw_next, undrawn_left = maybe_open(p, cfg, now, seed, channel)
 local seats = num(cfg.seats, 0)
 
 -- Tokens that expired unused free their max-active slot and their seat.
@@ -34,7 +34,8 @@ if redis.call('HGET', stats, 'full') and not sold_out(p, cfg, now) then
   redis.call('PUBLISH', channel, '{"type":"config","room":"' .. room .. '","reason":"seats_released"}')
 end
 
-local waiting = redis.call('ZCARD', KEYS[1])
+-- Visitors still in a draw's pool count as waiting: they will have places.
+local waiting = redis.call('ZCARD', KEYS[1]) + (undrawn_left or 0)
 if cfg.paused == '1' or waiting == 0 then return {1, tick, 0, waiting, ''} end
 
 local batch = num(cfg.batch, tonumber(ARGV[5]))
@@ -49,6 +50,11 @@ if max_active > 0 then
 end
 if seats > 0 then
   batch = math.min(batch, seats - seats_held(p, now))
+end
+-- While a draw is under way, only the visitors drawn so far (and anyone
+-- ahead of them) may go: nobody behind the pool goes before it.
+if draw_next then
+  batch = math.min(batch, redis.call('ZCOUNT', KEYS[1], '-inf', '(' .. draw_next))
 end
 
 local k = 0
