@@ -212,6 +212,59 @@ func TestPreQueueDrawInSlices(t *testing.T) {
 	})
 }
 
+// TestOpensAtClearedOrPastOpensNow: clearing opensAt, or moving it into
+// the past, opens the room at once with the fair draw.
+func TestOpensAtClearedOrPastOpensNow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  RoomConfig
+	}{
+		{"cleared", RoomConfig{}},
+		{"past", RoomConfig{OpensAt: time.Now().Add(-time.Minute)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+				ctx := context.Background()
+				q := newQueue(t, r, fixedBatch(10, 100*time.Millisecond))
+				if err := q.SetRoomConfig(ctx, "drop", RoomConfig{OpensAt: time.Now().Add(time.Hour)}); err != nil {
+					t.Fatal(err)
+				}
+				const n = 40
+				early := joinN(t, q, "drop", n, "e")
+				if s, _ := q.Status(ctx, "drop", early[0]); !s.PreQueue() {
+					t.Fatalf("before opening: %+v", s)
+				}
+				events := openEvents(t, srv, "drop")
+				if err := q.SetRoomConfig(ctx, "drop", tc.cfg); err != nil {
+					t.Fatal(err)
+				}
+				states, err := q.StatusMany(ctx, "drop", early)
+				if err != nil {
+					t.Fatal(err)
+				}
+				seen := map[int64]bool{}
+				for i, s := range states {
+					if s.Status != wire.StatusWaiting || s.PreQueue() || s.Position < 1 || s.Position > n || seen[s.Position] {
+						t.Fatalf("%s after opening: %+v", early[i], s)
+					}
+					seen[s.Position] = true
+				}
+				if s, _ := q.Join(ctx, "drop", "late"); s.Position != n+1 {
+					t.Fatalf("first joiner after opening: %+v, want position %d", s, n+1)
+				}
+				select {
+				case e := <-events:
+					if e.Count != n {
+						t.Fatalf("open event count %d", e.Count)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("no open event")
+				}
+			})
+		})
+	}
+}
+
 // BenchmarkDraw measures the draw of 1,000,000 pre-queued visitors on a
 // real redis-server: status calls every 5 ms draw it (at most one slice
 // each, and one slice per 20 ms), and SLOWLOG gives how long each script

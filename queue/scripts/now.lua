@@ -41,9 +41,11 @@ local function next_rand(seed)
 end
 
 -- The pre-queue is drawn in slices so that no script holds Redis for long,
--- however many visitors waited for the opening. At opening the pre-queue
--- set becomes the draw pool and the next n tickets are reserved for its n
--- members, so everyone who joins from then on stands behind all of them.
+-- however many visitors waited for the opening. At opening (opensAt has
+-- come, or was cleared while visitors wait in the pre-queue: that opens the
+-- room now, with the same draw) the pre-queue set becomes the draw pool
+-- and the next n tickets are reserved for its n members, so everyone who
+-- joins from then on stands behind all of them.
 -- Each call (join, status, the tick) then moves one slice: SPOP takes a
 -- random subset of the pool, a seeded shuffle orders it, and it gets the
 -- next reserved tickets. Tickets once given never change, so the order of
@@ -73,11 +75,12 @@ local function maybe_open(p, cfg, now, seed, channel)
   end
   if not nx then
     local opens = num(cfg.opensAt, 0)
-    if opens == 0 or opens > now then return nil end
+    if opens > now then return nil end
     local n = redis.call('SCARD', p .. 'pre')
     if n == 0 then return nil end
     redis.call('RENAME', p .. 'pre', pool)
     nx = redis.call('INCRBY', p .. 'seq', n) - n + 1
+    if opens == 0 then opens = now end
     redis.call('HSET', draw, 'next', nx, 'at', opens, 'n', n)
   end
   local members = redis.call('SPOP', pool, DRAW_SLICE)
