@@ -22,20 +22,20 @@ redis.call('SET', p .. 'tick', tick, 'PX', 86400000)
 
 local cfg = load_cfg(p)
 seed = next_rand(seed)
-maybe_open(p, cfg, now, seed, channel)
+local draw_next, undrawn_left = maybe_open(p, cfg, now, seed, channel)
 local seats = num(cfg.seats, 0)
 
 -- Tokens that expired unused free their max-active slot and their seat.
-local expired = redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
-if expired > 0 and seats > 0 then
-  local was_full = sold_out(p, cfg)
-  redis.call('HINCRBY', stats, 'granted', -expired)
-  if was_full and not sold_out(p, cfg) then
-    redis.call('PUBLISH', channel, '{"type":"config","room":"' .. room .. '","reason":"seats_released"}')
-  end
+-- A room announced sold out hears when seats are free again, whatever
+-- freed them (expiry, leave, a give-back or more seats).
+redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
+if redis.call('HGET', stats, 'full') and not sold_out(p, cfg, now) then
+  redis.call('HDEL', stats, 'full')
+  redis.call('PUBLISH', channel, '{"type":"config","room":"' .. room .. '","reason":"seats_released"}')
 end
 
-local waiting = redis.call('ZCARD', KEYS[1])
+-- Visitors still in a draw's pool count as waiting: they will have places.
+local waiting = redis.call('ZCARD', KEYS[1]) + (undrawn_left or 0)
 if cfg.paused == '1' or waiting == 0 then return {1, tick, 0, waiting, ''} end
 
 local batch = num(cfg.batch, tonumber(ARGV[5]))
@@ -49,7 +49,12 @@ if max_active > 0 then
   batch = math.min(batch, max_active - redis.call('ZCARD', active))
 end
 if seats > 0 then
-  batch = math.min(batch, seats - num(redis.call('HGET', stats, 'granted'), 0))
+  batch = math.min(batch, seats - seats_held(p, now))
+end
+-- While a draw is under way, only the visitors drawn so far (and anyone
+-- ahead of them) may go: nobody behind the pool goes before it.
+if draw_next then
+  batch = math.min(batch, redis.call('ZCOUNT', KEYS[1], '-inf', '(' .. draw_next))
 end
 
 local k = 0
@@ -79,12 +84,14 @@ if batch > 0 then
   end
   if k > 0 then
     redis.call('HINCRBY', stats, 'admitted', k)
-    if seats > 0 then redis.call('HINCRBY', stats, 'granted', k) end
     event = '{"type":"admit","room":"' .. room .. '","tick":' .. tick ..
       ',"count":' .. k .. ',"admitted":[' .. table.concat(parts, ',') .. ']}'
     redis.call('PUBLISH', channel, event)
-    if seats > 0 and sold_out(p, cfg) and waiting > k then
-      redis.call('PUBLISH', channel, '{"type":"sold_out","room":"' .. room .. '"}')
+    if seats > 0 and sold_out(p, cfg, now) then
+      redis.call('HSET', stats, 'full', 1)
+      if waiting > k then
+        redis.call('PUBLISH', channel, '{"type":"sold_out","room":"' .. room .. '"}')
+      end
     end
   end
 end

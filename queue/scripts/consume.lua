@@ -12,8 +12,12 @@ if now < nb then return {-2, nb - now} end
 if now >= exp then return {-3, 0} end
 if mode == '1' then
   redis.call('DEL', key)
-  -- The seat stays held: a token used up counts as sold.
-  redis.call('ZREM', p .. 'active', v) -- frees a max-active slot; the seat stays sold
+  -- Frees a max-active slot; the seat stays held, as sold. The spent
+  -- marker lets one Restore of this very token take the seat back.
+  if redis.call('ZREM', p .. 'active', v) == 1 then
+    redis.call('HINCRBY', p .. 'stats', 'sold', 1)
+    redis.call('SET', p .. 'spent:' .. v, nb, 'PX', exp - now)
+  end
 elseif mode == '2' then
   local idle = tonumber(ARGV[5])
   local new_exp = math.min(now + idle, cap)

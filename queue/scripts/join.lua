@@ -1,18 +1,33 @@
 -- join: KEYS = queue; ARGV = prefix, visitor, seed, channel
 -- Returns {code, a, b, new}: 1 waiting (a = 0-based rank), 2 admitted (a =
--- notBefore, b = expiresAt), 4 in the pre-queue before opening (a = opensAt).
--- new = 1 when a ticket (or pre-queue place) was taken.
+-- notBefore, b = expiresAt), 4 in the pre-queue before opening, or not yet
+-- drawn after it (a = opensAt, or the moment of opening). new = 1 when a
+-- ticket (or pre-queue place) was taken.
 local p, v = ARGV[1], ARGV[2]
 local now = now_ms()
 local cfg = load_cfg(p)
-maybe_open(p, cfg, now, tonumber(ARGV[3]), ARGV[4])
+local draw_next, undrawn_left = maybe_open(p, cfg, now, tonumber(ARGV[3]), ARGV[4])
 local nb, exp = read_token(p .. 't:' .. v)
 if nb then
   if now < exp then return {2, nb, exp, 0} end
   redis.call('DEL', p .. 't:' .. v) -- expired unused: a new ticket at the back
 end
+
+-- rank_of is the 0-based place of a queued visitor, counting the visitors
+-- of a draw under way that will be placed ahead of it.
+local function rank_of(r)
+  if r and draw_next and tonumber(redis.call('ZSCORE', KEYS[1], v)) >= draw_next then
+    return r + undrawn_left
+  end
+  return r
+end
+
 local r = redis.call('ZRANK', KEYS[1], v)
-if r then return {1, r, 0, 0} end
+if r then return {1, rank_of(r), 0, 0} end
+if draw_next then
+  local at = undrawn(p, v)
+  if at then return {4, at, 0, 0} end
+end
 local opens = num(cfg.opensAt, 0)
 if opens > now then
   local added = redis.call('SADD', p .. 'pre', v)
@@ -20,4 +35,4 @@ if opens > now then
 end
 local s = redis.call('INCR', p .. 'seq')
 redis.call('ZADD', KEYS[1], 'NX', s, v)
-return {1, redis.call('ZRANK', KEYS[1], v), 0, 1}
+return {1, rank_of(redis.call('ZRANK', KEYS[1], v)), 0, 1}

@@ -1,11 +1,17 @@
 -- restore: KEYS = queue; ARGV = prefix, visitor, notBefore, expiresAt, cap, retentionMs
 -- Gives back a token that was used up by a request that then failed on the
--- protected side, unless the visitor holds another record by now.
+-- protected side, unless the visitor holds another record by now. Only a
+-- token that consume used up can come back, once: its spent marker moves
+-- the seat from sold back to the live token, so the seats held stay exact.
 local p, v = ARGV[1], ARGV[2]
 local nb, exp, cap = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local now = now_ms()
 if now >= exp then return 0 end
+local mark = p .. 'spent:' .. v
+if tonumber(redis.call('GET', mark) or '') ~= nb then return 0 end
 local ok = redis.call('SET', p .. 't:' .. v, nb .. ':' .. exp .. ':' .. cap, 'NX', 'PX', cap - now + tonumber(ARGV[6]))
 if not ok then return 0 end
+redis.call('DEL', mark)
+redis.call('HINCRBY', p .. 'stats', 'sold', -1)
 redis.call('ZADD', p .. 'active', exp, v)
 return 1

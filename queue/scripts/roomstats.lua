@@ -1,11 +1,12 @@
 -- roomstats: KEYS = queue; ARGV = prefix
 -- Returns {waiting, prequeue, activeTokens, admittedTotal, seatsHeld, rate*1000}.
+-- The pre-queue counts the visitors of a draw under way not drawn yet.
 local p = ARGV[1]
 local now = now_ms()
-local st = redis.call('HMGET', p .. 'stats', 'admitted', 'granted', 'rate')
+local st = redis.call('HMGET', p .. 'stats', 'admitted', 'rate')
 return {
   redis.call('ZCARD', KEYS[1]),
-  redis.call('SCARD', p .. 'pre'),
+  redis.call('SCARD', p .. 'pre') + redis.call('SCARD', p .. 'drawpool'),
   redis.call('ZCOUNT', p .. 'active', '(' .. now, '+inf'),
-  num(st[1], 0), num(st[2], 0), math.floor(num(st[3], 0) * 1000),
+  num(st[1], 0), seats_held(p, now), math.floor(num(st[2], 0) * 1000),
 }

@@ -1,17 +1,20 @@
 -- status: KEYS = queue; ARGV = prefix, seed, channel, visitor...
 -- Returns a room header {rate*1000, paused, soldOut, opensAt, waiting}
 -- then code, a, b per visitor: 0 not in queue, 1 waiting (a = 0-based
--- rank), 2 admitted (a = notBefore, b = expiresAt), 3 expired, 4 pre-queue.
+-- rank), 2 admitted (a = notBefore, b = expiresAt), 3 expired, 4 pre-queue
+-- (a = opensAt), or not yet drawn while a draw is under way (a = the moment
+-- of opening; the place is not known yet).
 local p = ARGV[1]
 local now = now_ms()
 local cfg = load_cfg(p)
-maybe_open(p, cfg, now, tonumber(ARGV[2]), ARGV[3])
+local draw_next, undrawn_left = maybe_open(p, cfg, now, tonumber(ARGV[2]), ARGV[3])
 local rate = num(redis.call('HGET', p .. 'stats', 'rate'), 0)
 local paused = 0
 if cfg.paused == '1' then paused = 1 end
 local soldout = 0
-if sold_out(p, cfg) then soldout = 1 end
-local out = {math.floor(rate * 1000), paused, soldout, num(cfg.opensAt, 0), redis.call('ZCARD', KEYS[1])}
+if sold_out(p, cfg, now) then soldout = 1 end
+local out = {math.floor(rate * 1000), paused, soldout, num(cfg.opensAt, 0),
+  redis.call('ZCARD', KEYS[1]) + (undrawn_left or 0)}
 
 local visitors = {}
 for i = 4, #ARGV do visitors[#visitors + 1] = ARGV[i] end
@@ -52,6 +55,14 @@ else
   end
 end
 
+-- While a draw is under way, whoever joined after opening stands behind
+-- every visitor still in the pool.
+if draw_next then
+  for v, r in pairs(rank) do
+    if tonumber(redis.call('ZSCORE', KEYS[1], v)) >= draw_next then rank[v] = r + undrawn_left end
+  end
+end
+
 local pre = p .. 'pre'
 for i = 1, n do
   local v = visitors[i]
@@ -64,6 +75,9 @@ for i = 1, n do
       if now < exp then code, a, b = 2, nb, exp else code = 3 end
     elseif redis.call('SISMEMBER', pre, v) == 1 then
       code, a = 4, num(cfg.opensAt, 0)
+    elseif draw_next then
+      local at = undrawn(p, v)
+      if at then code, a = 4, at end
     end
   end
   out[#out + 1] = code; out[#out + 1] = a; out[#out + 1] = b
