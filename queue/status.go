@@ -24,7 +24,11 @@ func (q *Queue) Join(ctx context.Context, room, visitor string) (wire.State, err
 	if err != nil {
 		return wire.State{}, err
 	}
-	if n[3] == 1 {
+	// Every join that leaves the visitor waiting lists the room for the
+	// tick loop (the set is in another slot than the room, so this is a
+	// call of its own): if it fails, the join fails, and the retry lists
+	// the room, so a queue is never left without ticks.
+	if n[0] == replyWaiting || n[0] == replyPreQueue {
 		if _, err := q.r.Do(ctx, "SADD", roomsKey, room); err != nil {
 			return wire.State{}, fmt.Errorf("queue: join: %w", err)
 		}

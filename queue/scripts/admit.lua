@@ -84,6 +84,7 @@ if batch > 0 then
   end
   if k > 0 then
     redis.call('HINCRBY', stats, 'admitted', k)
+    keep_while_used(p, cfg, max_ttl + keep)
     event = '{"type":"admit","room":"' .. room .. '","tick":' .. tick ..
       ',"count":' .. k .. ',"admitted":[' .. table.concat(parts, ',') .. ']}'
     redis.call('PUBLISH', channel, event)

@@ -33,6 +33,8 @@ if opens > now then
   local added = redis.call('SADD', p .. 'pre', v)
   return {4, opens, 0, added}
 end
+ensure_seq(p, KEYS[1])
 local s = redis.call('INCR', p .. 'seq')
 redis.call('ZADD', KEYS[1], 'NX', s, v)
+keep_while_used(p, cfg)
 return {1, rank_of(redis.call('ZRANK', KEYS[1], v)), 0, 1}

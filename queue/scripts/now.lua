@@ -134,3 +134,23 @@ local function sold_out(p, cfg, now)
   if seats <= 0 then return false end
   return seats_held(p, now) >= seats
 end
+
+-- A room that no operator configured (visitors made it, with open rooms)
+-- keeps its counters only while it is used: each use pushes their expiry a
+-- day on, or past the longest token of the room if that is later.
+local idle_ms = 86400000
+local function keep_while_used(p, cfg, longest_ms)
+  if next(cfg) ~= nil then return end
+  local ttl = math.max(idle_ms, longest_ms or 0)
+  for _, k in ipairs({'seq', 'stats', 'active'}) do
+    redis.call('PEXPIRE', p .. k, ttl)
+  end
+end
+
+-- The ticket counter must stay ahead of every ticket in the queue even if
+-- it expired while the room sat idle with visitors (or was lost).
+local function ensure_seq(p, q)
+  if redis.call('EXISTS', p .. 'seq') == 1 then return end
+  local top = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
+  if top[2] then redis.call('SET', p .. 'seq', top[2]) end
+end
