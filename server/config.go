@@ -48,6 +48,8 @@ type config struct {
 	MetricsAddr    string
 	PublicMetrics  bool
 
+	// sseBeat replaces the SSE heartbeat interval in tests. Not a flag.
+	sseBeat time.Duration
 	// noTick turns the admission loop off so tests can drive admission
 	// explicitly. Not a flag.
 	noTick bool

@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/queue"
 )
 
 func (v *visitor) id() string { return strings.SplitN(v.cred, ".", 2)[0] }
@@ -224,4 +228,46 @@ func TestWebSocketReadSide(t *testing.T) {
 		t.Fatalf("close handshake: %v", err)
 	}
 	waitFor(t, 5*time.Second, "server side gone", func() bool { return ts.hub.Stats().Conns["ws"] == 0 })
+}
+
+// TestSSEPeerThatNeverReadsIsDropped: a stream whose peer takes nothing
+// (its receive window stays shut) is dropped after a few heartbeats, as a
+// WebSocket that does not answer pings is; a reading one in the same room
+// stays.
+func TestSSEPeerThatNeverReadsIsDropped(t *testing.T) {
+	ts := startServer(t, nil, "rueidis", func(c *config) { withAdmin(c); c.sseBeat = 300 * time.Millisecond })
+	v, w := newVisitor(t, ts.URL), newVisitor(t, ts.URL)
+	v.join("drop")
+	w.join("drop")
+	reader := dialSSE(t, ts.URL, "drop", w.cred)
+
+	// A raw client with a tiny receive buffer that sends its request and
+	// then never reads.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2048) })
+	}}
+	nc, err := d.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	fmt.Fprintf(nc, "GET /api/v1/rooms/drop/sse?visitor=%s HTTP/1.1\r\nHost: x\r\n\r\n", v.cred)
+	waitFor(t, 5*time.Second, "both streams", func() bool { return ts.hub.Stats().Conns["sse"] == 2 })
+
+	// Fill the silent peer's window and the server's send buffer with
+	// state changes, until the server gives up on it.
+	ctx := context.Background()
+	paused := false
+	// Within a few heartbeats once its window is shut, not when megabytes
+	// of kernel buffer have filled.
+	waitFor(t, 15*time.Second, "silent stream dropped", func() bool {
+		paused = !paused
+		if _, err := ts.q.UpdateRoomConfig(ctx, "drop", func(c *queue.RoomConfig) error { c.Paused = paused; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return ts.hub.Stats().Conns["sse"] == 1
+	})
+	if reader.isClosed() {
+		t.Fatal("the reading stream was dropped too")
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"reflect"
 	"syscall"
+	"unsafe"
 )
 
 // rawConnOf returns the socket under a hijacked connection (fasthttp wraps
@@ -51,4 +52,26 @@ func waitReadable(rc syscall.RawConn) error {
 		return err
 	}
 	return werr
+}
+
+// setSendBuffer bounds the kernel's send buffer of the socket: a push
+// connection sends small messages, and a peer that stops reading then makes
+// writes block (and time out) instead of parking up to megabytes in the
+// kernel.
+func setSendBuffer(rc syscall.RawConn, n int) {
+	_ = rc.Control(func(fd uintptr) {
+		_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, n)
+	})
+}
+
+// unsentBytes is how much of what was written the peer has not
+// acknowledged yet.
+func unsentBytes(rc syscall.RawConn) (int, bool) {
+	n, ok := 0, false
+	_ = rc.Control(func(fd uintptr) {
+		var v int32
+		_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCOUTQ, uintptr(unsafe.Pointer(&v)))
+		n, ok = int(v), errno == 0
+	})
+	return n, ok
 }

@@ -12,3 +12,7 @@ import (
 func rawConnOf(net.Conn) syscall.RawConn { return nil }
 
 func waitReadable(syscall.RawConn) error { return nil }
+
+func setSendBuffer(syscall.RawConn, int) {}
+
+func unsentBytes(syscall.RawConn) (int, bool) { return 0, false }

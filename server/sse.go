@@ -1,17 +1,20 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"math/rand/v2"
 	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/waitroom/waitroom/hub"
 )
 
+// sseHeartbeat is how often an idle stream gets a comment line.
 const sseHeartbeat = 15 * time.Second
 
 // sse serves text/event-stream on a hijacked connection: its one goroutine
@@ -33,11 +36,14 @@ func (s *server) sse(c *fiber.Ctx) error {
 
 func (s *server) serveSSE(nc net.Conn, room, visitor string, lastID int64) {
 	defer nc.Close()
-	t := &sseTransport{conn: nc, id: lastID}
+	t := &sseTransport{conn: nc, id: lastID, every: cmp.Or(s.cfg.sseBeat, sseHeartbeat)}
 	// fasthttp recycles the hijacked connection once this function returns:
 	// stop waits for a write in progress and turns later ones into no-ops.
 	defer t.stop()
 	conn, err := shallow(func() (*hub.Conn, error) {
+		if t.raw = rawConnOf(nc); t.raw != nil {
+			setSendBuffer(t.raw, pushSendBuffer)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), attachTimeout)
 		defer cancel()
 		return s.hub.Attach(ctx, room, visitor, t)
@@ -48,7 +54,7 @@ func (s *server) serveSSE(nc net.Conn, room, visitor string, lastID int64) {
 	}
 	defer conn.Close()
 	t.mu.Lock()
-	t.beat = time.AfterFunc(sseHeartbeat, t.heartbeat)
+	t.beat = time.AfterFunc(t.every, t.heartbeat)
 	t.mu.Unlock()
 
 	// Nothing is expected from the client: any read result means it is gone
@@ -71,7 +77,21 @@ type sseTransport struct {
 	released bool // the connection is no longer ours
 	id       int64
 	beat     *time.Timer
+	every    time.Duration // between heartbeats
+
+	raw        syscall.RawConn // the socket, to see what the peer has not taken; nil where there is none
+	lastUnsent int
+	stalled    int // heartbeats in a row at which the peer took nothing
 }
+
+// pushSendBuffer is the kernel send buffer of a push connection: room for
+// about a hundred messages.
+const pushSendBuffer = 16 << 10
+
+// stalledBeats is how many heartbeats in a row may find the peer taking
+// nothing before the stream is dropped, as a WebSocket that does not answer
+// pings is.
+const stalledBeats = 2
 
 var sseHeader = "HTTP/1.1 200 OK\r\n" +
 	"Content-Type: text/event-stream\r\n" +
@@ -121,9 +141,26 @@ func (t *sseTransport) heartbeat() {
 	defer t.mu.Unlock()
 	if t.closed || !t.started {
 		if !t.closed && t.beat != nil {
-			t.beat.Reset(sseHeartbeat)
+			t.beat.Reset(t.every)
 		}
 		return
+	}
+	// A peer that reads has taken what was sent long before a heartbeat;
+	// one that does not leaves it unsent, heartbeat after heartbeat.
+	if t.raw != nil {
+		if n, ok := unsentBytes(t.raw); ok && n > 0 && n >= t.lastUnsent {
+			t.stalled++
+			t.lastUnsent = n
+		} else {
+			t.stalled, t.lastUnsent = 0, n
+		}
+		if t.stalled >= stalledBeats {
+			t.closed = true
+			if !t.released {
+				_ = t.conn.Close()
+			}
+			return
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -134,7 +171,7 @@ func (t *sseTransport) heartbeat() {
 		}
 		return
 	}
-	t.beat.Reset(sseHeartbeat)
+	t.beat.Reset(t.every)
 }
 
 // refuse answers with a JSON error instead of a stream.

@@ -121,6 +121,9 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string) *w
 	// Found here, on the setup goroutine: reflection would grow the
 	// long-lived goroutine's stack for good.
 	sess := &wsSession{wc: wc, br: w.br, raw: rawConnOf(nc), t: t, conn: conn}
+	if sess.raw != nil {
+		setSendBuffer(sess.raw, pushSendBuffer)
+	}
 	// Pings find peers that vanished without a FIN; a timer, not a
 	// goroutine, waits between them.
 	every := s.cfg.WSPing
