@@ -58,6 +58,20 @@ func (t *Table) Allow(key string, now time.Time) (bool, time.Duration) {
 	if t == nil {
 		return true, 0
 	}
+	return t.allow(key, now, t.interval, t.window)
+}
+
+// AllowRate is Allow at a rate and burst of the caller's instead of the
+// table's, for keys with limits of their own (a key should keep one rate).
+func (t *Table) AllowRate(key string, now time.Time, rate float64, burst int) (bool, time.Duration) {
+	if t == nil || rate <= 0 || burst < 1 {
+		return true, 0
+	}
+	iv := max(int64(float64(time.Second)/rate), 1)
+	return t.allow(key, now, iv, iv*int64(burst))
+}
+
+func (t *Table) allow(key string, now time.Time, interval, window int64) (bool, time.Duration) {
 	h := maphash.String(t.seed, key)
 	s := &t.sets[h%uint64(len(t.sets))]
 	h |= 1 // never 0, which marks a free slot
@@ -70,9 +84,9 @@ func (t *Table) Allow(key string, now time.Time) (bool, time.Duration) {
 	if s.slots[i].key != h {
 		tat = n
 	}
-	next := tat + t.interval
-	if next-n > t.window {
-		return false, time.Duration(next - n - t.window)
+	next := tat + interval
+	if next-n > window {
+		return false, time.Duration(next - n - window)
 	}
 	s.slots[i] = slot{key: h, tat: next}
 	return true, 0

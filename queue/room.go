@@ -34,6 +34,8 @@ type RoomConfig struct {
 	TokenTTL  time.Duration // idle lifetime, extended by use
 	TokenMax  time.Duration // absolute cap of a token's lifetime
 	FailMode  string
+	JoinRate  float64 // new visitors per second one client address may create here; 0 = the deployment's
+	JoinBurst int     // with JoinRate: how many at once
 
 	version int64 // of the stored settings this was read from
 }
@@ -65,6 +67,12 @@ func (c RoomConfig) Validate() error {
 		return &FieldError{"tokenMaxSeconds", "must be 0 (the default) or between 1 and 604800"}
 	case c.TokenMax != 0 && c.TokenTTL != 0 && c.TokenMax < c.TokenTTL:
 		return &FieldError{"tokenMaxSeconds", "must be at least tokenTtlSeconds"}
+	case c.JoinRate < 0 || c.JoinRate > 1e6 || c.JoinRate != c.JoinRate:
+		return &FieldError{"joinRate", "must be between 0 (the default) and 1000000 per second"}
+	case c.JoinBurst < 0 || c.JoinBurst > 1000000:
+		return &FieldError{"joinBurst", "must be between 0 (the default) and 1000000"}
+	case c.JoinBurst > 0 && c.JoinRate == 0:
+		return &FieldError{"joinBurst", "needs joinRate"}
 	case c.FailMode != "" && c.FailMode != FailOpen && c.FailMode != FailClosed:
 		return &FieldError{"failMode", `must be "open" or "closed"`}
 	case !c.OpensAt.IsZero() && (c.OpensAt.Year() < 2000 || c.OpensAt.Year() > 3000):
@@ -103,6 +111,12 @@ func (c RoomConfig) fields() []string {
 	if c.FailMode != "" {
 		add("failMode", c.FailMode)
 	}
+	if c.JoinRate > 0 {
+		add("joinRate", strconv.FormatFloat(c.JoinRate, 'g', -1, 64))
+	}
+	if c.JoinBurst > 0 {
+		add("joinBurst", strconv.Itoa(c.JoinBurst))
+	}
 	return f
 }
 
@@ -131,6 +145,10 @@ func parseRoomConfig(flat []any) RoomConfig {
 			c.TokenMax = time.Duration(n) * time.Millisecond
 		case "failMode":
 			c.FailMode = v
+		case "joinRate":
+			c.JoinRate, _ = strconv.ParseFloat(v, 64)
+		case "joinBurst":
+			c.JoinBurst = int(n)
 		case "v":
 			c.version = n
 		}

@@ -51,6 +51,8 @@ type roomConfigJSON struct {
 	TokenTTLSeconds float64 `json:"tokenTtlSeconds"`
 	TokenMaxSeconds float64 `json:"tokenMaxSeconds"`
 	FailMode        string  `json:"failMode"`
+	JoinRate        float64 `json:"joinRate"`
+	JoinBurst       int     `json:"joinBurst"`
 	TickMs          int64   `json:"tickMs"`
 	TPS             float64 `json:"tps"`
 }
@@ -60,7 +62,12 @@ func (s *server) effective(room string, c queue.RoomConfig) roomConfigJSON {
 	out := roomConfigJSON{
 		Room: room, Paused: c.Paused, Strategy: c.Strategy, Batch: c.Batch, MaxActive: c.MaxActive, Seats: c.Seats,
 		TokenTTLSeconds: c.TokenTTL.Seconds(), TokenMaxSeconds: c.TokenMax.Seconds(), FailMode: c.FailMode,
-		TickMs: s.cfg.Capacity.Tick.Milliseconds(),
+		JoinRate: c.JoinRate, JoinBurst: c.JoinBurst, TickMs: s.cfg.Capacity.Tick.Milliseconds(),
+	}
+	if out.JoinRate == 0 {
+		out.JoinRate, out.JoinBurst = s.cfg.JoinRate, s.cfg.JoinBurst
+	} else if out.JoinBurst == 0 {
+		out.JoinBurst = max(int(out.JoinRate), 1)
 	}
 	if out.Strategy == "" {
 		out.Strategy = queue.StrategyFixed
@@ -134,6 +141,8 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 		TokenTTLSeconds *float64 `json:"tokenTtlSeconds"`
 		TokenMaxSeconds *float64 `json:"tokenMaxSeconds"`
 		FailMode        *string  `json:"failMode"`
+		JoinRate        *float64 `json:"joinRate"`
+		JoinBurst       *int     `json:"joinBurst"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -198,6 +207,12 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 		seconds(in.TokenMaxSeconds, &cfg.TokenMax)
 		if in.FailMode != nil {
 			cfg.FailMode = *in.FailMode
+		}
+		if in.JoinRate != nil {
+			cfg.JoinRate = *in.JoinRate
+		}
+		if in.JoinBurst != nil {
+			cfg.JoinBurst = *in.JoinBurst
 		}
 		return nil
 	})

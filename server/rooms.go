@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,17 @@ func (rc *roomCache) label(room string) string {
 		return room
 	}
 	return "other"
+}
+
+// joinLimit is room's own join limit (0 when it has none).
+func (rc *roomCache) joinLimit(room string) (float64, int) {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	c := rc.cfg[room]
+	if c.JoinRate <= 0 {
+		return 0, 0
+	}
+	return c.JoinRate, cmp.Or(c.JoinBurst, max(int(c.JoinRate), 1))
 }
 
 func (rc *roomCache) failMode(room string) string {

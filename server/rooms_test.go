@@ -149,3 +149,33 @@ func TestAdminUpdatesNotLost(t *testing.T) {
 		}
 	})
 }
+
+// TestJoinLimitPerRoom: a room's own joinRate and joinBurst apply to it,
+// and other rooms keep the deployment's limit.
+func TestJoinLimitPerRoom(t *testing.T) {
+	ts := startServer(t, nil, "rueidis", withAdmin)
+	admin := newVisitor(t, ts.URL)
+	if r := admin.admin("PUT", "/rooms/tight", `{"joinRate":0.5,"joinBurst":2}`); r.Code != 200 || r.num("joinBurst") != 2 {
+		t.Fatalf("put: %d %s", r.Code, r.Raw)
+	}
+	if r := admin.admin("PUT", "/rooms/tight", `{"joinBurst":-1}`); r.Code != 400 || r.errCode() != "invalid_field" {
+		t.Fatalf("bad burst: %d %s", r.Code, r.Raw)
+	}
+	if err := ts.rooms.refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fresh := func(room string) reply { return newVisitor(t, ts.URL).do("POST", "/api/v1/rooms/"+room+"/join", "") }
+	for i := range 2 {
+		if r := fresh("tight"); r.Code != 200 {
+			t.Fatalf("join %d: %d %s", i, r.Code, r.Raw)
+		}
+	}
+	if r := fresh("tight"); r.Code != 429 || r.errCode() != "rate_limited" || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("third join: %d %s", r.Code, r.Raw)
+	}
+	for i := range 10 {
+		if r := fresh("roomy"); r.Code != 200 {
+			t.Fatalf("other room, join %d: %d %s", i, r.Code, r.Raw)
+		}
+	}
+}

@@ -103,19 +103,29 @@ const joinTableSize = 1 << 16
 var errRateLimited = errorf(429, "rate_limited", "too many new visitors from this address; retry after the time in Retry-After")
 
 // limitJoins refuses a join that would create a new visitor when the
-// client's address is over its rate. A join with a valid credential
-// creates nobody and is never limited.
+// client's address is over its rate: the room's own (joinRate, joinBurst
+// settings) or else the deployment's (-join-rate, -join-burst; t is nil
+// when that is off). A join with a valid credential creates nobody and is
+// never limited.
 func (s *server) limitJoins(t *limit.Table) fiber.Handler {
+	// Rooms with a rate of their own use a table of their own, so keys
+	// there keep one rate.
+	roomTable := limit.NewTable(1, 1, joinTableSize)
 	return func(c *fiber.Ctx) error {
-		if t == nil {
-			return c.Next()
-		}
 		if cred := credential(c); cred != "" {
 			if _, err := s.signer.ParseVisitor(cred); err == nil {
 				return c.Next()
 			}
 		}
-		if ok, wait := t.Allow(limit.Key(s.clientAddr(c)), time.Now()); !ok {
+		var ok bool
+		var wait time.Duration
+		key := limit.Key(s.clientAddr(c))
+		if rate, burst := s.rooms.joinLimit(c.Params("room")); rate > 0 {
+			ok, wait = roomTable.AllowRate(c.Params("room")+"|"+key, time.Now(), rate, burst)
+		} else {
+			ok, wait = t.Allow(key, time.Now())
+		}
+		if !ok {
 			c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
 			return errRateLimited
 		}
