@@ -272,7 +272,9 @@ func admitTaken(t *testing.T, q *Queue, room string) Result {
 func TestTokenLifecycle(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
-		q := newQueue(t, r, &Options{Capacity: Capacity{Batch: 5, Tick: 200 * time.Millisecond}, TokenTTL: time.Second})
+		// A 1 s tick: the last of three slots becomes valid at least 667 ms
+		// after the admission, room enough for a busy machine.
+		q := newQueue(t, r, &Options{Capacity: Capacity{Batch: 5, Tick: time.Second}, TokenTTL: time.Second})
 		for _, v := range []string{"a", "b", "c"} {
 			if _, err := q.Join(ctx, "drop", v); err != nil {
 				t.Fatal(err)
@@ -286,9 +288,16 @@ func TestTokenLifecycle(t *testing.T) {
 		for _, a := range res.Admitted {
 			tokens[a.Visitor] = Token{Room: "drop", Visitor: a.Visitor, NotBefore: a.NotBefore, ExpiresAt: a.ExpiresAt}
 		}
-		// Right after admission, every token is too early.
+		// Right after admission, every token is too early: the last one
+		// surely still is.
+		last := tokens["a"]
+		for _, tok := range tokens {
+			if tok.NotBefore.After(last.NotBefore) {
+				last = tok
+			}
+		}
 		var early *TooEarlyError
-		if _, err := q.Consume(ctx, tokens["a"], Spend); !errors.As(err, &early) || early.Wait <= 0 {
+		if _, err := q.Consume(ctx, last, Spend); !errors.As(err, &early) || early.Wait <= 0 {
 			t.Fatalf("consume before notBefore: %v", err)
 		}
 		waitUntil(t, tokens["a"].NotBefore)
