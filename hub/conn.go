@@ -141,7 +141,7 @@ func (c *Conn) enqueue(m outMsg) bool {
 	start := !c.flushing
 	c.flushing = true
 	c.mu.Unlock()
-	if start && !c.h.goTracked(c.flush, false) {
+	if start && !c.h.runWorker(c.flush) {
 		// Run has returned: no writer may start, the connection is being
 		// closed anyway.
 		c.mu.Lock()

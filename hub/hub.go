@@ -102,6 +102,9 @@ type Hub struct {
 
 	flushBuf []*visitor // owned by flushLoop
 
+	work chan func()   // jobs for idle flush workers (unbuffered)
+	quit chan struct{} // closed when Run stops: idle workers exit
+
 	sched   scheduler
 	recon   reconcileQueue
 	metrics metrics
@@ -121,6 +124,8 @@ func New(b Broker, src Source, log *slog.Logger, opts *Options) *Hub {
 		opts:  opts.withDefaults(),
 		rooms: make(map[string]*room),
 		gone:  make(chan struct{}, 1),
+		work:  make(chan func()),
+		quit:  make(chan struct{}),
 	}
 	h.sched.init()
 	h.recon.init()
@@ -159,6 +164,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	cancel()
 	wg.Wait()
+	close(h.quit)
 
 	h.life.Lock()
 	h.stopped = true
