@@ -40,7 +40,7 @@ type scaleOptions struct {
 	Batch     int
 	Tick      time.Duration
 	PerProc   int           // visitors per client process; more are spread over scale-worker children
-	WSPing    time.Duration // the servers' WebSocket ping interval
+	WSPing    time.Duration // the servers' WebSocket heartbeat interval
 	Progress  io.Writer
 }
 
@@ -49,8 +49,8 @@ func (o *scaleOptions) defaults() {
 		o.N = orInt(o.N, 3000)
 		o.Admit = orDur(o.Admit, 5*time.Second)
 		o.Idle = orDur(o.Idle, 10*time.Second)
-		// Pings every 3 s, so the short paused phase still sees every
-		// connection pinged three times.
+		// Heartbeats every 3 s, so the short paused phase still sees
+		// every connection get three.
 		o.WSPing = orDur(o.WSPing, 3*time.Second)
 	}
 	o.WSPing = orDur(o.WSPing, 25*time.Second)
@@ -453,7 +453,7 @@ func startScaleEnv(ctx context.Context, o scaleOptions) (*scaleEnv, error) {
 		return nil, err
 	}
 	secret := newSecret()
-	args := []string{"-tick", o.Tick.String(), "-batch", strconv.Itoa(o.Batch), "-admin-key", e.adminKey, "-ws-ping", o.WSPing.String()}
+	args := []string{"-tick", o.Tick.String(), "-batch", strconv.Itoa(o.Batch), "-admin-key", e.adminKey, "-ws-heartbeat", o.WSPing.String()}
 	for i := range o.Instances {
 		t := &target{}
 		e.insts = append(e.insts, t)
@@ -1044,7 +1044,7 @@ func scaleMarkdown(rep *scaleReport) string {
 - **RSS per conn** = (VmRSS once connected − VmRSS before any visitor) / the instance's waitroom_connections; **goroutines per conn** the same with go_goroutines from /metrics.
 - **Lag**: the time the client received the admitted state minus the notBefore in it, over every visitor told; per instance by the instance that pushed it. Negative lags (a push before notBefore) are counted and taken as 0.
 - **Told / admitted**: admitted is the sum over instances of waitroom_admissions_total for the room (each instance counts its own ticks), beside admittedTotal from the room's admin stats (Redis). Told counts visitors that received an admitted state. Admitted visitors keep their stream open until the end, so a second admitted state would be seen (told more than once) and the connection count must not fall.
-- **Pause and resume** (admin API, on the first instance) push the changed state to every visitor; that burst counts in the phase it starts. The servers ping each WebSocket every -ws-ping (25 s, the production default; 3 s with -quick): the paused phase is longer than two ping intervals, so every connection is pinged in it at least twice.
+- **Pause and resume** (admin API, on the first instance) push the changed state to every visitor; that burst counts in the phase it starts. The servers send each quiet WebSocket a heartbeat message every -ws-heartbeat (25 s, the production default; 3 s with -quick): the paused phase is longer than two intervals, so every connection gets at least two in it.
 - **Dropped**: a stream that ended while the client had not closed it (read error, close frame or end of stream from the server), by the phase it ended in; the client then connects again after 0.2–1 s. **Server connections min–max**: the sum of waitroom_connections over the instances, scraped every few seconds during the phase; it stays at the visitor count when nothing is dropped.
 `)
 	return b.String()

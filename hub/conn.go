@@ -116,6 +116,17 @@ func (h *Hub) finish(c *Conn, reason string, how closeHow) {
 	}
 }
 
+// Heartbeat queues a heartbeat message (wire.Heartbeat) unless the
+// connection has messages on their way, which serve as well.
+func (c *Conn) Heartbeat() {
+	c.mu.Lock()
+	busy := c.closed || len(c.q) > 0
+	c.mu.Unlock()
+	if !busy {
+		c.enqueue(outMsg{event: "heartbeat", data: wire.Heartbeat})
+	}
+}
+
 // dropSlow finishes connections that pushLocked removed for a full queue.
 func (h *Hub) dropSlow(cs []*Conn) {
 	for _, c := range cs {

@@ -36,6 +36,7 @@ type server struct {
 	hub     *hub.Hub
 	polls   *pollCache
 	uses    *tokenUses
+	readers *workPool // the reads of idle WebSocket connections
 	db      *dbPool
 	app     *fiber.App
 	metrics *metrics
@@ -71,10 +72,11 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	_, _ = rand.Read(idb[:])
 	s := &server{
 		cfg: cfg, log: log, redis: rc, signer: signer,
-		polls: newPollCache(1 << 20),
-		uses:  newTokenUses(),
-		db:    newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
-		id:    fmt.Sprintf("%x", idb),
+		polls:   newPollCache(1 << 20),
+		uses:    newTokenUses(),
+		readers: newWorkPool(),
+		db:      newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
+		id:      fmt.Sprintf("%x", idb),
 	}
 	s.metrics = newMetrics()
 	q, err := queue.New(instrumented{next: rc.q, m: s.metrics}, signer, &queue.Options{
@@ -226,6 +228,7 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	stopBG()
 	bgWG.Wait()
 	waitGroup(dctx, &s.wg)
+	s.readers.stop()
 	s.redis.Close()
 	s.log.Info("stopped", "after", time.Since(deadline.Add(-s.cfg.Shutdown)))
 	return err

@@ -32,7 +32,7 @@ type config struct {
 	DrainWindow time.Duration
 	MaxConns    int
 	MaxPerVis   int
-	WSPing      time.Duration
+	WSHeartbeat time.Duration
 	Origins     []string
 	NoJitter    bool
 	NoWS        bool
@@ -81,7 +81,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.DrainWindow, "drain-window", 5*time.Second, "window over which push clients are told to reconnect on shutdown")
 	fs.IntVar(&c.MaxConns, "max-conns", 50000, "push connections per instance")
 	fs.IntVar(&c.MaxPerVis, "max-conns-per-visitor", 5, "push connections per visitor")
-	fs.DurationVar(&c.WSPing, "ws-ping", 25*time.Second, "interval of WebSocket pings, which find peers that vanished")
+	fs.DurationVar(&c.WSHeartbeat, "ws-heartbeat", 25*time.Second, "interval of heartbeat messages on a quiet WebSocket (keeps proxies and the page sure it is alive)")
 	fs.Func("origins", "comma-separated origins (https://shop.example.com) whose pages may use the API and push with credentials (CORS, WebSocket Origin)", func(v string) error {
 		c.Origins = nil
 		for _, o := range strings.Split(v, ",") {
@@ -200,8 +200,8 @@ func (c config) validate() error {
 		return errors.New("invalid -max-conns: at least 1")
 	case c.MaxPerVis < 1:
 		return errors.New("invalid -max-conns-per-visitor: at least 1")
-	case c.WSPing < 100*time.Millisecond || c.WSPing > 10*time.Minute:
-		return errors.New("invalid -ws-ping: between 100ms and 10m")
+	case c.WSHeartbeat < 100*time.Millisecond || c.WSHeartbeat > 10*time.Minute:
+		return errors.New("invalid -ws-heartbeat: between 100ms and 10m")
 	case c.JoinRate < 0 || c.JoinRate > 1e6:
 		return errors.New("invalid -join-rate: between 0 (off) and 1000000 per second")
 	case c.JoinRate > 0 && (c.JoinBurst < 1 || c.JoinBurst > 1e6):

@@ -16,16 +16,16 @@ import (
 // metrics are the instance's Prometheus metrics (names waitroom_*). Each
 // server has its own registry so several can live in one test process.
 type metrics struct {
-	reg        *prometheus.Registry
-	polls      *prometheus.CounterVec
-	orders     *prometheus.CounterVec
-	redisErr   prometheus.Counter
-	deliverLag *prometheus.HistogramVec
-	failOpen   *prometheus.CounterVec
-	admissions *prometheus.CounterVec
-	redisCalls *prometheus.HistogramVec
-	redisFails *prometheus.CounterVec
-	wsPings    atomic.Int64 // pings a WebSocket peer answered
+	reg          *prometheus.Registry
+	polls        *prometheus.CounterVec
+	orders       *prometheus.CounterVec
+	redisErr     prometheus.Counter
+	deliverLag   *prometheus.HistogramVec
+	failOpen     *prometheus.CounterVec
+	admissions   *prometheus.CounterVec
+	redisCalls   *prometheus.HistogramVec
+	redisFails   *prometheus.CounterVec
+	wsHeartbeats atomic.Int64 // heartbeats queued to WebSocket connections
 }
 
 // newMetrics makes the counters and histograms; watch adds the gauges that
@@ -76,8 +76,8 @@ func (m *metrics) watch(db *dbPool, polls *pollCache, h hubStats, rooms roomSnap
 			func() float64 { return float64(h.Stats().Conns["sse"]) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "waitroom_push_messages_total", Help: "Messages written to push connections."},
 			func() float64 { return float64(h.Stats().Sent) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "waitroom_ws_pings_total", Help: "WebSocket pings answered by the peer."},
-			func() float64 { return float64(m.wsPings.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "waitroom_ws_heartbeats_total", Help: "Heartbeat messages queued to quiet WebSocket connections."},
+			func() float64 { return float64(m.wsHeartbeats.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "waitroom_push_dropped_slow_total", Help: "Push connections closed as slow consumers."},
 			func() float64 { return float64(h.Stats().DroppedSlow) }),
 	)

@@ -5,7 +5,10 @@ import (
 	"net"
 	"reflect"
 	"syscall"
+	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // rawConnOf returns the socket under a hijacked connection (fasthttp wraps
@@ -74,4 +77,13 @@ func unsentBytes(rc syscall.RawConn) (int, bool) {
 		n, ok = int(v), errno == 0
 	})
 	return n, ok
+}
+
+// setUserTimeout makes the kernel end the connection when written data has
+// gone unacknowledged for d (TCP_USER_TIMEOUT): how a peer that vanished
+// without a FIN is noticed.
+func setUserTimeout(rc syscall.RawConn, d time.Duration) {
+	_ = rc.Control(func(fd uintptr) {
+		_ = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(d.Milliseconds()))
+	})
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"net"
 	"syscall"
+	"time"
 )
 
 // rawConnOf finds no socket to wait on here: the library's read loop serves
@@ -16,3 +17,5 @@ func waitReadable(syscall.RawConn) error { return nil }
 func setSendBuffer(syscall.RawConn, int) {}
 
 func unsentBytes(syscall.RawConn) (int, bool) { return 0, false }
+
+func setUserTimeout(syscall.RawConn, time.Duration) {}

@@ -43,6 +43,7 @@ func (s *server) serveSSE(nc net.Conn, room, visitor string, lastID int64) {
 	conn, err := shallow(func() (*hub.Conn, error) {
 		if t.raw = rawConnOf(nc); t.raw != nil {
 			setSendBuffer(t.raw, pushSendBuffer)
+			setUserTimeout(t.raw, pushUserTimeout)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), attachTimeout)
 		defer cancel()
@@ -87,6 +88,11 @@ type sseTransport struct {
 // pushSendBuffer is the kernel send buffer of a push connection: room for
 // about a hundred messages.
 const pushSendBuffer = 16 << 10
+
+// pushUserTimeout is how long written data of a push connection may go
+// unacknowledged before the kernel ends the connection: a peer that
+// vanished without a FIN is noticed at the next heartbeat plus this.
+const pushUserTimeout = 30 * time.Second
 
 // stalledBeats is how many heartbeats in a row may find the peer taking
 // nothing before the stream is dropped, as a WebSocket that does not answer

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,7 +21,6 @@ import (
 const (
 	attachTimeout = 5 * time.Second // the subscribe and first state read of a new push connection
 	wsReadLimit   = 512             // client messages are tiny; bigger closes with 1009
-	wsPingTimeout = 10 * time.Second
 )
 
 var (
@@ -69,7 +69,7 @@ func (s *server) serveWS(nc net.Conn, cell *reqCell, room, visitor string) {
 	}
 	defer sess.end()
 	if sess.raw != nil {
-		wsWaitLoop(sess.wc, nc, sess.br, sess.raw)
+		s.wsWaitLoop(sess.wc, nc, sess.br, sess.raw)
 		return
 	}
 	wsReadLoop(sess.wc)
@@ -84,15 +84,21 @@ type wsSession struct {
 	raw  syscall.RawConn // the socket, to wait on; nil where there is none
 	t    *wsTransport
 	conn *hub.Conn
-	ping *time.Timer
+	beat atomic.Pointer[time.Timer] // the heartbeat timer; set right after it is made
 }
 
 // openWS upgrades and attaches to the hub; nil when the connection is over.
 func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string) *wsSession {
 	w := &hijackWriter{conn: nc, header: http.Header{}}
+	// A control frame is all a client sends here: once one is handled, the
+	// read returns at the next frame boundary instead of waiting out
+	// wsFrameWait (see wsWaitLoop).
+	done := func() { _ = nc.SetReadDeadline(time.Now()) }
 	wc, err := websocket.Accept(w, req, &websocket.AcceptOptions{
 		OriginPatterns:  s.originHosts,
 		CompressionMode: websocket.CompressionDisabled,
+		OnPongReceived:  func(context.Context, []byte) { done() },
+		OnPingReceived:  func(context.Context, []byte) bool { done(); return true },
 	})
 	if err != nil {
 		s.log.Debug("websocket accept", "err", err)
@@ -123,27 +129,25 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string) *w
 	sess := &wsSession{wc: wc, br: w.br, raw: rawConnOf(nc), t: t, conn: conn}
 	if sess.raw != nil {
 		setSendBuffer(sess.raw, pushSendBuffer)
+		setUserTimeout(sess.raw, pushUserTimeout)
 	}
-	// Pings find peers that vanished without a FIN; a timer, not a
-	// goroutine, waits between them.
-	every := s.cfg.WSPing
-	sess.ping = time.AfterFunc(every, func() {
-		t.use(func() {
-			pctx, pcancel := context.WithTimeout(context.Background(), wsPingTimeout)
-			defer pcancel()
-			if err := wc.Ping(pctx); err != nil {
-				wc.CloseNow()
-				return
-			}
-			s.metrics.wsPings.Add(1)
-			sess.ping.Reset(every)
-		})
-	})
+	// A heartbeat message keeps a quiet connection visibly alive for the
+	// page and for proxies with idle timeouts; a peer that vanished
+	// without a FIN leaves it unacknowledged, and the kernel ends the
+	// connection after pushUserTimeout. Unlike a ping it needs no answer
+	// to be read, so a quiet room costs one write per connection per
+	// interval. A timer, not a goroutine, waits between them.
+	every := s.cfg.WSHeartbeat
+	sess.beat.Store(time.AfterFunc(every, func() {
+		conn.Heartbeat()
+		s.metrics.wsHeartbeats.Add(1)
+		sess.beat.Load().Reset(every)
+	}))
 	return sess
 }
 
 func (sess *wsSession) end() {
-	sess.ping.Stop()
+	sess.beat.Load().Stop()
 	sess.conn.Close()
 	sess.t.release()
 }
@@ -160,7 +164,7 @@ const wsFrameWait = 2 * time.Second
 // library's own read loop, parked in a goroutine for the connection's
 // life, would hold a stack of 4 KiB that the GC never shrinks: most of an
 // idle connection's cost.
-func wsWaitLoop(wc *websocket.Conn, nc net.Conn, br *bufio.Reader, rc syscall.RawConn) {
+func (s *server) wsWaitLoop(wc *websocket.Conn, nc net.Conn, br *bufio.Reader, rc syscall.RawConn) {
 	defer wc.CloseNow()
 	stuck := false
 	for {
@@ -169,10 +173,10 @@ func wsWaitLoop(wc *websocket.Conn, nc net.Conn, br *bufio.Reader, rc syscall.Ra
 				return
 			}
 		}
-		_, err := shallow(func() (struct{}, error) {
+		var err error
+		s.readers.do(func() {
 			_ = nc.SetReadDeadline(time.Now().Add(wsFrameWait))
-			_, _, err := wc.Read(context.Background())
-			return struct{}{}, err
+			_, _, err = wc.Read(context.Background())
 		})
 		if err == nil {
 			stuck = false

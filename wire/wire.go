@@ -42,6 +42,12 @@ type State struct {
 	OpensAt    time.Time
 }
 
+// Heartbeat is the message a quiet push connection gets now and then, so
+// that the client, and any proxy between, sees it alive. Clients ignore
+// what they do not know, so it needs no handling beyond counting as a sign
+// of life.
+var Heartbeat = []byte(`{"type":"heartbeat"}`)
+
 // PreQueue reports whether s is a place in the pre-queue, not yet drawn.
 func (s State) PreQueue() bool { return s.Status == StatusWaiting && !s.OpensAt.IsZero() }
 
