@@ -88,3 +88,39 @@ func TestPreQueueThenDraw(t *testing.T) {
 		}
 	})
 }
+
+// TestQuietRoomReconciledLessOften: a room that receives no event is read
+// every quietReconcile intervals instead of every one; an event brings it
+// back to every interval.
+func TestQuietRoomReconciledLessOften(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, b := newSource(), newBroker()
+		h := start(t, New(b, src, nil, &Options{ReconcileEvery: 10 * time.Second}))
+		synctest.Wait() // the broker's first Up reconciles nothing yet
+		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 5000})
+		mustAttach(t, h.Hub, "drop", "a", newTransport("ws"))
+		synctest.Wait()
+		reads := func() int { return src.reads("drop", "a") - 1 } // less the one at attach
+		time.Sleep(10*time.Second + time.Millisecond)
+		synctest.Wait()
+		if reads() != 1 {
+			t.Fatalf("first periodic reconcile: %d reads", reads())
+		}
+		time.Sleep(50 * time.Second)
+		synctest.Wait()
+		if reads() != 1 {
+			t.Fatalf("quiet room read %d times in 60 s", reads())
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if reads() != 2 {
+			t.Fatalf("quiet room after %d intervals: %d reads", quietReconcile, reads())
+		}
+		b.publish(t, "drop", admitJSON("drop", 14))
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if reads() != 3 {
+			t.Fatalf("after an event: %d reads, want the next interval's", reads())
+		}
+	})
+}

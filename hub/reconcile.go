@@ -66,7 +66,12 @@ func (h *Hub) reconcileLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			rooms = h.snapshotRooms()
+			now := time.Now()
+			for _, r := range h.snapshotRooms() {
+				if h.reconcileDue(r, now) {
+					rooms = append(rooms, r)
+				}
+			}
 		case <-h.recon.wake:
 			all, names := h.recon.take()
 			if all {
@@ -89,6 +94,21 @@ func (h *Hub) reconcileLoop(ctx context.Context) {
 	}
 }
 
+// quietReconcile is how many ReconcileEvery a room that received no event
+// since its last reconcile waits for the next: a paused room's visitors
+// have nothing to learn every 10 s, and reading them all is most of what a
+// quiet room costs. A change there comes with an event (config, open,
+// admit), which is read at once.
+const quietReconcile = 6
+
+// reconcileDue reports whether the periodic reconcile should read r now.
+func (h *Hub) reconcileDue(r *room, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	quiet := r.seq == r.reconciledSeq && r.events == r.reconciledEvents
+	return !quiet || now.Sub(r.reconciledAt) >= quietReconcile*h.opts.ReconcileEvery
+}
+
 // reconcileRoom reads the exact state of every local visitor of r, in
 // batches of ReconcileBatch, and sends what changed.
 func (h *Hub) reconcileRoom(ctx context.Context, r *room) error {
@@ -99,6 +119,7 @@ func (h *Hub) reconcileRoom(ctx context.Context, r *room) error {
 		pos int64
 	}
 	r.mu.Lock()
+	r.reconciledSeq, r.reconciledEvents, r.reconciledAt = r.seq, r.events, time.Now()
 	entries := make([]entry, 0, len(r.visitors))
 	for id, v := range r.visitors {
 		pos := int64(1 << 62)
