@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -156,6 +157,7 @@ func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 			lastPos  int64
 			nextPoll time.Duration
 			sent     bool
+			atOnce   bool
 			pending  bool
 		)
 		for _, c := range v.conns {
@@ -170,6 +172,7 @@ func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 					continue
 				}
 			}
+			atOnce = atOnce || c.sentStatus != wire.StatusWaiting || st.Paused != c.sentPaused
 			if data == nil || p != lastPos {
 				var eta int64
 				eta, nextPoll = h.src.Estimate(r.name, p)
@@ -182,7 +185,14 @@ func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 			sent = true
 		}
 		if sent {
-			v.due = now.Add(nextPoll)
+			next := nextPoll
+			if atOnce {
+				// A message that went to everyone at once (connect,
+				// resume) would line up every visitor's next update:
+				// spread those over one more interval.
+				next += rand.N(nextPoll + 1)
+			}
+			v.due = now.Add(next)
 		}
 		if pending {
 			r.dirty |= 1 << v.slice
