@@ -152,7 +152,13 @@ func (c *Conn) enqueue(m outMsg) bool {
 	start := !c.flushing
 	c.flushing = true
 	c.mu.Unlock()
-	if start && !c.h.runWorker(c.flush) {
+	run := c.h.runBulk
+	if !m.notBefore.IsZero() {
+		// An admission goes ahead of the bulk of position, pause and
+		// heartbeat writes: its delivery lag is what visitors feel.
+		run = c.h.runWorker
+	}
+	if start && !run(c.flush) {
 		// Run has returned: no writer may start, the connection is being
 		// closed anyway.
 		c.mu.Lock()

@@ -103,6 +103,7 @@ type Hub struct {
 	flushBuf []*visitor // owned by flushLoop
 
 	work chan func()   // jobs for idle flush workers (unbuffered)
+	bulk bulk          // bulk flush jobs and their writers
 	quit chan struct{} // closed when Run stops: idle workers exit
 
 	sched   scheduler
