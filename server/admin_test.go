@@ -170,14 +170,7 @@ func TestRedisDownFailOpenAndRecover(t *testing.T) {
 			if r := newVisitor(t, ts.URL).do("POST", "/api/v1/rooms/open/join", ""); r.Code != 503 || r.Header.Get("Retry-After") == "" {
 				t.Fatalf("join with redis down: %d %s", r.Code, r.Raw)
 			}
-			waitFor(t, 10*time.Second, "not ready", func() bool {
-				resp, err := noKeepAlive.Get(ts.URL + "/readyz")
-				if err != nil {
-					return false
-				}
-				resp.Body.Close()
-				return resp.StatusCode == 503
-			})
+			ts.waitReadyz(t, 10*time.Second, 503)
 			start := time.Now()
 			var ok int
 			var mu sync.Mutex
@@ -208,14 +201,7 @@ func TestRedisDownFailOpenAndRecover(t *testing.T) {
 			}
 
 			srv.Restart(t)
-			waitFor(t, 20*time.Second, "ready again", func() bool {
-				resp, err := noKeepAlive.Get(ts.URL + "/readyz")
-				if err != nil {
-					return false
-				}
-				resp.Body.Close()
-				return resp.StatusCode == 200
-			})
+			ts.waitReadyz(t, 20*time.Second, 200)
 			if r := newVisitor(t, ts.URL).do("POST", "/api/v1/rooms/open/join", ""); r.Code != 200 {
 				t.Fatalf("join after recovery: %d %s", r.Code, r.Raw)
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -76,15 +77,21 @@ func startServer(tb testing.TB, srv *redistest.Server, client string, mutate fun
 			tb.Errorf("server did not shut down in time")
 		}
 	})
-	waitFor(tb, 5*time.Second, "server ready", func() bool {
+	ts.waitReadyz(tb, 5*time.Second, 200)
+	return ts
+}
+
+// waitReadyz waits until /readyz answers code.
+func (ts *testServer) waitReadyz(tb testing.TB, within time.Duration, code int) {
+	tb.Helper()
+	waitFor(tb, within, fmt.Sprintf("readyz %d", code), func() bool {
 		resp, err := noKeepAlive.Get(ts.URL + "/readyz")
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
-		return resp.StatusCode == 200
+		return resp.StatusCode == code
 	})
-	return ts
 }
 
 // noKeepAlive is an HTTP client that leaves no idle connection behind.

@@ -91,14 +91,7 @@ func TestOutageKeepsRulesAndRefusesReplays(t *testing.T) {
 	}
 
 	srv.Stop()
-	waitFor(t, 10*time.Second, "not ready", func() bool {
-		resp, err := noKeepAlive.Get(ts.URL + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 503
-	})
+	ts.waitReadyz(t, 10*time.Second, 503)
 	if r := order(a, "open", ta, true); r.Code != 401 || r.errCode() != "token_used" {
 		t.Fatalf("token used before the outage: %d %s", r.Code, r.Raw)
 	}
