@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -169,6 +171,45 @@ func TestJoinLimitPerRoom(t *testing.T) {
 	for i := range 10 {
 		if r := fresh("roomy"); r.Code != 200 {
 			t.Fatalf("other room, join %d: %d %s", i, r.Code, r.Raw)
+		}
+	}
+}
+
+// TestMetricsNameOnlyConfiguredRooms: rooms visitors made (open rooms) add
+// no metric series of their own; configured rooms do.
+func TestMetricsNameOnlyConfiguredRooms(t *testing.T) {
+	ts := startServer(t, nil, "rueidis", func(c *config) { withAdmin(c); c.PublicMetrics = true; c.noTick = false })
+	admin := newVisitor(t, ts.URL)
+	if r := admin.admin("PUT", "/rooms/shop", `{}`); r.Code != 200 {
+		t.Fatalf("put: %d %s", r.Code, r.Raw)
+	}
+	if err := ts.rooms.refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rooms := []string{"shop"}
+	for i := range 30 {
+		rooms = append(rooms, fmt.Sprintf("made-up-%d", i))
+	}
+	for _, room := range rooms {
+		newVisitor(t, ts.URL).join(room)
+	}
+	var body string
+	waitFor(t, 10*time.Second, "admissions counted", func() bool {
+		resp, err := noKeepAlive.Get(ts.URL + "/metrics")
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		return strings.Contains(body, `waitroom_admissions_total{room="other"} 30`) && strings.Contains(body, `waitroom_admissions_total{room="shop"} 1`)
+	})
+	if strings.Contains(body, "made-up-") {
+		t.Fatal("a room nobody configured has metric series")
+	}
+	for _, want := range []string{`waitroom_admissions_total{room="shop"}`, `waitroom_admissions_total{room="other"}`, `waitroom_waiting{room="shop"}`} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("no %s in /metrics", want)
 		}
 	}
 }
