@@ -106,6 +106,7 @@ type scaleInstance struct {
 	Told              int     `json:"told"`
 	LagP50            float64 `json:"lagP50Seconds"`
 	LagP99            float64 `json:"lagP99Seconds"`
+	ServerLagP99      float64 `json:"serverLagP99Seconds"` // upper bound of the waitroom_delivery_lag_seconds bucket holding p99
 }
 
 // scaleCheck is one figure beside its target.
@@ -928,7 +929,8 @@ func runScale(ctx context.Context, o scaleOptions, command string) (*scaleReport
 			RSSBeforeMiB: float64(s0.procs[i].RSSKiB) / 1024, RSSConnectedMiB: float64(s1.procs[i].RSSKiB) / 1024,
 			GoroutinesBefore: s0.metrics[i]["go_goroutines"], Goroutines: s1.metrics[i]["go_goroutines"],
 			Admissions: final.metrics[i][`waitroom_admissions_total{room="`+room+`"}`],
-			Told:       perTold[i], LagP50: quantile(perLags[i], .50), LagP99: quantile(perLags[i], .99)}
+			Told:       perTold[i], LagP50: quantile(perLags[i], .50), LagP99: quantile(perLags[i], .99),
+			ServerLagP99: histQuantile(s1.metrics[i], final.metrics[i], "waitroom_delivery_lag_seconds", `transport="`+o.Transport+`"`, .99)}
 		in.RSSPerConnKiB, in.GoroutinesPerConn = math.NaN(), math.NaN()
 		if conns > 0 && t.PID > 0 {
 			in.RSSPerConnKiB = float64(s1.procs[i].RSSKiB-s0.procs[i].RSSKiB) / conns
@@ -1016,10 +1018,10 @@ func scaleMarkdown(rep *scaleReport) string {
 	rows = nil
 	for _, in := range rep.PerInstance {
 		rows = append(rows, []string{strconv.Itoa(in.Instance), commas(int64(in.Visitors)), num(in.Conns), num(in.RSSBeforeMiB), num(in.RSSConnectedMiB),
-			num(in.RSSPerConnKiB), num(in.GoroutinesPerConn), num(in.Admissions), strconv.Itoa(in.Told), secs(in.LagP50), secs(in.LagP99)})
+			num(in.RSSPerConnKiB), num(in.GoroutinesPerConn), num(in.Admissions), strconv.Itoa(in.Told), secs(in.LagP50), secs(in.LagP99), "≤ " + secs(in.ServerLagP99)})
 	}
 	b.WriteString(mdTable([]string{"instance", "visitors", "connections", "RSS before (MiB)", "RSS connected (MiB)", "RSS per conn (KiB)",
-		"goroutines per conn", "admitted by its ticks", "told by it", "lag p50", "lag p99"}, rows))
+		"goroutines per conn", "admitted by its ticks", "told by it", "lag p50", "lag p99", "server-side lag p99"}, rows))
 
 	b.WriteString("\n## Admission\n\n")
 	b.WriteString(mdTable([]string{"admitted (Σ waitroom_admissions_total)", "admitted (Redis)", "told", "told more than once",
@@ -1042,7 +1044,7 @@ func scaleMarkdown(rep *scaleReport) string {
 - **Phases**: *connect* runs from the first join until every visitor's stream is open and the instances' waitroom_connections add up to the visitors; *admitting* from the resume (admin API) for the set time; *paused* from the pause for the set time. Each visitor joins and listens at instance (index mod instances), so the instances hold equal shares and every admission is pushed by the instance the visitor is connected to, from the room's pub/sub message.
 - **CPU**: utime+stime of each instance (/proc/PID/stat) over the phase, in cores. **Redis CPU**: used_cpu_sys + used_cpu_user, and **cmds/s** total_commands_processed, from INFO of the one redis-server. **Client processes**: this bench process and its scale-worker children. **Other processes**: the machine's busy time (/proc/stat) minus all of the above; more than a few hundredths means something else ran and the figures are less trustworthy.
 - **RSS per conn** = (VmRSS once connected − VmRSS before any visitor) / the instance's waitroom_connections; **goroutines per conn** the same with go_goroutines from /metrics.
-- **Lag**: the time the client received the admitted state minus the notBefore in it, over every visitor told; per instance by the instance that pushed it. Negative lags (a push before notBefore) are counted and taken as 0.
+- **Lag**: the time the client received the admitted state minus the notBefore in it, over every visitor told; per instance by the instance that pushed it. Negative lags (a push before notBefore) are counted and taken as 0. **Server-side lag p99**: the upper bound of the waitroom_delivery_lag_seconds bucket (the instance's write time minus notBefore) holding the 99th percentile over the admitting and paused phases; the difference to the client's lag is time in the kernel and in the (CPU-sharing) client processes.
 - **Told / admitted**: admitted is the sum over instances of waitroom_admissions_total for the room (each instance counts its own ticks), beside admittedTotal from the room's admin stats (Redis). Told counts visitors that received an admitted state. Admitted visitors keep their stream open until the end, so a second admitted state would be seen (told more than once) and the connection count must not fall.
 - **Pause and resume** (admin API, on the first instance) push the changed state to every visitor; that burst counts in the phase it starts. The servers send each quiet WebSocket a heartbeat message every -ws-heartbeat (25 s, the production default; 3 s with -quick): the paused phase is longer than two intervals, so every connection gets at least two in it.
 - **Dropped**: a stream that ended while the client had not closed it (read error, close frame or end of stream from the server), by the phase it ended in; the client then connects again after 0.2–1 s. **Server connections min–max**: the sum of waitroom_connections over the instances, scraped every few seconds during the phase; it stays at the visitor count when nothing is dropped.
