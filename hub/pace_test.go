@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -123,6 +124,55 @@ func TestQuietRoomReconciledLessOften(t *testing.T) {
 		synctest.Wait()
 		if reads() != 3 {
 			t.Fatalf("after an event: %d reads, want the next interval's", reads())
+		}
+	})
+}
+
+// TestUpdatesSpreadAfterStandstill: when a queue that stood still moves
+// again, its visitors' first position updates are spread over one interval
+// instead of all going out in the first flush.
+func TestUpdatesSpreadAfterStandstill(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, b := newSource(), newBroker()
+		src.nextPoll = 5 * time.Second
+		h := start(t, New(b, src, nil, quiet(Options{})))
+		synctest.Wait()
+		const n = 200
+		var trs []*fakeTransport
+		for i := range n {
+			v := fmt.Sprint("v", i)
+			src.set("drop", v, wire.State{Status: wire.StatusWaiting, Position: int64(1000 + i)})
+			tr := newTransport("ws")
+			trs = append(trs, tr)
+			mustAttach(t, h.Hub, "drop", v, tr)
+		}
+		synctest.Wait()
+		// Everyone's first update after connecting, then a standstill.
+		b.publish(t, "drop", admitJSON("drop", 14))
+		time.Sleep(11 * time.Second)
+		synctest.Wait()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		counts := func() int {
+			k := 0
+			for _, tr := range trs {
+				k += len(tr.records())
+			}
+			return k
+		}
+		before := counts()
+		b.publish(t, "drop", admitJSON("drop", 14))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		first := counts() - before
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		all := counts() - before
+		if all != n {
+			t.Fatalf("%d of %d visitors updated within an interval", all, n)
+		}
+		if first > n/3 {
+			t.Fatalf("%d of %d updates in the first second after the standstill", first, n)
 		}
 	})
 }

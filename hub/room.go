@@ -58,10 +58,11 @@ type visitor struct {
 	st      wire.State
 	pos     int64 // exact position when the room head was headAt
 	headAt  int64
-	due     time.Time // no position-only update before this: the nextPoll last sent
-	touched uint64    // room seq of the last event that changed this visitor
-	timerAt int64     // notBefore (UnixNano) a scheduler entry exists for
-	slice   uint8     // the position flush slice this visitor belongs to
+	due     time.Time     // no position-only update before this: the nextPoll last sent
+	every   time.Duration // the nextPoll last sent
+	touched uint64        // room seq of the last event that changed this visitor
+	timerAt int64         // notBefore (UnixNano) a scheduler entry exists for
+	slice   uint8         // the position flush slice this visitor belongs to
 }
 
 // placed reports whether v waits with a place in the queue (not in the
@@ -152,6 +153,13 @@ func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 	case st.Status == wire.StatusWaiting:
 		pos := v.position(r.head)
 		due := !now.Before(v.due)
+		if due && v.every > 0 && now.Sub(v.due) > v.every {
+			// The queue stood still for a while (a pause, a quiet room):
+			// when it moves again every visitor would be due at once.
+			// Spread their first updates over one interval instead.
+			v.due = now.Add(rand.N(v.every))
+			due = false
+		}
 		var (
 			data     []byte
 			lastPos  int64
@@ -192,7 +200,7 @@ func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 				// spread those over one more interval.
 				next += rand.N(nextPoll + 1)
 			}
-			v.due = now.Add(next)
+			v.due, v.every = now.Add(next), nextPoll
 		}
 		if pending {
 			r.dirty |= 1 << v.slice
