@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/workpool"
 )
 
 // Errors returned by Attach.
@@ -102,9 +104,8 @@ type Hub struct {
 
 	flushBuf []*visitor // owned by flushLoop
 
-	work chan func()   // jobs for idle flush workers (unbuffered)
-	bulk bulk          // bulk flush jobs and their writers
-	quit chan struct{} // closed when Run stops: idle workers exit
+	flushers *workpool.Pool // writers of admitted messages
+	bulk     bulk           // bulk flush jobs and their writers
 
 	sched   scheduler
 	recon   reconcileQueue
@@ -119,14 +120,13 @@ func New(b Broker, src Source, log *slog.Logger, opts *Options) *Hub {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &Hub{
-		b:     b,
-		src:   src,
-		log:   log,
-		opts:  opts.withDefaults(),
-		rooms: make(map[string]*room),
-		gone:  make(chan struct{}, 1),
-		work:  make(chan func()),
-		quit:  make(chan struct{}),
+		b:        b,
+		src:      src,
+		log:      log,
+		opts:     opts.withDefaults(),
+		rooms:    make(map[string]*room),
+		gone:     make(chan struct{}, 1),
+		flushers: workpool.New(),
 	}
 	h.sched.init()
 	h.recon.init()
@@ -165,7 +165,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	cancel()
 	wg.Wait()
-	close(h.quit)
+	h.flushers.Stop()
 
 	h.life.Lock()
 	h.stopped = true

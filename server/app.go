@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/cors"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/internal/workpool"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/wire"
@@ -36,7 +37,7 @@ type server struct {
 	hub     *hub.Hub
 	polls   *pollCache
 	uses    *tokenUses
-	readers *workPool // the reads of idle WebSocket connections
+	readers *workpool.Pool // the reads of idle WebSocket connections
 	db      *dbPool
 	app     *fiber.App
 	metrics *metrics
@@ -74,7 +75,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		cfg: cfg, log: log, redis: rc, signer: signer,
 		polls:   newPollCache(1 << 20),
 		uses:    newTokenUses(),
-		readers: newWorkPool(),
+		readers: workpool.New(),
 		db:      newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
 		id:      fmt.Sprintf("%x", idb),
 	}
@@ -228,7 +229,7 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	stopBG()
 	bgWG.Wait()
 	waitGroup(dctx, &s.wg)
-	s.readers.stop()
+	s.readers.Stop()
 	s.redis.Close()
 	s.log.Info("stopped", "after", time.Since(deadline.Add(-s.cfg.Shutdown)))
 	return err

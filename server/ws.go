@@ -174,7 +174,7 @@ func (s *server) wsWaitLoop(wc *websocket.Conn, nc net.Conn, br *bufio.Reader, r
 			}
 		}
 		var err error
-		s.readers.do(func() {
+		s.readers.Do(func() {
 			_ = nc.SetReadDeadline(time.Now().Add(wsFrameWait))
 			_, _, err = wc.Read(context.Background())
 		})
