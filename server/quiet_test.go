@@ -218,7 +218,7 @@ func TestPushStateIsPollState(t *testing.T) {
 // frames, the server still answers a client's pings, reads and discards
 // its messages, and takes its close, through several rounds of waiting.
 func TestWebSocketReadSide(t *testing.T) {
-	ts := startServer(t, nil, "rueidis", nil)
+	ts := startServer(t, nil, "rueidis", func(c *config) { c.WSHeartbeat = wsFrameWait + time.Second })
 	v := newVisitor(t, ts.URL)
 	v.join("drop")
 	p := dialWS(t, ts.URL, "drop", v.cred)
@@ -240,6 +240,17 @@ func TestWebSocketReadSide(t *testing.T) {
 	}
 	if p.isClosed() {
 		t.Fatal("connection closed")
+	}
+	// A message, then silence for longer than a frame wait: the server
+	// goes back to waiting without a deadline, and the connection lives
+	// on through heartbeats.
+	if err := p.ws.Write(ctx, websocket.MessageText, []byte(`{"hello":2}`)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	seen := p.heartbeats()
+	waitFor(t, 4*ts.cfg.WSHeartbeat, "two more heartbeats", func() bool { return p.heartbeats() >= seen+2 })
+	if p.isClosed() || ts.hub.Stats().Conns["ws"] != 1 {
+		t.Fatal("connection closed after a quiet spell")
 	}
 	if err := p.ws.Close(websocket.StatusNormalClosure, "bye"); err != nil {
 		t.Fatalf("close handshake: %v", err)

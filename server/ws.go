@@ -159,8 +159,8 @@ const wsFrameWait = 2 * time.Second
 // wsWaitLoop serves the read side while keeping the connection's one
 // long-lived goroutine on its first 2 KiB stack: it waits for the socket to
 // become readable without reading, then lets the library read what came (a
-// pong, a close, a message to discard) on a short-lived goroutine, under a
-// short deadline, and goes back to waiting once all was read whole. The
+// pong, a close, a message to discard) on a pooled worker, under a short
+// deadline, and goes back to waiting once all was read whole. The
 // library's own read loop, parked in a goroutine for the connection's
 // life, would hold a stack of 4 KiB that the GC never shrinks: most of an
 // idle connection's cost.
@@ -177,6 +177,8 @@ func (s *server) wsWaitLoop(wc *websocket.Conn, nc net.Conn, br *bufio.Reader, r
 		s.readers.Do(func() {
 			_ = nc.SetReadDeadline(time.Now().Add(wsFrameWait))
 			_, _, err = wc.Read(context.Background())
+			// The wait for readability honours the read deadline too.
+			_ = nc.SetReadDeadline(time.Time{})
 		})
 		if err == nil {
 			stuck = false
@@ -189,7 +191,6 @@ func (s *server) wsWaitLoop(wc *websocket.Conn, nc net.Conn, br *bufio.Reader, r
 			return
 		}
 		stuck = br.Buffered() > 0
-		_ = nc.SetReadDeadline(time.Time{})
 	}
 }
 
