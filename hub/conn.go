@@ -39,11 +39,12 @@ type Conn struct {
 	sentNB     int64 // notBefore (UnixNano) of the admitted state sent
 	sentOpens  int64 // opensAt (UnixNano) of the pre-queue state sent
 
-	mu       sync.Mutex
-	q        []outMsg
-	flushing bool // a flusher goroutine owns the queue
-	closed   bool
-	cancel   context.CancelFunc // cancels the Write in progress
+	mu        sync.Mutex
+	q         []outMsg
+	flushing  bool      // a flusher goroutine owns the queue
+	lastWrite time.Time // when a message was last written
+	closed    bool
+	cancel    context.CancelFunc // cancels the Write in progress
 }
 
 // outMsg is one queued message. data may be shared by several connections
@@ -117,10 +118,11 @@ func (h *Hub) finish(c *Conn, reason string, how closeHow) {
 }
 
 // Heartbeat queues a heartbeat message (wire.Heartbeat) unless the
-// connection has messages on their way, which serve as well.
-func (c *Conn) Heartbeat() {
+// connection has messages on their way or had one written within quiet:
+// those serve as well, so only quiet connections get one.
+func (c *Conn) Heartbeat(quiet time.Duration) {
 	c.mu.Lock()
-	busy := c.closed || len(c.q) > 0
+	busy := c.closed || len(c.q) > 0 || time.Since(c.lastWrite) < quiet
 	c.mu.Unlock()
 	if !busy {
 		c.enqueue(outMsg{event: "heartbeat", data: wire.Heartbeat})
@@ -190,11 +192,12 @@ func (c *Conn) flush() {
 		cancel()
 		c.mu.Lock()
 		c.cancel = nil
+		closed := c.closed
+		if err == nil {
+			c.lastWrite = time.Now()
+		}
 		c.mu.Unlock()
 		if err != nil {
-			c.mu.Lock()
-			closed := c.closed
-			c.mu.Unlock()
 			if !closed {
 				c.h.metrics.writeErrors.Add(1)
 				c.h.log.Debug("hub: write failed", "room", c.r.name, "kind", c.kind, "err", err)

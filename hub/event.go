@@ -26,7 +26,6 @@ func (h *Hub) handleMessage(channel string, payload []byte) {
 		h.metrics.badEvents.Add(1)
 		return
 	}
-	h.countEvent(name)
 	switch e.Type {
 	case wire.EventAdmit:
 		h.admit(name, &e)
@@ -73,17 +72,4 @@ func (h *Hub) admit(name string, e *wire.Event) {
 	}
 	r.mu.Unlock()
 	h.dropSlow(slow)
-}
-
-// countEvent notes that room received an event, so its periodic reconcile
-// keeps its pace.
-func (h *Hub) countEvent(name string) {
-	h.mu.RLock()
-	r := h.rooms[name]
-	h.mu.RUnlock()
-	if r != nil {
-		r.mu.Lock()
-		r.events++
-		r.mu.Unlock()
-	}
 }

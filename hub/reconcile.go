@@ -94,19 +94,18 @@ func (h *Hub) reconcileLoop(ctx context.Context) {
 	}
 }
 
-// quietReconcile is how many ReconcileEvery a room that received no event
+// quietReconcile is how many ReconcileEvery a room that saw no admission
 // since its last reconcile waits for the next: a paused room's visitors
 // have nothing to learn every 10 s, and reading them all is most of what a
-// quiet room costs. A change there comes with an event (config, open,
-// admit), which is read at once.
+// quiet room costs. Other changes come with an event (config, open,
+// sold_out) that has the room reconciled at once.
 const quietReconcile = 6
 
 // reconcileDue reports whether the periodic reconcile should read r now.
 func (h *Hub) reconcileDue(r *room, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	quiet := r.seq == r.reconciledSeq && r.events == r.reconciledEvents
-	return !quiet || now.Sub(r.reconciledAt) >= quietReconcile*h.opts.ReconcileEvery
+	return r.seq != r.reconciledSeq || now.Sub(r.reconciledAt) >= quietReconcile*h.opts.ReconcileEvery
 }
 
 // reconcileRoom reads the exact state of every local visitor of r, in
@@ -119,7 +118,7 @@ func (h *Hub) reconcileRoom(ctx context.Context, r *room) error {
 		pos int64
 	}
 	r.mu.Lock()
-	r.reconciledSeq, r.reconciledEvents, r.reconciledAt = r.seq, r.events, time.Now()
+	r.reconciledSeq, r.reconciledAt = r.seq, time.Now()
 	entries := make([]entry, 0, len(r.visitors))
 	for id, v := range r.visitors {
 		pos := int64(1 << 62)

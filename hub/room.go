@@ -26,11 +26,9 @@ type room struct {
 	seq      uint64 // admission events applied; a reconcile read older than a visitor's touch is stale
 	dirty    uint8  // flush slices holding visitors whose position moved and was not sent yet
 	dead     bool   // removed from Hub.rooms; a new room takes its place
-	events   uint64 // events of any kind received
 
-	reconciledSeq    uint64    // seq when the last reconcile started
-	reconciledEvents uint64    // events when the last reconcile started
-	reconciledAt     time.Time // when the last reconcile started
+	reconciledSeq uint64    // seq when the last reconcile started
+	reconciledAt  time.Time // when the last reconcile started
 
 	subMu      sync.Mutex // serialises the broker calls of this room
 	subscribed bool       // guarded by subMu

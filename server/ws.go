@@ -136,10 +136,13 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string) *w
 	// without a FIN leaves it unacknowledged, and the kernel ends the
 	// connection after pushUserTimeout. Unlike a ping it needs no answer
 	// to be read, so a quiet room costs one write per connection per
-	// interval. A timer, not a goroutine, waits between them.
+	// interval, and a busy one (positions every few seconds) none. A timer,
+	// not a goroutine, waits between them.
 	every := s.cfg.WSHeartbeat
 	sess.beat.Store(time.AfterFunc(every, func() {
-		conn.Heartbeat()
+		// Skipped when something went out in the last half interval, so a
+		// quiet connection never goes longer than 1.5 intervals silent.
+		conn.Heartbeat(every / 2)
 		s.metrics.wsHeartbeats.Add(1)
 		sess.beat.Load().Reset(every)
 	}))
