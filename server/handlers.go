@@ -245,6 +245,12 @@ func (s *server) tokenHolder(c *fiber.Ctx, tok queue.Token) error {
 	if cred == "" {
 		return errTokenNoVisitor
 	}
+	return s.holds(cred, tok)
+}
+
+// holds checks that the visitor credential cred is the one tok was issued
+// to.
+func (s *server) holds(cred string, tok queue.Token) error {
 	id, err := s.signer.ParseVisitor(cred)
 	if err != nil {
 		return errInvalidVisitor
@@ -315,12 +321,8 @@ func (s *server) verify(c *fiber.Ctx) error {
 		return errInvalidToken
 	}
 	if req.Visitor != "" {
-		id, err := s.signer.ParseVisitor(req.Visitor)
-		if err != nil {
-			return errInvalidVisitor
-		}
-		if id != tok.Visitor {
-			return errWrongVisitor
+		if err := s.holds(req.Visitor, tok); err != nil {
+			return err
 		}
 	}
 	return s.touchToken(c, tok, req.Visitor != "")
