@@ -161,23 +161,26 @@ func (t *sseTransport) heartbeat() {
 			t.stalled, t.lastUnsent = 0, n
 		}
 		if t.stalled >= stalledBeats {
-			t.closed = true
-			if !t.released {
-				_ = t.conn.Close()
-			}
+			t.endLocked()
 			return
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := t.write(ctx, []byte(": hb\n\n")); err != nil {
-		t.closed = true
-		if !t.released {
-			_ = t.conn.Close()
-		}
+		t.endLocked()
 		return
 	}
 	t.beat.Reset(t.every)
+}
+
+// endLocked ends the stream; the reading goroutine then returns. Needs
+// t.mu.
+func (t *sseTransport) endLocked() {
+	t.closed = true
+	if !t.released {
+		_ = t.conn.Close()
+	}
 }
 
 // refuse answers with a JSON error instead of a stream.
@@ -203,10 +206,7 @@ func (t *sseTransport) stop() {
 func (t *sseTransport) Close(string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.closed = true
-	if !t.released {
-		_ = t.conn.Close()
-	}
+	t.endLocked()
 }
 
 func (t *sseTransport) Kind() string { return "sse" }
