@@ -88,17 +88,17 @@ const (
 	tickWorkers = 32
 )
 
-// tickOnce admits every room once. The rooms an operator configured are
-// all visited, each tick, concurrently, and each call has its own
-// deadline; then a random sample of the other rooms with waiting visitors
-// (which only exist with open rooms). So a configured room's admission
+// tickOnce admits every room once. The rooms an operator configured that
+// have waiting visitors are all visited, each tick, concurrently, and each
+// call has its own deadline; then a random sample of the other rooms with
+// waiting visitors (which only exist with open rooms). So a configured room's admission
 // does not depend on how many rooms visitors made, and one slow room does
 // not hold up the rest.
 func (q *Queue) tickOnce(ctx context.Context) {
 	tick := q.opts.Capacity.Tick
 	configured := q.configured.get(ctx, q)
-	rooms := slices.Clone(configured)
 	sctx, cancel := context.WithTimeout(ctx, tick)
+	rooms := q.withWaiting(sctx, configured)
 	v, err := q.r.Do(sctx, "SRANDMEMBER", roomsKey, strconv.Itoa(tickSample))
 	cancel()
 	if err != nil && ctx.Err() == nil {
@@ -119,6 +119,28 @@ func (q *Queue) tickOnce(ctx context.Context) {
 		})
 	}
 	wg.Wait()
+}
+
+// withWaiting returns the rooms of configured that are in the waiting set
+// (one call: both sets share a slot), so that a thousand configured rooms
+// with nobody in them cost no admit call each tick. If the call fails, it
+// returns them all.
+func (q *Queue) withWaiting(ctx context.Context, configured []string) []string {
+	if len(configured) == 0 {
+		return nil
+	}
+	v, err := q.r.Do(ctx, append([]string{"SMISMEMBER", roomsKey}, configured...)...)
+	flags, _ := v.([]any)
+	if err != nil || len(flags) != len(configured) {
+		return slices.Clone(configured)
+	}
+	out := make([]string, 0, len(configured))
+	for i, f := range flags {
+		if n, _ := asInt(f); n == 1 {
+			out = append(out, configured[i])
+		}
+	}
+	return out
 }
 
 // tickRoom runs one room's admission, under a deadline of its own.
