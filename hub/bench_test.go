@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -12,9 +11,9 @@ import (
 // nopTransport accepts every write.
 type nopTransport struct{}
 
-func (nopTransport) Write(context.Context, string, []byte) error { return nil }
-func (nopTransport) Close(string)                                {}
-func (nopTransport) Kind() string                                { return "ws" }
+func (nopTransport) Write(time.Time, string, []byte) error { return nil }
+func (nopTransport) Close(string)                          {}
+func (nopTransport) Kind() string                          { return "ws" }
 
 // benchHub returns a hub (not running) with n waiting visitors in room drop.
 func benchHub(b *testing.B, n int) *Hub {

@@ -11,10 +11,13 @@ import (
 // Transport is one push connection as the server implements it (WebSocket
 // or SSE).
 type Transport interface {
-	// Write sends one message: event is "state" or "reconnect", data its
-	// JSON. ctx carries the write deadline; Close must also make a pending
-	// Write return. Write is never called concurrently for one transport.
-	Write(ctx context.Context, event string, data []byte) error
+	// Write sends one message: event is "state", "heartbeat" or
+	// "reconnect", data its JSON. It gives up at deadline (a deadline on the
+	// socket, not a context: a context that can end costs a timer per
+	// message, which 10,000 connections feel); Close must also make a
+	// pending Write return. Write is never called concurrently for one
+	// transport.
+	Write(deadline time.Time, event string, data []byte) error
 	// Close closes the connection; it must be idempotent and must not wait
 	// for the peer. reason is for logs or a WebSocket close reason.
 	Close(reason string)
@@ -44,7 +47,6 @@ type Conn struct {
 	flushing  bool      // a flusher goroutine owns the queue
 	lastWrite time.Time // when a message was last written
 	closed    bool
-	cancel    context.CancelFunc // cancels the Write in progress
 }
 
 // outMsg is one queued message. data may be shared by several connections
@@ -88,11 +90,7 @@ func (h *Hub) finish(c *Conn, reason string, how closeHow) {
 	c.mu.Lock()
 	c.closed = true
 	c.q = nil
-	cancel := c.cancel
 	c.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
 	switch how {
 	case closeInline:
 		c.t.Close(reason)
@@ -184,14 +182,10 @@ func (c *Conn) flush() {
 		n := copy(c.q, c.q[1:])
 		c.q[n] = outMsg{}
 		c.q = c.q[:n]
-		ctx, cancel := context.WithTimeout(context.Background(), c.h.opts.WriteTimeout)
-		c.cancel = cancel
 		c.mu.Unlock()
 
-		err := c.t.Write(ctx, m.event, m.data)
-		cancel()
+		err := c.t.Write(time.Now().Add(c.h.opts.WriteTimeout), m.event, m.data)
 		c.mu.Lock()
-		c.cancel = nil
 		closed := c.closed
 		if err == nil {
 			c.lastWrite = time.Now()

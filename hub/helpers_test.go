@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -71,12 +72,14 @@ func newTransport(kind string) *fakeTransport {
 	return &fakeTransport{kind: kind, closed: make(chan struct{})}
 }
 
-func (f *fakeTransport) Write(ctx context.Context, event string, data []byte) error {
+func (f *fakeTransport) Write(deadline time.Time, event string, data []byte) error {
 	f.writes.Add(1)
 	if f.stall {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
 		select {
-		case <-ctx.Done():
-			return ctx.Err()
+		case <-t.C:
+			return os.ErrDeadlineExceeded
 		case <-f.closed:
 			return errors.New("closed")
 		}

@@ -107,7 +107,7 @@ var sseHeader = "HTTP/1.1 200 OK\r\n" +
 
 // Write sends one event; the first also sends the response headers and a
 // retry hint spread over 1–3 s so reconnects do not arrive together.
-func (t *sseTransport) Write(ctx context.Context, event string, data []byte) error {
+func (t *sseTransport) Write(deadline time.Time, event string, data []byte) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -129,14 +129,10 @@ func (t *sseTransport) Write(ctx context.Context, event string, data []byte) err
 	b = append(b, "\ndata: "...)
 	b = append(b, data...)
 	b = append(b, "\n\n"...)
-	return t.write(ctx, b)
+	return t.write(deadline, b)
 }
 
-func (t *sseTransport) write(ctx context.Context, b []byte) error {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(5 * time.Second)
-	}
+func (t *sseTransport) write(deadline time.Time, b []byte) error {
 	_ = t.conn.SetWriteDeadline(deadline)
 	_, err := t.conn.Write(b)
 	return err
@@ -165,9 +161,7 @@ func (t *sseTransport) heartbeat() {
 			return
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := t.write(ctx, []byte(": hb\n\n")); err != nil {
+	if err := t.write(time.Now().Add(5*time.Second), []byte(": hb\n\n")); err != nil {
 		t.endLocked()
 		return
 	}

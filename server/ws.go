@@ -242,15 +242,11 @@ func (t *wsTransport) release() {
 // Write bounds the write with a deadline on the connection rather than a
 // context: with a context that can end, the WebSocket library registers a
 // callback per write, churn that 10,000 connections feel. The deadline is
-// cleared after the write: left in place, it would fail the next ping of a
-// quiet room, which is written through the same connection.
-func (t *wsTransport) Write(ctx context.Context, _ string, data []byte) error {
+// cleared after the write: left in place, it would fail the next write of a
+// quiet room (a heartbeat), which goes through the same connection.
+func (t *wsTransport) Write(deadline time.Time, _ string, data []byte) error {
 	err := net.ErrClosed
 	t.use(func() {
-		deadline, ok := ctx.Deadline()
-		if !ok {
-			deadline = time.Now().Add(5 * time.Second)
-		}
 		_ = t.nc.SetWriteDeadline(deadline)
 		err = t.c.Write(context.Background(), websocket.MessageText, data)
 		_ = t.nc.SetWriteDeadline(time.Time{})
