@@ -36,6 +36,7 @@ type RoomConfig struct {
 	FailMode  string
 	JoinRate  float64 // new visitors per second one client address may create here; 0 = the deployment's
 	JoinBurst int     // with JoinRate: how many at once
+	PowBits   int     // proof of work a new visitor's join needs (leading zero bits); 0 = none
 
 	version int64 // of the stored settings this was read from
 }
@@ -73,6 +74,8 @@ func (c RoomConfig) Validate() error {
 		return &FieldError{"joinBurst", "must be between 0 (the default) and 1000000"}
 	case c.JoinBurst > 0 && c.JoinRate == 0:
 		return &FieldError{"joinBurst", "needs joinRate"}
+	case c.PowBits < 0 || c.PowBits > MaxPowBits:
+		return &FieldError{"powBits", "must be between 0 (no proof of work) and " + strconv.Itoa(MaxPowBits)}
 	case c.FailMode != "" && c.FailMode != FailOpen && c.FailMode != FailClosed:
 		return &FieldError{"failMode", `must be "open" or "closed"`}
 	case !c.OpensAt.IsZero() && (c.OpensAt.Year() < 2000 || c.OpensAt.Year() > 3000):
@@ -117,6 +120,9 @@ func (c RoomConfig) fields() []string {
 	if c.JoinBurst > 0 {
 		add("joinBurst", strconv.Itoa(c.JoinBurst))
 	}
+	if c.PowBits > 0 {
+		add("powBits", strconv.Itoa(c.PowBits))
+	}
 	return f
 }
 
@@ -149,6 +155,8 @@ func parseRoomConfig(flat []any) RoomConfig {
 			c.JoinRate, _ = strconv.ParseFloat(v, 64)
 		case "joinBurst":
 			c.JoinBurst = int(n)
+		case "powBits":
+			c.PowBits = int(n)
 		case "v":
 			c.version = n
 		}

@@ -53,6 +53,7 @@ type roomConfigJSON struct {
 	FailMode        string  `json:"failMode"`
 	JoinRate        float64 `json:"joinRate"`
 	JoinBurst       int     `json:"joinBurst"`
+	PowBits         int     `json:"powBits"`
 	TickMs          int64   `json:"tickMs"`
 	TPS             float64 `json:"tps"`
 }
@@ -62,7 +63,7 @@ func (s *server) effective(room string, c queue.RoomConfig) roomConfigJSON {
 	out := roomConfigJSON{
 		Room: room, Paused: c.Paused, Strategy: c.Strategy, Batch: c.Batch, MaxActive: c.MaxActive, Seats: c.Seats,
 		TokenTTLSeconds: c.TokenTTL.Seconds(), TokenMaxSeconds: c.TokenMax.Seconds(), FailMode: c.FailMode,
-		JoinRate: c.JoinRate, JoinBurst: c.JoinBurst, TickMs: s.cfg.Capacity.Tick.Milliseconds(),
+		JoinRate: c.JoinRate, JoinBurst: c.JoinBurst, PowBits: c.PowBits, TickMs: s.cfg.Capacity.Tick.Milliseconds(),
 	}
 	if out.JoinRate == 0 {
 		out.JoinRate, out.JoinBurst = s.cfg.JoinRate, s.cfg.JoinBurst
@@ -143,6 +144,7 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 		FailMode        *string  `json:"failMode"`
 		JoinRate        *float64 `json:"joinRate"`
 		JoinBurst       *int     `json:"joinBurst"`
+		PowBits         *int     `json:"powBits"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -213,6 +215,9 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 		}
 		if in.JoinBurst != nil {
 			cfg.JoinBurst = *in.JoinBurst
+		}
+		if in.PowBits != nil {
+			cfg.PowBits = *in.PowBits
 		}
 		return nil
 	})

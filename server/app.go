@@ -147,6 +147,7 @@ func (s *server) routes() *fiber.App {
 	rooms := api.Group("/rooms/:room")
 	rooms.Post("/join", s.limitJoins(limit.NewTable(s.cfg.JoinRate, s.cfg.JoinBurst, joinTableSize)), s.join)
 	rooms.Get("/status", s.status)
+	rooms.Get("/challenge", s.challenge)
 	rooms.Delete("/queue", s.leave)
 	rooms.Get("/ws", s.ws)
 	rooms.Get("/sse", s.sse)

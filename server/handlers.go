@@ -90,6 +90,9 @@ func (s *server) join(c *fiber.Ctx) error {
 			cred = ""
 		}
 	}
+	if handled, err := s.requireProof(c, r, id); handled || err != nil {
+		return err
+	}
 	if cred == "" {
 		id, cred = s.signer.NewVisitor()
 	}

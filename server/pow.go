@@ -1,0 +1,159 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/wire"
+)
+
+// Proof of work on join (RoomConfig.PowBits): a new visitor's join carries
+// a solved challenge, handed out by GET /rooms/{room}/challenge or with the
+// 428 pow_required answer of a join without one. A visitor that already
+// holds a credential re-joins for free: a refresh keeps the place.
+
+var (
+	errPowInvalid  = errorf(400, "pow_invalid", "the proof of work challenge is not one this server issued")
+	errPowExpired  = errorf(400, "pow_expired", "the proof of work challenge expired; ask for a new one")
+	errPowRoom     = errorf(400, "pow_wrong_room", "the proof of work challenge is for another room")
+	errPowWeak     = errorf(400, "pow_too_weak", "the proof of work challenge is weaker than the room asks; ask for a new one")
+	errPowUnsolved = errorf(400, "pow_unsolved", "the nonce does not solve the proof of work challenge")
+	errPowUsed     = errorf(409, "pow_used", "the proof of work challenge was already used for a join; ask for a new one")
+)
+
+func powError(err error) error {
+	switch {
+	case errors.Is(err, queue.ErrPowInvalid):
+		return errPowInvalid
+	case errors.Is(err, queue.ErrPowExpired):
+		return errPowExpired
+	case errors.Is(err, queue.ErrPowRoom):
+		return errPowRoom
+	case errors.Is(err, queue.ErrPowWeak):
+		return errPowWeak
+	case errors.Is(err, queue.ErrPowUnsolved):
+		return errPowUnsolved
+	case errors.Is(err, queue.ErrPowUsed):
+		return errPowUsed
+	}
+	return err
+}
+
+// powBits is the proof of work a new visitor of room needs; 0 for a room
+// no operator configured.
+func (rc *roomCache) powBits(room string) int {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	return rc.cfg[room].PowBits
+}
+
+// challengeJSON is a challenge on the wire.
+func challengeJSON(b []byte, ch string, n int, expires time.Time) []byte {
+	b = append(b, `"challenge":`...)
+	b = strconv.AppendQuote(b, ch)
+	b = append(b, `,"powBits":`...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, `,"expiresAt":`...)
+	b = strconv.AppendQuote(b, expires.UTC().Format(time.RFC3339Nano))
+	return b
+}
+
+// challenge hands out a fresh challenge for the room (GET
+// /rooms/{room}/challenge). powBits 0 means the room asks for none.
+func (s *server) challenge(c *fiber.Ctx) error {
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	n := s.rooms.powBits(r)
+	now := time.Now()
+	b := append(make([]byte, 0, 192), '{')
+	if n > 0 {
+		b = challengeJSON(b, s.signer.NewChallenge(r, n, now), n, now.Add(queue.ChallengeTTL))
+	} else {
+		b = append(b, `"powBits":0`...)
+	}
+	b = append(b, '}')
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Send(b)
+}
+
+// proof is a join's solution: from the JSON body's "pow" object, or the
+// pow and nonce query parameters.
+func proof(c *fiber.Ctx) (ch, nonce string, err error) {
+	if ch, nonce = c.Query("pow"), c.Query("nonce"); ch != "" {
+		return ch, nonce, nil
+	}
+	if len(c.Body()) == 0 {
+		return "", "", nil
+	}
+	var in struct {
+		Pow *struct {
+			Challenge string `json:"challenge"`
+			Nonce     string `json:"nonce"`
+		} `json:"pow"`
+	}
+	if json.Unmarshal(c.Body(), &in) != nil {
+		return "", "", fieldError("pow", `must be {"challenge": "...", "nonce": "..."}`)
+	}
+	if in.Pow == nil {
+		return "", "", nil
+	}
+	return in.Pow.Challenge, in.Pow.Nonce, nil
+}
+
+// requireProof lets a join into room go on when the room asks for no proof
+// of work, when visitor (empty for a new one) already holds a place there
+// (a refresh keeps it for free), or when the join carries a valid, unused
+// solution, which it spends. Otherwise it answers 428 pow_required with a
+// fresh challenge and reports handled. A credential alone is not enough:
+// credentials are free to get from any other room.
+func (s *server) requireProof(c *fiber.Ctx, r, visitor string) (handled bool, err error) {
+	n := s.rooms.powBits(r)
+	if n == 0 {
+		return false, nil
+	}
+	ch, nonce, err := proof(c)
+	if err != nil {
+		return false, err
+	}
+	now := time.Now()
+	if ch == "" && visitor != "" {
+		ctx, cancel := s.redisCtx(c)
+		st, err := s.q.Status(ctx, r, visitor)
+		cancel()
+		if err != nil {
+			return false, s.storeError(c, err)
+		}
+		if st.Status == wire.StatusWaiting || st.Status == wire.StatusAdmitted {
+			return false, nil
+		}
+	}
+	if ch == "" {
+		b := append(make([]byte, 0, 256), `{"error":{"code":"pow_required","message":"this room asks a new visitor to solve a proof of work first",`...)
+		b = challengeJSON(b, s.signer.NewChallenge(r, n, now), n, now.Add(queue.ChallengeTTL))
+		b = append(b, "}}"...)
+		c.Status(fiber.StatusPreconditionRequired)
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		return true, c.Send(b)
+	}
+	got, err := s.signer.CheckProof(ch, nonce, r, n, now)
+	if err != nil {
+		return false, powError(err)
+	}
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	if err := s.q.SpendProof(ctx, got, now); err != nil {
+		if errors.Is(err, queue.ErrPowUsed) || errors.Is(err, queue.ErrPowExpired) {
+			return false, powError(err)
+		}
+		return false, s.storeError(c, err)
+	}
+	return false, nil
+}
