@@ -42,6 +42,7 @@ type server struct {
 	app     *fiber.App
 	metrics *metrics
 	rooms   *roomCache
+	gw      *gatewayMode
 	id      string // this instance, in the instances hash
 	// originHosts are the hosts of cfg.Origins, as WebSocket Origin patterns.
 	originHosts []string
@@ -104,6 +105,10 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		u, _ := url.Parse(o)
 		s.originHosts = append(s.originHosts, u.Host)
 	}
+	if err := s.newGateway(secret); err != nil {
+		rc.Close()
+		return nil, err
+	}
 	s.app = s.routes()
 	return s, nil
 }
@@ -130,6 +135,7 @@ func (s *server) routes() *fiber.App {
 	app.Server().KeepHijackedConns = true
 	app.Server().ConnState = firstByteDeadline(app.Server().ReadTimeout)
 	app.Server().Handler = knownMethods(app.Server().Handler)
+	app.Server().Handler = s.front(app.Server().Handler)
 	app.Use(s.recoverer, requestid.New(), s.accessLog)
 
 	api := app.Group("/api/v1")
@@ -157,6 +163,11 @@ func (s *server) routes() *fiber.App {
 	protected.Post("", s.order)
 	rooms.Post("/touch", s.touch)
 	api.Post("/tokens/verify", s.verify)
+	api.All("/check", s.check)
+	api.All("/check-end", s.checkEnd)
+	api.All("/check/*", s.check) // Envoy: the original path follows the prefix
+	rooms.Get("/enter", s.enter)
+	rooms.Delete("/session", s.endOwnSession)
 
 	admin := api.Group("/admin", s.adminAuth)
 	admin.Get("/rooms", s.adminRooms)
@@ -166,6 +177,7 @@ func (s *server) routes() *fiber.App {
 	admin.Post("/rooms/:room/resume", s.adminPause(false))
 	admin.Get("/rooms/:room/stats", s.adminStats)
 	admin.Post("/visitors", s.adminVisitor)
+	admin.Delete("/rooms/:room/sessions/:visitor", s.adminEndSession)
 
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
@@ -204,6 +216,7 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	start("hub", s.hub.Run)
 	start("polls", func(ctx context.Context) error { return s.polls.Run(ctx, 2*time.Second) })
 	start("housekeeping", func(ctx context.Context) error { return s.housekeeping(ctx, 2*time.Second) })
+	start("gateway", s.runGateway)
 	if !s.cfg.noTick {
 		start("admission", s.q.Run)
 	}
@@ -226,6 +239,9 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	}
 	if serr := s.app.ShutdownWithContext(dctx); serr != nil {
 		s.log.Warn("http shutdown", "err", serr)
+	}
+	if s.gw.proxy != nil {
+		s.gw.proxy.closeTunnels()
 	}
 	stopBG()
 	bgWG.Wait()

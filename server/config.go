@@ -47,6 +47,12 @@ type config struct {
 	TrustedProxies limit.Proxies
 	MetricsAddr    string
 	PublicMetrics  bool
+	// Gateway mode: routes file, inline routes, the built-in proxy's
+	// upstream and the waiting page's path prefix.
+	RoutesFile  string
+	Routes      []string
+	Upstream    string
+	GatewayPage string
 
 	// sseBeat replaces the SSE heartbeat interval in tests. Not a flag.
 	sseBeat time.Duration
@@ -111,6 +117,13 @@ func newFlagSet(c *config) *flag.FlagSet {
 	})
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics only on this address (e.g. 127.0.0.1:9100); empty: on -addr, behind the admin key unless -public-metrics")
 	fs.BoolVar(&c.PublicMetrics, "public-metrics", false, "serve /metrics on -addr without the admin key (it lists room names)")
+	fs.StringVar(&c.RoutesFile, "routes", "", "gateway routes file (YAML or JSON): which host + path patterns each room protects, and bypass rules")
+	fs.Func("route", "one gateway route inline, in the routes file's syntax, e.g. '{match: shop.example.com/checkout/*, room: drop}' (repeatable)", func(v string) error {
+		c.Routes = append(c.Routes, v)
+		return nil
+	})
+	fs.StringVar(&c.Upstream, "upstream", "", "run the built-in gateway proxy in front of this app (http://host:port); requests outside -gateway-page go there")
+	fs.StringVar(&c.GatewayPage, "gateway-page", "/waitroom/", "path prefix where the gateway serves waitroom (the waiting page, its assets and API) on the protected host; gateways route it to waitroom")
 
 	return fs
 }
@@ -211,6 +224,12 @@ func (c config) validate() error {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
 			return fmt.Errorf("invalid -metrics-addr %q: %v", c.MetricsAddr, err)
 		}
+	}
+	if !strings.HasPrefix(c.GatewayPage, "/") || !strings.HasSuffix(c.GatewayPage, "/") || strings.ContainsAny(c.GatewayPage, "?#*") {
+		return fmt.Errorf("invalid -gateway-page %q: a path prefix such as /waitroom/", c.GatewayPage)
+	}
+	if c.Upstream != "" && c.GatewayPage == "/" {
+		return errors.New("invalid -gateway-page: with -upstream it must be a prefix such as /waitroom/ (everything else goes to the upstream)")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

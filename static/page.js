@@ -5,7 +5,14 @@
   var params = new URLSearchParams(location.search);
   var room = params.get("room") || "demo";
   var transportsParam = params.get("transports"); // e.g. "sse,poll", for trying fallbacks
-  var api = "/api/v1/rooms/" + encodeURIComponent(room);
+  // Under a gateway the page lives below a prefix (/waitroom/?room=…) and
+  // reaches the API there; at the root the prefix is "".
+  var base = location.pathname.replace(/\/[^/]*$/, "");
+  var api = base + "/api/v1/rooms/" + encodeURIComponent(room);
+  // Sent here by a gateway: once admitted, go back where the visitor was
+  // going (the server checks the URL and sets the session cookie).
+  var returnTo = params.get("return");
+  var returning = false;
 
   var $ = function (id) { return document.getElementById(id); };
   var el = {
@@ -276,6 +283,10 @@
 
   function renderAdmitted(state, info) {
     var usable = info.usable;
+    if (returnTo && usable && !returning) {
+      returning = true;
+      location.replace(api + "/enter?return=" + encodeURIComponent(returnTo));
+    }
     validAt = performance.now() + (info.validInMs || 0);
     var held = clock(state.expiresAt);
     var left = (Date.parse(state.expiresAt) - Date.now()) / 1000;
@@ -446,6 +457,7 @@
 
   wr = Waitroom.connect({
     room: room,
+    base: base,
     transports: transportsParam ? transportsParam.split(",") : undefined,
     onState: render,
     onTransport: function () { renderTransport(wr.info()); }

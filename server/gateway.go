@@ -1,0 +1,505 @@
+package main
+
+import (
+	"context"
+	"net/netip"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+	"github.com/waitroom/waitroom/gateway"
+	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/wire"
+)
+
+// gatewayMode puts rooms in front of an unchanged app: the forward-auth
+// check, the session cookie and, with -upstream, the built-in proxy.
+type gatewayMode struct {
+	routes     *gateway.Config
+	sessions   *gateway.Signer
+	cache      *gateway.Cache
+	page       string // the waiting page's path prefix, e.g. /waitroom/
+	slideEvery time.Duration
+	broker     hub.Broker // revocations from other instances; nil without routes
+	up         atomic.Bool
+	proxy      *upstreamProxy // nil without -upstream
+}
+
+// sessionCacheSize bounds the revocations and slide marks held (each kind).
+const sessionCacheSize = 1 << 18
+
+// newGateway loads the routes and builds the gateway mode. secret signs
+// session cookies.
+func (s *server) newGateway(secret []byte) error {
+	cfg := &gateway.Config{}
+	if s.cfg.RoutesFile != "" {
+		data, err := os.ReadFile(s.cfg.RoutesFile)
+		if err != nil {
+			return err
+		}
+		if cfg, err = gateway.Parse(s.cfg.RoutesFile, data); err != nil {
+			return err
+		}
+	}
+	for _, r := range s.cfg.Routes {
+		rt, err := gateway.ParseRoute(r)
+		if err != nil {
+			return err
+		}
+		cfg.Routes = append(cfg.Routes, rt)
+	}
+	g := &gatewayMode{
+		routes: cfg, sessions: gateway.NewSigner(secret), cache: gateway.NewCache(sessionCacheSize),
+		page: s.cfg.GatewayPage,
+		// A session slides at most this often, so a page with fifty assets
+		// makes no Redis write at all most of the time.
+		slideEvery: min(s.cfg.TokenTTL/10, 30*time.Second),
+	}
+	if len(cfg.Routes) > 0 {
+		if s.redis.rue != nil {
+			g.broker = hub.NewRueidisBroker(s.redis.rue, s.log)
+		} else {
+			g.broker = hub.NewGoRedisBroker(s.redis.gor, s.log)
+		}
+	}
+	if s.cfg.Upstream != "" {
+		p, err := newUpstreamProxy(s.cfg.Upstream)
+		if err != nil {
+			return err
+		}
+		g.proxy = p
+	}
+	s.gw = g
+	return nil
+}
+
+// runGateway keeps the revocation subscription and prunes the cache.
+func (s *server) runGateway(ctx context.Context) error {
+	g := s.gw
+	if g.broker == nil {
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.broker.Run(ctx, revocations{g}) }()
+	go func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := g.broker.Subscribe(sctx, queue.RevokedChannel); err != nil && ctx.Err() == nil {
+			s.log.Warn("gateway: revocation subscribe", "err", err)
+		}
+	}()
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return <-done
+		case now := <-t.C:
+			g.cache.Prune(now, g.slideEvery)
+		}
+	}
+}
+
+// revocations feeds the cache from pub/sub.
+type revocations struct{ g *gatewayMode }
+
+func (r revocations) Message(_ string, payload []byte) {
+	key, until, ok := strings.Cut(string(payload), " ")
+	ms, err := strconv.ParseInt(until, 10, 64)
+	if !ok || err != nil {
+		return
+	}
+	r.g.cache.Revoke(key, time.UnixMilli(ms))
+}
+func (r revocations) Up()        { r.g.up.Store(true) }
+func (r revocations) Down(error) { r.g.up.Store(false) }
+
+// original is the request a gateway asks about (or the proxy got).
+type original struct {
+	method, proto, host, uri, path string
+	client                         netip.Addr
+	header                         func(string) string
+	cookie                         func(string) string
+	nginx                          bool // asked by nginx auth_request: deny with 401
+}
+
+// verdict is the gateway's answer.
+type verdict struct {
+	pass      bool
+	status    int
+	room      string
+	visitor   string
+	session   *gateway.Session // the valid session, for Waitroom-Session: end
+	cookie    *fasthttp.Cookie // to set (slid, or cleared)
+	location  string
+	retry     int // Retry-After seconds, 0 = none
+	body      []byte
+	ctype     string
+	failOpen  bool
+	errorCode string
+}
+
+// fromCheck reads the original request of a forward-auth call: nginx sends
+// X-Original-URI (and the original Host), Traefik and Caddy X-Forwarded-*,
+// Envoy the original method, path (after the check prefix) and headers.
+func (s *server) fromCheck(c *fiber.Ctx) original {
+	h := func(k string) string { return c.Get(k) }
+	o := original{header: h, cookie: func(k string) string { return c.Cookies(k) }}
+	o.method = cmpStr(c.Get("X-Forwarded-Method"), c.Get("X-Original-Method"))
+	o.host = cmpStr(c.Get("X-Forwarded-Host"), c.Hostname())
+	o.proto = strings.ToLower(cmpStr(c.Get(fiber.HeaderXForwardedProto), "http"))
+	switch {
+	case c.Get("X-Forwarded-Uri") != "":
+		o.uri = c.Get("X-Forwarded-Uri")
+	case c.Get("X-Original-URI") != "":
+		o.uri = c.Get("X-Original-URI")
+		o.nginx = true
+	default:
+		// Envoy: the check path is /api/v1/check followed by the original
+		// path, and the method is the original one.
+		o.uri = strings.TrimPrefix(string(c.Request().RequestURI()), "/api/v1/check")
+		if o.uri == "" || o.uri[0] != '/' {
+			o.uri = "/" + o.uri
+		}
+		o.method = cmpStr(o.method, c.Method())
+	}
+	if o.method == "" {
+		o.method = fiber.MethodGet
+	}
+	o.path, _, _ = strings.Cut(o.uri, "?")
+	o.client = s.clientAddr(c)
+	return o
+}
+
+func cmpStr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// decide is the gateway's one decision, for the check endpoint and the
+// proxy alike. The common case (a valid session that needs no slide)
+// touches no Redis: an HMAC check and the local revocation cache.
+func (s *server) decide(ctx context.Context, o *original) verdict {
+	g := s.gw
+	if len(g.routes.Routes) == 0 || g.routes.Bypassed(o.path, o.client, o.header) {
+		return verdict{pass: true}
+	}
+	rt := g.routes.Route(o.method, o.host, o.path)
+	if rt == nil {
+		return verdict{pass: true}
+	}
+	now := time.Now()
+	var clear *fasthttp.Cookie
+	if raw := o.cookie(rt.Cookie); raw != "" {
+		sess, err := g.sessions.Parse(raw)
+		switch {
+		case err != nil || sess.Room != rt.Room:
+			clear = s.sessionCookie(rt.Cookie, "", -1, o.proto)
+		case g.cache.Revoked(sess.Key()) || !now.Before(sess.ExpiresAt):
+			clear = s.sessionCookie(rt.Cookie, "", -1, o.proto)
+		case now.Before(sess.NotBefore):
+			// Not valid yet: the waiting page counts down and comes back.
+		default:
+			if v, ok := s.validSession(ctx, rt, sess, now, o.proto); ok {
+				return v
+			}
+			clear = s.sessionCookie(rt.Cookie, "", -1, o.proto)
+		}
+	}
+	v := s.deny(ctx, rt, o)
+	if v.cookie == nil {
+		v.cookie = clear
+	}
+	return v
+}
+
+// validSession passes a valid session, sliding its idle expiry when its
+// last slide is older than slideEvery (once per instance per interval). ok
+// is false when Redis says the session is over (ended elsewhere and the
+// message lost, or past its cap).
+func (s *server) validSession(ctx context.Context, rt *gateway.Route, sess gateway.Session, now time.Time, proto string) (verdict, bool) {
+	g := s.gw
+	v := verdict{pass: true, room: sess.Room, visitor: sess.Visitor, session: &sess}
+	if now.Sub(sess.SlidAt) < g.slideEvery || !g.cache.ClaimSlide(sess.Key(), now, g.slideEvery) {
+		return v, true
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	exp, err := s.q.Consume(rctx, queue.Token{Room: sess.Room, Visitor: sess.Visitor, NotBefore: sess.NotBefore}, queue.Touch)
+	cancel()
+	switch {
+	case err == nil:
+		slid := sess
+		slid.ExpiresAt, slid.SlidAt = exp, now
+		v.cookie = s.sessionCookie(rt.Cookie, g.sessions.Sign(slid), int(s.cfg.TokenMax/time.Second), proto)
+		return v, true
+	case isTokenError(err):
+		g.cache.Revoke(sess.Key(), sess.ExpiresAt)
+		return verdict{}, false
+	}
+	s.metrics.redisErr.Inc()
+	if s.rooms.failMode(sess.Room) == queue.FailClosed {
+		return verdict{status: 503, errorCode: "unavailable", retry: 2}, true
+	}
+	return v, true // the signature and window hold; it slides once Redis is back
+}
+
+// deny answers a request without a valid session: a browser goes to the
+// waiting page (nginx gets 401 and redirects itself), an API client gets
+// 429 with the state. While Redis is unreachable the room's fail mode
+// decides instead.
+func (s *server) deny(ctx context.Context, rt *gateway.Route, o *original) verdict {
+	g := s.gw
+	if g.broker != nil && !g.up.Load() {
+		if s.rooms.failMode(rt.Room) == queue.FailClosed || !s.rooms.limiter(rt.Room).Allow() {
+			return verdict{status: 503, errorCode: "unavailable", retry: 2}
+		}
+		s.metrics.failOpen.WithLabelValues("admitted").Inc()
+		return verdict{pass: true, room: rt.Room, failOpen: true}
+	}
+	if wantsJSON(o.header("Accept")) {
+		st := wire.State{Room: rt.Room, Status: wire.StatusNotInQueue}
+		if cred := o.cookie(visitorCookie); cred != "" {
+			if id, err := s.signer.ParseVisitor(cred); err == nil {
+				rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				got, err := s.q.Status(rctx, rt.Room, id)
+				cancel()
+				if err != nil {
+					s.metrics.redisErr.Inc()
+					return verdict{status: 503, errorCode: "unavailable", retry: 2}
+				}
+				st = got
+			}
+		}
+		retry := 1
+		if st.NextPoll > time.Second {
+			retry = int((st.NextPoll + time.Second - 1) / time.Second)
+		}
+		return verdict{status: 429, retry: retry, room: rt.Room, body: st.AppendJSON(nil), ctype: fiber.MIMEApplicationJSONCharsetUTF8}
+	}
+	loc := g.page + "?room=" + url.QueryEscape(rt.Room) + "&return=" + url.QueryEscape(o.proto+"://"+o.host+o.uri)
+	if o.nginx {
+		return verdict{status: 401, location: loc, room: rt.Room}
+	}
+	return verdict{status: 302, location: loc, room: rt.Room}
+}
+
+// wantsJSON: an API client asks for JSON and not for a page.
+func wantsJSON(accept string) bool {
+	return strings.Contains(accept, "application/json") && !strings.Contains(accept, "text/html")
+}
+
+// sessionCookie builds a session cookie (maxAge < 0 clears it).
+func (s *server) sessionCookie(name, value string, maxAge int, proto string) *fasthttp.Cookie {
+	ck := fasthttp.AcquireCookie()
+	ck.SetKey(name)
+	ck.SetValue(value)
+	ck.SetPath("/")
+	ck.SetHTTPOnly(true)
+	ck.SetSameSite(fasthttp.CookieSameSiteLaxMode)
+	ck.SetSecure(proto == "https")
+	if maxAge < 0 {
+		ck.SetExpire(fasthttp.CookieExpireDelete)
+	} else {
+		ck.SetMaxAge(maxAge)
+	}
+	return ck
+}
+
+// writeVerdict writes v's headers (and, for a denial, its status and body)
+// on a response.
+func writeVerdict(resp *fasthttp.Response, v *verdict) {
+	if v.cookie != nil {
+		resp.Header.SetCookie(v.cookie)
+		fasthttp.ReleaseCookie(v.cookie)
+		v.cookie = nil
+	}
+	if v.pass {
+		return
+	}
+	resp.Header.Set(fiber.HeaderCacheControl, "no-store")
+	if v.retry > 0 {
+		resp.Header.Set(fiber.HeaderRetryAfter, strconv.Itoa(v.retry))
+	}
+	if v.room != "" {
+		resp.Header.Set("X-Waitroom-Room", v.room)
+	}
+	switch {
+	case v.location != "" && v.status == 401:
+		resp.Header.Set("X-Waitroom-Location", v.location)
+	case v.location != "":
+		resp.Header.Set(fiber.HeaderLocation, v.location)
+	}
+	resp.SetStatusCode(v.status)
+	switch {
+	case v.body != nil:
+		resp.Header.SetContentType(v.ctype)
+		resp.SetBody(v.body)
+	case v.errorCode != "":
+		resp.Header.SetContentType(fiber.MIMEApplicationJSONCharsetUTF8)
+		resp.SetBodyString(`{"error":{"code":"` + v.errorCode + `","message":"` + verdictMessages[v.errorCode] + `"}}`)
+	}
+}
+
+var verdictMessages = map[string]string{
+	"unavailable": "the queue store is unreachable; retry shortly",
+}
+
+// check is GET /api/v1/check (any method, and any path below it for
+// Envoy): 200 with X-Waitroom-Room and X-Waitroom-Visitor to pass, else
+// the denial the gateway hands the visitor.
+func (s *server) check(c *fiber.Ctx) error {
+	o := s.fromCheck(c)
+	v := s.decide(c.UserContext(), &o)
+	if v.pass {
+		if v.room != "" {
+			c.Set("X-Waitroom-Room", v.room)
+			c.Set("X-Waitroom-Visitor", v.visitor)
+		}
+		if v.failOpen {
+			c.Set("X-Waitroom-Fail-Open", "1")
+		}
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		writeVerdict(c.Response(), &v)
+		return c.SendStatus(fiber.StatusOK)
+	}
+	writeVerdict(c.Response(), &v)
+	return nil
+}
+
+// checkEnd ends the session of a forward-auth request whose upstream
+// answered Waitroom-Session: end (nginx calls it after the response, see
+// examples/nginx.conf). Same request shape as check; 204.
+func (s *server) checkEnd(c *fiber.Ctx) error {
+	o := s.fromCheck(c)
+	rt := s.gw.routes.Route(o.method, o.host, o.path)
+	if rt == nil {
+		return c.SendStatus(fiber.StatusNoContent)
+	}
+	sess, err := s.gw.sessions.Parse(o.cookie(rt.Cookie))
+	if err != nil || sess.Room != rt.Room {
+		return c.SendStatus(fiber.StatusNoContent)
+	}
+	if err := s.endSession(c.UserContext(), sess); err != nil {
+		return s.storeError(c, err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// endSession revokes sess here at once and everywhere through Redis, and
+// frees its slot and seat.
+func (s *server) endSession(ctx context.Context, sess gateway.Session) error {
+	s.gw.cache.Revoke(sess.Key(), sess.ExpiresAt.Add(s.cfg.TokenMax))
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := s.q.EndSession(rctx, sess.Room, sess.Visitor, sess.NotBefore, sess.Key(), sess.NotBefore.Add(s.cfg.TokenMax))
+	return err
+}
+
+var errBadReturn = errorf(400, "invalid_return", "the return URL must be on this host or a host in the routes")
+
+// enter turns an admitted visitor's entry into a gateway session cookie and
+// sends the browser back to where it was going: GET
+// /api/v1/rooms/{room}/enter?return=URL. The waiting page goes here once
+// admitted. A visitor not admitted (yet, or any more) goes back to the
+// waiting page.
+func (s *server) enter(c *fiber.Ctx) error {
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	ret, err := s.gw.routes.ReturnURL(c.Query("return"), c.Hostname())
+	if err != nil {
+		return errBadReturn
+	}
+	id, err := s.visitor(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	nb, exp, ok, err := s.q.Session(ctx, r, id)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	if !ok || !time.Now().Before(exp) {
+		return c.Redirect(s.gw.page+"?room="+url.QueryEscape(r)+"&return="+url.QueryEscape(c.Query("return")), fiber.StatusFound)
+	}
+	name := gateway.DefaultCookie
+	if rt := s.gw.routes.Room(r); rt != nil {
+		name = rt.Cookie
+	}
+	sess := gateway.Session{Room: r, Visitor: id, NotBefore: nb, ExpiresAt: exp, SlidAt: time.Now()}
+	proto := "http"
+	if s.secure(c) {
+		proto = "https"
+	}
+	ck := s.sessionCookie(name, s.gw.sessions.Sign(sess), int(s.cfg.TokenMax/time.Second), proto)
+	c.Response().Header.SetCookie(ck)
+	fasthttp.ReleaseCookie(ck)
+	return c.Redirect(ret, fiber.StatusFound)
+}
+
+// endOwnSession is DELETE /api/v1/rooms/{room}/session: a visitor ends
+// their own session (the cookie is sent by the browser), which frees the
+// place for the next one. 204.
+func (s *server) endOwnSession(c *fiber.Ctx) error {
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	name := gateway.DefaultCookie
+	if rt := s.gw.routes.Room(r); rt != nil {
+		name = rt.Cookie
+	}
+	sess, err := s.gw.sessions.Parse(c.Cookies(name))
+	if err != nil || sess.Room != r {
+		return errorf(401, "missing_session", "no gateway session for this room in this request")
+	}
+	if err := s.endSession(c.UserContext(), sess); err != nil {
+		return s.storeError(c, err)
+	}
+	proto := "http"
+	if s.secure(c) {
+		proto = "https"
+	}
+	ck := s.sessionCookie(name, "", -1, proto)
+	c.Response().Header.SetCookie(ck)
+	fasthttp.ReleaseCookie(ck)
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+var errNoSession = errorf(404, "session_not_found", "this visitor holds no session in this room")
+
+// adminEndSession is DELETE /api/v1/admin/rooms/{room}/sessions/{visitor}.
+func (s *server) adminEndSession(c *fiber.Ctx) error {
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	id := c.Params("visitor")
+	if !queue.ValidVisitor(id) {
+		return errorf(400, "invalid_visitor", "visitor ids match ^[A-Za-z0-9_-]{1,64}$")
+	}
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	nb, exp, ok, err := s.q.Session(ctx, r, id)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	if !ok {
+		return errNoSession
+	}
+	if err := s.endSession(ctx, gateway.Session{Room: r, Visitor: id, NotBefore: nb, ExpiresAt: exp}); err != nil {
+		return s.storeError(c, err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}

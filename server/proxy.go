@@ -1,0 +1,287 @@
+package main
+
+import (
+	"bytes"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+)
+
+// upstreamProxy forwards to the one -upstream, with fasthttp's client.
+type upstreamProxy struct {
+	hc   *fasthttp.HostClient
+	addr string
+	tls  bool
+
+	mu      sync.Mutex
+	tunnels map[net.Conn]struct{} // WebSocket tunnels' client sides, closed at shutdown
+	closed  bool
+}
+
+func newUpstreamProxy(raw string) (*upstreamProxy, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return nil, fmt.Errorf("invalid -upstream %q: want http(s)://host:port", raw)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+	}
+	p := &upstreamProxy{addr: addr, tls: u.Scheme == "https", tunnels: make(map[net.Conn]struct{})}
+	p.hc = &fasthttp.HostClient{
+		Addr:  addr,
+		IsTLS: p.tls,
+		// Streaming responses (SSE, downloads) go through as they come;
+		// no read timeout, so a long stream is not cut.
+		StreamResponseBody:            true,
+		MaxConns:                      4096,
+		MaxIdleConnDuration:           30 * time.Second,
+		WriteTimeout:                  30 * time.Second,
+		DisablePathNormalizing:        true,
+		DisableHeaderNamesNormalizing: true,
+		NoDefaultUserAgentHeader:      true,
+		Dial: func(addr string) (net.Conn, error) {
+			return fasthttp.DialTimeout(addr, 5*time.Second)
+		},
+	}
+	return p, nil
+}
+
+// closeTunnels ends the WebSocket tunnels at shutdown.
+func (p *upstreamProxy) closeTunnels() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for c := range p.tunnels {
+		c.Close()
+	}
+}
+
+// front is the outermost handler in gateway mode: requests under the
+// waiting page's prefix (-gateway-page, e.g. /waitroom/) reach waitroom's
+// own routes with the prefix taken off, so a gateway routes one prefix to
+// waitroom; with -upstream, every other request goes through the gateway
+// decision and on to the upstream.
+func (s *server) front(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	prefix := []byte(s.gw.page)
+	strip := len(prefix) > 1
+	bare := bytes.TrimSuffix(prefix, []byte("/"))
+	return func(ctx *fasthttp.RequestCtx) {
+		p := ctx.Path()
+		if strip && (bytes.HasPrefix(p, prefix) || bytes.Equal(p, bare)) {
+			rest := append([]byte{'/'}, p[min(len(prefix), len(p)):]...)
+			ctx.Request.URI().SetPathBytes(rest)
+			next(ctx)
+			return
+		}
+		if s.gw.proxy == nil {
+			next(ctx)
+			return
+		}
+		s.serveProxy(ctx)
+	}
+}
+
+// proxied is the original request as the built-in proxy sees it.
+func (s *server) proxied(ctx *fasthttp.RequestCtx) original {
+	h := &ctx.Request.Header
+	peer, _ := netip.AddrFromSlice(ctx.RemoteIP())
+	proto := "http"
+	if ctx.IsTLS() || s.cfg.TrustedProxies.Contains(peer) && strings.EqualFold(string(h.Peek(fiber.HeaderXForwardedProto)), "https") {
+		proto = "https"
+	}
+	return original{
+		method: string(h.Method()), proto: proto, host: string(h.Host()),
+		uri: string(ctx.RequestURI()), path: string(ctx.Path()),
+		client: s.cfg.TrustedProxies.Client(peer, string(h.Peek(fiber.HeaderXForwardedFor))),
+		header: func(k string) string { return string(h.Peek(k)) },
+		cookie: func(k string) string { return string(h.Cookie(k)) },
+	}
+}
+
+// serveProxy decides and forwards one request.
+func (s *server) serveProxy(ctx *fasthttp.RequestCtx) {
+	o := s.proxied(ctx)
+	v := s.decide(ctx, &o)
+	if !v.pass {
+		writeVerdict(&ctx.Response, &v)
+		return
+	}
+	req := &ctx.Request
+	// The upstream trusts these headers: only the gateway sets them.
+	req.Header.Del("X-Waitroom-Room")
+	req.Header.Del("X-Waitroom-Visitor")
+	if v.room != "" {
+		req.Header.Set("X-Waitroom-Room", v.room)
+		req.Header.Set("X-Waitroom-Visitor", v.visitor)
+	}
+	req.Header.Set("X-Forwarded-Proto", o.proto)
+	req.Header.Set("X-Forwarded-Host", o.host)
+	if o.client.IsValid() {
+		req.Header.Set(fiber.HeaderXForwardedFor, o.client.String())
+	}
+	if isUpgrade(req) {
+		s.tunnel(ctx, &v)
+		return
+	}
+	resp := fasthttp.AcquireResponse()
+	if err := s.gw.proxy.hc.Do(req, resp); err != nil {
+		fasthttp.ReleaseResponse(resp)
+		s.log.Warn("proxy: upstream unavailable", "upstream", s.gw.proxy.addr, "err", err)
+		writeVerdict(&ctx.Response, &v) // a slid cookie still goes out
+		upstreamDown(ctx, wantsJSON(o.header("Accept")))
+		return
+	}
+	s.sessionEnd(ctx, resp, &v)
+	resp.Header.CopyTo(&ctx.Response.Header)
+	writeVerdict(&ctx.Response, &v)
+	if body := resp.BodyStream(); body != nil {
+		n := resp.Header.ContentLength()
+		if n < 0 {
+			n = -1
+		}
+		ctx.Response.SetBodyStream(&streamBody{r: body, resp: resp, conn: ctx.Conn()}, n)
+		return
+	}
+	ctx.Response.SetBody(resp.Body())
+	fasthttp.ReleaseResponse(resp)
+}
+
+// sessionEnd acts on the upstream's Waitroom-Session: end: the header goes,
+// the session ends (its slot and seat are freed at once) and the browser's
+// cookie is cleared.
+func (s *server) sessionEnd(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, v *verdict) {
+	h := resp.Header.Peek("Waitroom-Session")
+	if h == nil {
+		return
+	}
+	resp.Header.Del("Waitroom-Session")
+	if !strings.EqualFold(strings.TrimSpace(string(h)), "end") || v.session == nil {
+		return
+	}
+	if err := s.endSession(ctx, *v.session); err != nil {
+		s.log.Warn("proxy: session not ended", "room", v.session.Room, "err", err)
+	}
+	rt := s.gw.routes.Room(v.session.Room)
+	if rt != nil {
+		if v.cookie != nil {
+			fasthttp.ReleaseCookie(v.cookie)
+		}
+		proto := "http"
+		if ctx.IsTLS() {
+			proto = "https"
+		}
+		v.cookie = s.sessionCookie(rt.Cookie, "", -1, proto)
+	}
+}
+
+// upstreamDown is 502 upstream_unavailable, as JSON or as a page.
+func upstreamDown(ctx *fasthttp.RequestCtx, asJSON bool) {
+	ctx.Response.Header.Set(fiber.HeaderCacheControl, "no-store")
+	ctx.Response.Header.Set(fiber.HeaderRetryAfter, "5")
+	ctx.SetStatusCode(fiber.StatusBadGateway)
+	if asJSON {
+		ctx.SetContentType(fiber.MIMEApplicationJSONCharsetUTF8)
+		ctx.SetBodyString(`{"error":{"code":"upstream_unavailable","message":"the site behind the waiting room does not answer; retry shortly"}}`)
+		return
+	}
+	ctx.SetContentType(fiber.MIMETextHTMLCharsetUTF8)
+	ctx.SetBodyString(`<!doctype html><html lang="en"><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
+		`<title>Temporarily unavailable</title><body style="font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:15vh auto;padding:0 1rem">` +
+		`<h1>The site is not answering</h1><p>Your place is kept. Please try again in a few seconds.</p>` +
+		`<p data-code="upstream_unavailable"><a href="">Try again</a></p></body></html>`)
+}
+
+// streamBody hands a streamed upstream body to the client, pushing the
+// write deadline on as data comes (a long stream outlives WriteTimeout),
+// and gives the upstream connection back when done.
+type streamBody struct {
+	r    io.Reader
+	resp *fasthttp.Response
+	conn net.Conn
+}
+
+func (b *streamBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if n > 0 {
+		_ = b.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	}
+	return n, err
+}
+
+func (b *streamBody) Close() error {
+	err := b.resp.CloseBodyStream()
+	fasthttp.ReleaseResponse(b.resp)
+	return err
+}
+
+func isUpgrade(req *fasthttp.Request) bool {
+	return bytes.EqualFold(req.Header.Peek("Upgrade"), []byte("websocket"))
+}
+
+// tunnel passes a WebSocket upgrade through: the request goes to the
+// upstream as is, and from then on bytes flow both ways untouched (the
+// upstream's 101 and every frame). fasthttp's client cannot upgrade, so
+// this is the one place that speaks to the upstream over a bare connection.
+func (s *server) tunnel(ctx *fasthttp.RequestCtx, v *verdict) {
+	p := s.gw.proxy
+	var up net.Conn
+	var err error
+	if p.tls {
+		up, err = tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", p.addr, &tls.Config{ServerName: strings.Split(p.addr, ":")[0]})
+	} else {
+		up, err = net.DialTimeout("tcp", p.addr, 5*time.Second)
+	}
+	if err == nil {
+		_ = up.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		var buf bytes.Buffer
+		_, err = ctx.Request.WriteTo(&buf)
+		if err == nil {
+			_, err = up.Write(buf.Bytes())
+		}
+		_ = up.SetWriteDeadline(time.Time{})
+	}
+	if err != nil {
+		if up != nil {
+			up.Close()
+		}
+		s.log.Warn("proxy: upstream unavailable", "upstream", p.addr, "err", err)
+		upstreamDown(ctx, false)
+		return
+	}
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(c net.Conn) {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			c.Close()
+			up.Close()
+			return
+		}
+		p.tunnels[c] = struct{}{}
+		p.mu.Unlock()
+		_ = c.SetDeadline(time.Time{})
+		done := make(chan struct{})
+		go func() {
+			_, _ = io.Copy(c, up)
+			c.Close()
+			close(done)
+		}()
+		_, _ = io.Copy(up, c)
+		up.Close()
+		<-done
+		c.Close()
+		p.mu.Lock()
+		delete(p.tunnels, c)
+		p.mu.Unlock()
+	})
+}
