@@ -61,6 +61,7 @@ func (p *upstreamProxy) closeTunnels() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
+	p.hc.CloseIdleConnections()
 	for c := range p.tunnels {
 		c.Close()
 	}
