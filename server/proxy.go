@@ -50,7 +50,7 @@ func newUpstreamProxy(raw string) (*upstreamProxy, error) {
 		DisableHeaderNamesNormalizing: true,
 		NoDefaultUserAgentHeader:      true,
 		Dial: func(addr string) (net.Conn, error) {
-			return fasthttp.DialTimeout(addr, 5*time.Second)
+			return net.DialTimeout("tcp", addr, 5*time.Second)
 		},
 	}
 	return p, nil
