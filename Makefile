@@ -9,7 +9,7 @@ BENCH_ARGS ?=
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_UPDATED = /tmp/.waitroom-apt-updated
 
-.PHONY: run build test test-go e2e deps deps-redis deps-browser vet bench clean
+.PHONY: run build test test-go e2e deps deps-redis deps-browser deps-gateway vet bench clean
 
 # The demo lets any room name work (-open-rooms); in production rooms exist
 # once an operator made them (admin API).
@@ -41,7 +41,15 @@ deps-browser:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
 	@[ -d static/e2e/node_modules/playwright-core ] || npm ci --prefix static/e2e --no-audit --no-fund
 
-deps: deps-redis deps-browser
+# The gateway tests run the examples in real nginx and Caddy.
+deps-gateway:
+	@command -v nginx >/dev/null 2>&1 && command -v caddy >/dev/null 2>&1 || { \
+	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
+	  echo "installing nginx and caddy" && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx caddy >/dev/null; }
+	@command -v nginx >/dev/null && command -v caddy >/dev/null
+
+deps: deps-redis deps-browser deps-gateway
 
 vet:
 	$(GO) vet ./...
@@ -49,11 +57,11 @@ vet:
 
 test: deps vet test-go e2e
 
-test-go: deps-redis
+test-go: deps-redis deps-gateway
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Browser tests: headless Debian Chromium driven by playwright-core.
-e2e: deps-browser
+e2e: deps-browser deps-gateway
 	node --test --test-concurrency=1 static/e2e/
 
 # Queue micro-benchmarks, then the load scenarios into results/

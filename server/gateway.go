@@ -264,6 +264,11 @@ func (s *server) deny(ctx context.Context, rt *gateway.Route, o *original) verdi
 		s.metrics.failOpen.WithLabelValues("admitted").Inc()
 		return verdict{pass: true, room: rt.Room, failOpen: true}
 	}
+	if o.nginx {
+		// auth_request passes on only 2xx, 401 and 403: the @waitroom
+		// location asks again for the full answer.
+		return verdict{status: 401, room: rt.Room}
+	}
 	if wantsJSON(o.header("Accept")) {
 		st := wire.State{Room: rt.Room, Status: wire.StatusNotInQueue}
 		if cred := o.cookie(visitorCookie); cred != "" {
@@ -285,9 +290,6 @@ func (s *server) deny(ctx context.Context, rt *gateway.Route, o *original) verdi
 		return verdict{status: 429, retry: retry, room: rt.Room, body: st.AppendJSON(nil), ctype: fiber.MIMEApplicationJSONCharsetUTF8}
 	}
 	loc := g.page + "?room=" + url.QueryEscape(rt.Room) + "&return=" + url.QueryEscape(o.proto+"://"+o.host+o.uri)
-	if o.nginx {
-		return verdict{status: 401, location: loc, room: rt.Room}
-	}
 	return verdict{status: 302, location: loc, room: rt.Room}
 }
 
@@ -331,10 +333,7 @@ func writeVerdict(resp *fasthttp.Response, v *verdict) {
 	if v.room != "" {
 		resp.Header.Set("X-Waitroom-Room", v.room)
 	}
-	switch {
-	case v.location != "" && v.status == 401:
-		resp.Header.Set("X-Waitroom-Location", v.location)
-	case v.location != "":
+	if v.location != "" {
 		resp.Header.Set(fiber.HeaderLocation, v.location)
 	}
 	resp.SetStatusCode(v.status)
@@ -359,16 +358,20 @@ func (s *server) check(c *fiber.Ctx) error {
 	o := s.fromCheck(c)
 	v := s.decide(c.UserContext(), &o)
 	if v.pass {
-		if v.room != "" {
-			c.Set("X-Waitroom-Room", v.room)
-			c.Set("X-Waitroom-Visitor", v.visitor)
-		}
+		// Present even when empty: a gateway that copies them then
+		// overwrites whatever the visitor sent (Caddy 2.6 would otherwise
+		// copy its unresolved placeholder).
+		c.Set("X-Waitroom-Room", v.room)
+		c.Set("X-Waitroom-Visitor", v.visitor)
 		if v.failOpen {
 			c.Set("X-Waitroom-Fail-Open", "1")
 		}
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		writeVerdict(c.Response(), &v)
 		return c.SendStatus(fiber.StatusOK)
+	}
+	if o.nginx {
+		v = verdict{status: 401, room: v.room, cookie: v.cookie}
 	}
 	writeVerdict(c.Response(), &v)
 	return nil

@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/limit"
+	"github.com/waitroom/waitroom/queue"
+)
+
+// The gateways from the examples, as real processes: nginx (auth_request)
+// and Caddy (forward_auth), each on a free port with examples/ templated
+// to the test's ports, in front of a Go upstream that records headers,
+// with waitroom on a real redis-server.
+
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startGatewayProcess starts kind ("nginx" or "caddy") with its example
+// config, waitroom at wr and the app at app; it returns the base URL.
+func startGatewayProcess(t *testing.T, kind, wr, app string) string {
+	t.Helper()
+	bin, err := exec.LookPath(kind)
+	if err != nil {
+		t.Fatalf("%s is not installed (make deps installs it): %v", kind, err)
+	}
+	name := map[string]string{"nginx": "nginx.conf", "caddy": "Caddyfile"}[kind]
+	src, err := os.ReadFile(filepath.Join("..", "examples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freeTCPPort(t)
+	conf := strings.NewReplacer("127.0.0.1:8080", wr, "127.0.0.1:3000", app,
+		"listen 8000;", fmt.Sprintf("listen 127.0.0.1:%d;", port), ":8000 {", fmt.Sprintf(":%d {", port)).Replace(string(src))
+	dir := t.TempDir()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var cmd *exec.Cmd
+	if kind == "nginx" {
+		cmd = exec.Command(bin, "-p", dir, "-c", path, "-e", filepath.Join(dir, "error.log"),
+			"-g", "daemon off; pid "+filepath.Join(dir, "nginx.pid")+"; error_log "+filepath.Join(dir, "error.log")+";")
+	} else {
+		cmd = exec.Command(bin, "run", "--config", path, "--adapter", "caddyfile")
+		cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir, "HOME="+dir)
+	}
+	out, _ := os.Create(filepath.Join(dir, "out.log"))
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		out.Close()
+		if t.Failed() {
+			logs, _ := os.ReadFile(filepath.Join(dir, "out.log"))
+			errs, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			t.Logf("%s output:\n%s\n%s", kind, logs, errs)
+		}
+	})
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitFor(t, 15*time.Second, kind+" listening", func() bool {
+		c, err := net.DialTimeout("tcp", base[len("http://"):], time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return base
+}
+
+// redisCalls is the total of commands redis-server has run (INFO
+// commandstats).
+func redisCalls(t *testing.T, addr string) int64 {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprint(c, "*2\r\n$4\r\nINFO\r\n$12\r\ncommandstats\r\n")
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
+	if err != nil || !strings.HasPrefix(head, "$") {
+		t.Fatalf("INFO: %q %v", head, err)
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(head[1:]))
+	buf := make([]byte, n+2)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, line := range strings.Split(string(buf), "\n") {
+		if _, rest, ok := strings.Cut(line, "calls="); ok {
+			v, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+			total += v
+		}
+	}
+	return total
+}
+
+// stateOf polls the visitor's state through the gateway.
+func stateOf(t *testing.T, b *browser, room string) map[string]any {
+	t.Helper()
+	resp, body := b.get("GET", "/waitroom/api/v1/rooms/"+room+"/status", "Accept", "application/json")
+	if resp.StatusCode != 200 {
+		t.Fatalf("status: %d %s", resp.StatusCode, body)
+	}
+	var st map[string]any
+	_ = json.Unmarshal([]byte(body), &st)
+	return st
+}
+
+// admittedNow waits until the visitor's state is admitted and its
+// notBefore has passed.
+func admittedNow(t *testing.T, b *browser, room string) {
+	t.Helper()
+	waitFor(t, 20*time.Second, "admitted", func() bool {
+		st := stateOf(t, b, room)
+		if st["status"] != "admitted" {
+			return false
+		}
+		nb, _ := time.Parse(time.RFC3339Nano, st["notBefore"].(string))
+		return time.Now().After(nb)
+	})
+}
+
+func TestGatewayNginx(t *testing.T) { testRealGateway(t, "nginx") }
+func TestGatewayCaddy(t *testing.T) { testRealGateway(t, "caddy") }
+
+func testRealGateway(t *testing.T, kind string) {
+	srv := redistest.StartReal(t)
+	up := newUpstreamApp(t)
+	routes := filepath.Join(t.TempDir(), "routes.yaml")
+	if err := os.WriteFile(routes, []byte("routes:\n  - {match: '*/checkout/*', room: gw}\nbypass:\n  paths: ['/checkout/static/*']\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, srv, "rueidis", func(c *config) {
+		c.RoutesFile = routes
+		c.noTick = false
+		c.TrustedProxies, _ = limit.ParseProxies("127.0.0.1/32")
+		withAdmin(c)
+	})
+	ctx := context.Background()
+	if err := ts.q.SetRoomConfig(ctx, "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 1}); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(ts.URL)
+	appURL, _ := url.Parse(up.URL)
+	base := startGatewayProcess(t, kind, u.Host, appURL.Host)
+	a, b := newBrowser(t, base), newBrowser(t, base)
+
+	// Unprotected and bypassed paths pass and never touch Redis.
+	before := redisCalls(t, srv.Addr)
+	const n = 100
+	for i := range n {
+		p := "/about"
+		if i%2 == 1 {
+			p = "/checkout/static/app.js"
+		}
+		if resp, body := a.get("GET", p); resp.StatusCode != 200 || body != "page "+p {
+			t.Fatalf("%s: %d %q", p, resp.StatusCode, body)
+		}
+	}
+	// Background work (the tick loop, housekeeping) runs meanwhile; one
+	// Redis call per request would be n.
+	if d := redisCalls(t, srv.Addr) - before; d > n/4 {
+		t.Fatalf("%d unprotected and bypassed requests made %d Redis calls", n, d)
+	}
+	if up.header("/about", "X-Waitroom-Room") != "" {
+		t.Fatalf("an unprotected request reached the app with a room header %q", up.header("/about", "X-Waitroom-Room"))
+	}
+
+	// A protected path without a session: the waiting page.
+	orig := base + "/checkout/page?x=1"
+	resp, _ := a.get("GET", "/checkout/page?x=1")
+	want := "/waitroom/?room=gw&return=" + url.QueryEscape(orig)
+	if resp.StatusCode != 302 || resp.Header.Get("Location") != want {
+		t.Fatalf("without a session: %d %q, want 302 %q", resp.StatusCode, resp.Header.Get("Location"), want)
+	}
+	if resp, body := a.get("GET", want); resp.StatusCode != 200 || !strings.Contains(body, "waitroom.js") {
+		t.Fatalf("waiting page: %d", resp.StatusCode)
+	}
+	resp, body := a.get("GET", "/checkout/page", "Accept", "application/json")
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, `"type":"state"`) {
+		t.Fatalf("API client: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+
+	// Join, get admitted by the tick, enter, land on the original URL.
+	if resp, body := a.get("POST", "/waitroom/api/v1/rooms/gw/join"); resp.StatusCode != 200 {
+		t.Fatalf("join: %d %s", resp.StatusCode, body)
+	}
+	admittedNow(t, a, "gw")
+	resp, _ = a.get("GET", "/waitroom/api/v1/rooms/gw/enter?return="+url.QueryEscape(orig))
+	if resp.StatusCode != 302 || resp.Header.Get("Location") != orig {
+		t.Fatalf("enter: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	aID := strings.SplitN(cookieValue(a, visitorCookie), ".", 2)[0]
+	before = redisCalls(t, srv.Addr)
+	for range n {
+		if resp, body := a.get("GET", "/checkout/page?x=1", "X-Waitroom-Visitor", "forged"); resp.StatusCode != 200 || body != "page /checkout/page" {
+			t.Fatalf("with a session: %d %q", resp.StatusCode, body)
+		}
+	}
+	if d := redisCalls(t, srv.Addr) - before; d > n/4 {
+		t.Fatalf("%d requests with a valid session made %d Redis calls", n, d)
+	}
+	if r, v := up.header("/checkout/page", "X-Waitroom-Room"), up.header("/checkout/page", "X-Waitroom-Visitor"); r != "gw" || v != aID {
+		t.Fatalf("the app saw room %q visitor %q, want gw %q", r, v, aID)
+	}
+
+	// b waits while a holds the only slot, for several ticks.
+	if resp, _ := b.get("POST", "/waitroom/api/v1/rooms/gw/join"); resp.StatusCode != 200 {
+		t.Fatal("join b")
+	}
+	tick0 := ts.currentTick(t, "gw")
+	waitFor(t, 10*time.Second, "three ticks", func() bool { return ts.currentTick(t, "gw") >= tick0+3 })
+	if st := stateOf(t, b, "gw"); st["status"] != "waiting" {
+		t.Fatalf("b is %v with a's slot held", st["status"])
+	}
+
+	// The app ends a's session: the slot goes to b at the next tick.
+	if kind == "nginx" {
+		resp, body = a.get("POST", "/checkout/pay")
+		if resp.StatusCode != 200 || body != "paid" || resp.Header.Get("Waitroom-Session") != "" {
+			t.Fatalf("pay: %d %q %q", resp.StatusCode, body, resp.Header.Get("Waitroom-Session"))
+		}
+	} else {
+		// Caddy cannot call waitroom after the response: the header is
+		// stripped, and the visitor ends the session (as the app's page
+		// would, with a fetch).
+		resp, body = a.get("POST", "/checkout/pay")
+		if resp.StatusCode != 200 || resp.Header.Get("Waitroom-Session") != "" {
+			t.Fatalf("pay: %d %q %q", resp.StatusCode, body, resp.Header.Get("Waitroom-Session"))
+		}
+		if resp, body := a.get("DELETE", "/waitroom/api/v1/rooms/gw/session"); resp.StatusCode != 204 {
+			t.Fatalf("end own session: %d %s", resp.StatusCode, body)
+		}
+	}
+	admittedNow(t, b, "gw")
+	if resp, _ := a.get("GET", "/checkout/page"); resp.StatusCode != 302 {
+		t.Fatalf("a after its session ended: %d", resp.StatusCode)
+	}
+	resp, _ = b.get("GET", "/waitroom/api/v1/rooms/gw/enter?return="+url.QueryEscape(base+"/checkout/b"))
+	if resp.StatusCode != 302 {
+		t.Fatalf("b enter: %d", resp.StatusCode)
+	}
+	if resp, body := b.get("GET", "/checkout/b"); resp.StatusCode != 200 || body != "page /checkout/b" {
+		t.Fatalf("b with a session: %d %q", resp.StatusCode, body)
+	}
+}
+
+// currentTick reads the room's last admission tick from Redis.
+func (ts *testServer) currentTick(t *testing.T, room string) int64 {
+	t.Helper()
+	v, err := ts.redis.q.Do(context.Background(), "GET", "wr:{"+room+"}:tick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := v.(string)
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
