@@ -1,0 +1,214 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/queue"
+)
+
+// Traefik and Envoy are not packaged here: these tests send
+// /api/v1/check the requests their documentation says they send, and
+// check the answers they act on.
+
+func checkReq(t *testing.T, method, u string, hdr map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, u, nil)
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+var noRedirect = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true},
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// gatewayServer runs waitroom with one protected route and returns a valid
+// session cookie value for room gw.
+func gatewayServer(t *testing.T, srv *redistest.Server, mutate func(*config)) (*testServer, string) {
+	t.Helper()
+	ts := startServer(t, srv, "rueidis", func(c *config) {
+		c.Routes = []string{"{match: 'shop.example.com/checkout/*', room: gw}", "{match: 'shop.example.com/api/cart', room: gw, methods: [POST]}"}
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+	b := newBrowser(t, ts.URL)
+	gatewayAdmit(t, ts, b, "gw", ts.URL+"/checkout/x")
+	return ts, cookieValue(b, "wr_session")
+}
+
+// TestCheckTraefik: Traefik's ForwardAuth sends GET to the address with the
+// original request's headers (Cookie, Accept) and X-Forwarded-Method,
+// -Proto, -Host, -Uri and -For. A 2xx passes (authResponseHeaders copy the
+// room and visitor onto the request; addAuthCookiesToResponse the slid
+// cookie); any other answer goes to the visitor as is.
+func TestCheckTraefik(t *testing.T) {
+	ts, session := gatewayServer(t, nil, nil)
+	traefik := func(method, uri, accept, cookie string) (*http.Response, string) {
+		h := map[string]string{
+			"X-Forwarded-Method": method, "X-Forwarded-Proto": "https", "X-Forwarded-Host": "shop.example.com",
+			"X-Forwarded-Uri": uri, "X-Forwarded-For": "203.0.113.9", "Accept": accept, "User-Agent": "Mozilla/5.0",
+		}
+		if cookie != "" {
+			h["Cookie"] = "wr_session=" + cookie
+		}
+		return checkReq(t, "GET", ts.URL+"/api/v1/check", h)
+	}
+	const page = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+	resp, _ := traefik("GET", "/checkout/pay?x=1", page, "")
+	want := "/waitroom/?room=gw&return=" + url.QueryEscape("https://shop.example.com/checkout/pay?x=1")
+	if resp.StatusCode != 302 || resp.Header.Get("Location") != want {
+		t.Fatalf("browser: %d %q, want 302 %q", resp.StatusCode, resp.Header.Get("Location"), want)
+	}
+	resp, body := traefik("GET", "/checkout/pay", "application/json", "")
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, `"status":"not_in_queue"`) {
+		t.Fatalf("API client: %d %s", resp.StatusCode, body)
+	}
+	resp, _ = traefik("GET", "/about", page, "")
+	if resp.StatusCode != 200 || resp.Header.Get("X-Waitroom-Room") != "" {
+		t.Fatalf("unprotected: %d %q", resp.StatusCode, resp.Header.Get("X-Waitroom-Room"))
+	}
+	resp, _ = traefik("GET", "/api/cart", page, "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET on a POST-only route: %d", resp.StatusCode)
+	}
+	if resp, _ = traefik("POST", "/api/cart", page, ""); resp.StatusCode != 302 {
+		t.Fatalf("POST on a POST-only route: %d", resp.StatusCode)
+	}
+	resp, _ = traefik("GET", "/checkout/pay", page, session)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Waitroom-Room") != "gw" || resp.Header.Get("X-Waitroom-Visitor") == "" {
+		t.Fatalf("with a session: %d %v", resp.StatusCode, resp.Header)
+	}
+	if resp, _ = traefik("GET", "/checkout/pay", page, session+"x"); resp.StatusCode != 302 || !strings.Contains(resp.Header.Get("Set-Cookie"), "wr_session=;") {
+		t.Fatalf("forged session: %d %q", resp.StatusCode, resp.Header.Get("Set-Cookie"))
+	}
+}
+
+// TestCheckEnvoy: Envoy's ext_authz HTTP service sends the original method
+// and path behind path_prefix (/api/v1/check), the original Host, and the
+// headers allowed by authorization_request (cookie, accept,
+// x-forwarded-proto, x-forwarded-for), with no body. 200 passes
+// (allowed_upstream_headers copy the room and visitor); any other status
+// is the denied response, with allowed_client_headers (Location,
+// Retry-After, Set-Cookie) and the body.
+func TestCheckEnvoy(t *testing.T) {
+	ts, session := gatewayServer(t, nil, nil)
+	envoy := func(method, path, accept, cookie string) (*http.Response, string) {
+		h := map[string]string{"Host": "shop.example.com", "Accept": accept, "X-Forwarded-Proto": "https",
+			"X-Forwarded-For": "203.0.113.9", "Content-Length": "0", "X-Envoy-Expected-Rq-Timeout-Ms": "2000"}
+		if cookie != "" {
+			h["Cookie"] = "wr_session=" + cookie
+		}
+		return checkReq(t, method, ts.URL+"/api/v1/check"+path, h)
+	}
+	resp, _ := envoy("GET", "/checkout/pay?x=1", "text/html", "")
+	want := "/waitroom/?room=gw&return=" + url.QueryEscape("https://shop.example.com/checkout/pay?x=1")
+	if resp.StatusCode != 302 || resp.Header.Get("Location") != want {
+		t.Fatalf("browser: %d %q, want %q", resp.StatusCode, resp.Header.Get("Location"), want)
+	}
+	if resp, body := envoy("GET", "/checkout/pay", "application/json", ""); resp.StatusCode != 429 || !strings.Contains(body, `"type":"state"`) {
+		t.Fatalf("API client: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := envoy("POST", "/api/cart", "text/html", ""); resp.StatusCode != 302 {
+		t.Fatalf("POST on a POST-only route: %d", resp.StatusCode)
+	}
+	if resp, _ := envoy("DELETE", "/api/cart", "text/html", ""); resp.StatusCode != 200 {
+		t.Fatalf("DELETE on a POST-only route: %d", resp.StatusCode)
+	}
+	if resp, _ := envoy("GET", "/", "text/html", ""); resp.StatusCode != 200 {
+		t.Fatalf("the root: %d", resp.StatusCode)
+	}
+	resp, _ = envoy("POST", "/checkout/pay", "text/html", session)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Waitroom-Room") != "gw" {
+		t.Fatalf("with a session: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// TestCheckSlides: a session slides at most once per interval, with a new
+// cookie carrying the later expiry; its end (here by the admin) is seen by
+// the check at once.
+func TestCheckSlides(t *testing.T) {
+	ts, session := gatewayServer(t, nil, func(c *config) { c.TokenTTL = 2 * time.Second; withAdmin(c) })
+	check := func(cookie string) *http.Response {
+		resp, _ := checkReq(t, "GET", ts.URL+"/api/v1/check", map[string]string{"X-Forwarded-Host": "shop.example.com",
+			"X-Forwarded-Uri": "/checkout/a", "Cookie": "wr_session=" + cookie, "Accept": "text/html"})
+		return resp
+	}
+	old, _ := ts.gw.sessions.Parse(session)
+	var slid string
+	waitFor(t, 10*time.Second, "a slide", func() bool {
+		resp := check(session)
+		if resp.StatusCode != 200 {
+			t.Fatalf("session refused: %d", resp.StatusCode)
+		}
+		for _, c := range resp.Cookies() {
+			if c.Name == "wr_session" && c.Value != "" {
+				slid = c.Value
+			}
+		}
+		return slid != ""
+	})
+	s, err := ts.gw.sessions.Parse(slid)
+	if err != nil || !s.ExpiresAt.After(old.ExpiresAt) || !s.NotBefore.Equal(old.NotBefore) {
+		t.Fatalf("slid %+v from %+v (%v)", s, old, err)
+	}
+	if resp := check(session); len(resp.Cookies()) != 0 {
+		t.Fatal("slid twice in one interval")
+	}
+	ar := newVisitor(t, ts.URL).do("DELETE", "/api/v1/admin/rooms/gw/sessions/"+s.Visitor, "", "Authorization", "Bearer "+testAdminKey)
+	if ar.Code != 204 {
+		t.Fatalf("admin end: %d %s", ar.Code, ar.Raw)
+	}
+	if resp := check(slid); resp.StatusCode != 302 {
+		t.Fatalf("after its end: %d", resp.StatusCode)
+	}
+}
+
+// TestCheckFailMode: while Redis is down, a valid session still passes (it
+// is checked in memory); a request without one follows the room's fail
+// mode: open lets it through the room's limiter, closed refuses it.
+func TestCheckFailMode(t *testing.T) {
+	for _, mode := range []string{queue.FailOpen, queue.FailClosed} {
+		t.Run(mode, func(t *testing.T) {
+			srv := redistest.StartReal(t)
+			ts, session := gatewayServer(t, srv, func(c *config) { c.FailMode = mode })
+			check := func(cookie string) *http.Response {
+				resp, _ := checkReq(t, "GET", ts.URL+"/api/v1/check", map[string]string{"X-Forwarded-Host": "shop.example.com",
+					"X-Forwarded-Uri": "/checkout/a", "Cookie": "wr_session=" + cookie, "Accept": "text/html"})
+				return resp
+			}
+			srv.Stop()
+			waitFor(t, 15*time.Second, "the revocation feed down", func() bool { return !ts.gw.up.Load() })
+			if resp := check(session); resp.StatusCode != 200 || resp.Header.Get("X-Waitroom-Room") != "gw" {
+				t.Fatalf("valid session while Redis is down: %d", resp.StatusCode)
+			}
+			resp := check("")
+			switch mode {
+			case queue.FailOpen:
+				if resp.StatusCode != 200 || resp.Header.Get("X-Waitroom-Fail-Open") != "1" {
+					t.Fatalf("open: %d", resp.StatusCode)
+				}
+			default:
+				if resp.StatusCode != 503 {
+					t.Fatalf("closed: %d", resp.StatusCode)
+				}
+			}
+		})
+	}
+}
