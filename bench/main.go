@@ -12,6 +12,7 @@
 //	go run ./bench cost    [-quick] [-n 10000] [-duration 60s] [-out results/]
 //	go run ./bench herd    [-quick] [-transport ws|poll] [-out results/]
 //	go run ./bench clients [-quick] [-ops 50000] [-out results/]
+//	go run ./bench gateway [-quick] [-conns 64] [-duration 10s] [-out results/]
 //	go run ./bench scale   [-quick] [-n 45000] [-transport ws|sse] [-instances 3] [-admit 30s] [-idle 60s] [-out results/]
 package main
 
@@ -38,6 +39,9 @@ scenarios:
            arrive, batch 14 / 500 / 1000, jitter on and off
   clients  rueidis against go-redis through HTTP join and status, beside
            redis-benchmark ZADD and ZRANK
+  gateway  /api/v1/check with valid sessions against /healthz (64
+           connections, closed loop), Redis commands per check, and the
+           built-in proxy's p50 against the app called directly
   scale    45,000 push visitors over 3 instances on one Redis, paused while
            they connect, then admitting 14 per 100 ms, then paused: CPU,
            RSS and goroutines per connection, Redis, lag, drops
@@ -155,6 +159,23 @@ func run(ctx context.Context, scenario string, args []string, progress io.Writer
 		_, err := runScale(ctx, o, command)
 		if err == nil {
 			fmt.Fprintf(progress, "wrote %s/scale.{md,json,svg}\n", strings.TrimRight(c.out, "/"))
+		}
+		return err
+	case "gateway":
+		var o gatewayOptions
+		fs.StringVar(&c.out, "out", "results", "folder for the .md, .json and .svg outputs")
+		fs.BoolVar(&c.quick, "quick", false, "a run of seconds with small counts (what the tests run)")
+		fs.IntVar(&o.Conns, "conns", 64, "closed-loop connections for the check and /healthz")
+		fs.DurationVar(&o.Duration, "duration", 0, "each closed-loop phase (default 10s; 2s with -quick)")
+		fs.IntVar(&o.Samples, "samples", 0, "sequential requests per proxy latency series (default 3000; 300 with -quick)")
+		fs.DurationVar(&o.UpstreamLag, "app-work", time.Millisecond, "how long the app behind the proxy works per request")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		o.Out, o.Quick, o.Progress = c.out, c.quick, progress
+		_, err := runGateway(ctx, o, command)
+		if err == nil {
+			fmt.Fprintf(progress, "wrote %s/gateway.{md,json,svg}\n", strings.TrimRight(c.out, "/"))
 		}
 		return err
 	case "cost-worker":
