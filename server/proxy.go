@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -23,7 +24,7 @@ type upstreamProxy struct {
 	tls  bool
 
 	mu      sync.Mutex
-	tunnels map[net.Conn]struct{} // WebSocket tunnels' client sides, closed at shutdown
+	tunnels map[net.Conn]net.Conn // WebSocket tunnels: client side -> upstream side
 	closed  bool
 }
 
@@ -36,7 +37,7 @@ func newUpstreamProxy(raw string) (*upstreamProxy, error) {
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
 	}
-	p := &upstreamProxy{addr: addr, tls: u.Scheme == "https", tunnels: make(map[net.Conn]struct{})}
+	p := &upstreamProxy{addr: addr, tls: u.Scheme == "https", tunnels: make(map[net.Conn]net.Conn)}
 	p.hc = &fasthttp.HostClient{
 		Addr:  addr,
 		IsTLS: p.tls,
@@ -62,8 +63,10 @@ func (p *upstreamProxy) closeTunnels() {
 	defer p.mu.Unlock()
 	p.closed = true
 	p.hc.CloseIdleConnections()
-	for c := range p.tunnels {
-		c.Close()
+	for c, up := range p.tunnels {
+		// The tunnel's own goroutine closes c once both copies stop.
+		up.Close()
+		_ = c.SetReadDeadline(time.Now())
 	}
 }
 
@@ -112,7 +115,9 @@ func (s *server) proxied(ctx *fasthttp.RequestCtx) original {
 // serveProxy decides and forwards one request.
 func (s *server) serveProxy(ctx *fasthttp.RequestCtx) {
 	o := s.proxied(ctx)
-	v := s.decide(ctx, &o)
+	// Not ctx itself: fasthttp's RequestCtx as a context.Context races
+	// with server shutdown. Each Redis call has its own timeout.
+	v := s.decide(context.Background(), &o)
 	if !v.pass {
 		writeVerdict(&ctx.Response, &v)
 		return
@@ -169,7 +174,7 @@ func (s *server) sessionEnd(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, v
 	if !strings.EqualFold(strings.TrimSpace(string(h)), "end") || v.session == nil {
 		return
 	}
-	if err := s.endSession(ctx, *v.session); err != nil {
+	if err := s.endSession(context.Background(), *v.session); err != nil {
 		s.log.Warn("proxy: session not ended", "room", v.session.Room, "err", err)
 	}
 	rt := s.gw.routes.Room(v.session.Room)
@@ -268,21 +273,23 @@ func (s *server) tunnel(ctx *fasthttp.RequestCtx, v *verdict) {
 			up.Close()
 			return
 		}
-		p.tunnels[c] = struct{}{}
+		p.tunnels[c] = up
 		p.mu.Unlock()
 		_ = c.SetDeadline(time.Time{})
 		done := make(chan struct{})
 		go func() {
 			_, _ = io.Copy(c, up)
-			c.Close()
+			// Wakes the copy below. Closing c here would hand it back to
+			// fasthttp's pool while that copy still reads it.
+			_ = c.SetReadDeadline(time.Now())
 			close(done)
 		}()
 		_, _ = io.Copy(up, c)
 		up.Close()
 		<-done
-		c.Close()
 		p.mu.Lock()
 		delete(p.tunnels, c)
 		p.mu.Unlock()
+		c.Close()
 	})
 }
