@@ -27,8 +27,10 @@ type gatewayMode struct {
 	page       string // the waiting page's path prefix, e.g. /waitroom/
 	slideEvery time.Duration
 	broker     hub.Broker // revocations from other instances; nil without routes
-	up         atomic.Bool
-	proxy      *upstreamProxy // nil without -upstream
+	// down is set while the revocation feed has lost Redis (not before
+	// its first connection: a starting instance is not in an outage).
+	down  atomic.Bool
+	proxy *upstreamProxy // nil without -upstream
 }
 
 // sessionCacheSize bounds the revocations and slide marks held (each kind).
@@ -117,8 +119,8 @@ func (r revocations) Message(_ string, payload []byte) {
 	}
 	r.g.cache.Revoke(key, time.UnixMilli(ms))
 }
-func (r revocations) Up()        { r.g.up.Store(true) }
-func (r revocations) Down(error) { r.g.up.Store(false) }
+func (r revocations) Up()        { r.g.down.Store(false) }
+func (r revocations) Down(error) { r.g.down.Store(true) }
 
 // original is the request a gateway asks about (or the proxy got).
 type original struct {
@@ -257,7 +259,7 @@ func (s *server) validSession(ctx context.Context, rt *gateway.Route, sess gatew
 // decides instead.
 func (s *server) deny(ctx context.Context, rt *gateway.Route, o *original) verdict {
 	g := s.gw
-	if g.broker != nil && !g.up.Load() {
+	if g.broker != nil && g.down.Load() {
 		if s.rooms.failMode(rt.Room) == queue.FailClosed || !s.rooms.limiter(rt.Room).Allow() {
 			return verdict{status: 503, errorCode: "unavailable", retry: 2}
 		}

@@ -194,7 +194,7 @@ func TestCheckFailMode(t *testing.T) {
 				return resp
 			}
 			srv.Stop()
-			waitFor(t, 15*time.Second, "the revocation feed down", func() bool { return !ts.gw.up.Load() })
+			waitFor(t, 15*time.Second, "the revocation feed down", func() bool { return ts.gw.down.Load() })
 			if resp := check(session); resp.StatusCode != 200 || resp.Header.Get("X-Waitroom-Room") != "gw" {
 				t.Fatalf("valid session while Redis is down: %d", resp.StatusCode)
 			}

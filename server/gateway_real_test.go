@@ -38,8 +38,24 @@ func freeTCPPort(t *testing.T) int {
 }
 
 // startGatewayProcess starts kind ("nginx" or "caddy") with its example
-// config, waitroom at wr and the app at app; it returns the base URL.
+// config, waitroom at wr and the app at app; it returns the base URL. A
+// free port can be taken by another process before the gateway binds it:
+// then it tries another.
 func startGatewayProcess(t *testing.T, kind, wr, app string) string {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		base, err := tryGatewayProcess(t, kind, wr, app)
+		if err == nil {
+			return base
+		}
+		if attempt == 2 {
+			t.Fatal(err)
+		}
+		t.Logf("%s did not start (%v); another port", kind, err)
+	}
+}
+
+func tryGatewayProcess(t *testing.T, kind, wr, app string) (string, error) {
 	t.Helper()
 	bin, err := exec.LookPath(kind)
 	if err != nil {
@@ -52,7 +68,8 @@ func startGatewayProcess(t *testing.T, kind, wr, app string) string {
 	}
 	port := freeTCPPort(t)
 	conf := strings.NewReplacer("127.0.0.1:8080", wr, "127.0.0.1:3000", app,
-		"listen 8000;", fmt.Sprintf("listen 127.0.0.1:%d;", port), ":8000 {", fmt.Sprintf(":%d {", port)).Replace(string(src))
+		"listen 8000;", fmt.Sprintf("listen 127.0.0.1:%d;", port),
+		":8000 {", fmt.Sprintf(":%d {\n\tbind 127.0.0.1", port)).Replace(string(src))
 	dir := t.TempDir()
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
@@ -71,32 +88,50 @@ func startGatewayProcess(t *testing.T, kind, wr, app string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	logs := func() string {
+		l, _ := os.ReadFile(filepath.Join(dir, "out.log"))
+		e, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+		return string(l) + string(e)
+	}
+	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-exited
 		}
 		out.Close()
-		if t.Failed() {
-			logs, _ := os.ReadFile(filepath.Join(dir, "out.log"))
-			errs, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			t.Logf("%s output:\n%s\n%s", kind, logs, errs)
-		}
-	})
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	waitFor(t, 15*time.Second, kind+" listening", func() bool {
-		c, err := net.DialTimeout("tcp", base[len("http://"):], time.Second)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
+			break
 		}
-		return err == nil
+		select {
+		case <-exited:
+			out.Close()
+			return "", fmt.Errorf("exited: %s", logs())
+		default:
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", fmt.Errorf("not listening on %s: %s", addr, logs())
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval of a condition with a deadline
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", kind, logs())
+		}
 	})
-	return base
+	return "http://" + addr, nil
 }
 
 // redisCalls is the total of commands redis-server has run (INFO
@@ -183,7 +218,9 @@ func testRealGateway(t *testing.T, kind string) {
 
 	// Unprotected and bypassed paths pass and never touch Redis.
 	before := redisCalls(t, srv.Addr)
-	const n = 100
+	// Housekeeping (every 2 s, about 17 commands) may fall inside a
+	// window; one call per request would be n.
+	const n = 200
 	for i := range n {
 		p := "/about"
 		if i%2 == 1 {
@@ -193,11 +230,9 @@ func testRealGateway(t *testing.T, kind string) {
 			t.Fatalf("%s: %d %q", p, resp.StatusCode, body)
 		}
 	}
-	// Background work (the tick loop, housekeeping) runs meanwhile; one
-	// Redis call per request would be n.
 	d := redisCalls(t, srv.Addr) - before - 1 // the first INFO
 	t.Logf("%d unprotected and bypassed requests: %d Redis calls (background included)", n, d)
-	if d > n/10 {
+	if d > n/5 {
 		t.Fatalf("%d unprotected and bypassed requests made %d Redis calls", n, d)
 	}
 	if up.header("/about", "X-Waitroom-Room") != "" {
@@ -240,7 +275,7 @@ func testRealGateway(t *testing.T, kind string) {
 	}
 	d = redisCalls(t, srv.Addr) - before - 1
 	t.Logf("%d requests with a valid session: %d Redis calls (background included)", n, d)
-	if d > n/10 {
+	if d > n/5 {
 		t.Fatalf("%d requests with a valid session made %d Redis calls", n, d)
 	}
 	if r, v := up.header("/checkout/page", "X-Waitroom-Room"), up.header("/checkout/page", "X-Waitroom-Visitor"); r != "gw" || v != aID {
@@ -278,6 +313,11 @@ func testRealGateway(t *testing.T, kind string) {
 			t.Fatalf("end own session: %d %s", resp.StatusCode, body)
 		}
 	}
+	// nginx calls waitroom after the response has gone (post_action).
+	waitFor(t, 10*time.Second, "a's session ended", func() bool {
+		_, _, ok, err := ts.q.Session(ctx, "gw", aID)
+		return err == nil && !ok
+	})
 	if res := ts.admitTick(t, "gw"); len(res.Admitted) != 1 {
 		t.Fatalf("the next tick admitted %d, want b", len(res.Admitted))
 	}
