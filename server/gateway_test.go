@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -296,5 +297,37 @@ func TestGatewayUpstreamDown(t *testing.T) {
 	}
 	if resp, _ := a.get("GET", "/checkout/x"); resp.StatusCode != 302 {
 		t.Fatalf("after ending it: %d", resp.StatusCode)
+	}
+}
+
+// TestGatewayConfig: bad gateway settings stop start-up with one line.
+func TestGatewayConfig(t *testing.T) {
+	env := func(string) string { return "" }
+	for _, args := range [][]string{
+		{"-gateway-page", "waitroom"},
+		{"-gateway-page", "/waitroom"},
+		{"-gateway-page", "/", "-upstream", "http://127.0.0.1:3000"},
+	} {
+		if _, err := parseConfig(args, env); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+	for _, mutate := range []func(*config){
+		func(c *config) { c.Upstream = "ftp://x" },
+		func(c *config) { c.Routes = []string{"{match: nohost, room: a}"} },
+		func(c *config) { c.RoutesFile = "/nonexistent/routes.yaml" },
+	} {
+		cfg, err := parseConfig([]string{"-secret", testSecret}, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mutate(&cfg)
+		s, err := newServer(context.Background(), cfg, slog.New(slog.DiscardHandler))
+		if err == nil {
+			s.redis.Close()
+			t.Errorf("%+v accepted", cfg)
+		} else if strings.Contains(err.Error(), "\n") {
+			t.Errorf("error is not one line: %q", err)
+		}
 	}
 }
