@@ -80,8 +80,12 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		id:      fmt.Sprintf("%x", idb),
 	}
 	s.metrics = newMetrics()
+	keep := cfg.TokenKeep
+	if keep == 0 {
+		keep = -1 // the queue's "none"; its zero means the default
+	}
 	q, err := queue.New(instrumented{next: rc.q, m: s.metrics}, signer, &queue.Options{
-		Capacity: cfg.Capacity, TokenTTL: cfg.TokenTTL, TokenMax: cfg.TokenMax, NoJitter: cfg.NoJitter, Logger: log,
+		Capacity: cfg.Capacity, TokenTTL: cfg.TokenTTL, TokenMax: cfg.TokenMax, Retention: keep, NoJitter: cfg.NoJitter, Logger: log,
 		OnAdmit: func(room string, n int) { s.metrics.admissions.WithLabelValues(s.rooms.label(room)).Add(float64(n)) },
 	})
 	if err != nil {
