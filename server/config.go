@@ -52,6 +52,9 @@ type config struct {
 
 	// sseBeat replaces the SSE heartbeat interval in tests. Not a flag.
 	sseBeat time.Duration
+	// redisWatch replaces how often Redis is checked for the degraded
+	// state in tests. Not a flag.
+	redisWatch time.Duration
 	// noTick turns the admission loop off so tests can drive admission
 	// explicitly. Not a flag.
 	noTick bool

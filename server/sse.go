@@ -12,10 +12,17 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/wire"
 )
 
-// sseHeartbeat is how often an idle stream gets a comment line.
+// sseHeartbeat is how often a stream gets a heartbeat event, busy or not:
+// the longest it is silent.
 const sseHeartbeat = 15 * time.Second
+
+// sseHeartbeatEvent is an event, not a comment line: EventSource hands
+// events to the page, so the page too can tell a quiet stream from a dead
+// one.
+var sseHeartbeatEvent = []byte("event: heartbeat\ndata: " + string(wire.Heartbeat) + "\n\n")
 
 // sse serves text/event-stream on a hijacked connection: its one goroutine
 // reads for EOF, so a client that goes away is seen at once, and the
@@ -105,8 +112,9 @@ var sseHeader = "HTTP/1.1 200 OK\r\n" +
 	"X-Accel-Buffering: no\r\n" +
 	"Connection: close\r\n\r\n"
 
-// Write sends one event; the first also sends the response headers and a
-// retry hint spread over 1–3 s so reconnects do not arrive together.
+// Write sends one event; the first also sends the response headers, a
+// retry hint spread over 1–3 s so reconnects do not arrive together, and
+// the hello event.
 func (t *sseTransport) Write(deadline time.Time, event string, data []byte) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -119,7 +127,9 @@ func (t *sseTransport) Write(deadline time.Time, event string, data []byte) erro
 		b = append(b, sseHeader...)
 		b = append(b, "retry: "...)
 		b = strconv.AppendInt(b, 1000+rand.Int64N(2000), 10)
-		b = append(b, '\n')
+		b = append(b, "\nevent: hello\ndata: "...)
+		b = append(b, hello(t.every, time.Now())...)
+		b = append(b, "\n\n"...)
 	}
 	t.id++
 	b = append(b, "id: "...)
@@ -161,7 +171,7 @@ func (t *sseTransport) heartbeat() {
 			return
 		}
 	}
-	if err := t.write(time.Now().Add(5*time.Second), []byte(": hb\n\n")); err != nil {
+	if err := t.write(time.Now().Add(5*time.Second), sseHeartbeatEvent); err != nil {
 		t.endLocked()
 		return
 	}
