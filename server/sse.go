@@ -33,17 +33,30 @@ func (s *server) sse(c *fiber.Ctx) error {
 		return err
 	}
 	lastID, _ := strconv.ParseInt(c.Get("Last-Event-ID"), 10, 64)
+	cors := s.streamCORS(c.Get(fiber.HeaderOrigin))
 	s.wg.Add(1)
 	c.Context().HijackSetNoResponse(true)
 	c.Context().Hijack(func(nc net.Conn) {
-		serveHijacked(nc, func(nc net.Conn) { s.serveSSE(nc, r, id, lastID) }, s.wg.Done)
+		serveHijacked(nc, func(nc net.Conn) { s.serveSSE(nc, r, id, lastID, cors) }, s.wg.Done)
 	})
 	return nil
 }
 
-func (s *server) serveSSE(nc net.Conn, room, visitor string, lastID int64) {
+// streamCORS returns the CORS header lines of a stream for an allowed
+// origin: the stream is written by hand, past the CORS middleware, and an
+// EventSource of an embedding page needs them.
+func (s *server) streamCORS(origin string) string {
+	for _, o := range s.cfg.Origins {
+		if origin == o {
+			return "Access-Control-Allow-Origin: " + o + "\r\nAccess-Control-Allow-Credentials: true\r\nVary: Origin\r\n"
+		}
+	}
+	return ""
+}
+
+func (s *server) serveSSE(nc net.Conn, room, visitor string, lastID int64, cors string) {
 	defer nc.Close()
-	t := &sseTransport{conn: nc, id: lastID, every: cmp.Or(s.cfg.sseBeat, sseHeartbeat)}
+	t := &sseTransport{conn: nc, id: lastID, every: cmp.Or(s.cfg.sseBeat, sseHeartbeat), cors: cors}
 	// fasthttp recycles the hijacked connection once this function returns:
 	// stop waits for a write in progress and turns later ones into no-ops.
 	defer t.stop()
@@ -84,6 +97,7 @@ type sseTransport struct {
 	closed   bool // no more writes
 	released bool // the connection is no longer ours
 	id       int64
+	cors     string // CORS header lines for an embedding page's origin
 	beat     *time.Timer
 	every    time.Duration // between heartbeats
 
@@ -121,10 +135,12 @@ func (t *sseTransport) Write(deadline time.Time, event string, data []byte) erro
 	if t.closed {
 		return net.ErrClosed
 	}
-	b := make([]byte, 0, len(sseHeader)+len(data)+64)
+	b := make([]byte, 0, len(sseHeader)+len(t.cors)+len(data)+160)
 	if !t.started {
 		t.started = true
-		b = append(b, sseHeader...)
+		b = append(b, sseHeader[:len(sseHeader)-2]...)
+		b = append(b, t.cors...)
+		b = append(b, "\r\n"...)
 		b = append(b, "retry: "...)
 		b = strconv.AppendInt(b, 1000+rand.Int64N(2000), 10)
 		b = append(b, "\nevent: hello\ndata: "...)
