@@ -174,10 +174,13 @@
     if (what === connSaid) return;
     var was = connSaid;
     connSaid = what;
-    if (what === "lost") announce(TEXT.announceLost, "conn:lost", "", true);
-    else if (what === "degraded") announce(TEXT.announceDegraded, "conn:degraded", "", true);
-    else if (what === "otherTab") announce(TEXT.announceOtherTab, "conn:other-tab", "", true);
-    else if (was === "lost" || was === "degraded") announce(TEXT.announceBack, "conn:back", "", true);
+    var say = what === "lost" ? TEXT.announceLost : what === "degraded" ? TEXT.announceDegraded
+      : what === "otherTab" ? TEXT.announceOtherTab : (was === "lost" || was === "degraded") ? TEXT.announceBack : "";
+    if (!say) return;
+    // Said beside the queue's status, not instead of it: the next position
+    // waits its turn as after any announcement, a new status does not.
+    announced.at = Date.now();
+    setText(el.announce, say);
   }
 
   function show(parts) {
