@@ -215,7 +215,7 @@
         validInMs: v,
         usable: !!last && last.status === "admitted" && v === 0,
         startPosition: startPosition,
-        degraded: !!(last && last.degraded) || !!(err && err.code !== "network" && err.status >= 500),
+        degraded: !!last && (!!last.degraded || !!(err && err.code !== "network" && err.status >= 500)),
         otherTab: otherTab,
         error: err,
         retryInMs: err && retryAt ? Math.max(0, retryAt - Date.now()) : 0,
