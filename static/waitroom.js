@@ -613,6 +613,13 @@
           if (toPolling()) return emit();
         }
         if (ev && ev.code === 1013 && ev.reason === "too_many_connections" && toPolling()) return emit();
+        if (ev && ev.code === 1013) {
+          // The server is there but cannot serve now (its store is
+          // unreachable, or it is shutting down): say so, and retry.
+          err = problem(ev.reason || "unavailable", "the waiting room cannot serve live updates right now", 503);
+          failedAfterOpen();
+          return emit();
+        }
         if (isOpen) failedAfterOpen();
         else failedBeforeOpen(gen);
       };
