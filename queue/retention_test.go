@@ -82,7 +82,12 @@ func BenchmarkRedisKeysFollowLiveVisitors(b *testing.B) {
 func passThrough(tb testing.TB, r Redis, n int) {
 	tb.Helper()
 	ctx := context.Background()
-	const ttl, retention = 8 * time.Second, time.Second
+	// Long enough that the pollers below use most tokens before they
+	// lapse, even on a busy machine.
+	ttl, retention := 8*time.Second, time.Second
+	if n > 10000 {
+		ttl = 20 * time.Second
+	}
 	q := newQueue(tb, r, &Options{
 		Capacity: Capacity{Batch: 500, Tick: 100 * time.Millisecond},
 		TokenTTL: ttl, TokenMax: ttl, Retention: retention,
