@@ -61,7 +61,7 @@ test-go: deps-redis deps-gateway
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Browser tests: headless Debian Chromium driven by playwright-core.
-e2e: deps-browser deps-gateway
+e2e: deps-browser deps-redis deps-gateway
 	node --test --test-concurrency=1 static/e2e/
 
 # Queue micro-benchmarks, then the load scenarios into results/

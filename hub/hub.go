@@ -90,6 +90,7 @@ type Hub struct {
 	perVisitor visitorCounts // connections per visitor across rooms
 
 	closed   atomic.Bool // no more Attach: Drain or shutdown
+	degraded atomic.Bool // the queue store is unreachable (SetDegraded)
 	shutdown atomic.Bool // Run is closing everything
 	running  atomic.Bool
 	nconns   atomic.Int64

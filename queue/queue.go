@@ -18,7 +18,7 @@ type Options struct {
 	Capacity  Capacity
 	TokenTTL  time.Duration            // idle lifetime of an entry token, extended by use; default 300s
 	TokenMax  time.Duration            // absolute cap of a token's lifetime; default 3 × TokenTTL
-	Retention time.Duration            // how long an expired token still answers "expired"; default 1h
+	Retention time.Duration            // how long a token record outlives its cap, so a returning visitor reads "expired"; default 5m, negative: not at all
 	MaxActive int                      // live tokens per room; 0 = unlimited
 	NoJitter  bool                     // admit a whole batch at the start of the window (to measure what jitter buys)
 	OnAdmit   func(room string, n int) // called by the tick loop after it admitted n visitors
@@ -34,8 +34,15 @@ type Queue struct {
 	log    *slog.Logger
 	rates  sync.Map // room -> measured admission rate (float64), for ETAs
 
-	configured roomList // the tick loop's copy of the configured rooms
+	configured roomList  // the tick loop's copy of the configured rooms
+	sweptAt    time.Time // owned by the tick loop: the last look at rooms holding only tokens
 }
+
+// DefaultRetention is how long a token record outlives its cap by default:
+// long enough for a visitor who comes back to the page to read "expired"
+// rather than "not in queue", and no longer than the default token cap, so
+// Redis holds records of visitors who recently were, not of all ever seen.
+const DefaultRetention = 5 * time.Minute
 
 // New returns a Queue. opts is copied.
 func New(r Redis, signer *Signer, opts *Options) (*Queue, error) {
@@ -61,8 +68,11 @@ func New(r Redis, signer *Signer, opts *Options) (*Queue, error) {
 	if o.TokenMax < o.TokenTTL {
 		return nil, errors.New("token-max must be at least token-ttl")
 	}
-	if o.Retention == 0 {
-		o.Retention = time.Hour
+	switch {
+	case o.Retention == 0:
+		o.Retention = DefaultRetention
+	case o.Retention < 0:
+		o.Retention = 0
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

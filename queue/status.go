@@ -20,7 +20,7 @@ func (q *Queue) Join(ctx context.Context, room, visitor string) (wire.State, err
 	if err != nil {
 		return wire.State{}, fmt.Errorf("queue: join: %w", err)
 	}
-	n, err := asInts(v, 4)
+	n, err := asInts(v, 5)
 	if err != nil {
 		return wire.State{}, err
 	}
@@ -33,7 +33,7 @@ func (q *Queue) Join(ctx context.Context, room, visitor string) (wire.State, err
 			return wire.State{}, fmt.Errorf("queue: join: %w", err)
 		}
 	}
-	h := roomHeader{rate: q.rate(room)}
+	h := roomHeader{rate: q.rate(room), paused: n[4] == 1}
 	if n[0] == replyPreQueue {
 		h.opensAt = n[1]
 	}

@@ -30,11 +30,19 @@ func validRooms(v any) []string {
 }
 
 // forget drops room from the rooms set once its queue is empty. The ZCARD
-// after SREM closes the race with a join that lands in between.
-func (q *Queue) forget(ctx context.Context, room string) error {
+// after SREM closes the race with a join that lands in between. A room
+// whose active set still holds tokens moves to the tokens set, which the
+// tick looks at once a second, so expired tokens leave the active set
+// whether or not anyone waits.
+func (q *Queue) forget(ctx context.Context, room string) (err error) {
 	if _, err := q.r.Do(ctx, "SREM", roomsKey, room); err != nil {
 		return err
 	}
+	defer func() {
+		if err == nil {
+			err = q.keepSwept(ctx, room)
+		}
+	}()
 	v, err := q.r.Do(ctx, "ZCARD", queueKey(room))
 	if err != nil {
 		return err
@@ -48,6 +56,28 @@ func (q *Queue) forget(ctx context.Context, room string) error {
 	if n+m > 0 {
 		_, err = q.r.Do(ctx, "SADD", roomsKey, room)
 	}
+	return err
+}
+
+// tokensKey lists rooms with nobody waiting whose active set still holds
+// tokens (same slot as roomsKey).
+const tokensKey = "wr:{rooms}:tokens"
+
+// sweepEvery is how often the tick admits the rooms of tokensKey: the admit
+// script prunes expired tokens from the active set before anything else.
+const sweepEvery = time.Second
+
+// keepSwept lists room in tokensKey while its active set holds tokens.
+func (q *Queue) keepSwept(ctx context.Context, room string) error {
+	v, err := q.r.Do(ctx, "ZCARD", prefix(room)+"active")
+	if err != nil {
+		return err
+	}
+	cmd := "SREM"
+	if n, _ := asInt(v); n > 0 {
+		cmd = "SADD"
+	}
+	_, err = q.r.Do(ctx, cmd, tokensKey, room)
 	return err
 }
 
@@ -107,6 +137,20 @@ func (q *Queue) tickOnce(ctx context.Context) {
 	for _, room := range validRooms(v) {
 		if _, ok := slices.BinarySearch(configured, room); !ok {
 			rooms = append(rooms, room)
+		}
+	}
+	if time.Since(q.sweptAt) >= sweepEvery {
+		q.sweptAt = time.Now()
+		sctx, cancel := context.WithTimeout(ctx, tick)
+		v, err := q.r.Do(sctx, "SRANDMEMBER", tokensKey, strconv.Itoa(tickSample))
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			q.log.Warn("tick: rooms with tokens", "err", err)
+		}
+		for _, room := range validRooms(v) {
+			if !slices.Contains(rooms, room) {
+				rooms = append(rooms, room)
+			}
 		}
 	}
 	sem := make(chan struct{}, tickWorkers)

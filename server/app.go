@@ -46,6 +46,7 @@ type server struct {
 	id      string // this instance, in the instances hash
 	// originHosts are the hosts of cfg.Origins, as WebSocket Origin patterns.
 	originHosts []string
+	ticketKey   []byte // HMAC key of connect tickets (ticket.go)
 	draining    atomic.Bool
 	wg          sync.WaitGroup // push connections' reading goroutines
 }
@@ -79,10 +80,16 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		readers: workpool.New(),
 		db:      newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
 		id:      fmt.Sprintf("%x", idb),
+
+		ticketKey: ticketKey(secret),
 	}
 	s.metrics = newMetrics()
+	keep := cfg.TokenKeep
+	if keep == 0 {
+		keep = -1 // the queue's "none"; its zero means the default
+	}
 	q, err := queue.New(instrumented{next: rc.q, m: s.metrics}, signer, &queue.Options{
-		Capacity: cfg.Capacity, TokenTTL: cfg.TokenTTL, TokenMax: cfg.TokenMax, NoJitter: cfg.NoJitter, Logger: log,
+		Capacity: cfg.Capacity, TokenTTL: cfg.TokenTTL, TokenMax: cfg.TokenMax, Retention: keep, NoJitter: cfg.NoJitter, Logger: log,
 		OnAdmit: func(room string, n int) { s.metrics.admissions.WithLabelValues(s.rooms.label(room)).Add(float64(n)) },
 	})
 	if err != nil {
@@ -146,8 +153,10 @@ func (s *server) routes() *fiber.App {
 			AllowOrigins:     strings.Join(s.cfg.Origins, ","),
 			AllowCredentials: true,
 			AllowHeaders:     "Authorization, Content-Type, X-Visitor",
-			ExposeHeaders:    "Retry-After",
-			MaxAge:           600,
+			// Date lets the client correct a clock that is off (a token's
+			// notBefore is the server's time).
+			ExposeHeaders: "Retry-After, Date",
+			MaxAge:        600,
 		}))
 	}
 	rooms := api.Group("/rooms/:room")
@@ -157,6 +166,7 @@ func (s *server) routes() *fiber.App {
 	rooms.Delete("/queue", s.leave)
 	rooms.Get("/ws", s.ws)
 	rooms.Get("/sse", s.sse)
+	rooms.Post("/ticket", s.ticket)
 	// Every route under this prefix is behind the entry token: the check is
 	// registered by path, so a new protected route cannot forget it.
 	protected := rooms.Group("/orders", s.requireToken)
@@ -217,6 +227,7 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	start("polls", func(ctx context.Context) error { return s.polls.Run(ctx, 2*time.Second) })
 	start("housekeeping", func(ctx context.Context) error { return s.housekeeping(ctx, 2*time.Second) })
 	start("gateway", s.runGateway)
+	start("redis watch", s.watchRedis)
 	if !s.cfg.noTick {
 		start("admission", s.q.Run)
 	}

@@ -26,6 +26,8 @@ type config struct {
 	Capacity    queue.Capacity
 	TokenTTL    time.Duration
 	TokenMax    time.Duration
+	// TokenKeep is how long a token record outlives its cap (0: not at all).
+	TokenKeep   time.Duration
 	FailMode    string
 	DBWait      time.Duration
 	Shutdown    time.Duration
@@ -56,6 +58,9 @@ type config struct {
 
 	// sseBeat replaces the SSE heartbeat interval in tests. Not a flag.
 	sseBeat time.Duration
+	// redisWatch replaces how often Redis is checked for the degraded
+	// state in tests. Not a flag.
+	redisWatch time.Duration
 	// noTick turns the admission loop off so tests can drive admission
 	// explicitly. Not a flag.
 	noTick bool
@@ -81,6 +86,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.Float64Var(&c.Capacity.Safety, "safety", 0.7, "share of the protected system's capacity to use, in (0, 1]")
 	fs.DurationVar(&c.TokenTTL, "token-ttl", 300*time.Second, "entry token idle lifetime, extended by use (verify, touch)")
 	fs.DurationVar(&c.TokenMax, "token-max", 900*time.Second, "absolute cap of an entry token's lifetime")
+	fs.DurationVar(&c.TokenKeep, "token-retention", queue.DefaultRetention, "how long a token record outlives its cap, so a visitor who comes back reads \"expired\" rather than \"not in queue\" (0: not at all)")
 	fs.StringVar(&c.FailMode, "fail-mode", "open", "protected endpoint while Redis is unreachable: open (local limiter at the admission rate) or closed")
 	fs.DurationVar(&c.DBWait, "db-wait", 10*time.Second, "how long an order waits for a DB slot before 503")
 	fs.DurationVar(&c.Shutdown, "shutdown-timeout", 15*time.Second, "graceful shutdown limit")
@@ -201,6 +207,8 @@ func (c config) validate() error {
 		return errors.New("invalid -token-ttl: between 1s and 24h")
 	case c.TokenMax < c.TokenTTL || c.TokenMax > 7*24*time.Hour:
 		return errors.New("invalid -token-max: at least -token-ttl and at most 168h")
+	case c.TokenKeep < 0 || c.TokenKeep > 24*time.Hour:
+		return errors.New("invalid -token-retention: between 0 and 24h")
 	case c.FailMode != "open" && c.FailMode != "closed":
 		return fmt.Errorf("invalid -fail-mode %q: want open or closed", c.FailMode)
 	case c.DBWait < 0 || c.DBWait > 10*time.Minute:

@@ -140,7 +140,14 @@ func (s *server) pushTarget(c *fiber.Ctx, off bool) (roomName, visitorID string,
 	if off {
 		return "", "", errTransportOff
 	}
-	r, id, err := s.roomVisitor(c)
+	var r, id string
+	if t := c.Query("ticket"); t != "" {
+		if r, err = room(c); err == nil {
+			id, err = s.redeemTicket(c, r, t)
+		}
+	} else {
+		r, id, err = s.roomVisitor(c)
+	}
 	if err != nil {
 		return "", "", err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -64,7 +65,34 @@ func (s *server) accessLog(c *fiber.Ctx) error {
 	if status >= 500 {
 		level = slog.LevelWarn
 	}
-	s.log.Log(c.UserContext(), level, "request", "method", c.Method(), "path", c.Path(), "status", status,
+	s.log.Log(c.UserContext(), level, "request", "method", c.Method(), "path", c.Path(),
+		"query", redactQuery(c.Context().QueryArgs().String()), "status", status,
 		"ms", time.Since(start).Milliseconds(), "request_id", requestID(c))
 	return nil
+}
+
+// secretParams are query parameters that carry a credential: push clients
+// that cannot send headers put the visitor credential or a connect ticket
+// there. Their values never reach a log.
+var secretParams = []string{"visitor", "ticket"}
+
+// redactQuery returns a raw query string with the values of secretParams
+// replaced by "redacted".
+func redactQuery(q string) string {
+	if q == "" {
+		return ""
+	}
+	parts := strings.Split(q, "&")
+	for i, p := range parts {
+		name, _, _ := strings.Cut(p, "=")
+		if u, err := url.QueryUnescape(name); err == nil {
+			name = u
+		}
+		for _, sp := range secretParams {
+			if strings.EqualFold(name, sp) {
+				parts[i] = sp + "=redacted"
+			}
+		}
+	}
+	return strings.Join(parts, "&")
 }

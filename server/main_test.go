@@ -224,6 +224,13 @@ func TestConfig(t *testing.T) {
 	if cfg.Capacity.BatchSize() != 14 {
 		t.Fatalf("default batch %d", cfg.Capacity.BatchSize())
 	}
+	// Token records are kept for recent visitors, not for everyone ever seen.
+	if cfg.TokenKeep <= 0 || cfg.TokenKeep > cfg.TokenMax {
+		t.Fatalf("default -token-retention %v: want positive and no longer than -token-max %v", cfg.TokenKeep, cfg.TokenMax)
+	}
+	if cfg, err = parseConfig([]string{"-token-retention", "0s"}, env(nil)); err != nil || cfg.TokenKeep != 0 {
+		t.Fatalf("-token-retention 0s: %v %v", cfg.TokenKeep, err)
+	}
 	for _, args := range [][]string{
 		{"-redis", "redis://127.0.0.1:6379"},
 		{"-redis", "http://x", "-secret", testSecret},
@@ -234,6 +241,7 @@ func TestConfig(t *testing.T) {
 		{"-secret", "short"},
 		{"-addr", "nope"},
 		{"-token-ttl", "10ms"},
+		{"-token-retention", "-1s"},
 		{"-join-rate", "-1"},
 		{"-join-burst", "0"},
 		{"-trusted-proxies", "10.0.0.0/99"},

@@ -32,17 +32,24 @@ type pushClient struct {
 	kind   string
 	mu     sync.Mutex
 	msgs   []pushMsg
+	hellos []pushMsg
 	closed chan struct{}
 	cancel context.CancelFunc
 	ws     *websocket.Conn
 	resp   *http.Response
 }
 
+// add records a message. The hello that opens every connection is kept
+// apart (hellos), so msgs holds what the hub sent.
 func (p *pushClient) add(raw []byte) {
 	m := pushMsg{At: time.Now(), raw: string(raw)}
 	_ = json.Unmarshal(raw, &m)
 	p.mu.Lock()
-	p.msgs = append(p.msgs, m)
+	if m.Type == "hello" {
+		p.hellos = append(p.hellos, m)
+	} else {
+		p.msgs = append(p.msgs, m)
+	}
 	p.mu.Unlock()
 }
 

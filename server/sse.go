@@ -12,10 +12,17 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/wire"
 )
 
-// sseHeartbeat is how often an idle stream gets a comment line.
+// sseHeartbeat is how often a stream gets a heartbeat event, busy or not:
+// the longest it is silent.
 const sseHeartbeat = 15 * time.Second
+
+// sseHeartbeatEvent is an event, not a comment line: EventSource hands
+// events to the page, so the page too can tell a quiet stream from a dead
+// one.
+var sseHeartbeatEvent = []byte("event: heartbeat\ndata: " + string(wire.Heartbeat) + "\n\n")
 
 // sse serves text/event-stream on a hijacked connection: its one goroutine
 // reads for EOF, so a client that goes away is seen at once, and the
@@ -26,17 +33,30 @@ func (s *server) sse(c *fiber.Ctx) error {
 		return err
 	}
 	lastID, _ := strconv.ParseInt(c.Get("Last-Event-ID"), 10, 64)
+	cors := s.streamCORS(c.Get(fiber.HeaderOrigin))
 	s.wg.Add(1)
 	c.Context().HijackSetNoResponse(true)
 	c.Context().Hijack(func(nc net.Conn) {
-		serveHijacked(nc, func(nc net.Conn) { s.serveSSE(nc, r, id, lastID) }, s.wg.Done)
+		serveHijacked(nc, func(nc net.Conn) { s.serveSSE(nc, r, id, lastID, cors) }, s.wg.Done)
 	})
 	return nil
 }
 
-func (s *server) serveSSE(nc net.Conn, room, visitor string, lastID int64) {
+// streamCORS returns the CORS header lines of a stream for an allowed
+// origin: the stream is written by hand, past the CORS middleware, and an
+// EventSource of an embedding page needs them.
+func (s *server) streamCORS(origin string) string {
+	for _, o := range s.cfg.Origins {
+		if origin == o {
+			return "Access-Control-Allow-Origin: " + o + "\r\nAccess-Control-Allow-Credentials: true\r\nVary: Origin\r\n"
+		}
+	}
+	return ""
+}
+
+func (s *server) serveSSE(nc net.Conn, room, visitor string, lastID int64, cors string) {
 	defer nc.Close()
-	t := &sseTransport{conn: nc, id: lastID, every: cmp.Or(s.cfg.sseBeat, sseHeartbeat)}
+	t := &sseTransport{conn: nc, id: lastID, every: cmp.Or(s.cfg.sseBeat, sseHeartbeat), cors: cors}
 	// fasthttp recycles the hijacked connection once this function returns:
 	// stop waits for a write in progress and turns later ones into no-ops.
 	defer t.stop()
@@ -77,6 +97,7 @@ type sseTransport struct {
 	closed   bool // no more writes
 	released bool // the connection is no longer ours
 	id       int64
+	cors     string // CORS header lines for an embedding page's origin
 	beat     *time.Timer
 	every    time.Duration // between heartbeats
 
@@ -105,21 +126,26 @@ var sseHeader = "HTTP/1.1 200 OK\r\n" +
 	"X-Accel-Buffering: no\r\n" +
 	"Connection: close\r\n\r\n"
 
-// Write sends one event; the first also sends the response headers and a
-// retry hint spread over 1–3 s so reconnects do not arrive together.
+// Write sends one event; the first also sends the response headers, a
+// retry hint spread over 1–3 s so reconnects do not arrive together, and
+// the hello event.
 func (t *sseTransport) Write(deadline time.Time, event string, data []byte) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return net.ErrClosed
 	}
-	b := make([]byte, 0, len(sseHeader)+len(data)+64)
+	b := make([]byte, 0, len(sseHeader)+len(t.cors)+len(data)+160)
 	if !t.started {
 		t.started = true
-		b = append(b, sseHeader...)
+		b = append(b, sseHeader[:len(sseHeader)-2]...)
+		b = append(b, t.cors...)
+		b = append(b, "\r\n"...)
 		b = append(b, "retry: "...)
 		b = strconv.AppendInt(b, 1000+rand.Int64N(2000), 10)
-		b = append(b, '\n')
+		b = append(b, "\nevent: hello\ndata: "...)
+		b = append(b, hello(t.every, time.Now())...)
+		b = append(b, "\n\n"...)
 	}
 	t.id++
 	b = append(b, "id: "...)
@@ -161,7 +187,7 @@ func (t *sseTransport) heartbeat() {
 			return
 		}
 	}
-	if err := t.write(time.Now().Add(5*time.Second), []byte(": hb\n\n")); err != nil {
+	if err := t.write(time.Now().Add(5*time.Second), sseHeartbeatEvent); err != nil {
 		t.endLocked()
 		return
 	}

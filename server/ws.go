@@ -108,7 +108,7 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string) *w
 	// fasthttp recycles the hijacked connection once serveWS returns, so
 	// nothing may touch it after: release waits for the hub's writes and
 	// closes, and turns later ones into no-ops.
-	t := &wsTransport{c: wc, nc: nc}
+	t := &wsTransport{c: wc, nc: nc, silence: wsSilence(s.cfg.WSHeartbeat)}
 	actx, cancel := context.WithTimeout(context.Background(), attachTimeout)
 	conn, err := s.hub.Attach(actx, room, visitor, t)
 	cancel()
@@ -217,6 +217,9 @@ func wsReadLoop(wc *websocket.Conn) {
 type wsTransport struct {
 	c  *websocket.Conn
 	nc net.Conn
+	// silence goes out in the hello before the first message; zero once
+	// sent. Only Write touches it, and the hub never calls it concurrently.
+	silence time.Duration
 
 	mu       sync.RWMutex // held shared while the connection is used
 	released bool
@@ -247,8 +250,15 @@ func (t *wsTransport) release() {
 func (t *wsTransport) Write(deadline time.Time, _ string, data []byte) error {
 	err := net.ErrClosed
 	t.use(func() {
+		err = nil
 		_ = t.nc.SetWriteDeadline(deadline)
-		err = t.c.Write(context.Background(), websocket.MessageText, data)
+		if t.silence > 0 {
+			err = t.c.Write(context.Background(), websocket.MessageText, hello(t.silence, time.Now()))
+			t.silence = 0
+		}
+		if err == nil {
+			err = t.c.Write(context.Background(), websocket.MessageText, data)
+		}
 		_ = t.nc.SetWriteDeadline(time.Time{})
 	})
 	return err

@@ -28,6 +28,28 @@
   var TRANSPORT_NAMES = { ws: "WebSocket", sse: "SSE", poll: "polling" };
   var ANNOUNCE_EVERY_MS = 15000;
 
+  // The page's words about connections, pauses and announcements, in one
+  // place (to be moved to translation files with the rest).
+  var TEXT = {
+    live: function (name) { return "Live via " + TRANSPORT_NAMES[name]; },
+    liveOtherTab: "Checking every few seconds (open in another tab)",
+    connecting: "Connecting…",
+    offlineRetrying: "Offline, retrying",
+    finished: "Finished; connection closed",
+    notConnected: "Not connected",
+    unreachable: "We can't reach the waiting room right now.",
+    trouble: function (message) { return "The waiting room is having trouble (" + message + ")."; },
+    retryIn: function (secs) { return secs > 0 ? "Trying again in " + secs + " s." : "Trying again now…"; },
+    keepPlace: "You keep your place.",
+    otherTab: "This waiting room is open in another tab too, so this tab checks for news every few seconds instead of live. You keep your place in line.",
+    degraded: "Positions are paused for a moment while the waiting room reconnects to its queue. Your place is kept.",
+    degradedShort: "positions paused",
+    announceLost: "Connection lost. Trying again automatically; you keep your place.",
+    announceBack: "Connected again.",
+    announceDegraded: "Positions paused, your place is kept.",
+    announceOtherTab: "This waiting room is open in another tab. You keep your place."
+  };
+
   var wr = null;
   var view = "queue"; // queue | ordering | done | left
   var last = { state: null, info: null };
@@ -35,7 +57,12 @@
   var validAt = 0; // performance.now() when the entry becomes usable
   var retryAt = 0; // performance.now() of the next connection retry
   var ticker = null;
-  var announced = { at: 0, key: "" };
+  // The live region's last words: status (paused, admitted, sold out,
+  // opening, connection) is said at once; a position only every
+  // ANNOUNCE_EVERY_MS, the latest one held back until then.
+  var announced = { at: 0, status: "", detail: "" };
+  var pending = null;
+  var connSaid = ""; // the connection news last announced
   var tooEarlyTries = 0;
   var focusedAction = false;
 
@@ -117,14 +144,50 @@
     node.hidden = false;
   }
 
-  // announce updates the polite live region: status changes at once,
-  // position changes at most every 15 s so a screen reader is not flooded.
-  function announce(text, key, force) {
+  // announce updates the polite live region. status names the situation
+  // (waiting, paused, admitted, sold out…): a new one is said at once.
+  // detail (a position) changes within one status are said at most every
+  // ANNOUNCE_EVERY_MS; the latest is held and said when that time is up,
+  // so a screen reader is neither flooded nor left with old news.
+  function announce(text, status, detail, force) {
+    detail = detail || "";
     var now = Date.now();
-    if (!force && announced.key === key) return;
-    if (!force && now - announced.at < ANNOUNCE_EVERY_MS) return;
-    announced = { at: now, key: key };
+    if (!force && announced.status === status && announced.detail === detail) { pending = null; return; }
+    if (!force && announced.status === status && now - announced.at < ANNOUNCE_EVERY_MS) {
+      pending = { text: text, status: status, detail: detail };
+      return;
+    }
+    pending = null;
+    announced = { at: now, status: status, detail: detail };
     setText(el.announce, text);
+  }
+
+  function flushAnnouncement() {
+    if (pending && Date.now() - announced.at >= ANNOUNCE_EVERY_MS) {
+      var p = pending;
+      announce(p.text, p.status, p.detail);
+    }
+  }
+
+  // announceConnection says a change of the connection's situation once:
+  // not the countdown, which only the visible notice shows.
+  function announceConnection(info) {
+    var what = "";
+    if (info && !info.fatal && view === "queue") {
+      if (info.error && info.error.code === "network") what = "lost";
+      else if (info.degraded) what = "degraded";
+      else if (info.otherTab) what = "otherTab";
+    }
+    if (what === connSaid) return;
+    var was = connSaid;
+    connSaid = what;
+    var say = what === "lost" ? TEXT.announceLost : what === "degraded" ? TEXT.announceDegraded
+      : what === "otherTab" ? TEXT.announceOtherTab : (was === "lost" || was === "degraded") ? TEXT.announceBack : "";
+    if (!say) return;
+    // Said beside the queue's status, not instead of it: the next position
+    // waits its turn as after any announcement, a new status does not.
+    announced.at = Date.now();
+    setText(el.announce, say);
   }
 
   function show(parts) {
@@ -144,39 +207,53 @@
   function renderTransport(info) {
     var name = info && info.transport, text, key;
     if (view === "done" || view === "left") {
-      key = "none"; text = "Finished; connection closed";
+      key = "none"; text = TEXT.finished;
     } else if (info && info.fatal) {
-      key = "none"; text = "Not connected";
+      key = "none"; text = TEXT.notConnected;
     } else if (info && info.error && info.error.code === "network") {
-      key = "offline"; text = "Offline, retrying";
+      key = "offline"; text = TEXT.offlineRetrying;
+    } else if (name === "poll" && info.otherTab) {
+      key = name; text = TEXT.liveOtherTab;
     } else if (name) {
-      key = name; text = "Live via " + TRANSPORT_NAMES[name];
+      key = name; text = TEXT.live(name);
     } else {
-      key = "none"; text = "Connecting…";
+      key = "none"; text = TEXT.connecting;
     }
     el.transport.dataset.transport = key;
     setText(el.transport, text);
   }
 
+  // renderConnection shows what is wrong with the connection in a notice
+  // that is no live region: its countdown changes every second. The change
+  // of situation itself is announced once (announceConnection).
   function renderConnection(info) {
-    if (!info || !info.error || info.fatal || view === "done" || view === "left") {
+    announceConnection(info);
+    if (!info || info.fatal || view === "done" || view === "left" ||
+        (!info.error && !info.degraded && !info.otherTab)) {
       notice(el.connMsg, "", "");
       retryAt = 0;
       return;
     }
-    retryAt = performance.now() + (info.retryInMs || 0);
+    retryAt = info.error ? performance.now() + (info.retryInMs || 0) : 0;
     updateConnectionText();
   }
 
   function updateConnectionText() {
     var info = last.info;
-    if (!info || !info.error || !retryAt) return;
-    var secs = Math.max(0, Math.ceil((retryAt - performance.now()) / 1000));
-    var when = secs > 0 ? "Trying again in " + secs + " s." : "Trying again now…";
-    var what = info.error.code === "network"
-      ? "We can't reach the waiting room right now."
-      : "The waiting room is having trouble (" + info.error.message + ").";
-    notice(el.connMsg, "bad", what + " " + when + (last.state ? " You keep your place." : ""));
+    if (!info || info.fatal || view === "done" || view === "left") return;
+    if (info.error && info.error.code === "network") {
+      if (!retryAt) return;
+      var secs = Math.max(0, Math.ceil((retryAt - performance.now()) / 1000));
+      notice(el.connMsg, "bad", TEXT.unreachable + " " + TEXT.retryIn(secs) + (last.state ? " " + TEXT.keepPlace : ""));
+    } else if (info.degraded) {
+      notice(el.connMsg, "warn", TEXT.degraded);
+    } else if (info.error) {
+      if (!retryAt) return;
+      var s = Math.max(0, Math.ceil((retryAt - performance.now()) / 1000));
+      notice(el.connMsg, "bad", TEXT.trouble(info.error.message) + " " + TEXT.retryIn(s) + (last.state ? " " + TEXT.keepPlace : ""));
+    } else if (info.otherTab) {
+      notice(el.connMsg, "", TEXT.otherTab);
+    }
   }
 
   function render(state, info) {
@@ -197,7 +274,7 @@
       show({ status: "error", eyebrow: "Waiting room", headline: headline, detail: msg });
       setActions("none");
       el.leave.hidden = true;
-      announce(headline + ".", "fatal", true);
+      announce(headline + ".", "fatal", "", true);
       return;
     }
     if (!state) {
@@ -216,7 +293,7 @@
           sub: "Join again to take a new place at the back of the line."
         });
         setActions("rejoin", function (box) { box.appendChild(button("Join again", "primary", rejoin, "rejoin")); });
-        announce("Your turn has passed. You can join again.", "expired", true);
+        announce("Your turn has passed. You can join again.", "expired", "", true);
         return;
       case "not_in_queue":
         show({
@@ -225,7 +302,7 @@
           sub: "You may have left, or your entry was already used. You can join again."
         });
         setActions("rejoin", function (box) { box.appendChild(button("Join again", "primary", rejoin, "rejoin")); });
-        announce("You're not in the queue. You can join again.", "not_in_queue", true);
+        announce("You're not in the queue. You can join again.", "not_in_queue", "", true);
         return;
       case "sold_out":
         show({
@@ -234,7 +311,7 @@
           sub: "You keep your place: if a place is given back unused, the line moves on and this page tells you."
         });
         setActions("none");
-        announce("Sold out. Every place has been taken.", "sold_out", true);
+        announce("Sold out. Every place has been taken.", "sold_out");
         return;
     }
   }
@@ -244,6 +321,7 @@
     var pos = state.position || 0;
     var start = Math.max(info.startPosition || pos, pos);
     var next = pos <= 1;
+    var still = state.paused || info.degraded; // positions do not move
     show({
       status: "waiting",
       eyebrow: state.paused ? "Queue paused" : "Waiting room",
@@ -256,14 +334,14 @@
       progress: start > 0 ? (start - pos) / start : 0
     });
     setText(el.position, numbers.format(pos));
-    setText(el.eta, state.paused ? "paused" : duration(state.etaSeconds));
+    setText(el.eta, state.paused ? "paused" : info.degraded ? TEXT.degradedShort : duration(state.etaSeconds));
     // Updates come about as often as a poll would (up to 5 s apart further
     // back); between them the figures move on at the rate they imply.
-    moving = state.paused || !(state.etaSeconds > 0) ? null :
+    moving = still || !(state.etaSeconds > 0) ? null :
       { pos: pos, eta: state.etaSeconds, at: performance.now(), horizon: Math.max(state.nextPollMs || 0, 1000) + 2000 };
     setActions("none");
     var eta = state.paused ? "The queue is paused." : "Estimated wait " + durationWords(state.etaSeconds) + ".";
-    announce("You are " + ordinal(pos) + " in line. " + eta, "waiting:" + pos + ":" + state.paused, false);
+    announce("You are " + ordinal(pos) + " in line. " + eta, state.paused ? "paused" : "waiting", String(pos));
   }
 
   // Before a scheduled opening there is no place yet: everyone who joins
@@ -278,7 +356,7 @@
       sub: "Everyone who joins before the opening gets a place by a fair random draw, so there is no need to rush or reload."
     });
     setActions("none");
-    announce("You're in before the opening. Places are drawn at random when it opens.", "prequeue", false);
+    announce("You're in before the opening. Places are drawn at random when it opens.", "prequeue:" + !!state.paused);
   }
 
   function renderAdmitted(state, info) {
@@ -304,12 +382,12 @@
     var b = $("place-order");
     if (b && view === "queue") b.disabled = !usable;
     if (usable) {
-      announce("It's your turn. You can place your order now.", "admitted", true);
+      announce("It's your turn. You can place your order now.", "admitted");
       // Move focus to the one thing to do, unless the visitor is busy elsewhere.
       var a = document.activeElement;
       if (b && !focusedAction && (!a || a === document.body || a === $("main"))) { b.focus(); focusedAction = true; }
     } else {
-      announce("Almost your turn.", "admitted-soon", true);
+      announce("Almost your turn.", "admitted-soon");
     }
   }
 
@@ -330,12 +408,25 @@
     setText(el.eta, duration(Math.max(0, Math.ceil(moving.eta - dt))));
   }
 
-  // One ticker redraws the countdowns; state changes come from the client.
+  // One ticker redraws the countdowns and says held-back announcements;
+  // state changes come from the client. It runs while the page is in the
+  // queue, and stops once the visitor is done or left.
   function tick() {
     var s = last.state, i = last.info;
     if (view === "queue" && s && s.status === "admitted" && i && !i.usable) setText(el.detail, countdownText());
     if (view === "queue" && s && s.status === "waiting" && !s.opensAt) interpolate();
     updateConnectionText();
+    flushAnnouncement();
+  }
+
+  function startTicker() {
+    if (!ticker) ticker = setInterval(tick, 100);
+  }
+
+  function stopTicker() {
+    if (ticker) { clearInterval(ticker); ticker = null; }
+    moving = null;
+    pending = null;
   }
 
   // ---------- actions ----------
@@ -364,6 +455,7 @@
     return res.json().catch(function () { return {}; }).then(function () {
       view = "done";
       wr.close(); // the page is done: no more updates needed
+      stopTicker();
       show({
         status: "done", eyebrow: "All done", headline: "Order placed",
         detail: "Thank you for waiting.",
@@ -425,6 +517,8 @@
     view = "queue";
     tooEarlyTries = 0;
     focusedAction = false;
+    connSaid = "";
+    startTicker();
     notice(el.orderMsg, "", "");
     setActions("none");
     show({ status: "joining", headline: "Joining the queue…", detail: "Getting your place…", progress: 0 });
@@ -443,6 +537,7 @@
     leaveArmed = null;
     el.leave.textContent = "Leave the queue";
     view = "left";
+    stopTicker();
     el.leave.hidden = true;
     show({ status: "left", eyebrow: "Waiting room", headline: "You left the queue", detail: "Your place was given back." });
     setActions("rejoin", function (box) { box.appendChild(button("Join again", "primary", rejoin, "rejoin")); });
@@ -450,7 +545,8 @@
     wr.leave().catch(function () {
       notice(el.orderMsg, "bad", "We couldn't confirm that you left; your place will lapse on its own.");
     });
-    announce("You left the queue.", "left", true);
+    renderConnection(last.info);
+    announce("You left the queue.", "left", "", true);
   });
 
   // ---------- start ----------
@@ -462,7 +558,7 @@
     onState: render,
     onTransport: function () { renderTransport(wr.info()); }
   });
-  ticker = setInterval(tick, 100);
+  startTicker();
   // Exposed for debugging and the end-to-end tests.
   window.waitroomPage = { client: wr };
 })();

@@ -7,6 +7,7 @@
  *       room: "drop-2026",                   // required
  *       base: "https://queue.example.com",   // optional; default: this page's origin
  *       transports: ["ws", "sse", "poll"],   // optional; tried in this order
+ *       remember: "auto",                    // optional; where the credential is kept (below)
  *       onState: function (state, info) {},  // every change (see below)
  *       onTransport: function (name) {}      // "ws" | "sse" | "poll", when one goes live
  *     });
@@ -27,7 +28,9 @@
  * changes. state is the server's message:
  *   { type: "state", room, status: "waiting" | "admitted" | "expired" |
  *     "not_in_queue" | "sold_out", position, etaSeconds, nextPollMs, paused,
- *     token, notBefore, expiresAt }
+ *     degraded, token, notBefore, expiresAt }
+ * degraded is true while the server cannot reach its store: positions stand
+ * still, the place is kept.
  * info is what the client knows beside it:
  *   transport      "ws" | "sse" | "poll" | null (not connected yet)
  *   validInMs      admitted only: milliseconds until the entry token may be
@@ -36,20 +39,47 @@
  *   usable         status is "admitted" and validInMs is 0
  *   startPosition  the position when this ticket was first seen (kept across
  *                  reloads), for a progress bar
+ *   degraded       the server says positions are paused (its store is
+ *                  unreachable, or it answers 5xx): the place is kept
+ *   otherTab       this visitor already holds as many live connections as
+ *                  the server allows (other tabs): this one polls instead
  *   error          null, or { code, message, status } for the problem being
  *                  retried or that stopped the client. code "network" means
- *                  the server could not be reached.
+ *                  the server could not be reached (or the live connection
+ *                  went silent, or the browser went offline).
  *   retryInMs      when error is set and a retry is scheduled: the wait
  *   fatal          true when the client gave up (e.g. invalid room name)
  *
- * How it works: POST /join (the answer carries "visitor", the credential; it
- * is kept in localStorage per room as well as the server's cookie, so a
- * refresh keeps the place), then a WebSocket. If the WebSocket fails before
- * it opens while the server answers HTTP, the client falls back to SSE, and
- * from SSE to polling /status at the nextPollMs the server asks for.
- * Reconnects use full-jitter exponential backoff (base 500 ms, cap 30 s).
- * A {"type":"reconnect","afterMs":n} message closes the connection and
- * reconnects after n ms on the same transport.
+ * Where the credential is kept (remember):
+ *   "auto"   in localStorage when base is this page's own origin (the
+ *            waitroom's page: that storage is the waitroom origin's own);
+ *            otherwise only in memory and in the waitroom origin's HttpOnly
+ *            cookie, so no script of an embedding site can read it from
+ *            storage. A reload keeps the place through that cookie.
+ *   "local"  always in localStorage (an embedding site whose visitors'
+ *            browsers block the waitroom's cookie, and that accepts that
+ *            every script on it can read the credential).
+ *   "none"   only in memory and the cookie.
+ *
+ * How it works: POST /join (the answer carries "visitor", the credential),
+ * then a WebSocket. Stream URLs carry a one-minute, single-use connect
+ * ticket (POST /ticket) instead of the credential, so access logs and
+ * proxies never see it. If the WebSocket fails before it opens while the
+ * server answers HTTP, the client falls back to SSE, and from SSE to
+ * polling /status at the nextPollMs the server asks for, reusing the
+ * answer it just probed with. From a fallback it tries the WebSocket again
+ * now and then (backoff from 5 s up to 5 min). A WebSocket refused by
+ * policy (close 1008: too many connections for this visitor; or 1013
+ * too_many_connections) polls at once and sets info.otherTab for the
+ * former. Reconnects use full-jitter exponential backoff (base 500 ms, cap
+ * 30 s); a 503 or 429 waits at least its Retry-After. The first message of
+ * a push connection ("hello") says the longest the server stays silent
+ * (heartbeatMs); twice that without a message counts as a lost connection.
+ * Going offline drops the connection at once; coming back online, or a
+ * hidden tab shown again, catches up at once; pagehide and freeze close
+ * the connection (freeing the server's slot) and pageshow or resume open
+ * it again. A {"type":"reconnect","afterMs":n} message closes the
+ * connection and reconnects after n ms on the same transport.
  */
 (function (global) {
   "use strict";
@@ -57,7 +87,12 @@
   var TRANSPORTS = ["ws", "sse", "poll"];
   var BACKOFF_BASE_MS = 500;
   var BACKOFF_CAP_MS = 30000;
+  var UPGRADE_BASE_MS = 5000; // from a fallback, the first try upward
+  var UPGRADE_CAP_MS = 300000;
   var SKEW_IGNORE_MS = 2000; // the Date header has 1 s resolution
+  var DEFAULT_SILENCE_MS = 37500; // until the server's hello says otherwise
+  var PROBE_FRESH_MS = 5000; // a probe this recent answers for the next one
+  var REQUEST_TIMEOUT_MS = 15000;
 
   function noop() {}
 
@@ -65,6 +100,19 @@
   function backoff(attempt) {
     var ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * Math.pow(2, Math.min(attempt, 16)));
     return Math.floor(Math.random() * ceiling);
+  }
+
+  // upgradeWait is the wait before trying a better transport again: at
+  // least half its ceiling, so a refused tab does not knock every second.
+  function upgradeWait(attempt) {
+    var ceiling = Math.min(UPGRADE_CAP_MS, UPGRADE_BASE_MS * Math.pow(2, Math.min(attempt, 16)));
+    return Math.floor(ceiling / 2 + Math.random() * ceiling / 2);
+  }
+
+  // retryAfter is a response's Retry-After in ms (0 when absent).
+  function retryAfter(res) {
+    var ra = Number(res && res.headers.get("Retry-After"));
+    return ra > 0 ? ra * 1000 : 0;
   }
 
   // Storage can be missing or throw (private modes, blocked cookies).
@@ -82,6 +130,8 @@
     return { code: code, message: message, status: status || 0 };
   }
 
+  var NETWORK = "the waiting room cannot be reached";
+
   // readError turns an error response into { code, message, status }.
   function readError(res) {
     return res.text().then(function (text) {
@@ -93,6 +143,10 @@
     }, function () {
       return problem("http_" + res.status, "the server answered " + res.status, res.status);
     });
+  }
+
+  function retryable(e) {
+    return e.status >= 500 || e.status === 429 || e.status === 408;
   }
 
   function connect(opts) {
@@ -107,26 +161,41 @@
 
     var base = String(opts.base || "").replace(/\/+$/, "");
     var api = base + "/api/v1/rooms/" + encodeURIComponent(room);
-    var keyPrefix = "waitroom:" + (base || global.location.origin) + ":" + room + ":";
+    var origin = global.location.origin;
+    var apiOrigin = new URL(api, global.location.href).origin;
+    var keyPrefix = "waitroom:" + (base || origin) + ":" + room + ":";
     var visitorKey = keyPrefix + "visitor";
     var startKey = keyPrefix + "start";
+    var remember = opts.remember === "local" || opts.remember === "none" ? opts.remember : "auto";
+    var keepLocal = remember === "local" || (remember === "auto" && apiOrigin === origin);
+    if (!keepLocal) save(visitorKey, null); // what an older version left there
 
-    var visitor = load(visitorKey);
+    var visitor = keepLocal ? load(visitorKey) : null;
     var startPosition = Number(load(startKey)) || 0;
     var last = null; // last state
     var lastPushed = false; // last came over WebSocket or SSE
+    var lastAt = 0; // Date.now() when last came
     var transportIndex = 0;
     var transport = null; // the live transport's name
     var attempt = 0; // failed attempts since the last success
+    var upAttempt = 0; // tries upward since a better transport last worked
     var gen = 0; // bumped whenever the current connection is abandoned
     var conn = null; // { close() } of the current connection
     var timer = null; // the one pending retry / poll
+    var upTimer = null; // the next try of a better transport
+    var watch = null; // fires when a push connection was silent too long
+    var silenceMs = DEFAULT_SILENCE_MS;
+    var heardAt = 0; // Date.now() of the last message on the push connection
     var validTimer = null;
     var retryAt = 0;
     var err = null;
+    var otherTab = false;
+    var probed = null; // { at, gen }: the last probe that found the server answering
     var fatal = false;
     var stopped = false;
+    var suspended = false; // pagehide or freeze: nothing runs until shown again
     var clockOffset = 0; // server time minus local time, when clearly skewed
+    var noTickets = false; // an older server without /ticket: credential in the URL
 
     function serverNow() { return Date.now() + clockOffset; }
 
@@ -146,6 +215,8 @@
         validInMs: v,
         usable: !!last && last.status === "admitted" && v === 0,
         startPosition: startPosition,
+        degraded: !!last && (!!last.degraded || !!(err && err.code !== "network" && err.status >= 500)),
+        otherTab: otherTab,
         error: err,
         retryInMs: err && retryAt ? Math.max(0, retryAt - Date.now()) : 0,
         fatal: fatal
@@ -176,8 +247,17 @@
       timer = setTimeout(function () { timer = null; retryAt = 0; fn(); }, ms);
     }
 
+    function clearWatch() {
+      if (watch) { clearTimeout(watch); watch = null; }
+    }
+
+    function clearUp() {
+      if (upTimer) { clearTimeout(upTimer); upTimer = null; }
+    }
+
     function dropConn() {
       gen++;
+      clearWatch();
       if (conn) { var c = conn; conn = null; c.close(); }
     }
 
@@ -188,32 +268,43 @@
       return h;
     }
 
-    // noteClock learns the server's clock from the Date header, used only
-    // when the local clock is off by more than the header's resolution.
-    function noteClock(res, sentAt) {
-      var d = Date.parse(res.headers.get("Date") || "");
-      if (isNaN(d)) return;
-      var mid = (sentAt + Date.now()) / 2;
-      var off = d + 500 - mid;
+    function noteOffset(off) {
       clockOffset = Math.abs(off) > SKEW_IGNORE_MS ? off : 0;
     }
 
-    // request resolves to { res } or { error }; it never rejects.
+    // noteClock learns the server's clock from the Date header (exposed to
+    // other origins by the server's CORS), used only when the local clock
+    // is off by more than the header's resolution.
+    function noteClock(res, sentAt) {
+      var d = Date.parse(res.headers.get("Date") || "");
+      if (isNaN(d)) return;
+      noteOffset(d + 500 - (sentAt + Date.now()) / 2);
+    }
+
+    // request resolves to { res } or { error }; it never rejects. A request
+    // that takes longer than REQUEST_TIMEOUT_MS counts as unreachable.
     function request(path, init) {
       var sentAt = Date.now();
       init.credentials = init.credentials || "include";
       init.cache = "no-store";
+      var abort = typeof global.AbortController === "function" ? new global.AbortController() : null;
+      var t = abort ? setTimeout(function () { abort.abort(); }, REQUEST_TIMEOUT_MS) : null;
+      if (abort) init.signal = abort.signal;
       return global.fetch(api + path, init).then(function (res) {
+        clearTimeout(t);
         noteClock(res, sentAt);
         return { res: res };
       }, function () {
-        return { error: problem("network", "the waiting room cannot be reached", 0) };
+        clearTimeout(t);
+        return { error: problem("network", NETWORK, 0) };
       });
     }
 
-    function fail(e, retry) {
+    // fail records e and retries after a backoff, or after Retry-After when
+    // the server gave one (whichever is longer).
+    function fail(e, retry, res) {
       err = e;
-      var wait = backoff(attempt);
+      var wait = Math.max(backoff(attempt), retryAfter(res) + (retryAfter(res) ? Math.floor(Math.random() * 1000) : 0));
       attempt++;
       later(wait, retry);
       emit();
@@ -223,6 +314,7 @@
       err = e;
       fatal = true;
       clearTimer();
+      clearUp();
       dropConn();
       emit();
     }
@@ -236,6 +328,7 @@
     function handleState(s, pushed) {
       if (!s || s.type !== "state" || stopped) return;
       last = s;
+      lastAt = Date.now();
       lastPushed = !!pushed;
       if (s.status === "waiting" && typeof s.position === "number") {
         if (!startPosition || s.position > startPosition) {
@@ -247,6 +340,7 @@
         startPosition = 0;
         save(startKey, null);
         clearTimer();
+        clearUp();
         dropConn();
       }
       if (validTimer) { clearTimeout(validTimer); validTimer = null; }
@@ -260,6 +354,14 @@
     function opened(name) {
       attempt = 0;
       err = null;
+      if (transports.indexOf(name) === 0) {
+        // The best transport works: no more tries upward, no other tab.
+        upAttempt = 0;
+        otherTab = false;
+        clearUp();
+      } else {
+        scheduleUp();
+      }
       setTransport(name);
     }
 
@@ -287,9 +389,7 @@
               save(visitorKey, null);
               return join(true);
             }
-            if (e.status >= 500 || e.status === 429 || e.status === 408) {
-              return fail(e, function () { join(freshIdentity); });
-            }
+            if (retryable(e)) return fail(e, function () { join(freshIdentity); }, r.res);
             stopWith(e);
           });
         }
@@ -297,7 +397,7 @@
           if (stopped || my !== gen) return;
           if (s.visitor) {
             visitor = s.visitor;
-            save(visitorKey, visitor);
+            if (keepLocal) save(visitorKey, visitor);
           }
           delete s.visitor;
           attempt = 0;
@@ -313,15 +413,15 @@
     // ---- transports ----
 
     function startTransport() {
-      if (stopped) return;
+      if (stopped || suspended) return;
       clearTimer();
       dropConn();
       var name = transports[transportIndex];
       if (name === "ws" && typeof global.WebSocket !== "function") return fallBack();
       if (name === "sse" && typeof global.EventSource !== "function") return fallBack();
-      if (name === "ws") openWS();
-      else if (name === "sse") openSSE();
-      else poll();
+      if (name === "ws") withTicket(openWS);
+      else if (name === "sse") withTicket(openSSE);
+      else startPolling();
     }
 
     function fallBack() {
@@ -334,15 +434,46 @@
       return false;
     }
 
+    // toPolling moves to polling at once: the server refused a push
+    // connection for a reason that retrying will not change soon.
+    function toPolling() {
+      var i = transports.indexOf("poll");
+      if (i < 0) return false;
+      transportIndex = i;
+      attempt = 0;
+      startTransport();
+      return true;
+    }
+
+    // scheduleUp plans the next try of the best transport while a lower one
+    // is live.
+    function scheduleUp() {
+      if (upTimer || transportIndex === 0 || stopped) return;
+      upTimer = setTimeout(function () {
+        upTimer = null;
+        if (stopped || suspended || !isLive() || transportIndex === 0) return;
+        upAttempt++;
+        transportIndex = 0;
+        attempt = 0;
+        startTransport();
+      }, upgradeWait(upAttempt));
+    }
+
     // failedBeforeOpen: a push transport never opened. A WebSocket or
-    // EventSource does not show why, so ask /status: if the server answers,
-    // it refused this transport (or something between us does): fall back.
-    // If it does not, the server is unreachable: retry the same transport.
+    // EventSource does not show why, so ask /status (unless a probe just
+    // did): if the server answers, it refused this transport (or something
+    // between us does): fall back. If it answers 5xx, it is there but in
+    // trouble: retry the same transport later. If it does not answer, it is
+    // unreachable: retry the same transport.
     function failedBeforeOpen(my) {
-      probe(my, function (reachable) {
-        if (reachable && fallBack()) return;
-        fail(reachable ? problem("transport_failed", "the live connection could not be opened", 0)
-          : problem("network", "the waiting room cannot be reached", 0), startTransport);
+      if (probed && Date.now() - probed.at < PROBE_FRESH_MS && fallBack()) return;
+      probe(my, function (outcome, e, res) {
+        if (outcome === "ok") {
+          probed = { at: Date.now() };
+          if (fallBack()) return;
+          e = problem("transport_failed", "the live connection could not be opened", 0);
+        }
+        fail(e, startTransport, res);
       });
     }
 
@@ -356,15 +487,19 @@
     function probe(my, done) {
       request("/status", { method: "GET", headers: headers({}) }).then(function (r) {
         if (stopped || my !== gen) return;
-        if (r.error) return done(false);
+        if (r.error) return done("unreachable", r.error);
         if (r.res.ok) {
-          return r.res.json().then(function (s) { handleState(s, false); if (isLive()) done(true); }, function () { done(true); });
+          return r.res.json().then(function (s) {
+            if (stopped || my !== gen) return;
+            handleState(s, false);
+            if (isLive()) done("ok");
+          }, function () { done("ok"); });
         }
         return readError(r.res).then(function (e) {
           if (stopped || my !== gen) return;
           if (isVisitorProblem(e)) return join(false);
-          if (e.status >= 500) return done(false);
-          done(true);
+          if (retryable(e)) return done("down", e, r.res);
+          done("ok");
         });
       });
     }
@@ -373,14 +508,44 @@
       return !stopped && !(last && (last.status === "expired" || last.status === "not_in_queue"));
     }
 
+    // heard notes a sign of life on the push connection and arms the
+    // silence watch: twice the longest silence the server promised.
+    function heard(my) {
+      heardAt = Date.now();
+      clearWatch();
+      watch = setTimeout(function () {
+        watch = null;
+        if (my !== gen || stopped) return;
+        lost(problem("network", "the live connection went silent", 0));
+      }, 2 * silenceMs);
+    }
+
+    // lost drops the live connection and reconnects with backoff.
+    function lost(e) {
+      dropConn();
+      err = e;
+      failedAfterOpen();
+      emit();
+    }
+
     // onMessage handles one pushed message; the first on a connection
     // marks it live.
     function onMessage(name, data, my, c) {
       if (my !== gen) return;
-      if (!c.live) { c.live = true; opened(name); }
+      heard(my);
       var m;
       try { m = JSON.parse(data); } catch (e) { return; }
-      if (m && m.type === "reconnect") {
+      if (!m) return;
+      if (m.type === "hello") {
+        if (Number(m.heartbeatMs) > 0) silenceMs = Number(m.heartbeatMs);
+        var st = Date.parse(m.serverTime || "");
+        if (!isNaN(st)) noteOffset(st - Date.now());
+        heard(my);
+        return;
+      }
+      if (m.type === "heartbeat") return;
+      if (!c.live) { c.live = true; opened(name); }
+      if (m.type === "reconnect") {
         dropConn();
         later(Math.max(0, Number(m.afterMs) || 0), startTransport);
         return;
@@ -388,50 +553,89 @@
       handleState(m, true);
     }
 
-    function wsURL() {
-      var u = new URL(api + "/ws", global.location.href);
-      u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
-      if (visitor) u.searchParams.set("visitor", visitor);
-      return u.toString();
+    // withTicket mints a connect ticket and calls open with it, so the
+    // credential never goes into a URL. An older server without tickets
+    // gets the credential as before.
+    function withTicket(open) {
+      var my = gen;
+      if (noTickets) return open(null);
+      request("/ticket", { method: "POST", headers: headers({}) }).then(function (r) {
+        if (stopped || my !== gen) return;
+        if (r.error) return fail(r.error, startTransport);
+        if (r.res.status === 404 || r.res.status === 405) { noTickets = true; return open(null); }
+        if (!r.res.ok) {
+          return readError(r.res).then(function (e) {
+            if (stopped || my !== gen) return;
+            if (isVisitorProblem(e)) return join(false);
+            if (retryable(e)) return fail(e, startTransport, r.res);
+            stopWith(e);
+          });
+        }
+        return r.res.json().then(function (b) {
+          if (stopped || my !== gen) return;
+          open(b && b.ticket ? String(b.ticket) : null);
+        }, function () {
+          fail(problem("bad_response", "the server sent an unreadable answer", r.res.status), startTransport);
+        });
+      });
     }
 
-    function openWS() {
+    function streamURL(path, ticket) {
+      var u = new URL(api + path, global.location.href);
+      if (ticket) u.searchParams.set("ticket", ticket);
+      else if (visitor) u.searchParams.set("visitor", visitor);
+      return u;
+    }
+
+    function openWS(ticket) {
       var my = gen;
       var isOpen = false;
       var ws;
-      try { ws = new global.WebSocket(wsURL()); } catch (e) { return failedBeforeOpen(my); }
+      var u = streamURL("/ws", ticket);
+      u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
+      try { ws = new global.WebSocket(u.toString()); } catch (e) { return failedBeforeOpen(my); }
       conn = { close: function () { ws.onclose = ws.onmessage = ws.onopen = ws.onerror = null; try { ws.close(1000); } catch (e) {} } };
       // Open is not success yet: the server may still refuse the visitor
-      // with a close frame. The first message is (onMessage calls opened).
-      ws.onopen = function () { if (my === gen) isOpen = true; };
+      // with a close frame. The first state is (onMessage calls opened).
+      ws.onopen = function () { if (my === gen) { isOpen = true; heard(my); } };
       var c = { live: false };
       ws.onmessage = function (ev) { onMessage("ws", ev.data, my, c); };
       ws.onerror = noop; // onclose follows and decides
-      ws.onclose = function () {
+      ws.onclose = function (ev) {
         if (my !== gen) return;
         conn = null;
         gen++;
+        clearWatch();
+        // A refusal by policy does not change by retrying: poll, which
+        // costs the server no connection, and try upward later.
+        if (ev && ev.code === 1008) {
+          otherTab = ev.reason === "too_many_connections_for_visitor";
+          if (toPolling()) return emit();
+        }
+        if (ev && ev.code === 1013 && ev.reason === "too_many_connections" && toPolling()) return emit();
+        if (ev && ev.code === 1013) {
+          // The server is there but cannot serve now (its store is
+          // unreachable, or it is shutting down): say so, and retry.
+          err = problem(ev.reason || "unavailable", "the waiting room cannot serve live updates right now", 503);
+          failedAfterOpen();
+          return emit();
+        }
         if (isOpen) failedAfterOpen();
         else failedBeforeOpen(gen);
       };
     }
 
-    function sseURL() {
-      var u = new URL(api + "/sse", global.location.href);
-      if (visitor) u.searchParams.set("visitor", visitor);
-      return u.toString();
-    }
-
-    function openSSE() {
+    function openSSE(ticket) {
       var my = gen;
       var isOpen = false;
       var es;
-      try { es = new global.EventSource(sseURL()); } catch (e) { return failedBeforeOpen(my); }
+      try { es = new global.EventSource(streamURL("/sse", ticket).toString()); } catch (e) { return failedBeforeOpen(my); }
       conn = { close: function () { es.onopen = es.onerror = null; es.close(); } };
-      es.onopen = function () { if (my === gen) isOpen = true; };
+      es.onopen = function () { if (my === gen) { isOpen = true; heard(my); } };
       var c = { live: false };
-      es.addEventListener("state", function (ev) { onMessage("sse", ev.data, my, c); });
-      es.addEventListener("reconnect", function (ev) { onMessage("sse", ev.data, my, c); });
+      ["state", "reconnect", "hello", "heartbeat"].forEach(function (name) {
+        es.addEventListener(name, function (ev) { onMessage("sse", ev.data, my, c); });
+      });
       // EventSource would reconnect by itself on some errors; the client
       // reconnects itself instead, with its own backoff.
       es.onerror = function () {
@@ -440,9 +644,24 @@
         es.close();
         conn = null;
         gen++;
+        clearWatch();
         if (isOpen) failedAfterOpen();
         else failedBeforeOpen(gen);
       };
+    }
+
+    // startPolling polls now, or, when a state just came (the probe that
+    // led here), when that state said to ask next.
+    function startPolling() {
+      conn = { close: noop };
+      var wait = last && lastAt && isLive() ? nextPoll(last) - (Date.now() - lastAt) : 0;
+      if (wait > 0 && !lastPushed && Date.now() - lastAt < PROBE_FRESH_MS) {
+        opened("poll");
+        emit();
+        later(wait, poll);
+        return;
+      }
+      poll();
     }
 
     function poll() {
@@ -455,16 +674,7 @@
           return readError(r.res).then(function (e) {
             if (stopped || my !== gen) return;
             if (isVisitorProblem(e)) return join(false);
-            if (e.status >= 500 || e.status === 429 || e.status === 408) {
-              var ra = Number(r.res.headers.get("Retry-After"));
-              if (ra > 0) {
-                err = e;
-                attempt++;
-                later(ra * 1000 + backoff(0), poll);
-                return emit();
-              }
-              return fail(e, poll);
-            }
+            if (retryable(e)) return fail(e, poll, r.res);
             stopWith(e);
           });
         }
@@ -491,23 +701,80 @@
       return Math.max(asked, 15000);
     }
 
-    // Back online: retry now instead of at the end of a long backoff.
-    function onOnline() {
-      if (timer && err && err.code === "network") {
-        clearTimer();
-        if (last === null) join(false);
-        else startTransport();
+    // catchUp goes on at once after the page was away: retry what was
+    // waiting for a backoff, poll now, or reconnect a push connection that
+    // has been silent for longer than it may be.
+    function catchUp() {
+      if (stopped || suspended || fatal || !isLive()) return;
+      if (last === null) {
+        if (timer) { clearTimer(); join(false); }
+        return;
+      }
+      if (err && timer) { clearTimer(); attempt = 0; startTransport(); return; }
+      if (transport === "poll" && timer) { clearTimer(); poll(); return; }
+      if (conn && (transport === "ws" || transport === "sse") && heardAt && Date.now() - heardAt > 2 * silenceMs) {
+        lost(problem("network", "the live connection went silent", 0));
       }
     }
-    if (global.addEventListener) global.addEventListener("online", onOnline);
+
+    // Back online: retry now instead of at the end of a long backoff.
+    function onOnline() {
+      if (err && err.code === "network") catchUp();
+    }
+
+    // Offline: the connection is as good as gone, whatever the socket says.
+    function onOffline() {
+      if (stopped || suspended || fatal || !isLive() || !last) return;
+      dropConn();
+      err = problem("network", "this device is offline", 0);
+      failedAfterOpen(); // tried again on "online", or after the backoff
+      emit();
+    }
+
+    function onVisibility() {
+      if (global.document && global.document.visibilityState === "visible") catchUp();
+    }
+
+    // pagehide and freeze: close the connection, so the server frees its
+    // slot and the page can enter the back/forward cache; pageshow and
+    // resume: connect again.
+    function onSuspend() {
+      if (stopped || suspended) return;
+      suspended = true;
+      clearTimer();
+      clearUp();
+      dropConn();
+    }
+    function onResume() {
+      if (stopped || !suspended) return;
+      suspended = false;
+      if (fatal || !isLive()) return;
+      if (last === null) join(false);
+      else startTransport();
+    }
+
+    var winEvents = { online: onOnline, offline: onOffline, pagehide: onSuspend, pageshow: onResume };
+    var docEvents = { visibilitychange: onVisibility, freeze: onSuspend, resume: onResume };
+    function listen(on) {
+      var k;
+      if (global.addEventListener) {
+        for (k in winEvents) global[on ? "addEventListener" : "removeEventListener"](k, winEvents[k]);
+      }
+      var d = global.document;
+      if (d && d.addEventListener) {
+        for (k in docEvents) d[on ? "addEventListener" : "removeEventListener"](k, docEvents[k]);
+      }
+    }
+    listen(true);
 
     function close() {
       if (stopped) return;
       clearTimer();
+      clearUp();
       dropConn();
       if (validTimer) { clearTimeout(validTimer); validTimer = null; }
       stopped = true;
-      if (global.removeEventListener) global.removeEventListener("online", onOnline);
+      listen(false);
     }
 
     join(false);
@@ -528,14 +795,16 @@
         });
       },
       rejoin: function () {
+        listen(false);
+        listen(true);
         stopped = false;
+        suspended = false;
         fatal = false;
         err = null;
+        otherTab = false;
         attempt = 0;
-        if (global.addEventListener) {
-          global.removeEventListener("online", onOnline);
-          global.addEventListener("online", onOnline);
-        }
+        upAttempt = 0;
+        transportIndex = 0;
         startPosition = 0;
         save(startKey, null);
         join(false);
@@ -543,5 +812,5 @@
     };
   }
 
-  global.Waitroom = { connect: connect, version: "1" };
+  global.Waitroom = { connect: connect, version: "2" };
 })(typeof window !== "undefined" ? window : this);

@@ -28,7 +28,8 @@ const (
 // a visitor in the pre-queue of a room that has not opened yet gets OpensAt
 // instead. Token, NotBefore and ExpiresAt go out only when admitted.
 // NextPoll goes out when set: it tells a client that falls back to polling
-// when to ask.
+// when to ask. Degraded goes out only when true: the server cannot reach
+// its store, so positions stand still, and the place is kept.
 type State struct {
 	Room       string
 	Status     Status
@@ -40,6 +41,7 @@ type State struct {
 	NotBefore  time.Time
 	ExpiresAt  time.Time
 	OpensAt    time.Time
+	Degraded   bool
 }
 
 // Heartbeat is the message a quiet push connection gets now and then, so
@@ -53,6 +55,14 @@ func (s State) PreQueue() bool { return s.Status == StatusWaiting && !s.OpensAt.
 
 // AppendJSON appends the state's JSON encoding to b.
 func (s State) AppendJSON(b []byte) []byte {
+	b = s.appendJSON(b)
+	if s.Degraded {
+		b = append(b[:len(b)-1], `,"degraded":true}`...)
+	}
+	return b
+}
+
+func (s State) appendJSON(b []byte) []byte {
 	b = appendHead(b, s.Room, s.Status)
 	if s.Status == StatusWaiting && !s.PreQueue() {
 		return appendWaitingTail(b, s.Position, s.ETASeconds, s.NextPoll, s.Paused)

@@ -23,6 +23,10 @@ func TestStateJSON(t *testing.T) {
 			`{"type":"state","room":"drop","status":"sold_out","nextPollMs":4000,"paused":false}`},
 		{"not in queue", State{Room: "a-b", Status: StatusNotInQueue},
 			`{"type":"state","room":"a-b","status":"not_in_queue","paused":false}`},
+		{"degraded waiting", State{Room: "drop", Status: StatusWaiting, Position: 3, ETASeconds: 1, NextPoll: 500 * time.Millisecond, Degraded: true},
+			`{"type":"state","room":"drop","status":"waiting","position":3,"etaSeconds":1,"nextPollMs":500,"paused":false,"degraded":true}`},
+		{"degraded pre-queue", State{Room: "drop", Status: StatusWaiting, OpensAt: opens, Degraded: true},
+			`{"type":"state","room":"drop","status":"waiting","opensAt":"2026-12-01T09:00:00Z","paused":false,"degraded":true}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -171,3 +171,62 @@ export function unexpected(errors, allowed = []) {
 }
 
 process.on("exit", () => { fs.rmSync(tmpRoot, { recursive: true, force: true }); });
+
+// startRedis runs redis-server on a free port (or port), without
+// persistence, and waits until it answers PING. stop() kills it by PID.
+export async function startRedis({ port } = {}) {
+  port = port || await freePort();
+  const dir = fs.mkdtempSync(path.join(tmpRoot, "redis-"));
+  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+    "--dir", dir, "--protected-mode", "no"], { stdio: "ignore" });
+  let gone = null;
+  const exited = new Promise((resolve) => child.on("exit", (code, sig) => resolve({ code, sig })));
+  exited.then((r) => { gone = r; });
+  child.on("error", (err) => { gone = { code: err.message }; });
+  await waitFor("redis-server to answer", async () => {
+    if (gone) throw new Error(`redis-server exited (${gone.code ?? gone.sig})`);
+    return await ping(port);
+  }, { timeout: 15000 });
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    pid: child.pid,
+    async stop() {
+      if (gone) return;
+      process.kill(child.pid, "SIGKILL");
+      await exited;
+    },
+  };
+}
+
+function ping(port) {
+  return new Promise((resolve) => {
+    const s = net.connect(port, "127.0.0.1");
+    let buf = "";
+    s.setTimeout(1000, () => { s.destroy(); resolve(false); });
+    s.on("error", () => resolve(false));
+    s.on("connect", () => s.write("PING\r\n"));
+    s.on("data", (d) => {
+      buf += d;
+      if (buf.includes("\r\n")) { s.destroy(); resolve(buf.startsWith("+PONG")); }
+    });
+  });
+}
+
+// serveFiles serves a few files (path → HTML) from another origin on a
+// free port, as an embedding site would. close() stops it.
+export async function serveFiles(files) {
+  const http = await import("node:http");
+  const port = await freePort();
+  const srv = http.createServer((req, res) => {
+    const body = files[req.url.split("?")[0]];
+    if (body === undefined) { res.writeHead(404); res.end(); return; }
+    res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store" });
+    res.end(body);
+  });
+  await new Promise((resolve) => srv.listen(port, "127.0.0.1", resolve));
+  return {
+    base: `http://127.0.0.1:${port}`,
+    close: () => new Promise((resolve) => { srv.closeAllConnections(); srv.close(resolve); }),
+  };
+}
