@@ -38,6 +38,14 @@ type RoomConfig struct {
 	JoinBurst int     // with JoinRate: how many at once
 	PowBits   int     // proof of work a new visitor's join needs (leading zero bits); 0 = none
 
+	// Presence (see Seen): with NoPresence unset, admission skips visitors
+	// unseen for AwayAfter (default 60 s) and they lose their place after
+	// DropAfter (default 10 min); with max-active or seats, an admitted
+	// visitor unseen for AwayAfter gives its unused token's slot back.
+	NoPresence bool
+	AwayAfter  time.Duration
+	DropAfter  time.Duration
+
 	version int64 // of the stored settings this was read from
 }
 
@@ -80,6 +88,12 @@ func (c RoomConfig) Validate() error {
 		return &FieldError{"failMode", `must be "open" or "closed"`}
 	case !c.OpensAt.IsZero() && (c.OpensAt.Year() < 2000 || c.OpensAt.Year() > 3000):
 		return &FieldError{"opensAt", "must be a time between the years 2000 and 3000"}
+	case c.AwayAfter != 0 && (c.AwayAfter < MinAwayAfter || c.AwayAfter > time.Hour):
+		return &FieldError{"awayAfterSeconds", "must be 0 (the default, 60) or between 15 (3 × the longest nextPollMs) and 3600"}
+	case c.DropAfter != 0 && (c.DropAfter < c.awayAfter() || c.DropAfter > 24*time.Hour):
+		return &FieldError{"dropAfterSeconds", "must be 0 (the default, 600) or between awayAfterSeconds and 86400"}
+	case c.DropAfter == 0 && c.awayAfter() > DefaultDropAfter:
+		return &FieldError{"awayAfterSeconds", "must be at most dropAfterSeconds (default 600)"}
 	}
 	return nil
 }
@@ -123,6 +137,15 @@ func (c RoomConfig) fields() []string {
 	if c.PowBits > 0 {
 		add("powBits", strconv.Itoa(c.PowBits))
 	}
+	if c.NoPresence {
+		add("presence", "off")
+	}
+	if c.AwayAfter > 0 {
+		add("awayMs", strconv.FormatInt(c.AwayAfter.Milliseconds(), 10))
+	}
+	if c.DropAfter > 0 {
+		add("dropMs", strconv.FormatInt(c.DropAfter.Milliseconds(), 10))
+	}
 	return f
 }
 
@@ -157,6 +180,12 @@ func parseRoomConfig(flat []any) RoomConfig {
 			c.JoinBurst = int(n)
 		case "powBits":
 			c.PowBits = int(n)
+		case "presence":
+			c.NoPresence = v == "off"
+		case "awayMs":
+			c.AwayAfter = time.Duration(n) * time.Millisecond
+		case "dropMs":
+			c.DropAfter = time.Duration(n) * time.Millisecond
 		case "v":
 			c.version = n
 		}

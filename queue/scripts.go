@@ -5,12 +5,18 @@ import "embed"
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
-// loadScript joins the shared prelude (now.lua) and one script.
+// loadScript joins the shared prelude (now.lua, presence.lua) and one
+// script.
 func loadScript(name string) *Script {
 	prelude, err := scriptFS.ReadFile("scripts/now.lua")
 	if err != nil {
 		panic(err)
 	}
+	presence, err := scriptFS.ReadFile("scripts/presence.lua")
+	if err != nil {
+		panic(err)
+	}
+	prelude = append(append(prelude, '\n'), presence...)
 	body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic(err)
@@ -27,6 +33,9 @@ var (
 	setcfgScript    = loadScript("setcfg")
 	restoreScript   = loadScript("restore")
 	roomstatsScript = loadScript("roomstats")
+
+	seenScript          = loadScript("seen")
+	presenceStatsScript = loadScript("presencestats")
 )
 
 // roomsKey is the set of rooms that have waiting visitors (its hash tag
@@ -51,6 +60,7 @@ const (
 	replyAdmitted   int64 = 2 // a = notBefore, b = expiresAt (Unix ms)
 	replyExpired    int64 = 3
 	replyPreQueue   int64 = 4 // a = opensAt (Unix ms)
+	replyAway       int64 = 5 // the place was lost for being away (expired)
 )
 
 // Replies of the consume script.

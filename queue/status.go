@@ -155,6 +155,9 @@ func (q *Queue) state(room, visitor string, h roomHeader, code, a, b int64) wire
 		s.Token = q.signer.SignToken(Token{Room: room, Visitor: visitor, NotBefore: s.NotBefore, ExpiresAt: s.ExpiresAt})
 	case replyExpired:
 		s.Status = wire.StatusExpired
+	case replyAway:
+		s.Status = wire.StatusExpired
+		s.Reason = wire.ReasonAway
 	case replyPreQueue:
 		// The place is drawn at opening.
 		s.Status = wire.StatusWaiting

@@ -40,7 +40,12 @@ type State struct {
 	NotBefore  time.Time
 	ExpiresAt  time.Time
 	OpensAt    time.Time
+	Reason     string // why an expired place is gone, when not the token's age: "away"
 }
+
+// ReasonAway says an expired place was lost because its visitor was away
+// (no poll and no push connection) for the room's dropAfter.
+const ReasonAway = "away"
 
 // Heartbeat is the message a quiet push connection gets now and then, so
 // that the client, and any proxy between, sees it alive. Clients ignore
@@ -65,6 +70,10 @@ func (s State) AppendJSON(b []byte) []byte {
 	b = appendNextPoll(b, s.NextPoll)
 	b = append(b, `,"paused":`...)
 	b = strconv.AppendBool(b, s.Paused)
+	if s.Reason != "" {
+		b = append(b, `,"reason":`...)
+		b = strconv.AppendQuote(b, s.Reason)
+	}
 	if s.Status == StatusAdmitted {
 		b = append(b, `,"token":`...)
 		b = strconv.AppendQuote(b, s.Token)

@@ -7,6 +7,7 @@ local p, v = ARGV[1], ARGV[2]
 local now = now_ms()
 local cfg = load_cfg(p)
 local draw_next, undrawn_left = maybe_open(p, cfg, now, tonumber(ARGV[3]), ARGV[4])
+seen_many(p, cfg, {v}, now)
 local nb, exp = read_token(p .. 't:' .. v)
 if nb then
   if now < exp then return {2, nb, exp, 0} end
@@ -23,7 +24,10 @@ local function rank_of(r)
 end
 
 local r = redis.call('ZRANK', KEYS[1], v)
-if r then return {1, rank_of(r), 0, 0} end
+if r then return {1, rank_of(r) + presence_ahead(p), 0, 0} end
+local back = presence_place(p, v)
+if back then return {1, back, 0, 0} end
+redis.call('DEL', p .. 'gone:' .. v) -- lost its place while away: a new ticket
 if draw_next then
   local at = undrawn(p, v)
   if at then return {4, at, 0, 0} end
@@ -37,4 +41,4 @@ ensure_seq(p, KEYS[1])
 local s = redis.call('INCR', p .. 'seq')
 redis.call('ZADD', KEYS[1], 'NX', s, v)
 keep_while_used(p, cfg)
-return {1, rank_of(redis.call('ZRANK', KEYS[1], v)), 0, 1}
+return {1, rank_of(redis.call('ZRANK', KEYS[1], v)) + presence_ahead(p), 0, 1}

@@ -3,7 +3,7 @@
 -- back an unused token, which returns its seat. Returns 1 if anything went.
 local p, v = ARGV[1], ARGV[2]
 local n = redis.call('ZREM', KEYS[1], v) + redis.call('SREM', p .. 'pre', v) +
-  redis.call('SREM', p .. 'drawpool', v)
+  redis.call('SREM', p .. 'drawpool', v) + forget_presence(p, v)
 local had = redis.call('DEL', p .. 't:' .. v)
 -- Frees the seat and the max-active slot only if this visitor's token still
 -- holds them: a token that expired (and was swept) or was used up does not
