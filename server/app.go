@@ -98,6 +98,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	}
 	s.hub = hub.New(broker, hubSource{q}, log, &hub.Options{
 		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.observeDelivery,
+		Presence: q,
 	})
 	s.metrics.watch(s.db, s.polls, s.hub, s.rooms)
 	for _, o := range cfg.Origins {
