@@ -247,6 +247,12 @@ func (q *Queue) writeRoomConfig(ctx context.Context, room string, c RoomConfig, 
 	if err := c.Validate(); err != nil {
 		return false, err
 	}
+	// The draw's commitment exists before anyone can join the pre-queue.
+	if !c.OpensAt.IsZero() {
+		if err := q.commitDraw(ctx, room); err != nil {
+			return false, err
+		}
+	}
 	args := append([]string{prefix(room), room, wire.Channel(room), version}, c.fields()...)
 	v, err := q.r.Eval(ctx, setcfgScript, []string{queueKey(room)}, args...)
 	if err != nil {

@@ -5,8 +5,8 @@ import "embed"
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
-// loadScript joins the shared prelude (now.lua, presence.lua) and one
-// script.
+// loadScript joins the shared prelude (draw.lua, now.lua, presence.lua)
+// and one script.
 func loadScript(name string) *Script {
 	prelude, err := scriptFS.ReadFile("scripts/now.lua")
 	if err != nil {
@@ -16,7 +16,12 @@ func loadScript(name string) *Script {
 	if err != nil {
 		panic(err)
 	}
-	prelude = append(append(prelude, '\n'), presence...)
+	draw, err := scriptFS.ReadFile("scripts/draw.lua")
+	if err != nil {
+		panic(err)
+	}
+	prelude = append(append(append(draw, '\n'), prelude...), '\n')
+	prelude = append(prelude, presence...)
 	body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic(err)
@@ -36,6 +41,9 @@ var (
 
 	seenScript          = loadScript("seen")
 	presenceStatsScript = loadScript("presencestats")
+
+	commitScript = loadScript("commit")
+	revealScript = loadScript("reveal")
 )
 
 // roomsKey is the set of rooms that have waiting visitors (its hash tag
