@@ -152,6 +152,7 @@ func (s *server) routes() *fiber.App {
 	rooms.Delete("/queue", s.leave)
 	rooms.Get("/ws", s.ws)
 	rooms.Get("/sse", s.sse)
+	rooms.Get("/draw", s.draw)
 	// Every route under this prefix is behind the entry token: the check is
 	// registered by path, so a new protected route cannot forget it.
 	protected := rooms.Group("/orders", s.requireToken)
