@@ -253,3 +253,32 @@ func TestPresenceSettingsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestPresenceSlotClockStartsAtLastSeen: a visitor last seen shortly
+// before its turn is admitted (it is not away yet), and its unused token's
+// slot comes back awayAfter after it was last seen, not after admission.
+func TestPresenceSlotClockStartsAtLastSeen(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		const room = "lastseen"
+		q := newQueue(t, r, fixedBatch(5, 50*time.Millisecond))
+		if err := q.SetRoomConfig(ctx, room, RoomConfig{Strategy: StrategyMaxActive, MaxActive: 1, AwayAfter: MinAwayAfter}); err != nil {
+			t.Fatal(err)
+		}
+		joinAll(t, q, room, "a", "b")
+		lastSeen(t, r, room, "seen", MinAwayAfter-2*time.Second, "a")
+		if got := admittedIDs(admitTaken(t, q, room)); !slices.Equal(got, []string{"a"}) {
+			t.Fatalf("admitted %v, want [a] (seen within awayAfter)", got)
+		}
+		// Well before a whole awayAfter from admission, b gets a's slot.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if got := admittedIDs(admitTaken(t, q, room)); slices.Equal(got, []string{"b"}) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("a's slot not given back within 10 s of admission")
+			}
+		}
+	})
+}

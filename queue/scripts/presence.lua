@@ -206,14 +206,19 @@ local function take(p, cfg, q, n, now, limit)
   return out
 end
 
--- admitted_seen starts the token-use watch of visitors just admitted.
+-- admitted_seen starts the token-use watch of visitors just admitted,
+-- from when each was last seen: one who left shortly before its turn gives
+-- the slot back awayAfter after leaving, not after admission.
 local function admitted_seen(p, cfg, vs, now)
   if not presence_on(cfg) or #vs == 0 then return end
   for i = 1, #vs, ZADD_CHUNK do
+    local names = {}
+    for j = i, math.min(i + ZADD_CHUNK - 1, #vs) do names[#names + 1] = vs[j] end
+    local s = redis.call('ZMSCORE', p .. 'seen', unpack(names))
     local args = {}
-    for j = i, math.min(i + ZADD_CHUNK - 1, #vs) do
-      args[#args + 1] = now
-      args[#args + 1] = vs[j]
+    for j = 1, #names do
+      args[#args + 1] = tonumber(s[j]) or now
+      args[#args + 1] = names[j]
     end
     redis.call('ZADD', p .. 'aseen', unpack(args))
   end
