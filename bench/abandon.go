@@ -224,6 +224,9 @@ func abandonOnce(ctx context.Context, o abandonOptions, strategy string, presenc
 	}
 	scancel()
 	abandonSummarise(&res, vis, t0)
+	if res.Errors > 0 {
+		fmt.Fprintf(o.Progress, "%s: %d errors; the server's log ends with:\n%s\n", label, res.Errors, tgt.logTail())
+	}
 	fmt.Fprintf(o.Progress, "%s: done in %.0fs: %.1f orders/s of %.1f (%.0f%%), stayed wait p50 %s p95 %s, %d stayed not admitted, peak held by leavers %.0f\n",
 		label, res.Seconds, res.OrdersPerSecond, res.Capacity, res.OfCapacity*100, secs(res.StayWaitP50), secs(res.StayWaitP95), res.NotAdmitted, res.PeakHeld)
 	return res, nil

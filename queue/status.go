@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/waitroom/waitroom/wire"
@@ -85,7 +86,10 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 	}
 	h := roomHeader{rate: float64(n[0]) / 1000, paused: n[1] == 1, soldOut: n[2] == 1, opensAt: n[3]}
 	if h.rate > 0 {
-		q.rates.Store(room, h.rate)
+		// The key outlives the call: a caller's string may alias a
+		// request buffer that is reused (fiber's params do), which would
+		// change a key inside the map.
+		q.rates.Store(strings.Clone(room), h.rate)
 	}
 	out := make([]wire.State, len(visitors))
 	for i, vis := range visitors {
