@@ -26,6 +26,7 @@ type abandonOptions struct {
 	DBPool     int           // server -db-pool: sets the capacity
 	Limit      time.Duration // per run
 	Strategies []string
+	Presence   []bool // runs with presence on, off, or both
 	Progress   io.Writer
 }
 
@@ -46,6 +47,9 @@ func (o *abandonOptions) defaults() {
 	o.Limit = orDur(o.Limit, map[bool]time.Duration{false: 8 * time.Minute, true: 35 * time.Second}[o.Quick])
 	if len(o.Strategies) == 0 {
 		o.Strategies = []string{"fixed", "max-active"}
+	}
+	if len(o.Presence) == 0 {
+		o.Presence = []bool{true, false}
 	}
 }
 
@@ -104,7 +108,7 @@ func runAbandon(ctx context.Context, o abandonOptions, command string) (*abandon
 	o.defaults()
 	rep := &abandonReport{Scenario: "abandon", Machine: machine(), Command: command, AwayAfter: abandonAwayAfter.Seconds()}
 	for _, strategy := range o.Strategies {
-		for _, presence := range []bool{true, false} {
+		for _, presence := range o.Presence {
 			r, err := abandonOnce(ctx, o, strategy, presence)
 			if err != nil {
 				return nil, fmt.Errorf("abandon %s presence=%v: %w", strategy, presence, err)

@@ -170,6 +170,7 @@ func run(ctx context.Context, scenario string, args []string, progress io.Writer
 		fs.IntVar(&o.DBPool, "db-pool", 0, "server -db-pool, which sets the capacity (default 10: 35/s; 4 with -quick)")
 		fs.DurationVar(&o.Limit, "limit", 0, "time limit per run (default 8m; 35s with -quick)")
 		strategies := fs.String("strategies", "fixed,max-active", "strategies to run, comma-separated")
+		presence := fs.String("presence", "on,off", "presence settings to run, comma-separated")
 		if err := fs.Parse(args); err != nil {
 			return err
 		}
@@ -178,6 +179,12 @@ func run(ctx context.Context, scenario string, args []string, progress io.Writer
 		}
 		o.Out, o.Quick, o.Progress = c.out, c.quick, progress
 		o.Strategies = splitList(*strategies)
+		for _, p := range splitList(*presence) {
+			if p != "on" && p != "off" {
+				return fmt.Errorf("abandon: -presence takes on and off, not %q", p)
+			}
+			o.Presence = append(o.Presence, p == "on")
+		}
 		_, err := runAbandon(ctx, o, command)
 		if err == nil {
 			fmt.Fprintf(progress, "wrote %s/abandon.{md,json,svg}\n", strings.TrimRight(c.out, "/"))
