@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/waitroom/waitroom/wire"
 )
@@ -14,6 +15,13 @@ import (
 const (
 	StrategyFixed     = "fixed"      // batch per tick, whatever is active
 	StrategyMaxActive = "max-active" // keep live tokens at or under MaxActive
+)
+
+// Queueing methods (RoomConfig.Method).
+const (
+	MethodFIFO        = "fifo"        // tickets in order (the default)
+	MethodPassthrough = "passthrough" // admitted at join, with a token
+	MethodReject      = "reject"      // closed to new visitors, with a message
 )
 
 // Fail modes of the protected endpoint while Redis is unreachable.
@@ -45,6 +53,11 @@ type RoomConfig struct {
 	NoPresence bool
 	AwayAfter  time.Duration
 	DropAfter  time.Duration
+
+	// Method is how the room admits (method.lua): "" or fifo, passthrough,
+	// reject; Message is what a join into a rejecting room is told.
+	Method  string
+	Message string
 
 	version int64 // of the stored settings this was read from
 }
@@ -88,6 +101,10 @@ func (c RoomConfig) Validate() error {
 		return &FieldError{"failMode", `must be "open" or "closed"`}
 	case !c.OpensAt.IsZero() && (c.OpensAt.Year() < 2000 || c.OpensAt.Year() > 3000):
 		return &FieldError{"opensAt", "must be a time between the years 2000 and 3000"}
+	case c.Method != "" && c.Method != MethodFIFO && c.Method != MethodPassthrough && c.Method != MethodReject:
+		return &FieldError{"method", `must be "fifo", "passthrough" or "reject"`}
+	case len(c.Message) > 500 || !utf8.ValidString(c.Message):
+		return &FieldError{"message", "must be UTF-8 text of at most 500 bytes"}
 	case c.AwayAfter != 0 && (c.AwayAfter < MinAwayAfter || c.AwayAfter > time.Hour):
 		return &FieldError{"awayAfterSeconds", "must be 0 (the default, 60) or between 15 (3 × the longest nextPollMs) and 3600"}
 	case c.DropAfter != 0 && (c.DropAfter < c.awayAfter() || c.DropAfter > 24*time.Hour):
@@ -140,6 +157,12 @@ func (c RoomConfig) fields() []string {
 	if c.NoPresence {
 		add("presence", "off")
 	}
+	if c.Method != "" && c.Method != MethodFIFO {
+		add("method", c.Method)
+	}
+	if c.Message != "" {
+		add("message", c.Message)
+	}
 	if c.AwayAfter > 0 {
 		add("awayMs", strconv.FormatInt(c.AwayAfter.Milliseconds(), 10))
 	}
@@ -180,6 +203,10 @@ func parseRoomConfig(flat []any) RoomConfig {
 			c.JoinBurst = int(n)
 		case "powBits":
 			c.PowBits = int(n)
+		case "method":
+			c.Method = v
+		case "message":
+			c.Message = v
 		case "presence":
 			c.NoPresence = v == "off"
 		case "awayMs":

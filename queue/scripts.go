@@ -5,8 +5,8 @@ import "embed"
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
-// loadScript joins the shared prelude (draw.lua, now.lua, presence.lua)
-// and one script.
+// loadScript joins the shared prelude (draw.lua, now.lua, presence.lua,
+// method.lua) and one script.
 func loadScript(name string) *Script {
 	prelude, err := scriptFS.ReadFile("scripts/now.lua")
 	if err != nil {
@@ -22,6 +22,11 @@ func loadScript(name string) *Script {
 	}
 	prelude = append(append(append(draw, '\n'), prelude...), '\n')
 	prelude = append(prelude, presence...)
+	method, err := scriptFS.ReadFile("scripts/method.lua")
+	if err != nil {
+		panic(err)
+	}
+	prelude = append(append(prelude, '\n'), method...)
 	body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic(err)
@@ -69,6 +74,7 @@ const (
 	replyExpired    int64 = 3
 	replyPreQueue   int64 = 4 // a = opensAt (Unix ms)
 	replyAway       int64 = 5 // the place was lost for being away (expired)
+	replyClosed     int64 = 6 // join refused by the room's method (then the message)
 )
 
 // Replies of the consume script.

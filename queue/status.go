@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,13 +18,23 @@ func (q *Queue) Join(ctx context.Context, room, visitor string) (wire.State, err
 	if err := check(room, visitor); err != nil {
 		return wire.State{}, err
 	}
-	v, err := q.r.Eval(ctx, joinScript, []string{queueKey(room)}, prefix(room), visitor, seed(), wire.Channel(room))
+	v, err := q.r.Eval(ctx, joinScript, []string{queueKey(room)}, prefix(room), visitor, seed(), wire.Channel(room),
+		strconv.FormatInt(q.opts.TokenTTL.Milliseconds(), 10),
+		strconv.FormatInt(q.opts.TokenMax.Milliseconds(), 10),
+		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10))
 	if err != nil {
 		return wire.State{}, fmt.Errorf("queue: join: %w", err)
 	}
 	n, err := asInts(v, 4)
 	if err != nil {
 		return wire.State{}, err
+	}
+	if n[0] == replyClosed {
+		s := wire.State{Room: room, Status: wire.StatusClosed}
+		if arr, _ := v.([]any); len(arr) > 4 {
+			s.Message, _ = arr[4].(string)
+		}
+		return s, nil
 	}
 	// Every join that leaves the visitor waiting lists the room for the
 	// tick loop (the set is in another slot than the room, so this is a

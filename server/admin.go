@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -60,6 +61,8 @@ type roomConfigJSON struct {
 	Presence         bool    `json:"presence"`
 	AwayAfterSeconds float64 `json:"awayAfterSeconds"`
 	DropAfterSeconds float64 `json:"dropAfterSeconds"`
+	Method           string  `json:"method"`
+	Message          string  `json:"message"`
 }
 
 // effective fills the instance defaults into a room's stored settings.
@@ -70,6 +73,7 @@ func (s *server) effective(room string, c queue.RoomConfig) roomConfigJSON {
 		JoinRate: c.JoinRate, JoinBurst: c.JoinBurst, PowBits: c.PowBits, TickMs: s.cfg.Capacity.Tick.Milliseconds(),
 		Presence: !c.NoPresence, AwayAfterSeconds: c.EffectiveAwayAfter().Seconds(),
 		DropAfterSeconds: c.EffectiveDropAfter().Seconds(),
+		Method:           cmp.Or(c.Method, queue.MethodFIFO), Message: c.Message,
 	}
 	if out.JoinRate == 0 {
 		out.JoinRate, out.JoinBurst = s.cfg.JoinRate, s.cfg.JoinBurst
@@ -155,6 +159,8 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 		Presence         *bool    `json:"presence"`
 		AwayAfterSeconds *float64 `json:"awayAfterSeconds"`
 		DropAfterSeconds *float64 `json:"dropAfterSeconds"`
+		Method           *string  `json:"method"`
+		Message          *string  `json:"message"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -221,6 +227,12 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 		seconds(in.DropAfterSeconds, &cfg.DropAfter)
 		if in.Presence != nil {
 			cfg.NoPresence = !*in.Presence
+		}
+		if in.Method != nil {
+			cfg.Method = *in.Method
+		}
+		if in.Message != nil {
+			cfg.Message = *in.Message
 		}
 		if in.FailMode != nil {
 			cfg.FailMode = *in.FailMode

@@ -5,6 +5,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -19,6 +20,7 @@ const (
 	StatusExpired    Status = "expired"
 	StatusNotInQueue Status = "not_in_queue"
 	StatusSoldOut    Status = "sold_out"
+	StatusClosed     Status = "closed" // the room takes no one now (a join's answer); Message says why
 )
 
 // State is the one message every transport sends: the body of join and
@@ -41,6 +43,7 @@ type State struct {
 	ExpiresAt  time.Time
 	OpensAt    time.Time
 	Reason     string // why an expired place is gone, when not the token's age: "away"
+	Message    string // the operator's word to visitors of a closed room
 }
 
 // ReasonAway says an expired place was lost because its visitor was away
@@ -73,6 +76,10 @@ func (s State) AppendJSON(b []byte) []byte {
 	if s.Reason != "" {
 		b = append(b, `,"reason":`...)
 		b = strconv.AppendQuote(b, s.Reason)
+	}
+	if s.Message != "" {
+		b = append(b, `,"message":`...)
+		b = appendJSONString(b, s.Message)
 	}
 	if s.Status == StatusAdmitted {
 		b = append(b, `,"token":`...)
@@ -126,4 +133,11 @@ func appendNextPoll(b []byte, d time.Duration) []byte {
 	}
 	b = append(b, `,"nextPollMs":`...)
 	return strconv.AppendInt(b, d.Milliseconds(), 10)
+}
+
+// appendJSONString appends s as a JSON string (operator text may hold any
+// character; strconv's Go quoting is not JSON for all of them).
+func appendJSONString(b []byte, s string) []byte {
+	m, _ := json.Marshal(s)
+	return append(b, m...)
 }

@@ -51,6 +51,7 @@ local keep = tonumber(ARGV[8])
 local max_active = tonumber(ARGV[10])
 if cfg.strategy == 'max-active' then max_active = num(cfg.maxActive, max_active) end
 if cfg.strategy == 'fixed' then max_active = 0 end
+if cfg.method == 'passthrough' then batch, max_active = PASS_BATCH, 0 end
 if max_active > 0 then
   batch = math.min(batch, max_active - redis.call('ZCARD', active))
 end

@@ -1,8 +1,10 @@
--- join: KEYS = queue; ARGV = prefix, visitor, seed, channel
+-- join: KEYS = queue; ARGV = prefix, visitor, seed, channel, ttlMs, maxMs,
+-- retentionMs
 -- Returns {code, a, b, new}: 1 waiting (a = 0-based rank), 2 admitted (a =
 -- notBefore, b = expiresAt), 4 in the pre-queue before opening, or not yet
 -- drawn after it (a = opensAt, or the moment of opening). new = 1 when a
--- ticket (or pre-queue place) was taken.
+-- ticket (or pre-queue place) was taken; 6 closed by the room's method
+-- (method.lua), with the operator's message as a fifth value.
 local p, v = ARGV[1], ARGV[2]
 local now = now_ms()
 local cfg = load_cfg(p)
@@ -32,6 +34,8 @@ if draw_next then
   local at = undrawn(p, v)
   if at then return {4, at, 0, 0} end
 end
+local by_method = join_method(p, cfg, v, now, tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
+if by_method then return by_method end
 local opens = num(cfg.opensAt, 0)
 if opens > now then
   local added = redis.call('SADD', p .. 'pre', v)
