@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -442,53 +443,81 @@ func abandonMarkdown(rep *abandonReport, o abandonOptions) string {
 	return b.String()
 }
 
-// abandonSVG draws the slots held by visitors who left, over time, one
-// line per run.
+// abandonSVG draws the live tokens of visitors who left, over time: one
+// panel per strategy (under fixed they waste admissions, under max-active
+// they hold slots), one line per presence setting.
 func abandonSVG(rep *abandonReport) string {
 	const (
-		w, h                 = 900, 420
-		left, right, top, bt = 60, 220, 50, 50
+		w, panelH                     = 900, 250
+		left, right, top, bottom, gap = 60, 200, 40, 40, 30
 	)
-	maxT, maxY := 1.0, 1.0
+	var strategies []string
 	for _, r := range rep.Runs {
-		for _, p := range r.Held {
-			maxT, maxY = max(maxT, p.T), max(maxY, p.Held)
+		if !slices.Contains(strategies, r.Strategy) {
+			strategies = append(strategies, r.Strategy)
 		}
 	}
-	maxY = niceCeil(maxY)
-	x := func(t float64) float64 { return left + t/maxT*float64(w-left-right) }
-	y := func(v float64) float64 { return float64(h-bt) - v/maxY*float64(h-top-bt) }
+	maxT := 1.0
+	for _, r := range rep.Runs {
+		for _, p := range r.Held {
+			maxT = max(maxT, p.T)
+		}
+	}
+	h := 40 + len(strategies)*(panelH+gap)
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="system-ui, -apple-system, Segoe UI, sans-serif" font-size="12">`+"\n", w, h, w, h)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", w, h)
-	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="16" font-weight="600">Slots held by visitors who left (live tokens of leavers)</text>`+"\n", left)
-	for i := 0; i <= 4; i++ {
-		v := maxY * float64(i) / 4
-		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", left, y(v), w-right, y(v))
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" fill="#555">%s</text>`+"\n", left-6, y(v)+4, num(v))
-	}
-	for i := 0; i <= 5; i++ {
-		t := maxT * float64(i) / 5
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%s</text>`+"\n", x(t), h-bt+18, secs(t))
-	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#555">seconds since the crowd joined</text>`+"\n", (w-right+left)/2, h-12)
-	colors := []string{"#3b6fb6", "#9bbbe6", "#e07b39", "#f2b98f"}
-	for i, r := range rep.Runs {
-		c := colors[i%len(colors)]
-		var pts []string
-		for _, p := range r.Held {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(p.T), y(p.Held)))
+	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="16" font-weight="600">Live tokens of visitors who left, over time</text>`+"\n", left)
+	for si, strategy := range strategies {
+		y0 := 40 + si*(panelH+gap)
+		maxY := 1.0
+		title := strategy + ": unused tokens of visitors who left (admissions wasted)"
+		for _, r := range rep.Runs {
+			if r.Strategy != strategy {
+				continue
+			}
+			for _, p := range r.Held {
+				maxY = max(maxY, p.Held)
+			}
+			if r.MaxActive > 0 {
+				maxY = max(maxY, float64(r.MaxActive))
+				title = fmt.Sprintf("%s: slots held by visitors who left (of %d)", strategy, r.MaxActive)
+			}
 		}
-		dash := ""
-		if !r.Presence {
-			dash = ` stroke-dasharray="5 3"`
+		maxY = niceCeil(maxY)
+		x := func(t float64) float64 { return left + t/maxT*float64(w-left-right) }
+		y := func(v float64) float64 { return float64(y0+panelH-bottom) - v/maxY*float64(panelH-top-bottom) }
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-weight="600">%s</text>`+"\n", left, y0+top-12, html.EscapeString(title))
+		for i := 0; i <= 4; i++ {
+			v := maxY * float64(i) / 4
+			fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", left, y(v), w-right, y(v))
+			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" fill="#555">%s</text>`+"\n", left-6, y(v)+4, commas(int64(math.Round(v))))
 		}
-		if len(pts) > 0 {
-			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", c, dash, strings.Join(pts, " "))
+		for i := 0; i <= 5; i++ {
+			t := maxT * float64(i) / 5
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%.0f s</text>`+"\n", x(t), y0+panelH-bottom+16, t)
 		}
-		ly := top + 20*i
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`+"\n", w-right+14, ly, w-right+40, ly, c, dash)
-		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`+"\n", w-right+46, ly+4, html.EscapeString(r.Strategy+", presence "+onOff(r.Presence)))
+		n := 0
+		for _, r := range rep.Runs {
+			if r.Strategy != strategy {
+				continue
+			}
+			c, dash := "#3b6fb6", ""
+			if !r.Presence {
+				c, dash = "#e07b39", ` stroke-dasharray="5 3"`
+			}
+			var pts []string
+			for _, p := range r.Held {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(p.T), y(p.Held)))
+			}
+			if len(pts) > 0 {
+				fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", c, dash, strings.Join(pts, " "))
+			}
+			ly := y0 + top + 20*n
+			fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`+"\n", w-right+14, ly, w-right+40, ly, c, dash)
+			fmt.Fprintf(&b, `<text x="%d" y="%d">presence %s</text>`+"\n", w-right+46, ly+4, onOff(r.Presence))
+			n++
+		}
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
