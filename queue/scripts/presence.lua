@@ -222,4 +222,7 @@ local function admitted_seen(p, cfg, vs, now)
     end
     redis.call('ZADD', p .. 'aseen', unpack(args))
   end
+  if next(cfg) == nil then
+    redis.call('PEXPIRE', p .. 'aseen', idle_ms)
+  end
 end
