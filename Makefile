@@ -4,7 +4,7 @@
 # the browser tests.
 GO         ?= go
 ARGS       ?=
-BENCH      ?= cost herd clients
+BENCH      ?= cost herd clients abandon
 BENCH_ARGS ?=
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_UPDATED = /tmp/.waitroom-apt-updated
