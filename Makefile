@@ -4,7 +4,7 @@
 # the browser tests.
 GO         ?= go
 ARGS       ?=
-BENCH      ?= cost herd clients gateway
+BENCH      ?= cost herd clients gateway abandon
 BENCH_ARGS ?=
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_UPDATED = /tmp/.waitroom-apt-updated

@@ -300,3 +300,42 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// TestAbandonQuick runs the abandon scenario small: it checks the runs
+// happened and presence did its work, not the targets (a short queue
+// leaves too little time for anyone to be seen away for 15 s).
+func TestAbandonQuick(t *testing.T) {
+	needTools(t, "go", "redis-server")
+	dir := t.TempDir()
+	rep, err := runAbandon(testContext(t, 4*time.Minute), abandonOptions{Out: dir, Quick: true, Progress: testWriter{t}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromFile abandonReport
+	md := checkOutputs(t, dir, "abandon", &fromFile)
+	if len(rep.Runs) != 4 || len(fromFile.Runs) != 4 || !strings.Contains(md, "## Targets") {
+		t.Fatalf("got %d runs (%d in the file), want 4", len(rep.Runs), len(fromFile.Runs))
+	}
+	for _, r := range rep.Runs {
+		name := r.Strategy + " presence " + onOff(r.Presence)
+		if r.Errors != 0 {
+			t.Errorf("%s: %d errors, first: %s", name, r.Errors, r.FirstError)
+		}
+		if r.Leavers < 1 || r.Leavers > 60 || r.Leavers+r.Stayers != r.Visitors {
+			t.Errorf("%s: %d left and %d stayed of %d, want up to 60 leavers", name, r.Leavers, r.Stayers, r.Visitors)
+		}
+		positive(t, name+" orders/s", r.OrdersPerSecond)
+		if len(r.Held) == 0 {
+			t.Errorf("%s: no samples of slots held", name)
+		}
+		if r.Strategy == "fixed" && r.NotAdmitted != 0 {
+			t.Errorf("%s: %d who stayed not admitted", name, r.NotAdmitted)
+		}
+		switch {
+		case !r.Presence && r.Skipped+r.Reclaimed != 0:
+			t.Errorf("%s: %d set aside and %d taken back with presence off", name, r.Skipped, r.Reclaimed)
+		case r.Presence && r.Strategy == "max-active" && r.Reclaimed == 0:
+			t.Errorf("%s: no token taken back from a visitor who left", name)
+		}
+	}
+}

@@ -14,6 +14,7 @@
 //	go run ./bench clients [-quick] [-ops 50000] [-out results/]
 //	go run ./bench gateway [-quick] [-conns 64] [-duration 10s] [-out results/]
 //	go run ./bench scale   [-quick] [-n 45000] [-transport ws|sse] [-instances 3] [-admit 30s] [-idle 60s] [-out results/]
+//	go run ./bench abandon [-quick] [-n 5000] [-leave 0.3] [-db-pool 10] [-strategies fixed,max-active] [-out results/]
 package main
 
 import (
@@ -45,6 +46,9 @@ scenarios:
   scale    45,000 push visitors over 3 instances on one Redis, paused while
            they connect, then admitting 14 per 100 ms, then paused: CPU,
            RSS and goroutines per connection, Redis, lag, drops
+  abandon  5,000 visitors of whom 30% leave while waiting, both strategies,
+           presence on and off: orders/s against capacity, the wait of
+           those who stayed, slots held by those who left over time
 
 Each scenario takes -quick (seconds) and -out DIR (default results).
 Run "go run ./bench <scenario> -h" for its flags.
@@ -176,6 +180,35 @@ func run(ctx context.Context, scenario string, args []string, progress io.Writer
 		_, err := runGateway(ctx, o, command)
 		if err == nil {
 			fmt.Fprintf(progress, "wrote %s/gateway.{md,json,svg}\n", strings.TrimRight(c.out, "/"))
+		}
+		return err
+	case "abandon":
+		var o abandonOptions
+		fs.StringVar(&c.out, "out", "results", "folder for the .md, .json and .svg outputs")
+		fs.BoolVar(&c.quick, "quick", false, "a run of seconds with small counts (what the tests run)")
+		fs.IntVar(&o.N, "n", 0, "visitors per run (default 5000; 200 with -quick)")
+		fs.Float64Var(&o.Leave, "leave", 0.3, "share of visitors who leave while waiting")
+		fs.IntVar(&o.DBPool, "db-pool", 0, "server -db-pool, which sets the capacity (default 10: 35/s; 4 with -quick)")
+		fs.DurationVar(&o.Limit, "limit", 0, "time limit per run (default 8m; 35s with -quick)")
+		strategies := fs.String("strategies", "fixed,max-active", "strategies to run, comma-separated")
+		presence := fs.String("presence", "on,off", "presence settings to run, comma-separated")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if o.Leave <= 0 || o.Leave >= 1 {
+			return fmt.Errorf("abandon: -leave must be between 0 and 1")
+		}
+		o.Out, o.Quick, o.Progress = c.out, c.quick, progress
+		o.Strategies = splitList(*strategies)
+		for _, p := range splitList(*presence) {
+			if p != "on" && p != "off" {
+				return fmt.Errorf("abandon: -presence takes on and off, not %q", p)
+			}
+			o.Presence = append(o.Presence, p == "on")
+		}
+		_, err := runAbandon(ctx, o, command)
+		if err == nil {
+			fmt.Fprintf(progress, "wrote %s/abandon.{md,json,svg}\n", strings.TrimRight(c.out, "/"))
 		}
 		return err
 	case "cost-worker":

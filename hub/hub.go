@@ -46,6 +46,9 @@ type Options struct {
 	// written, with the transport kind and the lag (write time minus
 	// notBefore). It is called from writer goroutines, concurrently.
 	OnDeliver func(kind string, lag time.Duration)
+	// Presence, when set, is told which visitors hold a push connection
+	// (see Presence).
+	Presence Presence
 }
 
 func (o *Options) withDefaults() Options {
@@ -111,6 +114,7 @@ type Hub struct {
 	sched   scheduler
 	recon   reconcileQueue
 	metrics metrics
+	pres    presenceState
 }
 
 // New returns a Hub receiving room events from b and reading exact state
@@ -132,6 +136,7 @@ func New(b Broker, src Source, log *slog.Logger, opts *Options) *Hub {
 	h.sched.init()
 	h.recon.init()
 	h.metrics.init()
+	h.pres.init()
 	return h
 }
 
@@ -145,7 +150,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	loops, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	for _, f := range []func(context.Context){
+	loopFns := []func(context.Context){
 		func(ctx context.Context) {
 			if err := h.b.Run(ctx, receiver{h}); err != nil {
 				h.log.Error("hub: broker stopped", "err", err)
@@ -154,7 +159,11 @@ func (h *Hub) Run(ctx context.Context) error {
 		h.reconcileLoop,
 		h.flushLoop,
 		func(ctx context.Context) { h.sched.run(ctx, h.fire) },
-	} {
+	}
+	if h.opts.Presence != nil {
+		loopFns = append(loopFns, h.presenceLoop)
+	}
+	for _, f := range loopFns {
 		wg.Go(func() { f(loops) })
 	}
 	<-ctx.Done()
@@ -311,6 +320,9 @@ func (h *Hub) removeLocked(c *Conn) bool {
 	if len(v.conns) == 0 {
 		delete(r.visitors, v.id)
 		v.gone = true
+		if h.opts.Presence != nil && !h.shutdown.Load() {
+			h.pres.gone(r.name, v.id)
+		}
 	}
 	r.nconns--
 	h.perVisitor.release(v.id)

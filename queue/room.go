@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/waitroom/waitroom/wire"
 )
@@ -14,6 +15,13 @@ import (
 const (
 	StrategyFixed     = "fixed"      // batch per tick, whatever is active
 	StrategyMaxActive = "max-active" // keep live tokens at or under MaxActive
+)
+
+// Queueing methods (RoomConfig.Method).
+const (
+	MethodFIFO        = "fifo"        // tickets in order (the default)
+	MethodPassthrough = "passthrough" // admitted at join, with a token
+	MethodReject      = "reject"      // closed to new visitors, with a message
 )
 
 // Fail modes of the protected endpoint while Redis is unreachable.
@@ -37,6 +45,19 @@ type RoomConfig struct {
 	JoinRate  float64 // new visitors per second one client address may create here; 0 = the deployment's
 	JoinBurst int     // with JoinRate: how many at once
 	PowBits   int     // proof of work a new visitor's join needs (leading zero bits); 0 = none
+
+	// Presence (see Seen): with NoPresence unset, admission skips visitors
+	// unseen for AwayAfter (default 60 s) and they lose their place after
+	// DropAfter (default 10 min); with max-active or seats, an admitted
+	// visitor unseen for AwayAfter gives its unused token's slot back.
+	NoPresence bool
+	AwayAfter  time.Duration
+	DropAfter  time.Duration
+
+	// Method is how the room admits (method.lua): "" or fifo, passthrough,
+	// reject; Message is what a join into a rejecting room is told.
+	Method  string
+	Message string
 
 	version int64 // of the stored settings this was read from
 }
@@ -80,6 +101,16 @@ func (c RoomConfig) Validate() error {
 		return &FieldError{"failMode", `must be "open" or "closed"`}
 	case !c.OpensAt.IsZero() && (c.OpensAt.Year() < 2000 || c.OpensAt.Year() > 3000):
 		return &FieldError{"opensAt", "must be a time between the years 2000 and 3000"}
+	case c.Method != "" && c.Method != MethodFIFO && c.Method != MethodPassthrough && c.Method != MethodReject:
+		return &FieldError{"method", `must be "fifo", "passthrough" or "reject"`}
+	case len(c.Message) > 500 || !utf8.ValidString(c.Message):
+		return &FieldError{"message", "must be UTF-8 text of at most 500 bytes"}
+	case c.AwayAfter != 0 && (c.AwayAfter < MinAwayAfter || c.AwayAfter > time.Hour):
+		return &FieldError{"awayAfterSeconds", "must be 0 (the default, 60) or between 15 (3 × the longest nextPollMs) and 3600"}
+	case c.DropAfter != 0 && (c.DropAfter < c.awayAfter() || c.DropAfter > 24*time.Hour):
+		return &FieldError{"dropAfterSeconds", "must be 0 (the default, 600) or between awayAfterSeconds and 86400"}
+	case c.DropAfter == 0 && c.awayAfter() > DefaultDropAfter:
+		return &FieldError{"awayAfterSeconds", "must be at most dropAfterSeconds (default 600)"}
 	}
 	return nil
 }
@@ -123,6 +154,21 @@ func (c RoomConfig) fields() []string {
 	if c.PowBits > 0 {
 		add("powBits", strconv.Itoa(c.PowBits))
 	}
+	if c.NoPresence {
+		add("presence", "off")
+	}
+	if c.Method != "" && c.Method != MethodFIFO {
+		add("method", c.Method)
+	}
+	if c.Message != "" {
+		add("message", c.Message)
+	}
+	if c.AwayAfter > 0 {
+		add("awayMs", strconv.FormatInt(c.AwayAfter.Milliseconds(), 10))
+	}
+	if c.DropAfter > 0 {
+		add("dropMs", strconv.FormatInt(c.DropAfter.Milliseconds(), 10))
+	}
 	return f
 }
 
@@ -157,6 +203,16 @@ func parseRoomConfig(flat []any) RoomConfig {
 			c.JoinBurst = int(n)
 		case "powBits":
 			c.PowBits = int(n)
+		case "method":
+			c.Method = v
+		case "message":
+			c.Message = v
+		case "presence":
+			c.NoPresence = v == "off"
+		case "awayMs":
+			c.AwayAfter = time.Duration(n) * time.Millisecond
+		case "dropMs":
+			c.DropAfter = time.Duration(n) * time.Millisecond
 		case "v":
 			c.version = n
 		}
@@ -217,6 +273,12 @@ func (q *Queue) writeRoomConfig(ctx context.Context, room string, c RoomConfig, 
 	}
 	if err := c.Validate(); err != nil {
 		return false, err
+	}
+	// The draw's commitment exists before anyone can join the pre-queue.
+	if !c.OpensAt.IsZero() {
+		if err := q.commitDraw(ctx, room); err != nil {
+			return false, err
+		}
 	}
 	args := append([]string{prefix(room), room, wire.Channel(room), version}, c.fields()...)
 	v, err := q.r.Eval(ctx, setcfgScript, []string{queueKey(room)}, args...)

@@ -5,12 +5,28 @@ import "embed"
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
-// loadScript joins the shared prelude (now.lua) and one script.
+// loadScript joins the shared prelude (draw.lua, now.lua, presence.lua,
+// method.lua) and one script.
 func loadScript(name string) *Script {
 	prelude, err := scriptFS.ReadFile("scripts/now.lua")
 	if err != nil {
 		panic(err)
 	}
+	presence, err := scriptFS.ReadFile("scripts/presence.lua")
+	if err != nil {
+		panic(err)
+	}
+	draw, err := scriptFS.ReadFile("scripts/draw.lua")
+	if err != nil {
+		panic(err)
+	}
+	prelude = append(append(append(draw, '\n'), prelude...), '\n')
+	prelude = append(prelude, presence...)
+	method, err := scriptFS.ReadFile("scripts/method.lua")
+	if err != nil {
+		panic(err)
+	}
+	prelude = append(append(prelude, '\n'), method...)
 	body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic(err)
@@ -27,6 +43,12 @@ var (
 	setcfgScript    = loadScript("setcfg")
 	restoreScript   = loadScript("restore")
 	roomstatsScript = loadScript("roomstats")
+
+	seenScript          = loadScript("seen")
+	presenceStatsScript = loadScript("presencestats")
+
+	commitScript = loadScript("commit")
+	revealScript = loadScript("reveal")
 )
 
 // roomsKey is the set of rooms that have waiting visitors (its hash tag
@@ -51,6 +73,8 @@ const (
 	replyAdmitted   int64 = 2 // a = notBefore, b = expiresAt (Unix ms)
 	replyExpired    int64 = 3
 	replyPreQueue   int64 = 4 // a = opensAt (Unix ms)
+	replyAway       int64 = 5 // the place was lost for being away (expired)
+	replyClosed     int64 = 6 // join refused by the room's method (then the message)
 )
 
 // Replies of the consume script.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/waitroom/waitroom/wire"
@@ -16,13 +18,23 @@ func (q *Queue) Join(ctx context.Context, room, visitor string) (wire.State, err
 	if err := check(room, visitor); err != nil {
 		return wire.State{}, err
 	}
-	v, err := q.r.Eval(ctx, joinScript, []string{queueKey(room)}, prefix(room), visitor, seed(), wire.Channel(room))
+	v, err := q.r.Eval(ctx, joinScript, []string{queueKey(room)}, prefix(room), visitor, seed(), wire.Channel(room),
+		strconv.FormatInt(q.opts.TokenTTL.Milliseconds(), 10),
+		strconv.FormatInt(q.opts.TokenMax.Milliseconds(), 10),
+		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10))
 	if err != nil {
 		return wire.State{}, fmt.Errorf("queue: join: %w", err)
 	}
 	n, err := asInts(v, 5)
 	if err != nil {
 		return wire.State{}, err
+	}
+	if n[0] == replyClosed {
+		s := wire.State{Room: room, Status: wire.StatusClosed}
+		if arr, _ := v.([]any); len(arr) > 4 {
+			s.Message, _ = arr[4].(string)
+		}
+		return s, nil
 	}
 	// Every join that leaves the visitor waiting lists the room for the
 	// tick loop (the set is in another slot than the room, so this is a
@@ -85,7 +97,10 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 	}
 	h := roomHeader{rate: float64(n[0]) / 1000, paused: n[1] == 1, soldOut: n[2] == 1, opensAt: n[3]}
 	if h.rate > 0 {
-		q.rates.Store(room, h.rate)
+		// The key outlives the call: a caller's string may alias a
+		// request buffer that is reused (fiber's params do), which would
+		// change a key inside the map.
+		q.rates.Store(strings.Clone(room), h.rate)
 	}
 	out := make([]wire.State, len(visitors))
 	for i, vis := range visitors {
@@ -155,6 +170,9 @@ func (q *Queue) state(room, visitor string, h roomHeader, code, a, b int64) wire
 		s.Token = q.signer.SignToken(Token{Room: room, Visitor: visitor, NotBefore: s.NotBefore, ExpiresAt: s.ExpiresAt})
 	case replyExpired:
 		s.Status = wire.StatusExpired
+	case replyAway:
+		s.Status = wire.StatusExpired
+		s.Reason = wire.ReasonAway
 	case replyPreQueue:
 		// The place is drawn at opening.
 		s.Status = wire.StatusWaiting

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -56,6 +57,12 @@ type roomConfigJSON struct {
 	PowBits         int     `json:"powBits"`
 	TickMs          int64   `json:"tickMs"`
 	TPS             float64 `json:"tps"`
+
+	Presence         bool    `json:"presence"`
+	AwayAfterSeconds float64 `json:"awayAfterSeconds"`
+	DropAfterSeconds float64 `json:"dropAfterSeconds"`
+	Method           string  `json:"method"`
+	Message          string  `json:"message"`
 }
 
 // effective fills the instance defaults into a room's stored settings.
@@ -64,6 +71,9 @@ func (s *server) effective(room string, c queue.RoomConfig) roomConfigJSON {
 		Room: room, Paused: c.Paused, Strategy: c.Strategy, Batch: c.Batch, MaxActive: c.MaxActive, Seats: c.Seats,
 		TokenTTLSeconds: c.TokenTTL.Seconds(), TokenMaxSeconds: c.TokenMax.Seconds(), FailMode: c.FailMode,
 		JoinRate: c.JoinRate, JoinBurst: c.JoinBurst, PowBits: c.PowBits, TickMs: s.cfg.Capacity.Tick.Milliseconds(),
+		Presence: !c.NoPresence, AwayAfterSeconds: c.EffectiveAwayAfter().Seconds(),
+		DropAfterSeconds: c.EffectiveDropAfter().Seconds(),
+		Method:           cmp.Or(c.Method, queue.MethodFIFO), Message: c.Message,
 	}
 	if out.JoinRate == 0 {
 		out.JoinRate, out.JoinBurst = s.cfg.JoinRate, s.cfg.JoinBurst
@@ -145,6 +155,12 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 		JoinRate        *float64 `json:"joinRate"`
 		JoinBurst       *int     `json:"joinBurst"`
 		PowBits         *int     `json:"powBits"`
+
+		Presence         *bool    `json:"presence"`
+		AwayAfterSeconds *float64 `json:"awayAfterSeconds"`
+		DropAfterSeconds *float64 `json:"dropAfterSeconds"`
+		Method           *string  `json:"method"`
+		Message          *string  `json:"message"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -207,6 +223,17 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 		}
 		seconds(in.TokenTTLSeconds, &cfg.TokenTTL)
 		seconds(in.TokenMaxSeconds, &cfg.TokenMax)
+		seconds(in.AwayAfterSeconds, &cfg.AwayAfter)
+		seconds(in.DropAfterSeconds, &cfg.DropAfter)
+		if in.Presence != nil {
+			cfg.NoPresence = !*in.Presence
+		}
+		if in.Method != nil {
+			cfg.Method = *in.Method
+		}
+		if in.Message != nil {
+			cfg.Message = *in.Message
+		}
 		if in.FailMode != nil {
 			cfg.FailMode = *in.FailMode
 		}
@@ -293,6 +320,10 @@ func (s *server) adminStats(c *fiber.Ctx) error {
 	if err != nil {
 		return s.storeError(c, err)
 	}
+	pres, err := s.q.Presence(ctx, r)
+	if err != nil {
+		return s.storeError(c, err)
+	}
 	eff := s.effective(r, cfg)
 	var ws, sse int64
 	var p50, p99 time.Duration
@@ -317,6 +348,12 @@ func (s *server) adminStats(c *fiber.Ctx) error {
 		"connections": fiber.Map{"ws": ws, "sse": sse}, "instances": live,
 		"deliveryLagMs": fiber.Map{"p50": float64(p50.Microseconds()) / 1000, "p99": float64(p99.Microseconds()) / 1000, "count": lagN},
 		"batch":         eff.Batch, "tickMs": eff.TickMs, "tps": eff.TPS,
+		"presence": fiber.Map{
+			"on": pres.On, "waitingPresent": pres.WaitingPresent, "away": pres.Away, "back": pres.Back,
+			"reclaimedPerMinute": pres.ReclaimedPerMinute, "skippedPerMinute": pres.SkippedPerMinute,
+			"droppedPerMinute": pres.DroppedPerMinute, "reclaimedTotal": pres.ReclaimedTotal,
+			"skippedTotal": pres.SkippedTotal, "droppedTotal": pres.DroppedTotal,
+		},
 		"at": time.Now().UTC().Format(time.RFC3339Nano),
 	})
 }

@@ -106,6 +106,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	}
 	s.hub = hub.New(broker, hubSource{q}, log, &hub.Options{
 		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.observeDelivery,
+		Presence: q,
 	})
 	s.metrics.watch(s.db, s.polls, s.hub, s.rooms)
 	for _, o := range cfg.Origins {
@@ -167,6 +168,7 @@ func (s *server) routes() *fiber.App {
 	rooms.Get("/ws", s.ws)
 	rooms.Get("/sse", s.sse)
 	rooms.Post("/ticket", s.ticket)
+	rooms.Get("/draw", s.draw)
 	// Every route under this prefix is behind the entry token: the check is
 	// registered by path, so a new protected route cannot forget it.
 	protected := rooms.Group("/orders", s.requireToken)

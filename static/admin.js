@@ -225,6 +225,12 @@
     return v < 10 ? oneDecimal.format(v) : numbers.format(Math.round(v));
   }
 
+  // presenceNote: who of those waiting is there (presence on), else "".
+  function presenceNote(p) {
+    if (!p || !p.on) return "";
+    return numbers.format(p.waitingPresent || 0) + " present · " + numbers.format(p.away || 0) + " away";
+  }
+
   function show(s) {
     var now = Date.now();
     var rate = rateOf(s, now);
@@ -239,13 +245,16 @@
       badge.textContent = "admission paused";
       nw.appendChild(badge);
     } else if (!s.paused) {
-      set("n-waiting", "in line now");
+      set("n-waiting", presenceNote(s.presence) || "in line now");
     }
 
     set("v-rate", oneDecimal.format(rate));
     set("n-rate", typeof s.admittedTotal === "number" ? numbers.format(s.admittedTotal) + " admitted in total" : "");
 
     set("v-tokens", numbers.format(s.activeTokens || 0));
+    var pr = s.presence;
+    set("n-tokens", "entries issued, not used yet" + (pr && pr.on ?
+      " · " + numbers.format(pr.reclaimedPerMinute || 0) + " taken back / min" : ""));
 
     var c = s.connections || {};
     var ws = c.ws || 0, sse = c.sse || 0;

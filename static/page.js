@@ -289,7 +289,9 @@
       case "expired":
         show({
           status: "expired", headline: "Your turn has passed",
-          detail: "Your entry was held for you but not used in time, so it expired.",
+          detail: state.reason === "away" ?
+            "You were away from this page for too long, so your place was given to the next in line." :
+            "Your entry was held for you but not used in time, so it expired.",
           sub: "Join again to take a new place at the back of the line."
         });
         setActions("rejoin", function (box) { box.appendChild(button("Join again", "primary", rejoin, "rejoin")); });
@@ -303,6 +305,15 @@
         });
         setActions("rejoin", function (box) { box.appendChild(button("Join again", "primary", rejoin, "rejoin")); });
         announce("You're not in the queue. You can join again.", "not_in_queue", "", true);
+        return;
+      case "closed":
+        show({
+          status: "closed", eyebrow: "Waiting room", headline: "Closed for now",
+          detail: state.message || "This waiting room takes no one right now.",
+          sub: "Come back later and join again."
+        });
+        setActions("rejoin", function (box) { box.appendChild(button("Try again", "primary", rejoin, "rejoin")); });
+        announce("Closed for now. " + (state.message || ""), "closed", true);
         return;
       case "sold_out":
         show({

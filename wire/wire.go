@@ -5,6 +5,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -19,6 +20,7 @@ const (
 	StatusExpired    Status = "expired"
 	StatusNotInQueue Status = "not_in_queue"
 	StatusSoldOut    Status = "sold_out"
+	StatusClosed     Status = "closed" // the room takes no one now (a join's answer); Message says why
 )
 
 // State is the one message every transport sends: the body of join and
@@ -42,7 +44,13 @@ type State struct {
 	ExpiresAt  time.Time
 	OpensAt    time.Time
 	Degraded   bool
+	Reason     string // why an expired place is gone, when not the token's age: "away"
+	Message    string // the operator's word to visitors of a closed room
 }
+
+// ReasonAway says an expired place was lost because its visitor was away
+// (no poll and no push connection) for the room's dropAfter.
+const ReasonAway = "away"
 
 // Heartbeat is the message a quiet push connection gets now and then, so
 // that the client, and any proxy between, sees it alive. Clients ignore
@@ -75,6 +83,14 @@ func (s State) appendJSON(b []byte) []byte {
 	b = appendNextPoll(b, s.NextPoll)
 	b = append(b, `,"paused":`...)
 	b = strconv.AppendBool(b, s.Paused)
+	if s.Reason != "" {
+		b = append(b, `,"reason":`...)
+		b = strconv.AppendQuote(b, s.Reason)
+	}
+	if s.Message != "" {
+		b = append(b, `,"message":`...)
+		b = appendJSONString(b, s.Message)
+	}
 	if s.Status == StatusAdmitted {
 		b = append(b, `,"token":`...)
 		b = strconv.AppendQuote(b, s.Token)
@@ -127,4 +143,11 @@ func appendNextPoll(b []byte, d time.Duration) []byte {
 	}
 	b = append(b, `,"nextPollMs":`...)
 	return strconv.AppendInt(b, d.Milliseconds(), 10)
+}
+
+// appendJSONString appends s as a JSON string (operator text may hold any
+// character; strconv's Go quoting is not JSON for all of them).
+func appendJSONString(b []byte, s string) []byte {
+	m, _ := json.Marshal(s)
+	return append(b, m...)
 }

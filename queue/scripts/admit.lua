@@ -29,14 +29,20 @@ local seats = num(cfg.seats, 0)
 -- A room announced sold out hears when seats are free again, whatever
 -- freed them (expiry, leave, a give-back or more seats).
 redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
+local slots = seats > 0 or cfg.strategy == 'max-active' or
+  (cfg.strategy ~= 'fixed' and tonumber(ARGV[10]) > 0)
+presence_sweep(p, cfg, KEYS[1], now, tonumber(ARGV[8]), slots)
 if redis.call('HGET', stats, 'full') and not sold_out(p, cfg, now) then
   redis.call('HDEL', stats, 'full')
   redis.call('PUBLISH', channel, '{"type":"config","room":"' .. room .. '","reason":"seats_released"}')
 end
 
 -- Visitors still in a draw's pool count as waiting: they will have places.
-local waiting = redis.call('ZCARD', KEYS[1]) + (undrawn_left or 0)
-if cfg.paused == '1' or waiting == 0 then return {1, tick, 0, waiting, ''} end
+-- Those who came back wait ahead of the queue; those set aside as away
+-- keep the room in the tick loop until they come back or are dropped.
+local waiting = redis.call('ZCARD', KEYS[1]) + (undrawn_left or 0) + presence_ahead(p)
+local aside = redis.call('ZCARD', p .. 'away')
+if cfg.paused == '1' or waiting == 0 then return {1, tick, 0, waiting + aside, ''} end
 
 local batch = num(cfg.batch, tonumber(ARGV[5]))
 local ttl = num(cfg.ttlMs, tonumber(ARGV[6]))
@@ -45,6 +51,7 @@ local keep = tonumber(ARGV[8])
 local max_active = tonumber(ARGV[10])
 if cfg.strategy == 'max-active' then max_active = num(cfg.maxActive, max_active) end
 if cfg.strategy == 'fixed' then max_active = 0 end
+if cfg.method == 'passthrough' then batch, max_active = PASS_BATCH, 0 end
 if max_active > 0 then
   batch = math.min(batch, max_active - redis.call('ZCARD', active))
 end
@@ -60,13 +67,15 @@ end
 local k = 0
 local event = ''
 if batch > 0 then
-  local popped = redis.call('ZPOPMIN', KEYS[1], batch)
+  local limit = 4 * batch + 64
+  if draw_next then limit = batch end
+  local popped = take(p, cfg, KEYS[1], batch, now, limit)
   k = #popped / 2
   -- Stratified jitter over the next tick window: slot i of k gets a random
   -- moment inside [start + i*w/k, start + (i+1)*w/k), so notBefore is never
   -- in the past and consecutive batches never overlap.
   local start = (tick + 1) * tick_ms
-  local parts = {}
+  local parts, names = {}, {}
   for i = 0, k - 1 do
     seed = next_rand(seed)
     local nb = start
@@ -81,7 +90,9 @@ if batch > 0 then
     redis.call('SET', p .. 't:' .. v, nb .. ':' .. exp .. ':' .. cap, 'PX', cap - now + keep)
     redis.call('ZADD', active, exp, v)
     parts[#parts + 1] = '["' .. v .. '",' .. nb .. ',' .. exp .. ']'
+    names[#names + 1] = v
   end
+  admitted_seen(p, cfg, names, now)
   if k > 0 then
     redis.call('HINCRBY', stats, 'admitted', k)
     keep_while_used(p, cfg, max_ttl + keep)
@@ -107,4 +118,4 @@ if waiting > k then
   if rate < 0 then rate = inst else rate = rate + alpha * (inst - rate) end
   redis.call('HSET', stats, 'rate', string.format('%.4f', rate))
 end
-return {1, tick, k, waiting - k, event}
+return {1, tick, k, waiting - k + aside, event}

@@ -46,17 +46,17 @@ end
 -- room now, with the same draw) the pre-queue set becomes the draw pool
 -- and the next n tickets are reserved for its n members, so everyone who
 -- joins from then on stands behind all of them.
--- Each call (join, status, the tick) then moves one slice: SPOP takes a
--- random subset of the pool, a seeded shuffle orders it, and it gets the
--- next reserved tickets. Tickets once given never change, so the order of
--- those drawn is fixed; the order of the whole draw is a fair random
--- permutation. The draw hash holds the next ticket and the moment of
--- opening; it is gone when the pool is empty, and then an open event on
--- channel tells the hubs that every pre-queued visitor has a place.
+-- Each call (join, status, the tick) then moves one slice: first keying
+-- the pool's visitors with the room's committed seed, then placing them
+-- in key order on the reserved tickets (draw.lua says how: a fair random
+-- permutation that anyone can recompute after opening). The draw hash
+-- holds the next ticket and the moment of opening; it is gone when every
+-- visitor is placed, and then an open event on channel tells the hubs
+-- that every pre-queued visitor has a place.
 -- A slice of 1,000 holds Redis for about 8 ms on a busy 2-core machine; at
 -- most one slice every 20 ms keeps Redis free for everything else more than
--- half of the time while a big draw runs (1,000,000 visitors in about 20 s;
--- admission meanwhile goes on with those drawn).
+-- half of the time while a big draw runs (1,000,000 visitors in about
+-- 40 s, keying then placing; admission goes on with those placed).
 local DRAW_SLICE = 1000
 local DRAW_GAP_MS = 20
 local ZADD_CHUNK = 500 -- members per ZADD call (Lua's stack bounds unpack)
@@ -81,29 +81,41 @@ local function maybe_open(p, cfg, now, seed, channel)
     redis.call('RENAME', p .. 'pre', pool)
     nx = redis.call('INCRBY', p .. 'seq', n) - n + 1
     if opens == 0 then opens = now end
+    draw_start(p, seed .. ':' .. now, opens, n)
     redis.call('HSET', draw, 'next', nx, 'at', opens, 'n', n)
   end
+  -- First every visitor of the pool is keyed (draw.lua), a slice per
+  -- call; then the keyed are placed in key order, a slice per call.
+  -- Tickets once given never change, so the order of those placed is fixed.
+  -- A call does at most DRAW_SLICE visitors' worth of either, so a small
+  -- draw is keyed and placed at once.
   local members = redis.call('SPOP', pool, DRAW_SLICE)
-  -- SPOP picks a random subset but returns it in no particular order.
-  for i = #members, 2, -1 do
-    seed = next_rand(seed)
-    local j = 1 + (seed % i)
-    members[i], members[j] = members[j], members[i]
+  if #members > 0 then
+    draw_key_slice(p, redis.call('HGET', p .. 'drawc', 'seed'), members, ZADD_CHUNK)
   end
-  for i = 1, #members, ZADD_CHUNK do
+  local budget = DRAW_SLICE - #members
+  local unkeyed = redis.call('SCARD', pool)
+  if unkeyed > 0 or budget <= 0 then
+    redis.call('HSET', draw, 'last', now)
+    return nx, unkeyed + redis.call('ZCARD', p .. 'drawkey')
+  end
+  local keyed = redis.call('ZPOPMIN', p .. 'drawkey', budget)
+  local placed = #keyed / 2
+  for i = 1, placed, ZADD_CHUNK do
     local args = {}
-    for j = i, math.min(i + ZADD_CHUNK - 1, #members) do
+    for j = i, math.min(i + ZADD_CHUNK - 1, placed) do
       args[#args + 1] = nx + j - 1
-      args[#args + 1] = members[j]
+      args[#args + 1] = string.sub(keyed[2 * j - 1], 42)
     end
     redis.call('ZADD', p .. 'q', 'NX', unpack(args))
   end
-  nx = nx + #members
-  local left = redis.call('SCARD', pool)
+  nx = nx + placed
+  local left = redis.call('ZCARD', p .. 'drawkey')
   if left > 0 then
     redis.call('HSET', draw, 'next', nx, 'last', now)
     return nx, left
   end
+  draw_done(p)
   local n = redis.call('HGET', draw, 'n')
   redis.call('DEL', draw)
   redis.call('PUBLISH', channel, '{"type":"open","count":' .. n .. '}')
@@ -113,7 +125,8 @@ end
 -- When a visitor is still in the pool of a draw under way: the moment of
 -- opening (a pre-queue answer), else nil.
 local function undrawn(p, v)
-  if redis.call('SISMEMBER', p .. 'drawpool', v) == 0 then return nil end
+  if redis.call('SISMEMBER', p .. 'drawpool', v) == 0 and
+    not redis.call('ZSCORE', p .. 'drawlist', v) then return nil end
   return num(redis.call('HGET', p .. 'draw', 'at'), 0)
 end
 

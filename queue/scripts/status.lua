@@ -3,7 +3,8 @@
 -- then code, a, b per visitor: 0 not in queue, 1 waiting (a = 0-based
 -- rank), 2 admitted (a = notBefore, b = expiresAt), 3 expired, 4 pre-queue
 -- (a = opensAt), or not yet drawn while a draw is under way (a = the moment
--- of opening; the place is not known yet).
+-- of opening; the place is not known yet), 5 place lost for being away.
+-- A status is a sign of life of each visitor asked about (presence.lua).
 local p = ARGV[1]
 local now = now_ms()
 local cfg = load_cfg(p)
@@ -19,6 +20,7 @@ local out = {math.floor(rate * 1000), paused, soldout, num(cfg.opensAt, 0),
 local visitors = {}
 for i = 4, #ARGV do visitors[#visitors + 1] = ARGV[i] end
 local n = #visitors
+seen_many(p, cfg, visitors, now)
 
 -- Ranks. A visitor in the queue holds no token (admission pops before it
 -- writes one), so the rank is read first. For a batch (a hub's reconcile,
@@ -64,11 +66,15 @@ if draw_next then
 end
 
 local pre = p .. 'pre'
+local ahead = presence_ahead(p)
 for i = 1, n do
   local v = visitors[i]
   local code, a, b = 0, 0, 0
+  local back = not rank[v] and presence_place(p, v)
   if rank[v] then
-    code, a = 1, rank[v]
+    code, a = 1, rank[v] + ahead
+  elseif back then
+    code, a = 1, back
   else
     local nb, exp = read_token(p .. 't:' .. v)
     if nb then
@@ -79,6 +85,7 @@ for i = 1, n do
       local at = undrawn(p, v)
       if at then code, a = 4, at end
     end
+    if code == 0 and dropped_away(p, v) then code = 5 end
   end
   out[#out + 1] = code; out[#out + 1] = a; out[#out + 1] = b
 end

@@ -1,0 +1,125 @@
+package hub
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Presence records that visitors are there. The hub tells it, in batches,
+// which visitors of a room hold a push connection (at most once per the
+// interval Seen returns for that room, a third of its awayAfter), and which
+// just closed their last one. The queue then keeps their place while they
+// are connected, and counts the time away from when they left.
+type Presence interface {
+	// Seen records a sign of life of visitors of room now and returns how
+	// soon the same visitors need writing again. The hub calls it with at
+	// most Options.ReconcileBatch visitors.
+	Seen(ctx context.Context, room string, visitors []string) (time.Duration, error)
+}
+
+// presenceCheck is how often the presence loop looks for rooms due; it
+// also bounds how late a closed connection's last sign of life is written.
+const presenceCheck = time.Second
+
+// presenceDefault is the interval until a room's first answer.
+const presenceDefault = 20 * time.Second
+
+// presenceState is what the presence loop keeps between rounds.
+type presenceState struct {
+	mu   sync.Mutex
+	due  map[string]time.Time // room -> next batch write of its visitors
+	left map[string][]string  // room -> visitors whose last connection closed
+}
+
+func (p *presenceState) init() {
+	p.due = make(map[string]time.Time)
+	p.left = make(map[string][]string)
+}
+
+// gone notes that visitor's last connection in room closed. Called with
+// the room's lock held; takes only p.mu.
+func (p *presenceState) gone(room, visitor string) {
+	p.mu.Lock()
+	p.left[room] = append(p.left[room], visitor)
+	p.mu.Unlock()
+}
+
+// presenceLoop writes presence until ctx ends.
+func (h *Hub) presenceLoop(ctx context.Context) {
+	t := time.NewTicker(presenceCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		h.presenceRound(ctx, time.Now())
+	}
+}
+
+// presenceRound writes the visitors of every room that is due, and the
+// visitors who left since the last round.
+func (h *Hub) presenceRound(ctx context.Context, now time.Time) {
+	p := &h.pres
+	p.mu.Lock()
+	left := p.left
+	p.left = make(map[string][]string)
+	p.mu.Unlock()
+	for room, vs := range left {
+		slices.Sort(vs)
+		h.writeSeen(ctx, room, slices.Compact(vs))
+	}
+
+	rooms := h.snapshotRooms()
+	live := make(map[string]bool, len(rooms))
+	for _, r := range rooms {
+		live[r.name] = true
+		p.mu.Lock()
+		due := !now.Before(p.due[r.name])
+		p.mu.Unlock()
+		if !due {
+			continue
+		}
+		r.mu.Lock()
+		ids := make([]string, 0, len(r.visitors))
+		for id := range r.visitors {
+			ids = append(ids, id)
+		}
+		r.mu.Unlock()
+		every := h.writeSeen(ctx, r.name, ids)
+		p.mu.Lock()
+		p.due[r.name] = now.Add(every)
+		p.mu.Unlock()
+	}
+	p.mu.Lock()
+	for name := range p.due {
+		if !live[name] {
+			delete(p.due, name)
+		}
+	}
+	p.mu.Unlock()
+}
+
+// writeSeen writes ids in batches and returns the room's interval.
+func (h *Hub) writeSeen(ctx context.Context, room string, ids []string) time.Duration {
+	every := presenceDefault
+	for batch := range slices.Chunk(ids, h.opts.ReconcileBatch) {
+		wctx, cancel := context.WithTimeout(ctx, stateTimeout)
+		d, err := h.opts.Presence.Seen(wctx, room, batch)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn("hub: presence", "room", room, "err", err)
+			}
+			// Try again next round rather than after a whole interval.
+			return presenceCheck
+		}
+		if d > 0 {
+			every = d
+		}
+	}
+	return every
+}

@@ -1,0 +1,187 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/wire"
+)
+
+func methodOpts() *Options {
+	return &Options{Capacity: Capacity{Batch: 2, Tick: 50 * time.Millisecond}, TokenTTL: 30 * time.Second}
+}
+
+// TestMethodsAcrossInstances drives one room through reject, passthrough
+// and back to fifo while three instances join and tick it: a rejecting
+// room closes to newcomers with the operator's message but admits those
+// already in, in ticket order; passthrough admits a newcomer at its join
+// with a valid token and lets whoever waits go at once; back to fifo,
+// newcomers queue and go in ticket order.
+func TestMethodsAcrossInstances(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		const room = "methods"
+		qs := threeInstances(t, srv, r, methodOpts)
+		if err := qs[0].SetRoomConfig(ctx, room, RoomConfig{Paused: true}); err != nil {
+			t.Fatal(err)
+		}
+		var waiting []string
+		for i := range 6 {
+			v := fmt.Sprintf("w%d", i)
+			if _, err := qs[i%3].Join(ctx, room, v); err != nil {
+				t.Fatal(err)
+			}
+			waiting = append(waiting, v)
+		}
+
+		// reject: newcomers are told closed on every instance.
+		if err := qs[1].SetRoomConfig(ctx, room, RoomConfig{Paused: true, Method: MethodReject, Message: "Sales open at 9:00 — \"see you\""}); err != nil {
+			t.Fatal(err)
+		}
+		for i, q := range qs {
+			st, err := q.Join(ctx, room, fmt.Sprintf("new%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Status != wire.StatusClosed || st.Message != "Sales open at 9:00 — \"see you\"" {
+				t.Fatalf("instance %d: join into a rejecting room: %+v", i, st)
+			}
+			if b := st.AppendJSON(nil); !jsonValid(b) {
+				t.Fatalf("closed state is not JSON: %s", b)
+			}
+			if st, _ := q.Status(ctx, room, fmt.Sprintf("new%d", i)); st.Status != wire.StatusNotInQueue {
+				t.Fatalf("a refused newcomer holds a place: %+v", st)
+			}
+		}
+		// Those already in keep their place and are admitted in order.
+		if st, _ := qs[2].Join(ctx, room, "w3"); st.Status != wire.StatusWaiting || st.Position != 4 {
+			t.Fatalf("w3 joining again in a rejecting room: %+v", st)
+		}
+		if err := qs[0].SetRoomConfig(ctx, room, RoomConfig{Method: MethodReject}); err != nil {
+			t.Fatal(err)
+		}
+		order := admitAll(t, qs, room, waiting[:4])
+		if !slices.Equal(order, waiting[:4]) {
+			t.Fatalf("admitted %v, want %v in ticket order", order, waiting[:4])
+		}
+
+		// passthrough: a newcomer is admitted at its join, on any instance,
+		// and those still waiting go at once.
+		if err := qs[2].SetRoomConfig(ctx, room, RoomConfig{Method: MethodPassthrough, MaxActive: 1, Strategy: StrategyMaxActive}); err != nil {
+			t.Fatal(err)
+		}
+		for i, q := range qs {
+			v := fmt.Sprintf("pass%d", i)
+			st, err := q.Join(ctx, room, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Status != wire.StatusAdmitted || st.Token == "" {
+				t.Fatalf("instance %d: passthrough join: %+v", i, st)
+			}
+			tok, err := q.signer.ParseToken(st.Token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := qs[(i+1)%3].Consume(ctx, tok, Check); err != nil {
+				t.Fatalf("passthrough token refused on another instance: %v", err)
+			}
+		}
+		if got := admitAll(t, qs, room, waiting[4:]); len(got) != 2 {
+			t.Fatalf("passthrough left %v of %v waiting", got, waiting[4:])
+		}
+
+		// Back to fifo: newcomers queue, in ticket order.
+		if err := qs[1].SetRoomConfig(ctx, room, RoomConfig{Paused: true}); err != nil {
+			t.Fatal(err)
+		}
+		var late []string
+		for i := range 4 {
+			v := fmt.Sprintf("late%d", i)
+			st, err := qs[i%3].Join(ctx, room, v)
+			if err != nil || st.Status != wire.StatusWaiting || st.Position != int64(i+1) {
+				t.Fatalf("fifo join %s: %+v %v", v, st, err)
+			}
+			late = append(late, v)
+		}
+		if err := qs[1].SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := admitAll(t, qs, room, late); !slices.Equal(got, late) {
+			t.Fatalf("fifo admitted %v, want %v", got, late)
+		}
+	})
+}
+
+// admitAll runs the three instances' tick loops until every visitor of
+// want is admitted, and returns them in the order of their notBefore.
+func admitAll(t *testing.T, qs []*Queue, room string, want []string) []string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	for _, q := range qs {
+		go func() { _ = q.Run(ctx); done <- struct{}{} }()
+	}
+	defer func() {
+		cancel()
+		for range qs {
+			<-done
+		}
+	}()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		states, err := qs[0].StatusMany(context.Background(), room, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := true
+		for _, s := range states {
+			all = all && s.Status == wire.StatusAdmitted
+		}
+		if all {
+			idx := make([]int, len(want))
+			for i := range idx {
+				idx[i] = i
+			}
+			slices.SortStableFunc(idx, func(a, b int) int { return states[a].NotBefore.Compare(states[b].NotBefore) })
+			out := make([]string, len(want))
+			for i, j := range idx {
+				out[i] = want[j]
+			}
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not all of %v admitted in time: %+v", want, states)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+func jsonValid(b []byte) bool { return json.Valid(b) }
+
+func TestMethodValidate(t *testing.T) {
+	for _, tc := range []struct {
+		c     RoomConfig
+		field string
+	}{
+		{RoomConfig{Method: "lottery"}, "method"},
+		{RoomConfig{Method: "random"}, "method"},
+		{RoomConfig{Message: string(make([]byte, 501))}, "message"},
+		{RoomConfig{Message: "\xff"}, "message"},
+		{RoomConfig{Method: MethodReject, Message: "closed for maintenance"}, ""},
+		{RoomConfig{Method: MethodPassthrough}, ""},
+		{RoomConfig{Method: MethodFIFO}, ""},
+	} {
+		err := tc.c.Validate()
+		var fe *FieldError
+		if tc.field == "" && err != nil || tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field) {
+			t.Errorf("%+v: %v, want field %q", tc.c, err, tc.field)
+		}
+	}
+}

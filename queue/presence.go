@@ -1,0 +1,101 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Presence defaults and bounds of a room (RoomConfig.AwayAfter, DropAfter).
+// AwayAfter is at least three times the longest nextPollMs a waiting
+// visitor is given (5 s), so a visitor who polls as told is never away.
+const (
+	DefaultAwayAfter = 60 * time.Second
+	DefaultDropAfter = 10 * time.Minute
+	MinAwayAfter     = 15 * time.Second
+)
+
+func (c RoomConfig) awayAfter() time.Duration {
+	if c.AwayAfter > 0 {
+		return c.AwayAfter
+	}
+	return DefaultAwayAfter
+}
+
+// EffectiveAwayAfter is the room's awayAfter with the default filled in.
+func (c RoomConfig) EffectiveAwayAfter() time.Duration { return c.awayAfter() }
+
+// EffectiveDropAfter is the room's dropAfter with the default filled in.
+func (c RoomConfig) EffectiveDropAfter() time.Duration {
+	if c.DropAfter > 0 {
+		return c.DropAfter
+	}
+	return DefaultDropAfter
+}
+
+// Seen records that visitors of room are there now (their push connection
+// is open, or just closed). A hub calls it for its connected visitors in
+// batches; polls and joins record the same inside their own scripts. Any
+// of them set aside as away is admitted first in the next tick. It returns
+// how soon the same visitors need writing again: a third of the room's
+// awayAfter (also when presence is off, so a change is noticed).
+func (q *Queue) Seen(ctx context.Context, room string, visitors []string) (time.Duration, error) {
+	if !ValidRoom(room) {
+		return 0, ErrInvalidRoom
+	}
+	args := make([]string, 0, len(visitors)+1)
+	args = append(args, prefix(room))
+	for _, v := range visitors {
+		if !ValidVisitor(v) {
+			return 0, ErrInvalidToken
+		}
+		args = append(args, v)
+	}
+	v, err := q.r.Eval(ctx, seenScript, []string{queueKey(room)}, args...)
+	if err != nil {
+		return 0, fmt.Errorf("queue: seen: %w", err)
+	}
+	ms, err := asInt(v)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(ms) * time.Millisecond / 3, nil
+}
+
+// PresenceStats says who of a room is there.
+type PresenceStats struct {
+	On                 bool
+	WaitingPresent     int64 // waiting (queue and back) and seen within awayAfter
+	Away               int64 // waiting but unseen for awayAfter, or set aside
+	Back               int64 // came back after being set aside: admitted next
+	ReclaimedPerMinute int64 // unused tokens whose slot was given back early
+	SkippedPerMinute   int64 // visitors set aside when their turn came
+	DroppedPerMinute   int64 // places lost after dropAfter
+	ReclaimedTotal     int64
+	SkippedTotal       int64
+	DroppedTotal       int64
+}
+
+// presenceStatsLimit bounds how many unseen visitors one stats read looks
+// at; past it, Away is a lower bound.
+const presenceStatsLimit = 20000
+
+// Presence reads room's presence counters in one round trip.
+func (q *Queue) Presence(ctx context.Context, room string) (PresenceStats, error) {
+	if !ValidRoom(room) {
+		return PresenceStats{}, ErrInvalidRoom
+	}
+	v, err := q.r.Eval(ctx, presenceStatsScript, []string{queueKey(room)}, prefix(room), fmt.Sprint(presenceStatsLimit))
+	if err != nil {
+		return PresenceStats{}, fmt.Errorf("queue: presence stats: %w", err)
+	}
+	n, err := asInts(v, 10)
+	if err != nil {
+		return PresenceStats{}, err
+	}
+	return PresenceStats{
+		On: n[0] == 1, WaitingPresent: n[1], Away: n[2], Back: n[3],
+		ReclaimedPerMinute: n[4], SkippedPerMinute: n[5], DroppedPerMinute: n[6],
+		ReclaimedTotal: n[7], SkippedTotal: n[8], DroppedTotal: n[9],
+	}, nil
+}

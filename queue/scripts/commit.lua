@@ -1,0 +1,11 @@
+-- commit: KEYS = queue; ARGV = prefix, seed, commitment
+-- Stores a new secret seed and its commitment for the room's next draw,
+-- unless one is stored and not revealed yet (draw.lua). Returns 1 if
+-- stored.
+local c = ARGV[1] .. 'drawc'
+if redis.call('HEXISTS', c, 'seed') == 1 and redis.call('HEXISTS', c, 'openedAt') == 0 then
+  return 0
+end
+redis.call('DEL', c)
+redis.call('HSET', c, 'seed', ARGV[2], 'commit', ARGV[3], 'at', now_ms())
+return 1

@@ -1,0 +1,228 @@
+-- Presence: who is still there. Prelude shared by every script (after
+-- now.lua).
+--
+-- Keys of the room (prefix p):
+--   seen    zset  visitor -> last sign of life (ms): a join, a poll, a push
+--                 connection opening or closing, and every awayAfter/3
+--                 while one is open (the hubs write those in batches)
+--   aseen   zset  admitted visitors -> last sign of life; a token whose
+--                 visitor is gone for awayAfter gives its slot back
+--   away    zset  visitors set aside -> last sign of life: their turn came
+--                 (or their slot was taken back) while they were away
+--   awayt   hash  visitor -> ticket, for those in away (0 = had a token)
+--   back    zset  visitors who came back from away -> ticket: admitted
+--                 first, in the next tick
+--   gone:V  str   V was away for dropAfter and lost the place; a status
+--                 says expired (reason away) until it joins again
+-- A visitor the room never saw (it joined before presence was on, or came
+-- through the pre-queue and was forgotten meanwhile) counts as present.
+local AWAY_MS = 60000
+local DROP_MS = 600000
+local SWEEP = 200 -- visitors looked at per sweep, so a tick stays short
+
+local function presence_on(cfg) return cfg.presence ~= 'off' end
+local function away_ms(cfg) return num(cfg.awayMs, AWAY_MS) end
+local function drop_ms(cfg) return num(cfg.dropMs, DROP_MS) end
+
+-- Per-minute counters: stats fields F:m (minute number), F:c (count in
+-- that minute), F:p (count in the minute before), F (total).
+local function bump(p, f, n, now)
+  if n <= 0 then return end
+  local st = p .. 'stats'
+  local minute = math.floor(now / 60000)
+  local m = redis.call('HMGET', st, f .. ':m', f .. ':c')
+  local at, c = num(m[1], minute), num(m[2], 0)
+  if at ~= minute then
+    local prev = 0
+    if at == minute - 1 then prev = c end
+    redis.call('HSET', st, f .. ':p', prev)
+    c = 0
+  end
+  redis.call('HSET', st, f .. ':m', minute, f .. ':c', c + n)
+  redis.call('HINCRBY', st, f, n)
+end
+
+-- The count over the last 60 s, the minute before weighed by how much of
+-- it the window still covers.
+local function per_minute(p, f, now)
+  local m = redis.call('HMGET', p .. 'stats', f .. ':m', f .. ':c', f .. ':p')
+  local minute = math.floor(now / 60000)
+  local frac = (now % 60000) / 60000
+  local at, c, prev = num(m[1], -1), num(m[2], 0), num(m[3], 0)
+  if at == minute then return math.floor(c + prev * (1 - frac) + 0.5) end
+  if at == minute - 1 then return math.floor(c * (1 - frac) + 0.5) end
+  return 0
+end
+
+-- seen_many records a sign of life of each visitor in vs now; those set
+-- aside as away come back to the front. Batched: one ZADD per 500.
+local function seen_many(p, cfg, vs, now)
+  if not presence_on(cfg) or #vs == 0 then return end
+  for i = 1, #vs, ZADD_CHUNK do
+    local args, names = {}, {}
+    for j = i, math.min(i + ZADD_CHUNK - 1, #vs) do
+      args[#args + 1] = now
+      args[#args + 1] = vs[j]
+      names[#names + 1] = vs[j]
+    end
+    redis.call('ZADD', p .. 'seen', unpack(args))
+    redis.call('ZADD', p .. 'aseen', 'XX', unpack(args))
+    local tk = redis.call('HMGET', p .. 'awayt', unpack(names))
+    for j = 1, #names do
+      if tk[j] then
+        redis.call('ZREM', p .. 'away', names[j])
+        redis.call('HDEL', p .. 'awayt', names[j])
+        redis.call('ZADD', p .. 'back', tk[j], names[j])
+      end
+    end
+  end
+  if next(cfg) == nil then
+    redis.call('PEXPIRE', p .. 'seen', idle_ms)
+  end
+end
+
+-- The place of v among those who came back or are set aside (0-based),
+-- or nil. Those ahead of the whole queue.
+local function presence_place(p, v)
+  local r = redis.call('ZRANK', p .. 'back', v)
+  if r then return r end
+  if redis.call('ZSCORE', p .. 'away', v) then
+    return redis.call('ZCARD', p .. 'back')
+  end
+  return nil
+end
+
+-- How many stand ahead of the queue: those who came back.
+local function presence_ahead(p)
+  return redis.call('ZCARD', p .. 'back')
+end
+
+-- Whether v lost its place for being away (and has not joined since).
+local function dropped_away(p, v)
+  return redis.call('EXISTS', p .. 'gone:' .. v) == 1
+end
+
+-- forget_presence takes v out of every presence key (a leave); it returns
+-- 1 if v held a place there.
+local function forget_presence(p, v)
+  local n = redis.call('ZREM', p .. 'away', v) + redis.call('ZREM', p .. 'back', v)
+  redis.call('HDEL', p .. 'awayt', v)
+  redis.call('ZREM', p .. 'seen', v)
+  redis.call('ZREM', p .. 'aseen', v)
+  redis.call('DEL', p .. 'gone:' .. v)
+  if n > 0 then return 1 end
+  return 0
+end
+
+-- presence_sweep runs at the start of a tick. With presence on, visitors
+-- unseen for dropAfter lose their place (queue, away or back; the
+-- pre-queue and a draw's pool keep theirs: they may come at opening), and
+-- when slots count (max-active or seats), admitted visitors unseen for
+-- awayAfter give back their unused token's slot and wait as away. With
+-- presence off, those set aside go back to the front. Bounded per tick.
+-- keep is how long the gone marker answers.
+local function presence_sweep(p, cfg, q, now, keep, slots)
+  if not presence_on(cfg) then
+    local a = redis.call('ZRANGE', p .. 'away', 0, SWEEP - 1)
+    for _, v in ipairs(a) do
+      redis.call('ZADD', p .. 'back', num(redis.call('HGET', p .. 'awayt', v), 0), v)
+      redis.call('ZREM', p .. 'away', v)
+      redis.call('HDEL', p .. 'awayt', v)
+    end
+    return
+  end
+  local stale = redis.call('ZRANGEBYSCORE', p .. 'seen', '-inf', '(' .. (now - drop_ms(cfg)), 'LIMIT', 0, SWEEP)
+  local dropped = 0
+  for _, v in ipairs(stale) do
+    redis.call('ZREM', p .. 'seen', v)
+    redis.call('ZREM', p .. 'aseen', v)
+    redis.call('HDEL', p .. 'awayt', v)
+    local n = redis.call('ZREM', q, v) + redis.call('ZREM', p .. 'away', v) + redis.call('ZREM', p .. 'back', v)
+    if n > 0 then
+      redis.call('SET', p .. 'gone:' .. v, '1', 'PX', keep)
+      dropped = dropped + 1
+    end
+  end
+  bump(p, 'dropped', dropped, now)
+
+  local idle = redis.call('ZRANGEBYSCORE', p .. 'aseen', '-inf', '(' .. (now - away_ms(cfg)), 'WITHSCORES', 'LIMIT', 0, SWEEP)
+  local reclaimed = 0
+  local names = {}
+  for i = 1, #idle, 2 do
+    local v = idle[i]
+    names[#names + 1] = v
+    if slots and redis.call('ZREM', p .. 'active', v) == 1 then
+      redis.call('DEL', p .. 't:' .. v)
+      redis.call('ZADD', p .. 'away', idle[i + 1], v)
+      redis.call('HSET', p .. 'awayt', v, 0)
+      reclaimed = reclaimed + 1
+    end
+  end
+  -- Tokens used, expired or given back need no watch any more.
+  if #names > 0 then redis.call('ZREM', p .. 'aseen', unpack(names)) end
+  bump(p, 'reclaimed', reclaimed, now)
+end
+
+-- take pops up to n visitors to admit, as ZPOPMIN does ({v, score, ...}):
+-- first those who came back, then the queue in order, setting aside (with
+-- their ticket) those away when their turn comes. It looks at no more than
+-- limit queued visitors, so a queue of the departed does not hold Redis.
+local function take(p, cfg, q, n, now, limit)
+  local out = {}
+  if n <= 0 then return out end
+  local b = redis.call('ZPOPMIN', p .. 'back', n)
+  for i = 1, #b do out[#out + 1] = b[i] end
+  local need = n - #b / 2
+  if not presence_on(cfg) then
+    if need > 0 then
+      local c = redis.call('ZPOPMIN', q, need)
+      for i = 1, #c do out[#out + 1] = c[i] end
+    end
+    return out
+  end
+  local cutoff = now - away_ms(cfg)
+  local looked, skipped = 0, 0
+  while need > 0 and looked < limit do
+    local c = redis.call('ZPOPMIN', q, math.min(need, limit - looked))
+    if #c == 0 then break end
+    local names = {}
+    for i = 1, #c, 2 do names[#names + 1] = c[i] end
+    local s = redis.call('ZMSCORE', p .. 'seen', unpack(names))
+    for i = 1, #names do
+      local t = tonumber(s[i])
+      if t and t < cutoff then
+        redis.call('ZADD', p .. 'away', t, names[i])
+        redis.call('HSET', p .. 'awayt', names[i], c[2 * i])
+        skipped = skipped + 1
+      else
+        out[#out + 1] = names[i]
+        out[#out + 1] = c[2 * i]
+        need = need - 1
+      end
+    end
+    looked = looked + #names
+  end
+  bump(p, 'skipped', skipped, now)
+  return out
+end
+
+-- admitted_seen starts the token-use watch of visitors just admitted,
+-- from when each was last seen: one who left shortly before its turn gives
+-- the slot back awayAfter after leaving, not after admission.
+local function admitted_seen(p, cfg, vs, now)
+  if not presence_on(cfg) or #vs == 0 then return end
+  for i = 1, #vs, ZADD_CHUNK do
+    local names = {}
+    for j = i, math.min(i + ZADD_CHUNK - 1, #vs) do names[#names + 1] = vs[j] end
+    local s = redis.call('ZMSCORE', p .. 'seen', unpack(names))
+    local args = {}
+    for j = 1, #names do
+      args[#args + 1] = tonumber(s[j]) or now
+      args[#args + 1] = names[j]
+    end
+    redis.call('ZADD', p .. 'aseen', unpack(args))
+  end
+  if next(cfg) == nil then
+    redis.call('PEXPIRE', p .. 'aseen', idle_ms)
+  end
+end
