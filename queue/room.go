@@ -37,6 +37,7 @@ type RoomConfig struct {
 	JoinRate  float64 // new visitors per second one client address may create here; 0 = the deployment's
 	JoinBurst int     // with JoinRate: how many at once
 	PowBits   int     // proof of work a new visitor's join needs (leading zero bits); 0 = none
+	Message   string  // to everyone waiting, plain text ("" = none); see CheckMessage
 
 	version int64 // of the stored settings this was read from
 }
@@ -81,6 +82,9 @@ func (c RoomConfig) Validate() error {
 	case !c.OpensAt.IsZero() && (c.OpensAt.Year() < 2000 || c.OpensAt.Year() > 3000):
 		return &FieldError{"opensAt", "must be a time between the years 2000 and 3000"}
 	}
+	if err := CheckMessage(c.Message); err != nil {
+		return &FieldError{"message", err.Error()}
+	}
 	return nil
 }
 
@@ -123,6 +127,9 @@ func (c RoomConfig) fields() []string {
 	if c.PowBits > 0 {
 		add("powBits", strconv.Itoa(c.PowBits))
 	}
+	if c.Message != "" {
+		add("message", c.Message)
+	}
 	return f
 }
 
@@ -157,6 +164,8 @@ func parseRoomConfig(flat []any) RoomConfig {
 			c.JoinBurst = int(n)
 		case "powBits":
 			c.PowBits = int(n)
+		case "message":
+			c.Message = v
 		case "v":
 			c.version = n
 		}

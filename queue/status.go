@@ -33,7 +33,7 @@ func (q *Queue) Join(ctx context.Context, room, visitor string) (wire.State, err
 			return wire.State{}, fmt.Errorf("queue: join: %w", err)
 		}
 	}
-	h := roomHeader{rate: q.rate(room)}
+	h := roomHeader{rate: q.rate(room), settings: n[4], message: stringAt(v, 5)}
 	if n[0] == replyPreQueue {
 		h.opensAt = n[1]
 	}
@@ -55,11 +55,15 @@ type roomHeader struct {
 	paused  bool
 	soldOut bool
 	opensAt int64
+	// settings is the version of the room's stored settings; message is
+	// the operator's message to the waiting in them.
+	settings int64
+	message  string
 }
 
 // statusHeader is the length of the status script's room header:
-// rate*1000, paused, soldOut, opensAt, waiting.
-const statusHeader = 5
+// rate*1000, paused, soldOut, opensAt, waiting, settings version, message.
+const statusHeader = 7
 
 // StatusMany returns the states of several visitors of one room in one
 // round trip.
@@ -83,7 +87,8 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 	if err != nil {
 		return nil, err
 	}
-	h := roomHeader{rate: float64(n[0]) / 1000, paused: n[1] == 1, soldOut: n[2] == 1, opensAt: n[3]}
+	h := roomHeader{rate: float64(n[0]) / 1000, paused: n[1] == 1, soldOut: n[2] == 1, opensAt: n[3],
+		settings: n[5], message: stringAt(v, 6)}
 	if h.rate > 0 {
 		q.rates.Store(room, h.rate)
 	}
@@ -133,7 +138,7 @@ func preQueuePoll(opensAt time.Time) time.Duration {
 }
 
 func (q *Queue) state(room, visitor string, h roomHeader, code, a, b int64) wire.State {
-	s := wire.State{Room: room, Paused: h.paused}
+	s := wire.State{Room: room, Paused: h.paused, Message: h.message, Settings: h.settings}
 	c := q.opts.Capacity
 	rate := h.rate
 	if rate <= 0 {

@@ -40,6 +40,12 @@ type State struct {
 	NotBefore  time.Time
 	ExpiresAt  time.Time
 	OpensAt    time.Time
+	// Message is the operator's message to everyone waiting in the room
+	// ("" = none); it goes out as "message" when set.
+	Message string
+	// Settings is the version of the room's stored settings the state was
+	// read with; it orders message changes and is not sent.
+	Settings int64
 }
 
 // Heartbeat is the message a quiet push connection gets now and then, so
@@ -55,7 +61,8 @@ func (s State) PreQueue() bool { return s.Status == StatusWaiting && !s.OpensAt.
 func (s State) AppendJSON(b []byte) []byte {
 	b = appendHead(b, s.Room, s.Status)
 	if s.Status == StatusWaiting && !s.PreQueue() {
-		return appendWaitingTail(b, s.Position, s.ETASeconds, s.NextPoll, s.Paused)
+		b = appendWaitingTail(b, s.Position, s.ETASeconds, s.NextPoll, s.Paused)
+		return appendMessage(b, s.Message)
 	}
 	if s.PreQueue() {
 		b = append(b, `,"opensAt":"`...)
@@ -74,7 +81,16 @@ func (s State) AppendJSON(b []byte) []byte {
 		b = s.ExpiresAt.UTC().AppendFormat(b, time.RFC3339Nano)
 		b = append(b, '"')
 	}
-	return append(b, '}')
+	return appendMessage(append(b, '}'), s.Message)
+}
+
+// appendMessage adds "message" to the object that ends b, when msg is set.
+func appendMessage(b []byte, msg string) []byte {
+	if msg == "" {
+		return b
+	}
+	b = append(b[:len(b)-1], `,"message":`...)
+	return append(appendString(b, msg), '}')
 }
 
 // MarshalJSON implements json.Marshaler.

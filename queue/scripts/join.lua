@@ -2,14 +2,15 @@
 -- Returns {code, a, b, new}: 1 waiting (a = 0-based rank), 2 admitted (a =
 -- notBefore, b = expiresAt), 4 in the pre-queue before opening, or not yet
 -- drawn after it (a = opensAt, or the moment of opening). new = 1 when a
--- ticket (or pre-queue place) was taken.
+-- ticket (or pre-queue place) was taken. Every reply ends with the room's
+-- settings version and its message to the waiting ("" = none).
 local p, v = ARGV[1], ARGV[2]
 local now = now_ms()
 local cfg = load_cfg(p)
 local draw_next, undrawn_left = maybe_open(p, cfg, now, tonumber(ARGV[3]), ARGV[4])
 local nb, exp = read_token(p .. 't:' .. v)
 if nb then
-  if now < exp then return {2, nb, exp, 0} end
+  if now < exp then return {2, nb, exp, 0, num(cfg.v, 0), cfg.message or ''} end
   redis.call('DEL', p .. 't:' .. v) -- expired unused: a new ticket at the back
 end
 
@@ -23,18 +24,18 @@ local function rank_of(r)
 end
 
 local r = redis.call('ZRANK', KEYS[1], v)
-if r then return {1, rank_of(r), 0, 0} end
+if r then return {1, rank_of(r), 0, 0, num(cfg.v, 0), cfg.message or ''} end
 if draw_next then
   local at = undrawn(p, v)
-  if at then return {4, at, 0, 0} end
+  if at then return {4, at, 0, 0, num(cfg.v, 0), cfg.message or ''} end
 end
 local opens = num(cfg.opensAt, 0)
 if opens > now then
   local added = redis.call('SADD', p .. 'pre', v)
-  return {4, opens, 0, added}
+  return {4, opens, 0, added, num(cfg.v, 0), cfg.message or ''}
 end
 ensure_seq(p, KEYS[1])
 local s = redis.call('INCR', p .. 'seq')
 redis.call('ZADD', KEYS[1], 'NX', s, v)
 keep_while_used(p, cfg)
-return {1, rank_of(redis.call('ZRANK', KEYS[1], v)), 0, 1}
+return {1, rank_of(redis.call('ZRANK', KEYS[1], v)), 0, 1, num(cfg.v, 0), cfg.message or ''}
