@@ -131,6 +131,10 @@ func etaAt(position int64, rate float64) int64 {
 	return int64(math.Ceil(float64(position)/rate - 1e-9))
 }
 
+// ETAAt is the wait in seconds of a 1-based position at rate admissions
+// per second: the one ETA formula, for what-if estimates.
+func ETAAt(position int64, rate float64) int64 { return etaAt(position, rate) }
+
 // preQueuePoll is when a visitor in the pre-queue should ask again: at
 // opening, but no sooner than 500 ms and no later than 5 s.
 func preQueuePoll(opensAt time.Time) time.Duration {

@@ -42,7 +42,8 @@ type server struct {
 	app     *fiber.App
 	metrics *metrics
 	rooms   *roomCache
-	id      string // this instance, in the instances hash
+	ops     atomic.Pointer[opsFiles] // the rooms file and admin keys in force
+	id      string                   // this instance, in the instances hash
 	// originHosts are the hosts of cfg.Origins, as WebSocket Origin patterns.
 	originHosts []string
 	draining    atomic.Bool
@@ -64,7 +65,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	if err != nil {
 		return nil, err
 	}
-	if cfg.AdminKey == "" {
+	if cfg.AdminKey == "" && cfg.AdminKeysFile == "" {
 		var k [18]byte
 		_, _ = rand.Read(k[:])
 		cfg.AdminKey = base64.RawURLEncoding.EncodeToString(k[:])
@@ -90,6 +91,10 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	}
 	s.q = q
 	s.rooms = newRoomCache(q, cfg.FailMode)
+	if err := s.startOps(ctx); err != nil {
+		rc.Close()
+		return nil, err
+	}
 	var broker hub.Broker
 	if rc.rue != nil {
 		broker = hub.NewRueidisBroker(rc.rue, log)
@@ -166,6 +171,11 @@ func (s *server) routes() *fiber.App {
 	admin.Post("/rooms/:room/resume", s.adminPause(false))
 	admin.Get("/rooms/:room/stats", s.adminStats)
 	admin.Post("/visitors", s.adminVisitor)
+	admin.Post("/rooms", s.adminCreateRoom)
+	admin.Post("/rooms/:room/preview", s.adminPreview)
+	admin.Put("/rooms/:room/message", s.adminMessage(false))
+	admin.Delete("/rooms/:room/message", s.adminMessage(true))
+	admin.Get("/rooms/:room/audit", s.adminAudit)
 
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
@@ -204,6 +214,8 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	start("hub", s.hub.Run)
 	start("polls", func(ctx context.Context) error { return s.polls.Run(ctx, 2*time.Second) })
 	start("housekeeping", func(ctx context.Context) error { return s.housekeeping(ctx, 2*time.Second) })
+	hup := notifyHangup()
+	start("reload", func(ctx context.Context) error { return s.reloadOnHangup(ctx, hup) })
 	if !s.cfg.noTick {
 		start("admission", s.q.Run)
 	}

@@ -47,6 +47,8 @@ type config struct {
 	TrustedProxies limit.Proxies
 	MetricsAddr    string
 	PublicMetrics  bool
+	RoomsFile      string // -rooms: the rooms as code
+	AdminKeysFile  string // -admin-keys: labelled admin keys
 
 	// sseBeat replaces the SSE heartbeat interval in tests. Not a flag.
 	sseBeat time.Duration
@@ -111,6 +113,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	})
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics only on this address (e.g. 127.0.0.1:9100); empty: on -addr, behind the admin key unless -public-metrics")
 	fs.BoolVar(&c.PublicMetrics, "public-metrics", false, "serve /metrics on -addr without the admin key (it lists room names)")
+	fs.StringVar(&c.RoomsFile, "rooms", "", "rooms file (YAML or JSON) declaring rooms and the settings it pins; applied at start and on SIGHUP")
+	fs.StringVar(&c.AdminKeysFile, "admin-keys", "", "file of labelled admin keys (YAML: label: key), beside -admin-key; the label names who changed what in the audit trail; reread on SIGHUP")
 
 	return fs
 }
