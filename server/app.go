@@ -42,8 +42,9 @@ type server struct {
 	app     *fiber.App
 	metrics *metrics
 	rooms   *roomCache
-	ops     atomic.Pointer[opsFiles] // the rooms file and admin keys in force
-	id      string                   // this instance, in the instances hash
+	id      string // this instance, in the instances hash
+
+	ops atomic.Pointer[opsFiles] // the rooms file and admin keys in force
 	// originHosts are the hosts of cfg.Origins, as WebSocket Origin patterns.
 	originHosts []string
 	draining    atomic.Bool
