@@ -41,6 +41,11 @@
  *                  the server could not be reached.
  *   retryInMs      when error is set and a retry is scheduled: the wait
  *   fatal          true when the client gave up (e.g. invalid room name)
+ *   message        the operator's message to everyone waiting in the room,
+ *                  plain text ("" = none); show it as text, never as HTML.
+ *                  It changes at once when the operator sets or clears it
+ *                  ({"type":"message","text":…} over WebSocket and SSE, the
+ *                  "message" field of a join or poll answer).
  *
  * How it works: POST /join (the answer carries "visitor", the credential; it
  * is kept in localStorage per room as well as the server's cookie, so a
@@ -127,6 +132,7 @@
     var fatal = false;
     var stopped = false;
     var clockOffset = 0; // server time minus local time, when clearly skewed
+    var message = ""; // the operator's message to the room
 
     function serverNow() { return Date.now() + clockOffset; }
 
@@ -148,7 +154,8 @@
         startPosition: startPosition,
         error: err,
         retryInMs: err && retryAt ? Math.max(0, retryAt - Date.now()) : 0,
-        fatal: fatal
+        fatal: fatal,
+        message: message
       };
     }
 
@@ -235,6 +242,9 @@
 
     function handleState(s, pushed) {
       if (!s || s.type !== "state" || stopped) return;
+      // A join or poll answer is whole: no "message" means none. A pushed
+      // position update leaves it out; message frames carry its changes.
+      if (!pushed || typeof s.message === "string") message = typeof s.message === "string" ? s.message : "";
       last = s;
       lastPushed = !!pushed;
       if (s.status === "waiting" && typeof s.position === "number") {
@@ -385,6 +395,11 @@
         later(Math.max(0, Number(m.afterMs) || 0), startTransport);
         return;
       }
+      if (m && m.type === "message") {
+        var text = typeof m.text === "string" ? m.text : "";
+        if (text !== message && !stopped) { message = text; emit(); }
+        return;
+      }
       handleState(m, true);
     }
 
@@ -432,6 +447,7 @@
       var c = { live: false };
       es.addEventListener("state", function (ev) { onMessage("sse", ev.data, my, c); });
       es.addEventListener("reconnect", function (ev) { onMessage("sse", ev.data, my, c); });
+      es.addEventListener("message", function (ev) { onMessage("sse", ev.data, my, c); });
       // EventSource would reconnect by itself on some errors; the client
       // reconnects itself instead, with its own backoff.
       es.onerror = function () {
