@@ -38,6 +38,8 @@ type RoomConfig struct {
 	JoinBurst int     // with JoinRate: how many at once
 	PowBits   int     // proof of work a new visitor's join needs (leading zero bits); 0 = none
 	Message   string  // to everyone waiting, plain text ("" = none); see CheckMessage
+	// InviteOnly rooms take a new visitor only with an invite code.
+	InviteOnly bool
 
 	version int64 // of the stored settings this was read from
 }
@@ -130,6 +132,9 @@ func (c RoomConfig) fields() []string {
 	if c.Message != "" {
 		add("message", c.Message)
 	}
+	if c.InviteOnly {
+		add("inviteOnly", "1")
+	}
 	return f
 }
 
@@ -166,6 +171,8 @@ func parseRoomConfig(flat []any) RoomConfig {
 			c.PowBits = int(n)
 		case "message":
 			c.Message = v
+		case "inviteOnly":
+			c.InviteOnly = v == "1"
 		case "v":
 			c.version = n
 		}

@@ -1,25 +1,33 @@
 package queue
 
-import "embed"
+import (
+	"embed"
+	"strings"
+)
 
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
-// loadScript joins the shared prelude (now.lua) and one script.
-func loadScript(name string) *Script {
-	prelude, err := scriptFS.ReadFile("scripts/now.lua")
+// loadScript joins the shared prelude (now.lua) and the named scripts, in
+// order, into one script.
+func loadScript(names ...string) *Script {
+	src, err := scriptFS.ReadFile("scripts/now.lua")
 	if err != nil {
 		panic(err)
 	}
-	body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
-	if err != nil {
-		panic(err)
+	for _, name := range names {
+		body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
+		if err != nil {
+			panic(err)
+		}
+		src = append(append(src, '\n'), body...)
 	}
-	return newScript(name, string(prelude)+"\n"+string(body))
+	return newScript(strings.Join(names, "+"), string(src))
 }
 
 var (
 	joinScript      = loadScript("join")
+	joinInvScript   = loadScript("invite", "join") // the join with invite-only rooms' check
 	statusScript    = loadScript("status")
 	leaveScript     = loadScript("leave")
 	consumeScript   = loadScript("consume")

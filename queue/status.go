@@ -13,16 +13,27 @@ import (
 // returns its current state when it is already there (a refresh keeps the
 // place). Idempotent.
 func (q *Queue) Join(ctx context.Context, room, visitor string) (wire.State, error) {
+	return q.join(ctx, joinScript, room, visitor)
+}
+
+func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, extra ...string) (wire.State, error) {
 	if err := check(room, visitor); err != nil {
 		return wire.State{}, err
 	}
-	v, err := q.r.Eval(ctx, joinScript, []string{queueKey(room)}, prefix(room), visitor, seed(), wire.Channel(room))
+	args := append([]string{prefix(room), visitor, seed(), wire.Channel(room)}, extra...)
+	v, err := q.r.Eval(ctx, script, []string{queueKey(room)}, args...)
 	if err != nil {
 		return wire.State{}, fmt.Errorf("queue: join: %w", err)
 	}
 	n, err := asInts(v, 4)
 	if err != nil {
 		return wire.State{}, err
+	}
+	switch n[0] {
+	case replyInviteRequired:
+		return wire.State{}, ErrInviteRequired
+	case replyInviteUsed:
+		return wire.State{}, ErrInviteUsed
 	}
 	// Every join that leaves the visitor waiting lists the room for the
 	// tick loop (the set is in another slot than the room, so this is a

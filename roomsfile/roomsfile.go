@@ -31,7 +31,7 @@ import (
 // Fields are the settings a room may declare, in the order they are shown.
 var Fields = []string{
 	"paused", "strategy", "batch", "maxActive", "seats", "opensAt",
-	"tokenTtlSeconds", "tokenMaxSeconds", "failMode", "joinRate", "joinBurst", "message",
+	"tokenTtlSeconds", "tokenMaxSeconds", "failMode", "joinRate", "joinBurst", "message", "inviteOnly",
 }
 
 // MaxBytes bounds the file.
@@ -95,6 +95,7 @@ func (r Room) Apply(c *queue.RoomConfig) []string {
 	set("joinRate", c.JoinRate == f.JoinRate, func() { c.JoinRate = f.JoinRate })
 	set("joinBurst", c.JoinBurst == f.JoinBurst, func() { c.JoinBurst = f.JoinBurst })
 	set("message", c.Message == f.Message, func() { c.Message = f.Message })
+	set("inviteOnly", c.InviteOnly == f.InviteOnly, func() { c.InviteOnly = f.InviteOnly })
 	return changed
 }
 
@@ -233,6 +234,8 @@ func parseRoom(path, name string, line int, n *yaml.Node) (Room, error) {
 		switch k.Value {
 		case "paused":
 			err = decode(v, "!!bool", "true or false", &c.Paused)
+		case "inviteOnly":
+			err = decode(v, "!!bool", "true or false", &c.InviteOnly)
 		case "strategy":
 			err = decode(v, "!!str", "a string", &c.Strategy)
 		case "failMode":

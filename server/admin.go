@@ -59,6 +59,7 @@ type roomConfigJSON struct {
 	JoinBurst       int     `json:"joinBurst"`
 	PowBits         int     `json:"powBits"`
 	Message         string  `json:"message"`
+	InviteOnly      bool    `json:"inviteOnly"`
 	TickMs          int64   `json:"tickMs"`
 	TPS             float64 `json:"tps"`
 	// FromFile maps each setting the rooms file sets to why it is
@@ -71,7 +72,7 @@ func (s *server) effective(room string, c queue.RoomConfig) roomConfigJSON {
 	out := roomConfigJSON{
 		Room: room, Paused: c.Paused, Strategy: c.Strategy, Batch: c.Batch, MaxActive: c.MaxActive, Seats: c.Seats,
 		TokenTTLSeconds: c.TokenTTL.Seconds(), TokenMaxSeconds: c.TokenMax.Seconds(), FailMode: c.FailMode,
-		JoinRate: c.JoinRate, JoinBurst: c.JoinBurst, PowBits: c.PowBits, Message: c.Message, TickMs: s.cfg.Capacity.Tick.Milliseconds(),
+		JoinRate: c.JoinRate, JoinBurst: c.JoinBurst, PowBits: c.PowBits, Message: c.Message, InviteOnly: c.InviteOnly, TickMs: s.cfg.Capacity.Tick.Milliseconds(),
 	}
 	if out.JoinRate == 0 {
 		out.JoinRate, out.JoinBurst = s.cfg.JoinRate, s.cfg.JoinBurst
@@ -147,6 +148,7 @@ type roomPatch struct {
 	JoinBurst       *int     `json:"joinBurst"`
 	PowBits         *int     `json:"powBits"`
 	Message         *string  `json:"message"`
+	InviteOnly      *bool    `json:"inviteOnly"`
 
 	opensAt time.Time
 }
@@ -230,6 +232,9 @@ func (p *roomPatch) apply(cfg *queue.RoomConfig) {
 	set(&cfg.PowBits, p.PowBits)
 	if p.Message != nil {
 		cfg.Message = *p.Message
+	}
+	if p.InviteOnly != nil {
+		cfg.InviteOnly = *p.InviteOnly
 	}
 }
 

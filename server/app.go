@@ -20,6 +20,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/workpool"
+	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/wire"
@@ -44,7 +45,8 @@ type server struct {
 	rooms   *roomCache
 	id      string // this instance, in the instances hash
 
-	ops atomic.Pointer[opsFiles] // the rooms file and admin keys in force
+	ops     atomic.Pointer[opsFiles] // the rooms file and admin keys in force
+	invites *invite.Minter
 	// originHosts are the hosts of cfg.Origins, as WebSocket Origin patterns.
 	originHosts []string
 	draining    atomic.Bool
@@ -80,6 +82,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		readers: workpool.New(),
 		db:      newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
 		id:      fmt.Sprintf("%x", idb),
+		invites: invite.NewMinter(secret),
 	}
 	s.metrics = newMetrics()
 	q, err := queue.New(instrumented{next: rc.q, m: s.metrics}, signer, &queue.Options{
@@ -177,6 +180,7 @@ func (s *server) routes() *fiber.App {
 	admin.Put("/rooms/:room/message", s.adminMessage(false))
 	admin.Delete("/rooms/:room/message", s.adminMessage(true))
 	admin.Get("/rooms/:room/audit", s.adminAudit)
+	admin.Post("/rooms/:room/invites", s.adminInvites)
 
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)

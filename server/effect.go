@@ -84,6 +84,13 @@ func (s *server) effects(room string, before, after queue.RoomConfig, st queue.R
 	if b.JoinRate != a.JoinRate || b.JoinBurst != a.JoinBurst {
 		add("each client address may create %s → %s new visitors per second, %d → %d at once", num(b.JoinRate), num(a.JoinRate), b.JoinBurst, a.JoinBurst)
 	}
+	if b.InviteOnly != a.InviteOnly {
+		if a.InviteOnly {
+			add("invite-only: a new visitor needs an invite code; the %d waiting keep their places", waiting)
+		} else {
+			add("open to everyone: joins need no invite code")
+		}
+	}
 	if b.Message != a.Message {
 		if a.Message == "" {
 			add("the message is removed for everyone waiting (%d)", waiting)

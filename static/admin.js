@@ -503,6 +503,7 @@
     { name: "failMode", label: "Fail mode", kind: "select", options: ["open", "closed"], hint: "the protected endpoint while Redis is unreachable" },
     { name: "joinRate", label: "Joins / s per address", kind: "number", hint: "new visitors one client address may create" },
     { name: "joinBurst", label: "Join burst", kind: "int", hint: "how many at once" },
+    { name: "inviteOnly", label: "Invite-only", kind: "bool", options: ["false", "true"], hint: "true: a new visitor needs an invite code (POST …/invites mints them)" },
     { name: "message", label: "Message to everyone waiting", kind: "text", hint: "plain text, at most 500 characters; shown at once on every waiting page; empty removes it" }
   ];
 
@@ -520,7 +521,7 @@
       label.htmlFor = id;
       label.textContent = f.label;
       var input;
-      if (f.kind === "select") {
+      if (f.kind === "select" || f.kind === "bool") {
         input = document.createElement("select");
         f.options.forEach(function (o) {
           var opt = document.createElement("option");
@@ -619,6 +620,8 @@
         }
       } else if (f.kind === "time") {
         v = raw.trim();
+      } else if (f.kind === "bool") {
+        v = raw === "true";
       }
       out[f.name] = v;
     });
