@@ -31,7 +31,7 @@ import (
 // Fields are the settings a room may declare, in the order they are shown.
 var Fields = []string{
 	"paused", "strategy", "batch", "maxActive", "seats", "opensAt",
-	"tokenTtlSeconds", "tokenMaxSeconds", "failMode", "joinRate", "joinBurst", "message", "inviteOnly",
+	"tokenTtlSeconds", "tokenMaxSeconds", "failMode", "joinRate", "joinBurst", "powBits", "message", "inviteOnly",
 }
 
 // MaxBytes bounds the file.
@@ -94,6 +94,7 @@ func (r Room) Apply(c *queue.RoomConfig) []string {
 	set("failMode", c.FailMode == f.FailMode, func() { c.FailMode = f.FailMode })
 	set("joinRate", c.JoinRate == f.JoinRate, func() { c.JoinRate = f.JoinRate })
 	set("joinBurst", c.JoinBurst == f.JoinBurst, func() { c.JoinBurst = f.JoinBurst })
+	set("powBits", c.PowBits == f.PowBits, func() { c.PowBits = f.PowBits })
 	set("message", c.Message == f.Message, func() { c.Message = f.Message })
 	set("inviteOnly", c.InviteOnly == f.InviteOnly, func() { c.InviteOnly = f.InviteOnly })
 	return changed
@@ -250,6 +251,8 @@ func parseRoom(path, name string, line int, n *yaml.Node) (Room, error) {
 			err = decode(v, "!!int", "a whole number", &c.Seats)
 		case "joinBurst":
 			err = decode(v, "!!int", "a whole number", &c.JoinBurst)
+		case "powBits":
+			err = decode(v, "!!int", "a whole number", &c.PowBits)
 		case "joinRate":
 			err = decodeFloat(v, &c.JoinRate)
 		case "tokenTtlSeconds":

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -83,6 +84,13 @@ func (s *server) effects(room string, before, after queue.RoomConfig, st queue.R
 	}
 	if b.JoinRate != a.JoinRate || b.JoinBurst != a.JoinBurst {
 		add("each client address may create %s → %s new visitors per second, %d → %d at once", num(b.JoinRate), num(a.JoinRate), b.JoinBurst, a.JoinBurst)
+	}
+	if b.PowBits != a.PowBits {
+		if a.PowBits == 0 {
+			add("proof of work %d → 0 bits: joins need no proof of work", b.PowBits)
+		} else {
+			add("proof of work %d → %d bits: each new visitor's join costs about %s hashes", b.PowBits, a.PowBits, num(math.Pow(2, float64(a.PowBits))))
+		}
 	}
 	if b.InviteOnly != a.InviteOnly {
 		if a.InviteOnly {

@@ -503,6 +503,7 @@
     { name: "failMode", label: "Fail mode", kind: "select", options: ["open", "closed"], hint: "the protected endpoint while Redis is unreachable" },
     { name: "joinRate", label: "Joins / s per address", kind: "number", hint: "new visitors one client address may create" },
     { name: "joinBurst", label: "Join burst", kind: "int", hint: "how many at once" },
+    { name: "powBits", label: "Proof of work (bits)", kind: "int", hint: "leading zero bits a new visitor's join must solve; 0 = none" },
     { name: "inviteOnly", label: "Invite-only", kind: "bool", options: ["false", "true"], hint: "true: a new visitor needs an invite code (POST …/invites mints them)" },
     { name: "message", label: "Message to everyone waiting", kind: "text", hint: "plain text, at most 500 characters; shown at once on every waiting page; empty removes it" }
   ];
