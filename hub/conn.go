@@ -11,7 +11,7 @@ import (
 // Transport is one push connection as the server implements it (WebSocket
 // or SSE).
 type Transport interface {
-	// Write sends one message: event is "state", "heartbeat" or
+	// Write sends one message: event is "state", "message", "heartbeat" or
 	// "reconnect", data its JSON. It gives up at deadline (a deadline on the
 	// socket, not a context: a context that can end costs a timer per
 	// message, which 10,000 connections feel); Close must also make a
@@ -39,8 +39,9 @@ type Conn struct {
 	sentStatus wire.Status
 	sentPos    int64
 	sentPaused bool
-	sentNB     int64 // notBefore (UnixNano) of the admitted state sent
-	sentOpens  int64 // opensAt (UnixNano) of the pre-queue state sent
+	sentNB     int64  // notBefore (UnixNano) of the admitted state sent
+	sentOpens  int64  // opensAt (UnixNano) of the pre-queue state sent
+	sentNotice uint64 // notice.seq of the room message sent
 
 	mu        sync.Mutex
 	q         []outMsg

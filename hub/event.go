@@ -29,6 +29,8 @@ func (h *Hub) handleMessage(channel string, payload []byte) {
 	switch e.Type {
 	case wire.EventAdmit:
 		h.admit(name, &e)
+	case wire.EventMessage:
+		h.message(name, &e)
 	case wire.EventSoldOut, wire.EventConfig, wire.EventOpen:
 		// Every visitor's state may have changed: read it at once.
 		h.recon.room(name)

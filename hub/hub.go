@@ -259,6 +259,7 @@ func (h *Hub) Attach(ctx context.Context, room, visitor string, t Transport) (*C
 			h.apply(r, v, states[0])
 		}
 		drops = h.pushLocked(r, v, time.Now())
+		drops = append(drops, h.noticeOnAttach(r, c, states[0])...)
 	}
 	r.mu.Unlock()
 	h.dropSlow(drops)

@@ -162,6 +162,7 @@ func (h *Hub) reconcileRoom(ctx context.Context, r *room) error {
 		now := time.Now()
 		var slow []*Conn
 		r.mu.Lock()
+		slow = h.setNotice(r, states[0].Settings, states[0].Message)
 		for i, id := range batch {
 			v := r.visitors[id]
 			if v == nil || v.touched > seq {

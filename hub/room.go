@@ -27,6 +27,8 @@ type room struct {
 	dirty    uint8  // flush slices holding visitors whose position moved and was not sent yet
 	dead     bool   // removed from Hub.rooms; a new room takes its place
 
+	notice notice // the operator's message to the waiting
+
 	reconciledSeq uint64    // seq when the last reconcile started
 	reconciledAt  time.Time // when the last reconcile started
 

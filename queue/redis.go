@@ -39,6 +39,17 @@ func asInt(v any) (int64, error) {
 	return 0, fmt.Errorf("queue: unexpected reply %T %v", v, v)
 }
 
+// stringAt is element i of a script's array reply when it is a string,
+// else "".
+func stringAt(v any, i int) string {
+	arr, _ := v.([]any)
+	if i < 0 || i >= len(arr) {
+		return ""
+	}
+	s, _ := arr[i].(string)
+	return s
+}
+
 func asInts(v any, n int) ([]int64, error) {
 	arr, ok := v.([]any)
 	if !ok || len(arr) < n {

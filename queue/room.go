@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/waitroom/waitroom/wire"
 )
@@ -45,6 +44,9 @@ type RoomConfig struct {
 	JoinRate  float64 // new visitors per second one client address may create here; 0 = the deployment's
 	JoinBurst int     // with JoinRate: how many at once
 	PowBits   int     // proof of work a new visitor's join needs (leading zero bits); 0 = none
+	Message   string  // to everyone waiting, plain text ("" = none); see CheckMessage
+	// InviteOnly rooms take a new visitor only with an invite code.
+	InviteOnly bool
 
 	// Presence (see Seen): with NoPresence unset, admission skips visitors
 	// unseen for AwayAfter (default 60 s) and they lose their place after
@@ -55,9 +57,8 @@ type RoomConfig struct {
 	DropAfter  time.Duration
 
 	// Method is how the room admits (method.lua): "" or fifo, passthrough,
-	// reject; Message is what a join into a rejecting room is told.
-	Method  string
-	Message string
+	// reject; Message is also what a join into a rejecting room is told.
+	Method string
 
 	version int64 // of the stored settings this was read from
 }
@@ -103,14 +104,15 @@ func (c RoomConfig) Validate() error {
 		return &FieldError{"opensAt", "must be a time between the years 2000 and 3000"}
 	case c.Method != "" && c.Method != MethodFIFO && c.Method != MethodPassthrough && c.Method != MethodReject:
 		return &FieldError{"method", `must be "fifo", "passthrough" or "reject"`}
-	case len(c.Message) > 500 || !utf8.ValidString(c.Message):
-		return &FieldError{"message", "must be UTF-8 text of at most 500 bytes"}
 	case c.AwayAfter != 0 && (c.AwayAfter < MinAwayAfter || c.AwayAfter > time.Hour):
 		return &FieldError{"awayAfterSeconds", "must be 0 (the default, 60) or between 15 (3 × the longest nextPollMs) and 3600"}
 	case c.DropAfter != 0 && (c.DropAfter < c.awayAfter() || c.DropAfter > 24*time.Hour):
 		return &FieldError{"dropAfterSeconds", "must be 0 (the default, 600) or between awayAfterSeconds and 86400"}
 	case c.DropAfter == 0 && c.awayAfter() > DefaultDropAfter:
 		return &FieldError{"awayAfterSeconds", "must be at most dropAfterSeconds (default 600)"}
+	}
+	if err := CheckMessage(c.Message); err != nil {
+		return &FieldError{"message", err.Error()}
 	}
 	return nil
 }
@@ -169,6 +171,9 @@ func (c RoomConfig) fields() []string {
 	if c.DropAfter > 0 {
 		add("dropMs", strconv.FormatInt(c.DropAfter.Milliseconds(), 10))
 	}
+	if c.InviteOnly {
+		add("inviteOnly", "1")
+	}
 	return f
 }
 
@@ -213,6 +218,8 @@ func parseRoomConfig(flat []any) RoomConfig {
 			c.AwayAfter = time.Duration(n) * time.Millisecond
 		case "dropMs":
 			c.DropAfter = time.Duration(n) * time.Millisecond
+		case "inviteOnly":
+			c.InviteOnly = v == "1"
 		case "v":
 			c.version = n
 		}

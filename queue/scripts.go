@@ -1,41 +1,34 @@
 package queue
 
-import "embed"
+import (
+	"embed"
+	"strings"
+)
 
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
-// loadScript joins the shared prelude (draw.lua, now.lua, presence.lua,
-// method.lua) and one script.
-func loadScript(name string) *Script {
-	prelude, err := scriptFS.ReadFile("scripts/now.lua")
-	if err != nil {
-		panic(err)
+// prelude is the shared start of every script, in order: the functions
+// the scripts have in common.
+var prelude = []string{"draw", "now", "presence", "method"}
+
+// loadScript joins the shared prelude and the named scripts, in order, into
+// one script.
+func loadScript(names ...string) *Script {
+	var src []byte
+	for _, name := range append(append([]string(nil), prelude...), names...) {
+		body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
+		if err != nil {
+			panic(err)
+		}
+		src = append(append(src, body...), '\n')
 	}
-	presence, err := scriptFS.ReadFile("scripts/presence.lua")
-	if err != nil {
-		panic(err)
-	}
-	draw, err := scriptFS.ReadFile("scripts/draw.lua")
-	if err != nil {
-		panic(err)
-	}
-	prelude = append(append(append(draw, '\n'), prelude...), '\n')
-	prelude = append(prelude, presence...)
-	method, err := scriptFS.ReadFile("scripts/method.lua")
-	if err != nil {
-		panic(err)
-	}
-	prelude = append(append(prelude, '\n'), method...)
-	body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
-	if err != nil {
-		panic(err)
-	}
-	return newScript(name, string(prelude)+"\n"+string(body))
+	return newScript(strings.Join(names, "+"), string(src))
 }
 
 var (
 	joinScript      = loadScript("join")
+	joinInvScript   = loadScript("invite", "join") // the join with invite-only rooms' check
 	statusScript    = loadScript("status")
 	leaveScript     = loadScript("leave")
 	consumeScript   = loadScript("consume")

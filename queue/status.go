@@ -15,26 +15,32 @@ import (
 // returns its current state when it is already there (a refresh keeps the
 // place). Idempotent.
 func (q *Queue) Join(ctx context.Context, room, visitor string) (wire.State, error) {
+	return q.join(ctx, joinScript, room, visitor)
+}
+
+func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, extra ...string) (wire.State, error) {
 	if err := check(room, visitor); err != nil {
 		return wire.State{}, err
 	}
-	v, err := q.r.Eval(ctx, joinScript, []string{queueKey(room)}, prefix(room), visitor, seed(), wire.Channel(room),
+	args := append([]string{prefix(room), visitor, seed(), wire.Channel(room),
 		strconv.FormatInt(q.opts.TokenTTL.Milliseconds(), 10),
 		strconv.FormatInt(q.opts.TokenMax.Milliseconds(), 10),
-		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10))
+		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10)}, extra...)
+	v, err := q.r.Eval(ctx, script, []string{queueKey(room)}, args...)
 	if err != nil {
 		return wire.State{}, fmt.Errorf("queue: join: %w", err)
 	}
-	n, err := asInts(v, 5)
+	n, err := asInts(v, 7)
 	if err != nil {
 		return wire.State{}, err
 	}
-	if n[0] == replyClosed {
-		s := wire.State{Room: room, Status: wire.StatusClosed}
-		if arr, _ := v.([]any); len(arr) > 4 {
-			s.Message, _ = arr[4].(string)
-		}
-		return s, nil
+	switch n[0] {
+	case replyInviteRequired:
+		return wire.State{}, ErrInviteRequired
+	case replyInviteUsed:
+		return wire.State{}, ErrInviteUsed
+	case replyClosed:
+		return wire.State{Room: room, Status: wire.StatusClosed, Message: stringAt(v, 6)}, nil
 	}
 	// Every join that leaves the visitor waiting lists the room for the
 	// tick loop (the set is in another slot than the room, so this is a
@@ -45,7 +51,7 @@ func (q *Queue) Join(ctx context.Context, room, visitor string) (wire.State, err
 			return wire.State{}, fmt.Errorf("queue: join: %w", err)
 		}
 	}
-	h := roomHeader{rate: q.rate(room), paused: n[4] == 1}
+	h := roomHeader{rate: q.rate(room), paused: n[4] == 1, settings: n[5], message: stringAt(v, 6)}
 	if n[0] == replyPreQueue {
 		h.opensAt = n[1]
 	}
@@ -67,11 +73,15 @@ type roomHeader struct {
 	paused  bool
 	soldOut bool
 	opensAt int64
+	// settings is the version of the room's stored settings; message is
+	// the operator's message to the waiting in them.
+	settings int64
+	message  string
 }
 
 // statusHeader is the length of the status script's room header:
-// rate*1000, paused, soldOut, opensAt, waiting.
-const statusHeader = 5
+// rate*1000, paused, soldOut, opensAt, waiting, settings version, message.
+const statusHeader = 7
 
 // StatusMany returns the states of several visitors of one room in one
 // round trip.
@@ -95,7 +105,8 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 	if err != nil {
 		return nil, err
 	}
-	h := roomHeader{rate: float64(n[0]) / 1000, paused: n[1] == 1, soldOut: n[2] == 1, opensAt: n[3]}
+	h := roomHeader{rate: float64(n[0]) / 1000, paused: n[1] == 1, soldOut: n[2] == 1, opensAt: n[3],
+		settings: n[5], message: stringAt(v, 6)}
 	if h.rate > 0 {
 		// The key outlives the call: a caller's string may alias a
 		// request buffer that is reused (fiber's params do), which would
@@ -141,6 +152,10 @@ func etaAt(position int64, rate float64) int64 {
 	return int64(math.Ceil(float64(position)/rate - 1e-9))
 }
 
+// ETAAt is the wait in seconds of a 1-based position at rate admissions
+// per second: the one ETA formula, for what-if estimates.
+func ETAAt(position int64, rate float64) int64 { return etaAt(position, rate) }
+
 // preQueuePoll is when a visitor in the pre-queue should ask again: at
 // opening, but no sooner than 500 ms and no later than 5 s.
 func preQueuePoll(opensAt time.Time) time.Duration {
@@ -148,7 +163,7 @@ func preQueuePoll(opensAt time.Time) time.Duration {
 }
 
 func (q *Queue) state(room, visitor string, h roomHeader, code, a, b int64) wire.State {
-	s := wire.State{Room: room, Paused: h.paused}
+	s := wire.State{Room: room, Paused: h.paused, Message: h.message, Settings: h.settings}
 	c := q.opts.Capacity
 	rate := h.rate
 	if rate <= 0 {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"cmp"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"io"
@@ -17,13 +16,18 @@ import (
 
 var errAdminKey = errorf(401, "invalid_admin_key", "a valid admin key is required (Authorization: Bearer <admin key>)")
 
-// adminAuth guards /api/v1/admin with the admin key, compared in constant
-// time.
+// adminAuth guards /api/v1/admin with the admin keys, compared in constant
+// time; the key's label names who made a change in the audit trail.
 func (s *server) adminAuth(c *fiber.Ctx) error {
 	key, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(key)), []byte(s.cfg.AdminKey)) != 1 {
+	if !ok {
 		return errAdminKey
 	}
+	label, ok := s.opsNow().keys.match([]byte(strings.TrimSpace(key)))
+	if !ok {
+		return errAdminKey
+	}
+	c.Locals("adminLabel", label)
 	return c.Next()
 }
 
@@ -42,27 +46,30 @@ func (s *server) metricsGate(c *fiber.Ctx) error {
 
 // roomConfigJSON is a room's settings on the wire.
 type roomConfigJSON struct {
-	Room            string  `json:"room"`
-	Paused          bool    `json:"paused"`
-	Strategy        string  `json:"strategy"`
-	Batch           int     `json:"batch"`
-	MaxActive       int     `json:"maxActive"`
-	Seats           int     `json:"seats"`
-	OpensAt         *string `json:"opensAt"`
-	TokenTTLSeconds float64 `json:"tokenTtlSeconds"`
-	TokenMaxSeconds float64 `json:"tokenMaxSeconds"`
-	FailMode        string  `json:"failMode"`
-	JoinRate        float64 `json:"joinRate"`
-	JoinBurst       int     `json:"joinBurst"`
-	PowBits         int     `json:"powBits"`
-	TickMs          int64   `json:"tickMs"`
-	TPS             float64 `json:"tps"`
-
+	Room             string  `json:"room"`
+	Paused           bool    `json:"paused"`
+	Strategy         string  `json:"strategy"`
+	Batch            int     `json:"batch"`
+	MaxActive        int     `json:"maxActive"`
+	Seats            int     `json:"seats"`
+	OpensAt          *string `json:"opensAt"`
+	TokenTTLSeconds  float64 `json:"tokenTtlSeconds"`
+	TokenMaxSeconds  float64 `json:"tokenMaxSeconds"`
+	FailMode         string  `json:"failMode"`
+	JoinRate         float64 `json:"joinRate"`
+	JoinBurst        int     `json:"joinBurst"`
+	PowBits          int     `json:"powBits"`
+	Message          string  `json:"message"`
+	InviteOnly       bool    `json:"inviteOnly"`
+	TickMs           int64   `json:"tickMs"`
+	TPS              float64 `json:"tps"`
 	Presence         bool    `json:"presence"`
 	AwayAfterSeconds float64 `json:"awayAfterSeconds"`
 	DropAfterSeconds float64 `json:"dropAfterSeconds"`
 	Method           string  `json:"method"`
-	Message          string  `json:"message"`
+	// FromFile maps each setting the rooms file sets to why it is
+	// read-only here.
+	FromFile map[string]string `json:"fromFile,omitempty"`
 }
 
 // effective fills the instance defaults into a room's stored settings.
@@ -70,10 +77,10 @@ func (s *server) effective(room string, c queue.RoomConfig) roomConfigJSON {
 	out := roomConfigJSON{
 		Room: room, Paused: c.Paused, Strategy: c.Strategy, Batch: c.Batch, MaxActive: c.MaxActive, Seats: c.Seats,
 		TokenTTLSeconds: c.TokenTTL.Seconds(), TokenMaxSeconds: c.TokenMax.Seconds(), FailMode: c.FailMode,
-		JoinRate: c.JoinRate, JoinBurst: c.JoinBurst, PowBits: c.PowBits, TickMs: s.cfg.Capacity.Tick.Milliseconds(),
+		JoinRate: c.JoinRate, JoinBurst: c.JoinBurst, PowBits: c.PowBits, Message: c.Message, InviteOnly: c.InviteOnly, TickMs: s.cfg.Capacity.Tick.Milliseconds(),
 		Presence: !c.NoPresence, AwayAfterSeconds: c.EffectiveAwayAfter().Seconds(),
 		DropAfterSeconds: c.EffectiveDropAfter().Seconds(),
-		Method:           cmp.Or(c.Method, queue.MethodFIFO), Message: c.Message,
+		Method:           cmp.Or(c.Method, queue.MethodFIFO),
 	}
 	if out.JoinRate == 0 {
 		out.JoinRate, out.JoinBurst = s.cfg.JoinRate, s.cfg.JoinBurst
@@ -100,6 +107,7 @@ func (s *server) effective(room string, c queue.RoomConfig) roomConfigJSON {
 		out.OpensAt = &t
 	}
 	out.TPS = float64(out.Batch) / s.cfg.Capacity.Tick.Seconds()
+	out.FromFile = s.fileLocks(room)
 	return out
 }
 
@@ -132,39 +140,42 @@ func fieldError(field, msg string) *apiError {
 	return e
 }
 
-// adminPutRoom changes the fields present in the body; absent fields keep
-// their value. Every instance applies the change from its next tick.
-func (s *server) adminPutRoom(c *fiber.Ctx) error {
-	if _, err := room(c); err != nil {
-		return err
-	}
-	body := bytes.TrimSpace(c.Body())
+// roomPatch is a change of some of a room's settings: the fields present
+// in a request body. Absent fields keep their value.
+type roomPatch struct {
+	Paused          *bool    `json:"paused"`
+	Strategy        *string  `json:"strategy"`
+	Batch           *int     `json:"batch"`
+	MaxActive       *int     `json:"maxActive"`
+	Seats           *int     `json:"seats"`
+	OpensAt         *string  `json:"opensAt"`
+	TokenTTLSeconds *float64 `json:"tokenTtlSeconds"`
+	TokenMaxSeconds *float64 `json:"tokenMaxSeconds"`
+	FailMode        *string  `json:"failMode"`
+	JoinRate        *float64 `json:"joinRate"`
+	JoinBurst       *int     `json:"joinBurst"`
+	PowBits         *int     `json:"powBits"`
+	Message         *string  `json:"message"`
+	InviteOnly      *bool    `json:"inviteOnly"`
+
+	Presence         *bool    `json:"presence"`
+	AwayAfterSeconds *float64 `json:"awayAfterSeconds"`
+	DropAfterSeconds *float64 `json:"dropAfterSeconds"`
+	Method           *string  `json:"method"`
+
+	opensAt time.Time
+}
+
+// decodeStrict decodes a JSON object body into dst, refusing unknown
+// fields with the field's name.
+func decodeStrict(raw []byte, dst any) error {
+	body := bytes.TrimSpace(raw)
 	if len(body) == 0 || body[0] != '{' {
 		return errInvalidJSON
 	}
-	var in struct {
-		Paused          *bool    `json:"paused"`
-		Strategy        *string  `json:"strategy"`
-		Batch           *int     `json:"batch"`
-		MaxActive       *int     `json:"maxActive"`
-		Seats           *int     `json:"seats"`
-		OpensAt         *string  `json:"opensAt"`
-		TokenTTLSeconds *float64 `json:"tokenTtlSeconds"`
-		TokenMaxSeconds *float64 `json:"tokenMaxSeconds"`
-		FailMode        *string  `json:"failMode"`
-		JoinRate        *float64 `json:"joinRate"`
-		JoinBurst       *int     `json:"joinBurst"`
-		PowBits         *int     `json:"powBits"`
-
-		Presence         *bool    `json:"presence"`
-		AwayAfterSeconds *float64 `json:"awayAfterSeconds"`
-		DropAfterSeconds *float64 `json:"dropAfterSeconds"`
-		Method           *string  `json:"method"`
-		Message          *string  `json:"message"`
-	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
+	if err := dec.Decode(dst); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			return fieldError(te.Field, "has the wrong type ("+te.Value+")")
@@ -177,102 +188,263 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 	if err := dec.Decode(&struct{}{}); err != io.EOF {
 		return errInvalidJSON
 	}
+	return nil
+}
+
+// check parses what needs parsing; the rest is RoomConfig.Validate's.
+func (p *roomPatch) check() error {
+	if p.OpensAt != nil && *p.OpensAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, *p.OpensAt)
+		if err != nil {
+			return fieldError("opensAt", "must be an RFC 3339 time or empty")
+		}
+		p.opensAt = t
+	}
+	return nil
+}
+
+// apply changes cfg's fields that p has.
+func (p *roomPatch) apply(cfg *queue.RoomConfig) {
+	set := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	if p.Paused != nil {
+		cfg.Paused = *p.Paused
+	}
+	if p.Strategy != nil {
+		cfg.Strategy = *p.Strategy
+	}
+	set(&cfg.Batch, p.Batch)
+	set(&cfg.MaxActive, p.MaxActive)
+	set(&cfg.Seats, p.Seats)
+	if p.OpensAt != nil {
+		cfg.OpensAt = p.opensAt
+	}
+	// The bounds are RoomConfig.Validate's; a value no duration can hold
+	// becomes one it refuses with the field's message.
+	seconds := func(v *float64, dst *time.Duration) {
+		if v == nil {
+			return
+		}
+		*dst = -1
+		if *v >= 0 && *v < 1e9 {
+			*dst = time.Duration(*v * float64(time.Second))
+		}
+	}
+	seconds(p.TokenTTLSeconds, &cfg.TokenTTL)
+	seconds(p.TokenMaxSeconds, &cfg.TokenMax)
+	seconds(p.AwayAfterSeconds, &cfg.AwayAfter)
+	seconds(p.DropAfterSeconds, &cfg.DropAfter)
+	if p.Presence != nil {
+		cfg.NoPresence = !*p.Presence
+	}
+	if p.Method != nil {
+		cfg.Method = *p.Method
+	}
+	if p.FailMode != nil {
+		cfg.FailMode = *p.FailMode
+	}
+	if p.JoinRate != nil {
+		cfg.JoinRate = *p.JoinRate
+	}
+	set(&cfg.JoinBurst, p.JoinBurst)
+	set(&cfg.PowBits, p.PowBits)
+	if p.Message != nil {
+		cfg.Message = *p.Message
+	}
+	if p.InviteOnly != nil {
+		cfg.InviteOnly = *p.InviteOnly
+	}
+}
+
+// changeRoom applies p to room's settings as they are when written (a
+// concurrent change of other fields is kept), refusing a change of a
+// setting the rooms file sets, and records it in the audit trail.
+func (s *server) changeRoom(c *fiber.Ctx, r, action string, p *roomPatch) (queue.RoomConfig, error) {
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	var before queue.RoomConfig
+	cfg, err := s.q.UpdateRoomConfig(ctx, r, func(cfg *queue.RoomConfig) error {
+		before = *cfg
+		p.apply(cfg)
+		return s.checkFileLocks(r, *cfg)
+	})
+	if err != nil {
+		var fe *queue.FieldError
+		var ae *apiError
+		switch {
+		case errors.As(err, &fe):
+			return cfg, fieldError(fe.Field, fe.Msg)
+		case errors.As(err, &ae):
+			return cfg, err
+		}
+		return cfg, s.storeError(c, err)
+	}
+	s.audit(ctx, r, adminLabel(c), action, before, cfg)
+	return cfg, nil
+}
+
+// checkFileLocks refuses cfg when it differs from the rooms file in a
+// setting the file sets: the file wins over a live change.
+func (s *server) checkFileLocks(r string, cfg queue.RoomConfig) error {
+	fr, ok := s.fileRoom(r)
+	if !ok {
+		return nil
+	}
+	if changed := fr.Apply(&cfg); len(changed) > 0 {
+		f := changed[0]
+		e := errorf(409, "set_by_rooms_file", f+" is "+s.fileLocks(r)[f])
+		e.Field = f
+		return e
+	}
+	return nil
+}
+
+// adminPutRoom changes the fields present in the body; absent fields keep
+// their value. Every instance applies the change from its next tick.
+func (s *server) adminPutRoom(c *fiber.Ctx) error {
 	r, err := room(c)
 	if err != nil {
 		return err
 	}
-	var opensAt time.Time
-	if in.OpensAt != nil && *in.OpensAt != "" {
-		if opensAt, err = time.Parse(time.RFC3339Nano, *in.OpensAt); err != nil {
-			return fieldError("opensAt", "must be an RFC 3339 time or empty")
-		}
+	var p roomPatch
+	if err := decodeStrict(c.Body(), &p); err != nil {
+		return err
 	}
-	ctx, cancel := s.redisCtx(c)
-	defer cancel()
-	// Only the fields in the body change, applied to the settings as they
-	// are when written: a concurrent change of other fields is kept.
-	cfg, err := s.q.UpdateRoomConfig(ctx, r, func(cfg *queue.RoomConfig) error {
-		if in.Paused != nil {
-			cfg.Paused = *in.Paused
-		}
-		if in.Strategy != nil {
-			cfg.Strategy = *in.Strategy
-		}
-		if in.Batch != nil {
-			cfg.Batch = *in.Batch
-		}
-		if in.MaxActive != nil {
-			cfg.MaxActive = *in.MaxActive
-		}
-		if in.Seats != nil {
-			cfg.Seats = *in.Seats
-		}
-		if in.OpensAt != nil {
-			cfg.OpensAt = opensAt
-		}
-		// The bounds are RoomConfig.Validate's; a value no duration can hold
-		// becomes one it refuses with the field's message.
-		seconds := func(v *float64, dst *time.Duration) {
-			if v == nil {
-				return
-			}
-			*dst = -1
-			if *v >= 0 && *v < 1e9 {
-				*dst = time.Duration(*v * float64(time.Second))
-			}
-		}
-		seconds(in.TokenTTLSeconds, &cfg.TokenTTL)
-		seconds(in.TokenMaxSeconds, &cfg.TokenMax)
-		seconds(in.AwayAfterSeconds, &cfg.AwayAfter)
-		seconds(in.DropAfterSeconds, &cfg.DropAfter)
-		if in.Presence != nil {
-			cfg.NoPresence = !*in.Presence
-		}
-		if in.Method != nil {
-			cfg.Method = *in.Method
-		}
-		if in.Message != nil {
-			cfg.Message = *in.Message
-		}
-		if in.FailMode != nil {
-			cfg.FailMode = *in.FailMode
-		}
-		if in.JoinRate != nil {
-			cfg.JoinRate = *in.JoinRate
-		}
-		if in.JoinBurst != nil {
-			cfg.JoinBurst = *in.JoinBurst
-		}
-		if in.PowBits != nil {
-			cfg.PowBits = *in.PowBits
-		}
-		return nil
-	})
+	if err := p.check(); err != nil {
+		return err
+	}
+	cfg, err := s.changeRoom(c, r, "update", &p)
 	if err != nil {
-		var fe *queue.FieldError
-		if errors.As(err, &fe) {
-			return fieldError(fe.Field, fe.Msg)
-		}
-		return s.storeError(c, err)
+		return err
 	}
 	return c.JSON(s.effective(r, cfg))
 }
 
-// adminPause returns a handler that pauses or resumes a room.
-func (s *server) adminPause(paused bool) fiber.Handler {
+// adminCreateRoom creates a room with the settings in the body; 409 when
+// it exists already.
+func (s *server) adminCreateRoom(c *fiber.Ctx) error {
+	var in struct {
+		Room *string `json:"room"`
+		roomPatch
+	}
+	if err := decodeStrict(c.Body(), &in); err != nil {
+		return err
+	}
+	if in.Room == nil || !queue.ValidRoom(*in.Room) {
+		return fieldError("room", "must match ^[a-z0-9][a-z0-9-]{0,63}$")
+	}
+	if err := in.check(); err != nil {
+		return err
+	}
+	r := *in.Room
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	exists, err := s.q.RoomExists(ctx, r)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	if exists {
+		return errorf(409, "room_exists", "room "+r+" exists already; change it with PUT /api/v1/admin/rooms/"+r)
+	}
+	cfg, err := s.changeRoom(c, r, "create", &in.roomPatch)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(s.effective(r, cfg))
+}
+
+// adminPreview answers what a change (the body of a PUT) would do, without
+// making it: each setting's value before and after, and the effect in
+// words, for the dashboard's confirmation.
+func (s *server) adminPreview(c *fiber.Ctx) error {
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	var p roomPatch
+	if err := decodeStrict(c.Body(), &p); err != nil {
+		return err
+	}
+	if err := p.check(); err != nil {
+		return err
+	}
+	r, before, err := s.roomConfig(c)
+	if err != nil {
+		return err
+	}
+	after := before
+	p.apply(&after)
+	if err := after.Validate(); err != nil {
+		var fe *queue.FieldError
+		if errors.As(err, &fe) {
+			return fieldError(fe.Field, fe.Msg)
+		}
+		return err
+	}
+	if err := s.checkFileLocks(r, after); err != nil {
+		return err
+	}
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	st, err := s.q.Stats(ctx, r)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(fiber.Map{
+		"room": r, "changes": s.changes(r, before, after),
+		"effects": s.effects(r, before, after, st),
+	})
+}
+
+// adminMessage sets (PUT {"text": …}) or clears (DELETE) the room's
+// message to everyone waiting.
+func (s *server) adminMessage(clear bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		r, err := room(c)
 		if err != nil {
 			return err
 		}
-		ctx, cancel := s.redisCtx(c)
-		defer cancel()
-		cfg, err := s.q.UpdateRoomConfig(ctx, r, func(cfg *queue.RoomConfig) error {
-			cfg.Paused = paused
-			return nil
-		})
+		var in struct {
+			Text *string `json:"text"`
+		}
+		text := ""
+		if !clear {
+			if err := decodeStrict(c.Body(), &in); err != nil {
+				return err
+			}
+			if in.Text == nil {
+				return fieldError("text", "is required (an empty text clears the message)")
+			}
+			text = *in.Text
+		}
+		if err := queue.CheckMessage(text); err != nil {
+			return fieldError("text", err.Error())
+		}
+		cfg, err := s.changeRoom(c, r, "update", &roomPatch{Message: &text})
 		if err != nil {
-			return s.storeError(c, err)
+			return err
+		}
+		return c.JSON(fiber.Map{"room": r, "message": cfg.Message})
+	}
+}
+
+// adminPause returns a handler that pauses or resumes a room.
+func (s *server) adminPause(paused bool) fiber.Handler {
+	action := "resume"
+	if paused {
+		action = "pause"
+	}
+	return func(c *fiber.Ctx) error {
+		r, err := room(c)
+		if err != nil {
+			return err
+		}
+		cfg, err := s.changeRoom(c, r, action, &roomPatch{Paused: &paused})
+		if err != nil {
+			return err
 		}
 		return c.JSON(s.effective(r, cfg))
 	}
@@ -290,8 +462,21 @@ func (s *server) adminRooms(c *fiber.Ctx) error {
 		rooms = rooms[:1000]
 	}
 	type item struct {
-		Room    string `json:"room"`
-		Waiting int64  `json:"waiting"`
+		Room              string  `json:"room"`
+		Waiting           int64   `json:"waiting"`
+		AdmittedPerSecond float64 `json:"admittedPerSecond"`
+		Sessions          int64   `json:"sessions"`
+		Paused            bool    `json:"paused"`
+		Configured        bool    `json:"configured"`
+		FromFile          bool    `json:"fromFile"`
+	}
+	configured, err := s.q.ConfiguredRooms(ctx)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	isConfigured := make(map[string]bool, len(configured))
+	for _, r := range configured {
+		isConfigured[r] = true
 	}
 	out := make([]item, 0, len(rooms))
 	for _, r := range rooms {
@@ -299,7 +484,15 @@ func (s *server) adminRooms(c *fiber.Ctx) error {
 		if err != nil {
 			return s.storeError(c, err)
 		}
-		out = append(out, item{Room: r, Waiting: st.Waiting + st.PreQueue})
+		cfg, err := s.q.RoomConfig(ctx, r)
+		if err != nil {
+			return s.storeError(c, err)
+		}
+		_, inFile := s.fileRoom(r)
+		out = append(out, item{
+			Room: r, Waiting: st.Waiting + st.PreQueue, AdmittedPerSecond: st.Rate, Sessions: st.ActiveTokens,
+			Paused: cfg.Paused, Configured: isConfigured[r], FromFile: inFile,
+		})
 	}
 	return c.JSON(fiber.Map{"rooms": out})
 }

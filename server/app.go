@@ -20,6 +20,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/workpool"
+	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/wire"
@@ -44,6 +45,9 @@ type server struct {
 	rooms   *roomCache
 	gw      *gatewayMode
 	id      string // this instance, in the instances hash
+
+	ops     atomic.Pointer[opsFiles] // the rooms file and admin keys in force
+	invites *invite.Minter
 	// originHosts are the hosts of cfg.Origins, as WebSocket Origin patterns.
 	originHosts []string
 	ticketKey   []byte // HMAC key of connect tickets (ticket.go)
@@ -66,7 +70,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	if err != nil {
 		return nil, err
 	}
-	if cfg.AdminKey == "" {
+	if cfg.AdminKey == "" && cfg.AdminKeysFile == "" {
 		var k [18]byte
 		_, _ = rand.Read(k[:])
 		cfg.AdminKey = base64.RawURLEncoding.EncodeToString(k[:])
@@ -82,6 +86,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		id:      fmt.Sprintf("%x", idb),
 
 		ticketKey: ticketKey(secret),
+		invites: invite.NewMinter(secret),
 	}
 	s.metrics = newMetrics()
 	keep := cfg.TokenKeep
@@ -98,6 +103,10 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	}
 	s.q = q
 	s.rooms = newRoomCache(q, cfg.FailMode)
+	if err := s.startOps(ctx); err != nil {
+		rc.Close()
+		return nil, err
+	}
 	var broker hub.Broker
 	if rc.rue != nil {
 		broker = hub.NewRueidisBroker(rc.rue, log)
@@ -190,6 +199,12 @@ func (s *server) routes() *fiber.App {
 	admin.Get("/rooms/:room/stats", s.adminStats)
 	admin.Post("/visitors", s.adminVisitor)
 	admin.Delete("/rooms/:room/sessions/:visitor", s.adminEndSession)
+	admin.Post("/rooms", s.adminCreateRoom)
+	admin.Post("/rooms/:room/preview", s.adminPreview)
+	admin.Put("/rooms/:room/message", s.adminMessage(false))
+	admin.Delete("/rooms/:room/message", s.adminMessage(true))
+	admin.Get("/rooms/:room/audit", s.adminAudit)
+	admin.Post("/rooms/:room/invites", s.adminInvites)
 
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
@@ -230,6 +245,8 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	start("housekeeping", func(ctx context.Context) error { return s.housekeeping(ctx, 2*time.Second) })
 	start("gateway", s.runGateway)
 	start("redis watch", s.watchRedis)
+	hup := notifyHangup()
+	start("reload", func(ctx context.Context) error { return s.reloadOnHangup(ctx, hup) })
 	if !s.cfg.noTick {
 		start("admission", s.q.Run)
 	}

@@ -55,6 +55,8 @@ type config struct {
 	Routes      []string
 	Upstream    string
 	GatewayPage string
+	RoomsFile      string // -rooms: the rooms as code
+	AdminKeysFile  string // -admin-keys: labelled admin keys
 
 	// sseBeat replaces the SSE heartbeat interval in tests. Not a flag.
 	sseBeat time.Duration
@@ -130,6 +132,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	})
 	fs.StringVar(&c.Upstream, "upstream", "", "run the built-in gateway proxy in front of this app (http://host:port); requests outside -gateway-page go there")
 	fs.StringVar(&c.GatewayPage, "gateway-page", "/waitroom/", "path prefix where the gateway serves waitroom (the waiting page, its assets and API) on the protected host; gateways route it to waitroom")
+	fs.StringVar(&c.RoomsFile, "rooms", "", "rooms file (YAML or JSON) declaring rooms and the settings it pins; applied at start and on SIGHUP")
+	fs.StringVar(&c.AdminKeysFile, "admin-keys", "", "file of labelled admin keys (YAML: label: key), beside -admin-key; the label names who changed what in the audit trail; reread on SIGHUP")
 
 	return fs
 }

@@ -96,10 +96,17 @@ func (s *server) join(c *fiber.Ctx) error {
 	if cred == "" {
 		id, cred = s.signer.NewVisitor()
 	}
+	inv, err := s.inviteOf(c, r, id)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
-	st, err := s.q.Join(ctx, r, id)
+	st, err := s.q.JoinInvite(ctx, r, id, inv)
 	if err != nil {
+		if e := inviteError(err); e != nil {
+			return e
+		}
 		return s.storeError(c, err)
 	}
 	s.polls.forget(r + "|" + id)

@@ -80,7 +80,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		}()
 		defer func() { <-done }()
 	}
-	if cfg.AdminKey == "" {
+	if cfg.AdminKey == "" && cfg.AdminKeysFile == "" {
 		fmt.Fprintf(os.Stderr, "admin dashboard: http://%s/admin (admin key for this run: %s)\n", ln.Addr(), s.cfg.AdminKey)
 	}
 	return s.run(ctx, ln)

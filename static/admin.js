@@ -1,5 +1,8 @@
-// admin.js: the live dashboard at /admin. Polls the room's stats every
-// second with the admin key and draws the last few minutes by hand in SVG.
+// admin.js: the dashboard at /admin. Lists the rooms, polls the chosen
+// room's stats every second and draws the last few minutes by hand in SVG,
+// and steers: creates rooms, edits every setting (each change is previewed
+// by the server and confirmed with its effect first) and shows the room's
+// audit trail.
 (function () {
   "use strict";
 
@@ -39,10 +42,13 @@
 
   // api calls the admin API; it resolves to { status, body } and never
   // rejects (status 0: the server could not be reached).
-  function api(method, path) {
+  function api(method, path, body) {
+    var headers = { "Authorization": "Bearer " + key, "Accept": "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
     return fetch("/api/v1/admin" + path, {
       method: method,
-      headers: { "Authorization": "Bearer " + key, "Accept": "application/json" },
+      headers: headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
       cache: "no-store",
       credentials: "same-origin"
     }).then(function (res) {
@@ -64,6 +70,7 @@
     stop();
     $("signin").hidden = false;
     $("room-panel").hidden = true;
+    $("rooms-panel").hidden = true;
     $("board").hidden = true;
     $("forget").hidden = true;
     message(text || "");
@@ -106,6 +113,8 @@
         rooms = r.body.rooms;
         if (!room && rooms.length) selectRoom(rooms[0].room);
         fillRooms();
+        fillRoomsTable();
+        loadAudit();
       } else if (r.status !== 0 && !room) {
         message("The room list is not available: " + errorOf(r).message);
       }
@@ -159,7 +168,12 @@
     history.replaceState(null, "", u);
     document.title = name + " · waitroom dashboard";
     $("action-msg").textContent = "";
+    $("settings-msg").textContent = "";
+    settings = null;
     pollNow();
+    loadSettings();
+    loadAudit();
+    fillRoomsTable();
   }
 
   $("room").addEventListener("change", function () { selectRoom($("room").value); });
@@ -287,8 +301,10 @@
     cfg.push("updated " + new Date(s.at || now).toLocaleTimeString());
     set("updated", cfg.join(" · "));
 
-    $("pause").disabled = !!s.paused;
-    $("resume").disabled = !s.paused;
+    var pinned = settings && settings.fromFile && settings.fromFile.paused;
+    $("pause").disabled = !!s.paused || !!pinned;
+    $("resume").disabled = !s.paused || !!pinned;
+    $("pause").title = $("resume").title = pinned || "";
 
     points.push({ t: now, waiting: s.waiting || 0, rate: rate });
     while (points.length && points[0].t < now - WINDOW_MS - 1000) points.shift();
@@ -386,24 +402,378 @@
 
   function control(action) {
     if (!room) return;
-    var out = $("action-msg");
-    out.textContent = (action === "pause" ? "Pausing" : "Resuming") + " admission…";
-    api("POST", "/rooms/" + encodeURIComponent(room) + "/" + action).then(function (r) {
-      if (r.status === 401) return unauthorized(r);
-      if (r.status >= 200 && r.status < 300) {
-        out.textContent = action === "pause" ? "Admission is paused. Visitors keep their places." : "Admission resumed.";
-        pollNow();
-      } else if (r.status === 404 || r.status === 405) {
-        out.textContent = (action === "pause" ? "Pausing" : "Resuming") + " is not available on this server yet.";
-      } else if (r.status === 0) {
-        out.textContent = "The server can't be reached; nothing was changed.";
-      } else {
-        out.textContent = "That did not work: " + errorOf(r).message;
-      }
-    });
+    review({ paused: action === "pause" }, function (done) {
+      var out = $("action-msg");
+      api("POST", "/rooms/" + encodeURIComponent(room) + "/" + action).then(function (r) {
+        done();
+        if (r.status === 401) return unauthorized(r);
+        if (r.status >= 200 && r.status < 300) {
+          out.textContent = action === "pause" ? "Admission is paused. Visitors keep their places." : "Admission resumed.";
+          applied(r.body);
+        } else if (r.status === 0) {
+          out.textContent = "The server can't be reached; nothing was changed.";
+        } else {
+          out.textContent = "That did not work: " + errorOf(r).message;
+        }
+      });
+    }, $("action-msg"));
   }
   $("pause").addEventListener("click", function () { control("pause"); });
   $("resume").addEventListener("click", function () { control("resume"); });
+
+  // ---------- rooms table and creation ----------
+
+  function cell(tr, text, cls) {
+    var td = document.createElement("td");
+    if (cls) td.className = cls;
+    td.textContent = text;
+    tr.appendChild(td);
+    return td;
+  }
+
+  function fillRoomsTable() {
+    var body = $("rooms-table").tBodies[0];
+    body.textContent = "";
+    if (!rooms.length) {
+      var tr = document.createElement("tr");
+      var td = cell(tr, "No rooms yet. Create one below.");
+      td.colSpan = 5;
+      body.appendChild(tr);
+      return;
+    }
+    rooms.forEach(function (r) {
+      var tr = document.createElement("tr");
+      tr.dataset.room = r.room;
+      if (r.room === room) tr.setAttribute("aria-current", "true");
+      var th = document.createElement("th");
+      th.scope = "row";
+      var b = document.createElement("button");
+      b.type = "button";
+      b.className = "pick";
+      b.textContent = r.room;
+      b.setAttribute("aria-label", "Show room " + r.room);
+      b.addEventListener("click", function () { selectRoom(r.room); $("room").value = r.room; });
+      th.appendChild(b);
+      tr.appendChild(th);
+      cell(tr, numbers.format(r.waiting || 0), "num");
+      cell(tr, oneDecimal.format(r.admittedPerSecond || 0), "num");
+      cell(tr, numbers.format(r.sessions || 0), "num");
+      var state = [];
+      if (r.paused) state.push("paused");
+      if (r.fromFile) state.push("rooms file");
+      if (!r.configured) state.push("not created (open room)");
+      cell(tr, state.join(" · ") || "admitting");
+      body.appendChild(tr);
+    });
+  }
+
+  $("create-form").addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    var input = $("new-room"), out = $("create-msg");
+    var name = input.value.trim();
+    if (!/^[a-z0-9][a-z0-9-]{0,63}$/.test(name)) {
+      input.setAttribute("aria-invalid", "true");
+      out.textContent = "A room name is lower-case letters, digits and dashes, starting with a letter or digit.";
+      input.focus();
+      return;
+    }
+    input.removeAttribute("aria-invalid");
+    out.textContent = "Creating " + name + "…";
+    api("POST", "/rooms", { room: name }).then(function (r) {
+      if (r.status === 401) return unauthorized(r);
+      if (r.status === 201) {
+        out.textContent = "Room " + name + " created.";
+        input.value = "";
+        rooms.push({ room: name, waiting: 0, admittedPerSecond: 0, sessions: 0, configured: true });
+        rooms.sort(function (a, b) { return a.room < b.room ? -1 : 1; });
+        selectRoom(name);
+        fillRooms();
+        $("room").value = name;
+      } else if (r.status === 0) {
+        out.textContent = "The server can't be reached; nothing was created.";
+      } else {
+        out.textContent = "Not created: " + errorOf(r).message;
+      }
+    });
+  });
+
+  // ---------- settings ----------
+
+  // FIELDS are the settings the form edits (pause and resume have their
+  // buttons above), with the admin API's names.
+  var FIELDS = [
+    { name: "strategy", label: "Strategy", kind: "select", options: ["fixed", "max-active"], hint: "fixed: a batch every tick; max-active: keep live entry tokens at or under Max active" },
+    { name: "batch", label: "Batch per tick", kind: "int", hint: "visitors admitted each tick" },
+    { name: "maxActive", label: "Max active", kind: "int", hint: "with max-active: entry tokens live at once" },
+    { name: "seats", label: "Seats", kind: "int", hint: "0 = no limit; sold out when all are held" },
+    { name: "opensAt", label: "Opens at", kind: "time", hint: "RFC 3339, e.g. 2026-12-01T09:00:00Z; empty = open now" },
+    { name: "tokenTtlSeconds", label: "Token idle lifetime (s)", kind: "number", hint: "extended by each use" },
+    { name: "tokenMaxSeconds", label: "Token max lifetime (s)", kind: "number", hint: "absolute cap" },
+    { name: "failMode", label: "Fail mode", kind: "select", options: ["open", "closed"], hint: "the protected endpoint while Redis is unreachable" },
+    { name: "joinRate", label: "Joins / s per address", kind: "number", hint: "new visitors one client address may create" },
+    { name: "joinBurst", label: "Join burst", kind: "int", hint: "how many at once" },
+    { name: "powBits", label: "Proof of work (bits)", kind: "int", hint: "leading zero bits a new visitor's join must solve; 0 = none" },
+    { name: "inviteOnly", label: "Invite-only", kind: "bool", options: ["false", "true"], hint: "true: a new visitor needs an invite code (POST …/invites mints them)" },
+    { name: "message", label: "Message to everyone waiting", kind: "text", hint: "plain text, at most 500 characters; shown at once on every waiting page; empty removes it" }
+  ];
+
+  var settings = null; // the room's settings as last read (effective values)
+  var settingsGen = 0;
+
+  function buildForm() {
+    var grid = $("settings-fields");
+    FIELDS.forEach(function (f) {
+      var wrap = document.createElement("div");
+      wrap.className = "field" + (f.kind === "text" ? " wide" : "");
+      wrap.id = "f-" + f.name;
+      var id = "s-" + f.name;
+      var label = document.createElement("label");
+      label.htmlFor = id;
+      label.textContent = f.label;
+      var input;
+      if (f.kind === "select" || f.kind === "bool") {
+        input = document.createElement("select");
+        f.options.forEach(function (o) {
+          var opt = document.createElement("option");
+          opt.value = o;
+          opt.textContent = o;
+          input.appendChild(opt);
+        });
+      } else if (f.kind === "text") {
+        input = document.createElement("textarea");
+        input.maxLength = 500;
+        input.rows = 2;
+      } else {
+        input = document.createElement("input");
+        input.type = f.kind === "time" ? "text" : "number";
+        if (f.kind === "int") input.step = "1";
+        if (f.kind === "number") input.step = "any";
+        if (f.kind !== "time") input.min = "0";
+        input.spellcheck = false;
+      }
+      input.id = id;
+      input.name = f.name;
+      var hint = document.createElement("p");
+      hint.className = "hint";
+      hint.id = id + "-hint";
+      hint.textContent = f.hint;
+      var lock = document.createElement("p");
+      lock.className = "lock";
+      lock.id = id + "-lock";
+      lock.hidden = true;
+      input.setAttribute("aria-describedby", hint.id + " " + lock.id);
+      input.addEventListener("input", function () { markEdited(f); });
+      wrap.appendChild(label);
+      wrap.appendChild(input);
+      wrap.appendChild(hint);
+      wrap.appendChild(lock);
+      grid.appendChild(wrap);
+    });
+  }
+
+  function inputOf(f) { return $("s-" + f.name); }
+
+  function shown(f, v) {
+    if (v === null || v === undefined) return "";
+    return String(v);
+  }
+
+  function fillSettings(cfg) {
+    settings = cfg;
+    var locks = cfg.fromFile || {};
+    FIELDS.forEach(function (f) {
+      var input = inputOf(f), lock = $("s-" + f.name + "-lock");
+      input.value = shown(f, cfg[f.name]);
+      input.removeAttribute("aria-invalid");
+      var reason = locks[f.name];
+      lock.hidden = !reason;
+      lock.textContent = reason ? "Read-only: " + reason : "";
+      if (input.tagName === "SELECT") input.disabled = !!reason;
+      else input.readOnly = !!reason;
+      markEdited(f);
+    });
+  }
+
+  function markEdited(f) {
+    var wrap = $("f-" + f.name);
+    var edited = settings && inputOf(f).value !== shown(f, settings[f.name]);
+    wrap.classList.toggle("edited", !!edited);
+  }
+
+  function loadSettings() {
+    if (!room || !key) return;
+    var my = ++settingsGen;
+    api("GET", "/rooms/" + encodeURIComponent(room)).then(function (r) {
+      if (my !== settingsGen) return;
+      if (r.status === 401) return unauthorized(r);
+      if (r.status === 200 && r.body) fillSettings(r.body);
+      else $("settings-msg").textContent = "The settings are not available: " + errorOf(r).message;
+    });
+  }
+
+  // patch collects the edited fields, as the API takes them; null when a
+  // value cannot be read (the field is marked).
+  function patch() {
+    var out = {}, bad = null;
+    FIELDS.forEach(function (f) {
+      var input = inputOf(f);
+      input.removeAttribute("aria-invalid");
+      var raw = input.value;
+      if (!settings || raw === shown(f, settings[f.name])) return;
+      var v = raw;
+      if (f.kind === "int" || f.kind === "number") {
+        v = Number(raw);
+        if (raw.trim() === "" || !isFinite(v) || (f.kind === "int" && Math.floor(v) !== v)) {
+          input.setAttribute("aria-invalid", "true");
+          bad = bad || { field: f, text: f.label + " must be " + (f.kind === "int" ? "a whole number" : "a number") + "." };
+          return;
+        }
+      } else if (f.kind === "time") {
+        v = raw.trim();
+      } else if (f.kind === "bool") {
+        v = raw === "true";
+      }
+      out[f.name] = v;
+    });
+    if (bad) {
+      $("settings-msg").textContent = bad.text;
+      inputOf(bad.field).focus();
+      return null;
+    }
+    return out;
+  }
+
+  $("settings-form").addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    var p = patch();
+    if (!p) return;
+    var out = $("settings-msg");
+    if (!Object.keys(p).length) {
+      out.textContent = "Nothing is edited.";
+      return;
+    }
+    review(p, function (done) {
+      api("PUT", "/rooms/" + encodeURIComponent(room), p).then(function (r) {
+        done();
+        if (r.status === 401) return unauthorized(r);
+        if (r.status === 200) {
+          out.textContent = "Saved.";
+          applied(r.body);
+        } else {
+          showFieldError(r, out);
+        }
+      });
+    }, out);
+  });
+
+  $("revert").addEventListener("click", function () {
+    if (settings) fillSettings(settings);
+    $("settings-msg").textContent = "";
+  });
+
+  function showFieldError(r, out) {
+    if (r.status === 0) {
+      out.textContent = "The server can't be reached; nothing was changed.";
+      return;
+    }
+    var e = errorOf(r);
+    out.textContent = "Not changed: " + e.message;
+    FIELDS.forEach(function (f) {
+      if (f.name === e.field) {
+        inputOf(f).setAttribute("aria-invalid", "true");
+        inputOf(f).focus();
+      }
+    });
+  }
+
+  // applied takes the settings a change returned and refreshes the rest.
+  function applied(cfg) {
+    if (cfg && cfg.room === room) fillSettings(cfg);
+    pollNow();
+    loadAudit();
+  }
+
+  // review asks the server what p would do and, once the operator confirms
+  // in the dialog, calls commit(done); done closes the dialog.
+  function review(p, commit, out) {
+    api("POST", "/rooms/" + encodeURIComponent(room) + "/preview", p).then(function (r) {
+      if (r.status === 401) return unauthorized(r);
+      if (r.status !== 200 || !r.body) return showFieldError(r, out);
+      var dlg = $("confirm");
+      $("confirm-room").textContent = room;
+      var changes = $("confirm-changes"), effects = $("confirm-effects");
+      changes.textContent = "";
+      effects.textContent = "";
+      (r.body.changes || []).forEach(function (c) {
+        var li = document.createElement("li");
+        li.textContent = c.field + ": " + valueText(c.from) + " \u2192 " + valueText(c.to);
+        changes.appendChild(li);
+      });
+      if (!changes.childNodes.length) {
+        var same = document.createElement("li");
+        same.textContent = "No setting changes value.";
+        changes.appendChild(same);
+      }
+      (r.body.effects || []).forEach(function (t) {
+        var li = document.createElement("li");
+        li.textContent = t;
+        effects.appendChild(li);
+      });
+      dlg.returnValue = "";
+      dlg.onclose = function () {
+        if (dlg.returnValue === "apply") {
+          out.textContent = "Applying…";
+          commit(function () {});
+        } else {
+          out.textContent = "Nothing was changed.";
+        }
+      };
+      dlg.showModal();
+      $("confirm-apply").focus();
+    });
+  }
+
+  function valueText(v) {
+    if (v === null || v === undefined || v === "") return "(none)";
+    if (typeof v === "string") return "\u201c" + v + "\u201d";
+    return String(v);
+  }
+
+  // ---------- audit trail ----------
+
+  var auditGen = 0;
+
+  function loadAudit() {
+    if (!room || !key) return;
+    var my = ++auditGen;
+    var forRoom = room;
+    api("GET", "/rooms/" + encodeURIComponent(room) + "/audit").then(function (r) {
+      if (my !== auditGen || forRoom !== room) return;
+      if (r.status === 401) return unauthorized(r);
+      if (r.status !== 200 || !r.body) return;
+      var body = $("audit-table").tBodies[0];
+      body.textContent = "";
+      var entries = r.body.entries || [];
+      if (!entries.length) {
+        var tr = document.createElement("tr");
+        cell(tr, "No changes recorded yet.").colSpan = 3;
+        body.appendChild(tr);
+      }
+      entries.forEach(function (e) {
+        var tr = document.createElement("tr");
+        var when = cell(tr, new Date(e.at).toLocaleString());
+        when.title = e.at;
+        cell(tr, e.who);
+        var what = (e.changes || []).map(function (c) {
+          return c.field + " " + valueText(c.from) + " \u2192 " + valueText(c.to);
+        }).join("; ");
+        cell(tr, e.action + (what ? ": " + what : ""));
+        body.appendChild(tr);
+      });
+    });
+  }
+
+  buildForm();
 
   // ---------- start ----------
 
@@ -419,10 +789,11 @@
     message("");
     $("signin").hidden = true;
     $("room-panel").hidden = false;
+    $("rooms-panel").hidden = false;
     $("forget").hidden = false;
     fillRooms();
     loadRooms();
-    if (room) pollNow();
+    if (room) { pollNow(); loadSettings(); }
   }
 
   if (key) start(); else showSignIn("");

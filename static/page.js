@@ -256,7 +256,17 @@
     }
   }
 
+  // renderMessage shows the operator's message to the room, as text, in a
+  // polite live region that stays in the page (empty when there is none),
+  // so screen readers hear a new message without losing their place.
+  function renderMessage(info) {
+    var box = document.getElementById("room-message");
+    var text = (info && info.message) || "";
+    if (box && box.textContent !== text) box.textContent = text;
+  }
+
   function render(state, info) {
+    renderMessage(info);
     last.state = state;
     last.info = info;
     renderTransport(info);

@@ -49,6 +49,11 @@
  *                  went silent, or the browser went offline).
  *   retryInMs      when error is set and a retry is scheduled: the wait
  *   fatal          true when the client gave up (e.g. invalid room name)
+ *   message        the operator's message to everyone waiting in the room,
+ *                  plain text ("" = none); show it as text, never as HTML.
+ *                  It changes at once when the operator sets or clears it
+ *                  ({"type":"message","text":…} over WebSocket and SSE, the
+ *                  "message" field of a join or poll answer).
  *
  * Where the credential is kept (remember):
  *   "auto"   in localStorage when base is this page's own origin (the
@@ -196,6 +201,7 @@
     var suspended = false; // pagehide or freeze: nothing runs until shown again
     var clockOffset = 0; // server time minus local time, when clearly skewed
     var noTickets = false; // an older server without /ticket: credential in the URL
+    var message = ""; // the operator's message to the room
 
     function serverNow() { return Date.now() + clockOffset; }
 
@@ -219,7 +225,8 @@
         otherTab: otherTab,
         error: err,
         retryInMs: err && retryAt ? Math.max(0, retryAt - Date.now()) : 0,
-        fatal: fatal
+        fatal: fatal,
+        message: message
       };
     }
 
@@ -327,6 +334,9 @@
 
     function handleState(s, pushed) {
       if (!s || s.type !== "state" || stopped) return;
+      // A join or poll answer is whole: no "message" means none. A pushed
+      // position update leaves it out; message frames carry its changes.
+      if (!pushed || typeof s.message === "string") message = typeof s.message === "string" ? s.message : "";
       last = s;
       lastAt = Date.now();
       lastPushed = !!pushed;
@@ -550,6 +560,11 @@
         later(Math.max(0, Number(m.afterMs) || 0), startTransport);
         return;
       }
+      if (m && m.type === "message") {
+        var text = typeof m.text === "string" ? m.text : "";
+        if (text !== message && !stopped) { message = text; emit(); }
+        return;
+      }
       handleState(m, true);
     }
 
@@ -633,7 +648,7 @@
       conn = { close: function () { es.onopen = es.onerror = null; es.close(); } };
       es.onopen = function () { if (my === gen) { isOpen = true; heard(my); } };
       var c = { live: false };
-      ["state", "reconnect", "hello", "heartbeat"].forEach(function (name) {
+      ["state", "reconnect", "hello", "heartbeat", "message"].forEach(function (name) {
         es.addEventListener(name, function (ev) { onMessage("sse", ev.data, my, c); });
       });
       // EventSource would reconnect by itself on some errors; the client

@@ -48,6 +48,8 @@ type Event struct {
 	Tick     int64
 	Count    int64
 	Admitted []Admission
+	Text     string // EventMessage: the message
+	Version  int64  // EventMessage: the settings version holding it
 }
 
 // Admission is one visitor let in by a tick.
@@ -72,6 +74,8 @@ func DecodeEvent(payload []byte) (Event, error) {
 		Tick     flexInt      `json:"tick"`
 		Count    flexInt      `json:"count"`
 		Admitted []admitEntry `json:"admitted"`
+		Text     string       `json:"text"`
+		Version  flexInt      `json:"v"`
 	}
 	if len(payload) > MaxEventBytes {
 		return Event{}, fmt.Errorf("event of %d bytes is too large", len(payload))
@@ -82,7 +86,7 @@ func DecodeEvent(payload []byte) (Event, error) {
 	if raw.Count < 0 || raw.Count > maxCount {
 		return Event{}, fmt.Errorf("count %d out of range", raw.Count)
 	}
-	e := Event{Type: raw.Type, Room: raw.Room, Tick: int64(raw.Tick), Count: int64(raw.Count)}
+	e := Event{Type: raw.Type, Room: raw.Room, Tick: int64(raw.Tick), Count: int64(raw.Count), Text: raw.Text, Version: int64(raw.Version)}
 	if len(raw.Admitted) > 0 {
 		e.Admitted = make([]Admission, len(raw.Admitted))
 		for i, a := range raw.Admitted {

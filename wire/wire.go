@@ -5,7 +5,6 @@
 package wire
 
 import (
-	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -45,7 +44,13 @@ type State struct {
 	OpensAt    time.Time
 	Degraded   bool
 	Reason     string // why an expired place is gone, when not the token's age: "away"
-	Message    string // the operator's word to visitors of a closed room
+	// Message is the operator's message to everyone in the room ("" =
+	// none), also what a join into a closed room is told; it goes out as
+	// "message" when set.
+	Message string
+	// Settings is the version of the room's stored settings the state was
+	// read with; it orders message changes and is not sent.
+	Settings int64
 }
 
 // ReasonAway says an expired place was lost because its visitor was away
@@ -73,7 +78,8 @@ func (s State) AppendJSON(b []byte) []byte {
 func (s State) appendJSON(b []byte) []byte {
 	b = appendHead(b, s.Room, s.Status)
 	if s.Status == StatusWaiting && !s.PreQueue() {
-		return appendWaitingTail(b, s.Position, s.ETASeconds, s.NextPoll, s.Paused)
+		b = appendWaitingTail(b, s.Position, s.ETASeconds, s.NextPoll, s.Paused)
+		return appendMessage(b, s.Message)
 	}
 	if s.PreQueue() {
 		b = append(b, `,"opensAt":"`...)
@@ -87,10 +93,6 @@ func (s State) appendJSON(b []byte) []byte {
 		b = append(b, `,"reason":`...)
 		b = strconv.AppendQuote(b, s.Reason)
 	}
-	if s.Message != "" {
-		b = append(b, `,"message":`...)
-		b = appendJSONString(b, s.Message)
-	}
 	if s.Status == StatusAdmitted {
 		b = append(b, `,"token":`...)
 		b = strconv.AppendQuote(b, s.Token)
@@ -100,7 +102,16 @@ func (s State) appendJSON(b []byte) []byte {
 		b = s.ExpiresAt.UTC().AppendFormat(b, time.RFC3339Nano)
 		b = append(b, '"')
 	}
-	return append(b, '}')
+	return appendMessage(append(b, '}'), s.Message)
+}
+
+// appendMessage adds "message" to the object that ends b, when msg is set.
+func appendMessage(b []byte, msg string) []byte {
+	if msg == "" {
+		return b
+	}
+	b = append(b[:len(b)-1], `,"message":`...)
+	return append(appendString(b, msg), '}')
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -143,11 +154,4 @@ func appendNextPoll(b []byte, d time.Duration) []byte {
 	}
 	b = append(b, `,"nextPollMs":`...)
 	return strconv.AppendInt(b, d.Milliseconds(), 10)
-}
-
-// appendJSONString appends s as a JSON string (operator text may hold any
-// character; strconv's Go quoting is not JSON for all of them).
-func appendJSONString(b []byte, s string) []byte {
-	m, _ := json.Marshal(s)
-	return append(b, m...)
 }

@@ -1,11 +1,12 @@
 -- join: KEYS = queue; ARGV = prefix, visitor, seed, channel, ttlMs, maxMs,
--- retentionMs
--- Returns {code, a, b, new, paused}: 1 waiting (a = 0-based rank), 2
--- admitted (a = notBefore, b = expiresAt), 4 in the pre-queue before
--- opening, or not yet drawn after it (a = opensAt, or the moment of
--- opening). new = 1 when a ticket (or pre-queue place) was taken; paused =
--- 1 when the room is paused, as status says. 6: closed by the room's method
--- (method.lua), with the operator's message as the fifth value instead.
+-- retentionMs (and invite.lua's ARGV[8..10] when it runs first)
+-- Returns {code, a, b, new, paused, settings, message}: 1 waiting (a =
+-- 0-based rank), 2 admitted (a = notBefore, b = expiresAt), 4 in the
+-- pre-queue before opening, or not yet drawn after it (a = opensAt, or the
+-- moment of opening), 6 closed by the room's method (method.lua). new = 1
+-- when a ticket (or pre-queue place) was taken; paused = 1 when the room is
+-- paused, as status says; settings is the room's settings version and
+-- message its message to the waiting ("" = none).
 local p, v = ARGV[1], ARGV[2]
 local now = now_ms()
 local cfg = load_cfg(p)
@@ -15,7 +16,7 @@ local draw_next, undrawn_left = maybe_open(p, cfg, now, tonumber(ARGV[3]), ARGV[
 seen_many(p, cfg, {v}, now)
 local nb, exp = read_token(p .. 't:' .. v)
 if nb then
-  if now < exp then return {2, nb, exp, 0, paused} end
+  if now < exp then return {2, nb, exp, 0, paused, num(cfg.v, 0), cfg.message or ''} end
   redis.call('DEL', p .. 't:' .. v) -- expired unused: a new ticket at the back
 end
 
@@ -29,23 +30,23 @@ local function rank_of(r)
 end
 
 local r = redis.call('ZRANK', KEYS[1], v)
-if r then return {1, rank_of(r) + presence_ahead(p), 0, 0, paused} end
+if r then return {1, rank_of(r) + presence_ahead(p), 0, 0, paused, num(cfg.v, 0), cfg.message or ''} end
 local back = presence_place(p, v)
-if back then return {1, back, 0, 0, paused} end
+if back then return {1, back, 0, 0, paused, num(cfg.v, 0), cfg.message or ''} end
 redis.call('DEL', p .. 'gone:' .. v) -- lost its place while away: a new ticket
 if draw_next then
   local at = undrawn(p, v)
-  if at then return {4, at, 0, 0, paused} end
+  if at then return {4, at, 0, 0, paused, num(cfg.v, 0), cfg.message or ''} end
 end
 local by_method = join_method(p, cfg, v, now, tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
 if by_method then return by_method end
 local opens = num(cfg.opensAt, 0)
 if opens > now then
   local added = redis.call('SADD', p .. 'pre', v)
-  return {4, opens, 0, added, paused}
+  return {4, opens, 0, added, paused, num(cfg.v, 0), cfg.message or ''}
 end
 ensure_seq(p, KEYS[1])
 local s = redis.call('INCR', p .. 'seq')
 redis.call('ZADD', KEYS[1], 'NX', s, v)
 keep_while_used(p, cfg)
-return {1, rank_of(redis.call('ZRANK', KEYS[1], v)) + presence_ahead(p), 0, 1, paused}
+return {1, rank_of(redis.call('ZRANK', KEYS[1], v)) + presence_ahead(p), 0, 1, paused, num(cfg.v, 0), cfg.message or ''}

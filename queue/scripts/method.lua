@@ -16,7 +16,7 @@ local PASS_BATCH = 1000
 -- expiresAt, 1} admitted at once. nil: join as usual.
 local function join_method(p, cfg, v, now, ttl_ms, max_ms, keep_ms)
   local m = cfg.method
-  if m == 'reject' then return {6, 0, 0, 0, cfg.message or ''} end
+  if m == 'reject' then return {6, 0, 0, 0, 0, num(cfg.v, 0), cfg.message or ''} end
   if m ~= 'passthrough' or sold_out(p, cfg, now) then return nil end
   local ttl = num(cfg.ttlMs, ttl_ms)
   local exp = now + ttl
@@ -28,5 +28,5 @@ local function join_method(p, cfg, v, now, ttl_ms, max_ms, keep_ms)
   keep_while_used(p, cfg, cap - now + keep_ms)
   local paused = 0
   if cfg.paused == '1' then paused = 1 end
-  return {2, now, exp, 1, paused}
+  return {2, now, exp, 1, paused, num(cfg.v, 0), cfg.message or ''}
 end

@@ -173,11 +173,14 @@ test("the dashboard shows the numbers moving", T, async (t) => {
   await shot(page, "admin.png", "admin.png");
 
   // Pause stops admission and the dashboard shows it; resume starts it again.
+  // Pause and resume ask for confirmation with their effect first.
   await page.locator("#pause").click();
+  await page.locator("#confirm-apply").click();
   await waitFor("the pause to show", async () => /paused/.test(await text(page, "n-waiting")), { timeout: 10000 });
   assert.match(await text(page, "action-msg"), /Admission is paused/);
   await shot(page, "admin-paused.png");
   await page.locator("#resume").click();
+  await page.locator("#confirm-apply").click();
   await waitFor("the resume to show", async () => (await text(page, "n-waiting")) === "in line now", { timeout: 10000 });
   assert.match(await text(page, "action-msg"), /Admission resumed/);
   assert.deepEqual(unexpected(b.errors, [/status of 401/, /status of 404/]), [], "console errors");

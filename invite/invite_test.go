@@ -1,0 +1,54 @@
+package invite
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMintParse(t *testing.T) {
+	m := NewMinter([]byte("secret-0123456789abcdef"))
+	c := Code{Room: "drop", ID: NewID(), Expires: time.Unix(1900000000, 0), Uses: 3, Visitor: "user-42"}
+	s := m.Mint(c)
+	got, err := m.Parse(s)
+	if err != nil || got.Room != c.Room || got.ID != c.ID || !got.Expires.Equal(c.Expires) || got.Uses != 3 || got.Visitor != "user-42" {
+		t.Fatalf("%+v %v", got, err)
+	}
+	// Another secret's code, a changed payload or signature: forged.
+	other := NewMinter([]byte("another-secret-0123456789"))
+	if _, err := other.Parse(s); !errors.Is(err, ErrForged) {
+		t.Fatalf("other secret: %v", err)
+	}
+	p, sig, _ := strings.Cut(strings.TrimPrefix(s, prefix), ".")
+	forged := m.Mint(Code{Room: "drop", ID: c.ID, Expires: c.Expires, Uses: 99})
+	fp, _, _ := strings.Cut(strings.TrimPrefix(forged, prefix), ".")
+	for name, bad := range map[string]string{
+		"more uses, old signature": prefix + fp + "." + sig,
+		"flipped signature":        prefix + p + "." + strings.ToUpper(sig[:4]) + sig[4:],
+	} {
+		if _, err := m.Parse(bad); !errors.Is(err, ErrForged) && !errors.Is(err, ErrMalformed) {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	for _, bad := range []string{"", "inv1.", "inv1.abc", "inv2." + p + "." + sig, s + "x", strings.Repeat("a", 600)} {
+		if _, err := m.Parse(bad); err == nil {
+			t.Fatalf("%q parsed", bad)
+		}
+	}
+	if a, b := NewID(), NewID(); a == b || len(a) != 16 {
+		t.Fatalf("ids %q %q", a, b)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	m := NewMinter([]byte("secret-0123456789abcdef"))
+	f.Add(m.Mint(Code{Room: "drop", ID: "abc", Expires: time.Unix(1, 0), Uses: 1}))
+	f.Add("inv1.x.y")
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := m.Parse(s)
+		if err == nil && (c.Uses < 1 || c.Room == "" || m.Mint(c) != s) {
+			t.Fatalf("accepted %q as %+v", s, c)
+		}
+	})
+}

@@ -1,0 +1,321 @@
+// Package roomsfile reads the rooms file (-rooms): the rooms an operator
+// declares as code, each with the settings the file pins. It is YAML, and
+// since JSON is YAML, a JSON file reads the same. Every error names the
+// field and its line, so a bad file is fixed without guessing.
+//
+//	rooms:
+//	  drop-2026:
+//	    batch: 30
+//	    seats: 5000
+//	    opensAt: 2026-12-01T09:00:00Z
+//	    message: "Doors open at 9:00 UTC."
+//
+// The field names are the admin API's (GET /api/v1/admin/rooms/{room}). A
+// field the file sets wins over a live change; a field it leaves out is
+// the operator's to steer.
+package roomsfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/waitroom/waitroom/queue"
+	"gopkg.in/yaml.v3"
+)
+
+// Fields are the settings a room may declare, in the order they are shown.
+var Fields = []string{
+	"paused", "strategy", "batch", "maxActive", "seats", "opensAt",
+	"tokenTtlSeconds", "tokenMaxSeconds", "failMode", "joinRate", "joinBurst", "powBits", "message", "inviteOnly",
+}
+
+// MaxBytes bounds the file.
+const MaxBytes = 4 << 20
+
+// Error is a problem in the file, at a line.
+type Error struct {
+	File  string
+	Line  int    // 1-based; 0 when unknown
+	Field string // e.g. rooms.drop.batch; "" for the file as a whole
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	s := e.File
+	if e.Line > 0 {
+		s += fmt.Sprintf(":%d", e.Line)
+	}
+	if e.Field != "" {
+		s += ": " + e.Field
+	}
+	return s + ": " + e.Msg
+}
+
+// Room is one declared room: the settings the file sets (the others are
+// zero in Config and absent from Lines).
+type Room struct {
+	Name   string
+	Line   int
+	Config queue.RoomConfig
+	// Lines maps each field the file sets to its line.
+	Lines map[string]int
+}
+
+// Sets reports whether the file sets field (an admin API name).
+func (r Room) Sets(field string) bool {
+	_, ok := r.Lines[field]
+	return ok
+}
+
+// Apply sets in c the fields the file sets and returns the names of those
+// whose value changed.
+func (r Room) Apply(c *queue.RoomConfig) []string {
+	var changed []string
+	set := func(field string, eq bool, assign func()) {
+		if r.Sets(field) && !eq {
+			assign()
+			changed = append(changed, field)
+		}
+	}
+	f := r.Config
+	set("paused", c.Paused == f.Paused, func() { c.Paused = f.Paused })
+	set("strategy", c.Strategy == f.Strategy, func() { c.Strategy = f.Strategy })
+	set("batch", c.Batch == f.Batch, func() { c.Batch = f.Batch })
+	set("maxActive", c.MaxActive == f.MaxActive, func() { c.MaxActive = f.MaxActive })
+	set("seats", c.Seats == f.Seats, func() { c.Seats = f.Seats })
+	set("opensAt", c.OpensAt.Equal(f.OpensAt), func() { c.OpensAt = f.OpensAt })
+	set("tokenTtlSeconds", c.TokenTTL == f.TokenTTL, func() { c.TokenTTL = f.TokenTTL })
+	set("tokenMaxSeconds", c.TokenMax == f.TokenMax, func() { c.TokenMax = f.TokenMax })
+	set("failMode", c.FailMode == f.FailMode, func() { c.FailMode = f.FailMode })
+	set("joinRate", c.JoinRate == f.JoinRate, func() { c.JoinRate = f.JoinRate })
+	set("joinBurst", c.JoinBurst == f.JoinBurst, func() { c.JoinBurst = f.JoinBurst })
+	set("powBits", c.PowBits == f.PowBits, func() { c.PowBits = f.PowBits })
+	set("message", c.Message == f.Message, func() { c.Message = f.Message })
+	set("inviteOnly", c.InviteOnly == f.InviteOnly, func() { c.InviteOnly = f.InviteOnly })
+	return changed
+}
+
+// File is a parsed rooms file.
+type File struct {
+	Path  string
+	rooms map[string]Room
+	order []string
+}
+
+// Room returns the file's settings for the named room.
+func (f *File) Room(name string) (Room, bool) {
+	if f == nil {
+		return Room{}, false
+	}
+	r, ok := f.rooms[name]
+	return r, ok
+}
+
+// Rooms returns the declared rooms in file order.
+func (f *File) Rooms() []Room {
+	if f == nil {
+		return nil
+	}
+	out := make([]Room, len(f.order))
+	for i, n := range f.order {
+		out[i] = f.rooms[n]
+	}
+	return out
+}
+
+// Load reads and parses the file at path.
+func Load(path string) (*File, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, &Error{File: path, Msg: err.Error()}
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, MaxBytes+1))
+	if err != nil {
+		return nil, &Error{File: path, Msg: err.Error()}
+	}
+	if len(data) > MaxBytes {
+		return nil, &Error{File: path, Msg: "is larger than 4 MiB"}
+	}
+	return Parse(path, data)
+}
+
+// Parse parses data; path names the file in errors.
+func Parse(path string, data []byte) (*File, error) {
+	fail := func(line int, field, format string, args ...any) error {
+		return &Error{File: path, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			return nil, fail(0, "", "%s", te.Errors[0])
+		}
+		return nil, fail(0, "", "%s", err)
+	}
+	f := &File{Path: path, rooms: map[string]Room{}}
+	if len(doc.Content) == 0 {
+		return nil, fail(0, "", `is empty: want a "rooms" mapping`)
+	}
+	top := doc.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return nil, fail(top.Line, "", `want a mapping with the key "rooms"`)
+	}
+	var roomsNode *yaml.Node
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i], top.Content[i+1]
+		if k.Value != "rooms" {
+			return nil, fail(k.Line, k.Value, `is not a known key (the file has one key, "rooms")`)
+		}
+		if roomsNode != nil {
+			return nil, fail(k.Line, "rooms", "appears twice")
+		}
+		roomsNode = v
+	}
+	if roomsNode == nil {
+		return nil, fail(top.Line, "rooms", "is missing")
+	}
+	if roomsNode.Kind == yaml.ScalarNode && roomsNode.Tag == "!!null" {
+		return f, nil // no rooms declared
+	}
+	if roomsNode.Kind != yaml.MappingNode {
+		return nil, fail(roomsNode.Line, "rooms", "must map room names to their settings")
+	}
+	for i := 0; i+1 < len(roomsNode.Content); i += 2 {
+		k, v := roomsNode.Content[i], roomsNode.Content[i+1]
+		name := k.Value
+		where := "rooms." + name
+		if k.Kind != yaml.ScalarNode || !queue.ValidRoom(name) {
+			return nil, fail(k.Line, where, "is not a valid room name (^[a-z0-9][a-z0-9-]{0,63}$)")
+		}
+		if _, dup := f.rooms[name]; dup {
+			return nil, fail(k.Line, where, "is declared twice")
+		}
+		r, err := parseRoom(path, name, k.Line, v)
+		if err != nil {
+			return nil, err
+		}
+		f.rooms[name] = r
+		f.order = append(f.order, name)
+	}
+	return f, nil
+}
+
+func parseRoom(path, name string, line int, n *yaml.Node) (Room, error) {
+	r := Room{Name: name, Line: line, Lines: map[string]int{}}
+	where := "rooms." + name
+	fail := func(line int, field, format string, args ...any) (Room, error) {
+		return Room{}, &Error{File: path, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return r, nil // the room, with every setting left to the operator
+	}
+	if n.Kind != yaml.MappingNode {
+		return fail(n.Line, where, "must be a mapping of settings")
+	}
+	c := &r.Config
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		field := where + "." + k.Value
+		if !slices.Contains(Fields, k.Value) {
+			return fail(k.Line, field, "is not a room setting (known: %v)", Fields)
+		}
+		if _, dup := r.Lines[k.Value]; dup {
+			return fail(k.Line, field, "is set twice")
+		}
+		if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
+			return fail(v.Line, field, "must be a single value")
+		}
+		var err error
+		switch k.Value {
+		case "paused":
+			err = decode(v, "!!bool", "true or false", &c.Paused)
+		case "inviteOnly":
+			err = decode(v, "!!bool", "true or false", &c.InviteOnly)
+		case "strategy":
+			err = decode(v, "!!str", "a string", &c.Strategy)
+		case "failMode":
+			err = decode(v, "!!str", "a string", &c.FailMode)
+		case "message":
+			err = decode(v, "!!str", "a string (quote it)", &c.Message)
+		case "batch":
+			err = decode(v, "!!int", "a whole number", &c.Batch)
+		case "maxActive":
+			err = decode(v, "!!int", "a whole number", &c.MaxActive)
+		case "seats":
+			err = decode(v, "!!int", "a whole number", &c.Seats)
+		case "joinBurst":
+			err = decode(v, "!!int", "a whole number", &c.JoinBurst)
+		case "powBits":
+			err = decode(v, "!!int", "a whole number", &c.PowBits)
+		case "joinRate":
+			err = decodeFloat(v, &c.JoinRate)
+		case "tokenTtlSeconds":
+			err = decodeSeconds(v, &c.TokenTTL)
+		case "tokenMaxSeconds":
+			err = decodeSeconds(v, &c.TokenMax)
+		case "opensAt":
+			if v.Value != "" {
+				c.OpensAt, err = time.Parse(time.RFC3339Nano, v.Value)
+				if err != nil {
+					err = errors.New("must be an RFC 3339 time (2026-12-01T09:00:00Z) or empty")
+				}
+			}
+		}
+		if err != nil {
+			return fail(v.Line, field, "%s", err)
+		}
+		r.Lines[k.Value] = v.Line
+	}
+	if err := c.Validate(); err != nil {
+		var fe *queue.FieldError
+		if errors.As(err, &fe) {
+			line, ok := r.Lines[fe.Field]
+			if !ok {
+				line = r.Line
+			}
+			return fail(line, where+"."+fe.Field, "%s", fe.Msg)
+		}
+		return fail(r.Line, where, "%s", err)
+	}
+	return r, nil
+}
+
+func decode(v *yaml.Node, tag, want string, dst any) error {
+	if v.Tag != tag {
+		return fmt.Errorf("must be %s, not %q", want, v.Value)
+	}
+	if err := v.Decode(dst); err != nil {
+		return fmt.Errorf("must be %s, not %q", want, v.Value)
+	}
+	return nil
+}
+
+func decodeFloat(v *yaml.Node, dst *float64) error {
+	if v.Tag != "!!int" && v.Tag != "!!float" {
+		return fmt.Errorf("must be a number, not %q", v.Value)
+	}
+	if err := v.Decode(dst); err != nil || math.IsNaN(*dst) || math.IsInf(*dst, 0) {
+		return fmt.Errorf("must be a number, not %q", v.Value)
+	}
+	return nil
+}
+
+// decodeSeconds reads a number of seconds; out-of-range values become one
+// that RoomConfig.Validate refuses with the field's own message.
+func decodeSeconds(v *yaml.Node, dst *time.Duration) error {
+	var s float64
+	if err := decodeFloat(v, &s); err != nil {
+		return err
+	}
+	*dst = -1
+	if s >= 0 && s < 1e9 {
+		*dst = time.Duration(s * float64(time.Second))
+	}
+	return nil
+}

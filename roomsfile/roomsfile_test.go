@@ -1,0 +1,150 @@
+package roomsfile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/queue"
+)
+
+func TestExampleFile(t *testing.T) {
+	f, err := Load("../examples/rooms.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range f.Rooms() {
+		names = append(names, r.Name)
+	}
+	if strings.Join(names, ",") != "drop-2026,lecture-42,support" {
+		t.Fatalf("rooms %v", names)
+	}
+	drop, ok := f.Room("drop-2026")
+	want := queue.RoomConfig{
+		Strategy: "fixed", Batch: 30, Seats: 5000, OpensAt: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC),
+		TokenTTL: 300 * time.Second, TokenMax: 900 * time.Second, FailMode: "closed", JoinRate: 5, JoinBurst: 20,
+		Message: "Doors open at 09:00 UTC. Your place is kept if you reload.",
+	}
+	if !ok || !sameConfig(drop.Config, want) {
+		t.Fatalf("drop-2026: %+v", drop.Config)
+	}
+	if drop.Lines["batch"] != 11 || drop.Sets("paused") || drop.Sets("maxActive") {
+		t.Fatalf("lines %v", drop.Lines)
+	}
+	if s, _ := f.Room("support"); len(s.Lines) != 0 {
+		t.Fatalf("support sets %v", s.Lines)
+	}
+	if _, ok := f.Room("elsewhere"); ok {
+		t.Fatal("undeclared room found")
+	}
+}
+
+func sameConfig(a, b queue.RoomConfig) bool {
+	var x, y queue.RoomConfig
+	Room{Config: a, Lines: all()}.Apply(&x)
+	Room{Config: b, Lines: all()}.Apply(&y)
+	return len(Room{Config: x, Lines: all()}.Apply(&y)) == 0
+}
+
+func all() map[string]int {
+	m := map[string]int{}
+	for _, f := range Fields {
+		m[f] = 1
+	}
+	return m
+}
+
+func TestJSONReadsTheSame(t *testing.T) {
+	f, err := Parse("rooms.json", []byte(`{
+  "rooms": {
+    "drop": {"batch": 30, "paused": true, "opensAt": "2026-12-01T09:00:00Z", "joinRate": 2.5, "message": "hi"}
+  }
+}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := f.Room("drop")
+	if r.Config.Batch != 30 || !r.Config.Paused || r.Config.JoinRate != 2.5 || r.Config.Message != "hi" || r.Config.OpensAt.IsZero() || r.Lines["paused"] != 3 {
+		t.Fatalf("%+v %v", r.Config, r.Lines)
+	}
+}
+
+func TestApplyOnlyTheFieldsSet(t *testing.T) {
+	f, err := Parse("r.yaml", []byte("rooms:\n  drop:\n    batch: 30\n    message: \"\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := f.Room("drop")
+	live := queue.RoomConfig{Batch: 14, Seats: 100, Paused: true, Message: "old"}
+	changed := r.Apply(&live)
+	if strings.Join(changed, ",") != "batch,message" || live.Batch != 30 || live.Seats != 100 || !live.Paused || live.Message != "" {
+		t.Fatalf("changed %v, live %+v", changed, live)
+	}
+	if changed := r.Apply(&live); len(changed) != 0 {
+		t.Fatalf("second apply changed %v", changed)
+	}
+}
+
+// Every bad file is one error naming the field and its line.
+func TestErrorsNameFieldAndLine(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, want string
+	}{
+		{"unknown setting", "rooms:\n  drop:\n    batch: 3\n    bach: 4\n", "r.yaml:4: rooms.drop.bach: is not a room setting"},
+		{"wrong type", "rooms:\n  drop:\n    batch: lots\n", `r.yaml:3: rooms.drop.batch: must be a whole number, not "lots"`},
+		{"out of range", "rooms:\n  drop:\n\n    batch: 200000\n", "r.yaml:4: rooms.drop.batch: must be between 0 (default) and 100000"},
+		{"needs another field", "rooms:\n  drop:\n    strategy: max-active\n", "r.yaml:2: rooms.drop.maxActive: is required with strategy max-active"},
+		{"bad room name", "rooms:\n  Drop_1:\n    batch: 3\n", "r.yaml:2: rooms.Drop_1: is not a valid room name"},
+		{"duplicate room", "rooms:\n  drop:\n  drop:\n", "r.yaml:3: rooms.drop: is declared twice"},
+		{"html message", "rooms:\n  drop:\n    message: \"<b>hi</b>\"\n", "r.yaml:3: rooms.drop.message: must be plain text"},
+		{"bad time", "rooms:\n  drop:\n    opensAt: tomorrow\n", "r.yaml:3: rooms.drop.opensAt: must be an RFC 3339 time"},
+		{"unknown top key", "room:\n  drop:\n", "r.yaml:1: room: is not a known key"},
+		{"ttl", "rooms:\n  drop:\n    tokenTtlSeconds: 0.5\n", "r.yaml:3: rooms.drop.tokenTtlSeconds: must be 0 (the default) or between 1 and 86400"},
+		{"syntax", "rooms:\n  drop: [\n", "r.yaml: yaml: line 2"},
+		{"list value", "rooms:\n  drop:\n    batch: [1]\n", "r.yaml:3: rooms.drop.batch: must be a single value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("r.yaml", []byte(tc.src))
+			var fe *Error
+			if !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("got %v\nwant prefix %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Fatalf("missing file: %v", err)
+	}
+	p := filepath.Join(t.TempDir(), "empty.yaml")
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p); err == nil {
+		t.Fatal("empty file accepted")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("rooms:\n  drop:\n    batch: 3\n"))
+	f.Add([]byte(`{"rooms":{"a":{"message":"x","opensAt":""}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := Parse("f", data)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("multi-line error %q", err)
+			}
+			return
+		}
+		for _, r := range file.Rooms() {
+			if err := r.Config.Validate(); err != nil {
+				t.Fatalf("room %s accepted with %v", r.Name, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/roomsfile"
+)
+
+// auditEntry is one change of a room's settings: who (the admin key's
+// label, or "rooms-file"), what, when.
+type auditEntry struct {
+	At      string        `json:"at"`
+	Who     string        `json:"who"`
+	Action  string        `json:"action"` // create, update, pause, resume
+	Changes []fieldChange `json:"changes"`
+}
+
+// fieldChange is one setting's effective value before and after.
+type fieldChange struct {
+	Field string `json:"field"`
+	From  any    `json:"from"`
+	To    any    `json:"to"`
+}
+
+// changes lists the settings whose effective value differs between before
+// and after, in the order the dashboard shows them.
+func (s *server) changes(room string, before, after queue.RoomConfig) []fieldChange {
+	a, b := settingsMap(s.effective(room, before)), settingsMap(s.effective(room, after))
+	var out []fieldChange
+	for _, f := range roomsfile.Fields {
+		if !reflect.DeepEqual(a[f], b[f]) {
+			out = append(out, fieldChange{Field: f, From: a[f], To: b[f]})
+		}
+	}
+	return out
+}
+
+func settingsMap(v roomConfigJSON) map[string]any {
+	b, _ := json.Marshal(v)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+// audit records a change in the room's audit trail (the last
+// queue.AuditKeep are kept). The change is made already: a failure to
+// record it is logged, not returned.
+func (s *server) audit(ctx context.Context, room, who, action string, before, after queue.RoomConfig) {
+	e := auditEntry{At: time.Now().UTC().Format(time.RFC3339Nano), Who: who, Action: action, Changes: s.changes(room, before, after)}
+	if len(e.Changes) == 0 && action != "create" {
+		return
+	}
+	if e.Changes == nil {
+		e.Changes = []fieldChange{}
+	}
+	b, _ := json.Marshal(e)
+	if err := s.q.AppendAudit(ctx, room, b); err != nil {
+		s.log.Warn("audit not recorded", "room", room, "who", who, "err", err)
+	}
+}
+
+// adminAudit lists a room's audit trail, newest first.
+func (s *server) adminAudit(c *fiber.Ctx) error {
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	raw, err := s.q.Audit(ctx, r)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	out := make([]json.RawMessage, 0, len(raw))
+	for _, e := range raw {
+		if json.Valid([]byte(e)) {
+			out = append(out, json.RawMessage(e))
+		}
+	}
+	return c.JSON(fiber.Map{"room": r, "entries": out})
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/waitroom/waitroom/invite"
+	"github.com/waitroom/waitroom/queue"
+)
+
+var (
+	errInviteRequired = errorf(403, "invite_required", "this room is invite-only: join with an invite code (?invite= or the body's \"invite\")")
+	errInviteInvalid  = errorf(403, "invalid_invite", "the invite code is malformed or was not issued here")
+	errInviteExpired  = errorf(403, "invite_expired", "the invite code has expired")
+	errInviteRoom     = errorf(403, "invite_wrong_room", "the invite code is for another room")
+	errInviteVisitor  = errorf(403, "invite_wrong_visitor", "the invite code is for another visitor")
+	errInviteUsed     = errorf(409, "invite_used", "the invite code has been used as often as it allows")
+)
+
+// inviteOf reads the join's invite code (?invite= or the body's "invite")
+// and checks what can be checked without Redis: its signature, room,
+// expiry and visitor. No code is a zero queue.Invite: the join script
+// decides whether the room needs one.
+func (s *server) inviteOf(c *fiber.Ctx, room, visitor string) (queue.Invite, error) {
+	code := c.Query("invite")
+	if code == "" && len(c.Body()) > 0 {
+		var in struct {
+			Invite string `json:"invite"`
+		}
+		_ = json.Unmarshal(c.Body(), &in) // objectBody checked it is an object
+		code = in.Invite
+	}
+	code = strings.TrimSpace(code)
+	if code == "" {
+		return queue.Invite{}, nil
+	}
+	ic, err := s.invites.Parse(code)
+	switch {
+	case err != nil:
+		return queue.Invite{}, errInviteInvalid
+	case ic.Room != room:
+		return queue.Invite{}, errInviteRoom
+	case !time.Now().Before(ic.Expires):
+		return queue.Invite{}, errInviteExpired
+	case ic.Visitor != "" && ic.Visitor != visitor:
+		return queue.Invite{}, errInviteVisitor
+	}
+	return queue.Invite{ID: ic.ID, Uses: ic.Uses, Expires: ic.Expires}, nil
+}
+
+// inviteError maps the join script's invite refusals; nil for any other
+// error.
+func inviteError(err error) error {
+	switch {
+	case errors.Is(err, queue.ErrInviteRequired):
+		return errInviteRequired
+	case errors.Is(err, queue.ErrInviteUsed):
+		return errInviteUsed
+	}
+	return nil
+}
+
+// maxInvites bounds the codes one mint call makes.
+const maxInvites = 10000
+
+// adminInvites mints invite codes for the route's room: one, or a batch of
+// count, each admitting uses joins until it expires, optionally only for
+// one visitor id (a signed-in user's). Nothing is stored: a code is
+// checked by its signature and counted when used.
+func (s *server) adminInvites(c *fiber.Ctx) error {
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Count            *int     `json:"count"`
+		Uses             *int     `json:"uses"`
+		ExpiresAt        *string  `json:"expiresAt"`
+		ExpiresInSeconds *float64 `json:"expiresInSeconds"`
+		Visitor          *string  `json:"visitor"`
+	}
+	if err := decodeStrict(c.Body(), &in); err != nil {
+		return err
+	}
+	count, uses := 1, 1
+	if in.Count != nil {
+		count = *in.Count
+	}
+	if in.Uses != nil {
+		uses = *in.Uses
+	}
+	expires := time.Now().Add(7 * 24 * time.Hour)
+	switch {
+	case count < 1 || count > maxInvites:
+		return fieldError("count", "must be between 1 and 10000")
+	case uses < 1 || uses > 1000000:
+		return fieldError("uses", "must be between 1 and 1000000")
+	case in.ExpiresAt != nil && in.ExpiresInSeconds != nil:
+		return fieldError("expiresAt", "give expiresAt or expiresInSeconds, not both")
+	case in.Visitor != nil && !queue.ValidVisitor(*in.Visitor):
+		return fieldError("visitor", "must match ^[A-Za-z0-9_-]{1,64}$")
+	case in.Visitor != nil && count > 1:
+		return fieldError("visitor", "a code for one visitor is minted alone (count 1)")
+	}
+	if in.ExpiresAt != nil {
+		t, err := time.Parse(time.RFC3339Nano, *in.ExpiresAt)
+		if err != nil {
+			return fieldError("expiresAt", "must be an RFC 3339 time")
+		}
+		expires = t
+	}
+	if in.ExpiresInSeconds != nil {
+		sec := *in.ExpiresInSeconds
+		if !(sec >= 1 && sec <= 366*24*3600) {
+			return fieldError("expiresInSeconds", "must be between 1 and 31622400")
+		}
+		expires = time.Now().Add(time.Duration(sec * float64(time.Second)))
+	}
+	if !expires.After(time.Now()) || expires.After(time.Now().Add(366*24*time.Hour)) {
+		return fieldError("expiresAt", "must be in the future, within a year")
+	}
+	expires = expires.Truncate(time.Second)
+	visitor := ""
+	if in.Visitor != nil {
+		visitor = *in.Visitor
+	}
+	codes := make([]string, count)
+	for i := range codes {
+		codes[i] = s.invites.Mint(invite.Code{Room: r, ID: invite.NewID(), Expires: expires, Uses: uses, Visitor: visitor})
+	}
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
+		"room": r, "codes": codes, "uses": uses, "visitor": visitor,
+		"expiresAt": expires.UTC().Format(time.RFC3339),
+	})
+}
