@@ -86,7 +86,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		id:      fmt.Sprintf("%x", idb),
 
 		ticketKey: ticketKey(secret),
-		invites: invite.NewMinter(secret),
+		invites:   invite.NewMinter(secret),
 	}
 	s.metrics = newMetrics()
 	keep := cfg.TokenKeep

@@ -51,12 +51,12 @@ type config struct {
 	PublicMetrics  bool
 	// Gateway mode: routes file, inline routes, the built-in proxy's
 	// upstream and the waiting page's path prefix.
-	RoutesFile  string
-	Routes      []string
-	Upstream    string
-	GatewayPage string
-	RoomsFile      string // -rooms: the rooms as code
-	AdminKeysFile  string // -admin-keys: labelled admin keys
+	RoutesFile    string
+	Routes        []string
+	Upstream      string
+	GatewayPage   string
+	RoomsFile     string // -rooms: the rooms as code
+	AdminKeysFile string // -admin-keys: labelled admin keys
 
 	// sseBeat replaces the SSE heartbeat interval in tests. Not a flag.
 	sseBeat time.Duration
