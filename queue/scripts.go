@@ -27,6 +27,8 @@ var (
 	setcfgScript    = loadScript("setcfg")
 	restoreScript   = loadScript("restore")
 	roomstatsScript = loadScript("roomstats")
+	retakeScript    = loadScript("retake")
+	reviveScript    = loadScript("revive")
 )
 
 // roomsKey is the set of rooms that have waiting visitors (its hash tag

@@ -13,16 +13,28 @@ import (
 // returns its current state when it is already there (a refresh keeps the
 // place). Idempotent.
 func (q *Queue) Join(ctx context.Context, room, visitor string) (wire.State, error) {
+	st, _, err := q.JoinTicket(ctx, room, visitor)
+	return st, err
+}
+
+// JoinTicket is Join that also returns the visitor's ticket while it waits
+// in the queue (zero otherwise), for its credential to carry.
+func (q *Queue) JoinTicket(ctx context.Context, room, visitor string) (wire.State, Ticket, error) {
 	if err := check(room, visitor); err != nil {
-		return wire.State{}, err
+		return wire.State{}, Ticket{}, err
 	}
 	v, err := q.r.Eval(ctx, joinScript, []string{queueKey(room)}, prefix(room), visitor, seed(), wire.Channel(room))
 	if err != nil {
-		return wire.State{}, fmt.Errorf("queue: join: %w", err)
+		return wire.State{}, Ticket{}, fmt.Errorf("queue: join: %w", err)
 	}
 	n, err := asInts(v, 4)
 	if err != nil {
-		return wire.State{}, err
+		return wire.State{}, Ticket{}, err
+	}
+	var t Ticket
+	if len(n) >= 6 && n[0] == replyWaiting && n[4] > 0 {
+		t = Ticket{Room: room, Seq: n[4], IssuedAt: time.UnixMilli(n[5])}
+		q.remember(room).noteSeq(t.Seq)
 	}
 	// Every join that leaves the visitor waiting lists the room for the
 	// tick loop (the set is in another slot than the room, so this is a
@@ -30,14 +42,14 @@ func (q *Queue) Join(ctx context.Context, room, visitor string) (wire.State, err
 	// the room, so a queue is never left without ticks.
 	if n[0] == replyWaiting || n[0] == replyPreQueue {
 		if _, err := q.r.Do(ctx, "SADD", roomsKey, room); err != nil {
-			return wire.State{}, fmt.Errorf("queue: join: %w", err)
+			return wire.State{}, Ticket{}, fmt.Errorf("queue: join: %w", err)
 		}
 	}
 	h := roomHeader{rate: q.rate(room)}
 	if n[0] == replyPreQueue {
 		h.opensAt = n[1]
 	}
-	return q.state(room, visitor, h, n[0], n[1], n[2]), nil
+	return q.state(room, visitor, h, n[0], n[1], n[2]), t, nil
 }
 
 // Status returns visitor's state in room.

@@ -98,9 +98,14 @@ func (s *server) join(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
-	st, err := s.q.Join(ctx, r, id)
+	st, t, err := s.q.JoinTicket(ctx, r, id)
 	if err != nil {
 		return s.storeError(c, err)
+	}
+	if !t.IsZero() {
+		// The credential carries the ticket, signed: a Redis that loses
+		// the queue gets this place back from it (see retake).
+		cred = s.signer.TicketCredential(id, t)
 	}
 	s.polls.forget(r + "|" + id)
 	s.setCookie(c, visitorCookie, cred, 7*24*3600)
@@ -116,7 +121,11 @@ func (s *server) join(c *fiber.Ctx) error {
 // status is the poll. A poll sooner than the nextPollMs this visitor was
 // given is answered from memory.
 func (s *server) status(c *fiber.Ctx) error {
-	r, id, err := s.roomVisitor(c)
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	id, t, err := s.visitorTicket(c)
 	if err != nil {
 		return err
 	}
@@ -134,6 +143,15 @@ func (s *server) status(c *fiber.Ctx) error {
 	st, err := s.q.Status(ctx, r, id)
 	if err != nil {
 		return s.storeError(c, err)
+	}
+	if st.Status == wire.StatusNotInQueue && t.Room == r {
+		// Redis may have lost this visitor's place: its signed ticket
+		// takes it back.
+		states := []wire.State{st}
+		if err := s.retake(ctx, r, []string{id}, []queue.Ticket{t}, states); err != nil {
+			return s.storeError(c, err)
+		}
+		st = states[0]
 	}
 	s.metrics.polls.WithLabelValues("redis").Inc()
 	body, err := s.sendState(c, st)
@@ -209,6 +227,11 @@ func (s *server) requireToken(c *fiber.Ctx) error {
 	}
 	if err := s.tokenHolder(c, tok); err != nil {
 		return err
+	}
+	if s.uses.used(tok) {
+		// Used here before: refused without asking a Redis that may have
+		// lost the record of that use.
+		return errTokenUsed
 	}
 	ctx, cancel := s.redisCtx(c)
 	exp, err := s.q.Consume(ctx, tok, queue.Spend)

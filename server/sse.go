@@ -21,15 +21,16 @@ const sseHeartbeat = 15 * time.Second
 // reads for EOF, so a client that goes away is seen at once, and the
 // server's write timeout and compression do not touch the stream.
 func (s *server) sse(c *fiber.Ctx) error {
-	r, id, err := s.pushTarget(c, s.cfg.NoSSE)
+	r, id, t, err := s.pushTarget(c, s.cfg.NoSSE)
 	if err != nil {
 		return err
 	}
 	lastID, _ := strconv.ParseInt(c.Get("Last-Event-ID"), 10, 64)
 	s.wg.Add(1)
 	c.Context().HijackSetNoResponse(true)
+	release := s.tickets.hold(r, id, t)
 	c.Context().Hijack(func(nc net.Conn) {
-		serveHijacked(nc, func(nc net.Conn) { s.serveSSE(nc, r, id, lastID) }, s.wg.Done)
+		serveHijacked(nc, func(nc net.Conn) { s.serveSSE(nc, r, id, lastID) }, func() { release(); s.wg.Done() })
 	})
 	return nil
 }

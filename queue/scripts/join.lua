@@ -1,8 +1,10 @@
 -- join: KEYS = queue; ARGV = prefix, visitor, seed, channel
--- Returns {code, a, b, new}: 1 waiting (a = 0-based rank), 2 admitted (a =
--- notBefore, b = expiresAt), 4 in the pre-queue before opening, or not yet
--- drawn after it (a = opensAt, or the moment of opening). new = 1 when a
--- ticket (or pre-queue place) was taken.
+-- Returns {code, a, b, new, seq, now}: 1 waiting (a = 0-based rank), 2
+-- admitted (a = notBefore, b = expiresAt), 4 in the pre-queue before
+-- opening, or not yet drawn after it (a = opensAt, or the moment of
+-- opening). new = 1 when a ticket (or pre-queue place) was taken. seq is
+-- the waiting visitor's ticket (0 otherwise) and now the Redis time, which
+-- the visitor's credential carries.
 local p, v = ARGV[1], ARGV[2]
 local now = now_ms()
 local cfg = load_cfg(p)
@@ -23,7 +25,7 @@ local function rank_of(r)
 end
 
 local r = redis.call('ZRANK', KEYS[1], v)
-if r then return {1, rank_of(r), 0, 0} end
+if r then return {1, rank_of(r), 0, 0, tonumber(redis.call('ZSCORE', KEYS[1], v)), now} end
 if draw_next then
   local at = undrawn(p, v)
   if at then return {4, at, 0, 0} end
@@ -34,7 +36,10 @@ if opens > now then
   return {4, opens, 0, added}
 end
 ensure_seq(p, KEYS[1])
+-- The moment this room's state began: tickets taken before it were taken
+-- from a Redis that has lost them since (see retake.lua).
+redis.call('HSETNX', p .. 'stats', 'born', now)
 local s = redis.call('INCR', p .. 'seq')
 redis.call('ZADD', KEYS[1], 'NX', s, v)
 keep_while_used(p, cfg)
-return {1, rank_of(redis.call('ZRANK', KEYS[1], v)), 0, 1}
+return {1, rank_of(redis.call('ZRANK', KEYS[1], v)), 0, 1, s, now}

@@ -4,7 +4,13 @@
 local p, v = ARGV[1], ARGV[2]
 local n = redis.call('ZREM', KEYS[1], v) + redis.call('SREM', p .. 'pre', v) +
   redis.call('SREM', p .. 'drawpool', v)
+local nb, _, cap = read_token(p .. 't:' .. v)
 local had = redis.call('DEL', p .. 't:' .. v)
+-- A token given back is gone for good: revive.lua must not write it back.
+if nb then
+  local left = cap - now_ms()
+  if left > 0 then redis.call('SET', p .. 'gone:' .. v, nb, 'PX', left) end
+end
 -- Frees the seat and the max-active slot only if this visitor's token still
 -- holds them: a token that expired (and was swept) or was used up does not
 -- free anything a second time.
