@@ -39,8 +39,9 @@ type Queue struct {
 	log    *slog.Logger
 	rates  sync.Map // room -> measured admission rate (float64), for ETAs
 
-	configured roomList // the tick loop's copy of the configured rooms
-	memos      sync.Map // room -> *memo: what to put back when Redis lost it
+	configured  roomList // the tick loop's copy of the configured rooms
+	memos       sync.Map // room -> *memo: what to put back when Redis lost it
+	restoreLogs sync.Map // room -> *restoreLog
 }
 
 // New returns a Queue. opts is copied.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/waitroom/waitroom/wire"
 )
@@ -144,15 +145,40 @@ func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tick
 	return r, nil
 }
 
-// restored reports a restore that put anything back.
+// restoreLogEvery is how often at most a room's restores are logged: a
+// thousand visitors coming back one by one make one line, not a thousand.
+const restoreLogEvery = 5 * time.Second
+
+// restoreLog sums what was put back in a room since it was last logged.
+type restoreLog struct {
+	mu   sync.Mutex
+	at   time.Time
+	sum  Restored
+	runs int
+}
+
+// restored reports a restore that put anything back: counted at once,
+// logged as a warning at most every restoreLogEvery per room.
 func (q *Queue) restored(r Restored) {
 	if !r.Settings && r.Tickets == 0 && r.Removed == 0 && r.Tokens == 0 {
 		return
 	}
-	q.log.Warn("redis had lost room state; put back", "room", r.Room, "settings", r.Settings,
-		"tickets", r.Tickets, "removed", r.Removed, "tokens", r.Tokens)
 	if q.opts.OnRestored != nil {
 		q.opts.OnRestored(r)
+	}
+	v, _ := q.restoreLogs.LoadOrStore(r.Room, &restoreLog{})
+	l := v.(*restoreLog)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sum.Settings = l.sum.Settings || r.Settings
+	l.sum.Tickets += r.Tickets
+	l.sum.Removed += r.Removed
+	l.sum.Tokens += r.Tokens
+	l.runs++
+	if now := time.Now(); now.Sub(l.at) >= restoreLogEvery || r.Settings {
+		q.log.Warn("redis had lost room state; put back what this instance remembers", "room", r.Room,
+			"settings", l.sum.Settings, "tickets", l.sum.Tickets, "removed", l.sum.Removed, "tokens", l.sum.Tokens, "calls", l.runs)
+		l.at, l.sum, l.runs = now, Restored{}, 0
 	}
 }
 
