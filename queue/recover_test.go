@@ -31,7 +31,7 @@ func TestTicketCredential(t *testing.T) {
 		t.Fatalf("old credential: %q %+v %v", v, tt, err)
 	}
 	for _, c := range []string{
-		strings.Replace(cred, "drop-1", "drop-2", 1),                       // another room
+		strings.Replace(cred, "drop-1", "drop-2", 1),                      // another room
 		strings.Replace(cred, "~"+strconv.FormatInt(tk.Seq, 36), "~1", 1), // an earlier place
 		other.TicketCredential(id, tk),
 		id + ".drop-1~1~1~1." + strings.Repeat("A", sigB64Len),
