@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -150,7 +151,11 @@ func (q *Queue) tickRoom(ctx context.Context, room string) {
 	res, err := q.Admit(tctx, room)
 	if err != nil {
 		if ctx.Err() == nil {
-			q.configured.markFailed()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				// Not slow but unreachable: Redis may come back without
+				// its data (a slow call says nothing of the kind).
+				q.configured.markFailed()
+			}
 			q.log.Warn("tick: admit", "room", room, "err", err)
 		}
 		return
@@ -187,7 +192,8 @@ func (l *roomList) get(ctx context.Context, q *Queue) []string {
 		if ctx.Err() == nil {
 			q.log.Warn("tick: configured rooms", "err", err)
 		}
-		l.failed, l.at = true, time.Now()
+		l.failed = l.failed || !errors.Is(err, context.DeadlineExceeded)
+		l.at = time.Now()
 		return l.rooms
 	}
 	rooms := validRooms(v)
