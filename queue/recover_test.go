@@ -270,3 +270,25 @@ func TestTokenRevive(t *testing.T) {
 		}
 	})
 }
+
+// TestRetakeAfterLeave: a visitor who left the queue does not get the place
+// back with the ticket it gave up.
+func TestRetakeAfterLeave(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		q := newQueue(t, r, nil)
+		_, tk, err := q.JoinTicket(ctx, "drop", "v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Leave(ctx, "drop", "v"); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := q.Retake(ctx, "drop", []string{"v"}, []Ticket{tk}); err != nil || res.Tickets != 0 {
+			t.Fatalf("retake after leave: %+v %v", res, err)
+		}
+		if st, _ := q.Status(ctx, "drop", "v"); st.Status != wire.StatusNotInQueue {
+			t.Fatalf("status after leave: %+v", st)
+		}
+	})
+}

@@ -104,8 +104,11 @@ func (s *server) join(c *fiber.Ctx) error {
 	}
 	if !t.IsZero() {
 		// The credential carries the ticket, signed: a Redis that loses
-		// the queue gets this place back from it (see retake).
-		cred = s.signer.TicketCredential(id, t)
+		// the queue gets this place back from it (see retake). A refresh
+		// that keeps the place keeps the credential.
+		if _, held, err := s.signer.ParseCredential(cred); err != nil || held.Room != t.Room || held.Seq != t.Seq {
+			cred = s.signer.TicketCredential(id, t)
+		}
 	}
 	s.polls.forget(r + "|" + id)
 	s.setCookie(c, visitorCookie, cred, 7*24*3600)

@@ -2,6 +2,9 @@
 -- Leaves the queue (or pre-queue, or the pool of a draw under way) or gives
 -- back an unused token, which returns its seat. Returns 1 if anything went.
 local p, v = ARGV[1], ARGV[2]
+-- A ticket given up stays given up: retake.lua must not take it back.
+local sc = redis.call('ZSCORE', KEYS[1], v)
+if sc then redis.call('SET', p .. 'left:' .. v, sc, 'PX', 86400000) end
 local n = redis.call('ZREM', KEYS[1], v) + redis.call('SREM', p .. 'pre', v) +
   redis.call('SREM', p .. 'drawpool', v)
 local nb, _, cap = read_token(p .. 't:' .. v)

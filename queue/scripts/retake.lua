@@ -68,6 +68,7 @@ for i = first, #ARGV, 3 do
   local v, s, iat = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   local lost
   if iat < born then lost = s > floor else lost = s > admitted end
+  if lost and tonumber(redis.call('GET', p .. 'left:' .. v) or '') == s then lost = false end
   if lost and not redis.call('ZSCORE', KEYS[1], v) and redis.call('EXISTS', p .. 't:' .. v) == 0
       and redis.call('SISMEMBER', p .. 'pre', v) == 0 and redis.call('SISMEMBER', p .. 'drawpool', v) == 0 then
     redis.call('ZADD', KEYS[1], 'NX', s, v)
