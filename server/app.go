@@ -282,15 +282,24 @@ func (h hubSource) States(ctx context.Context, room string, visitors []string) (
 	}
 	var tickets []queue.Ticket
 	for i, st := range states {
+		if st.Status == wire.StatusAdmitted {
+			h.s.tickets.admitted(queue.Token{Room: room, Visitor: visitors[i], NotBefore: st.NotBefore, ExpiresAt: st.ExpiresAt})
+		}
 		if st.Status != wire.StatusNotInQueue {
 			continue
 		}
-		if t, ok := h.s.tickets.get(room, visitors[i]); ok {
-			if tickets == nil {
-				tickets = make([]queue.Ticket, len(visitors))
-			}
-			tickets[i] = t
+		t, adm, ok := h.s.tickets.get(room, visitors[i])
+		if !ok {
+			continue
 		}
+		if again, ok := h.s.readmit(ctx, adm); ok {
+			states[i] = again
+			continue
+		}
+		if tickets == nil {
+			tickets = make([]queue.Ticket, len(visitors))
+		}
+		tickets[i] = t
 	}
 	if tickets != nil {
 		if err := h.s.retake(ctx, room, visitors, tickets, states); err != nil {
@@ -301,6 +310,7 @@ func (h hubSource) States(ctx context.Context, room string, visitors []string) (
 }
 
 func (h hubSource) Admitted(room, visitor string, notBefore, expiresAt time.Time) wire.State {
+	h.s.tickets.admitted(queue.Token{Room: room, Visitor: visitor, NotBefore: notBefore, ExpiresAt: expiresAt})
 	return h.s.q.Admitted(room, visitor, notBefore, expiresAt)
 }
 

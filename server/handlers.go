@@ -147,6 +147,15 @@ func (s *server) status(c *fiber.Ctx) error {
 	if err != nil {
 		return s.storeError(c, err)
 	}
+	if st.Status == wire.StatusNotInQueue {
+		// A page that holds its token (cookie or bearer) keeps hearing
+		// admitted if Redis lost the token's record.
+		if tok, err := s.signer.ParseToken(bearer(c)); err == nil && tok.Room == r && tok.Visitor == id {
+			if again, ok := s.readmit(ctx, tok); ok {
+				st = again
+			}
+		}
+	}
 	if st.Status == wire.StatusNotInQueue && t.Room == r {
 		// Redis may have lost this visitor's place: its signed ticket
 		// takes it back.

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
 
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/wire"
@@ -42,6 +44,7 @@ type pushTickets struct {
 type heldTicket struct {
 	t    queue.Ticket
 	refs int
+	adm  queue.Token // the admission this instance's hub told the visitor of, if any
 }
 
 func newPushTickets() *pushTickets { return &pushTickets{m: map[string]*heldTicket{}} }
@@ -73,14 +76,42 @@ func (p *pushTickets) hold(room, visitor string, t queue.Ticket) func() {
 	}
 }
 
-func (p *pushTickets) get(room, visitor string) (queue.Ticket, bool) {
+func (p *pushTickets) get(room, visitor string) (queue.Ticket, queue.Token, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h := p.m[room+"|"+visitor]
 	if h == nil {
-		return queue.Ticket{}, false
+		return queue.Ticket{}, queue.Token{}, false
 	}
-	return h.t, true
+	return h.t, h.adm, true
+}
+
+// admitted records the admission a connected visitor is told of.
+func (p *pushTickets) admitted(tok queue.Token) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if h := p.m[tok.Room+"|"+tok.Visitor]; h != nil {
+		h.adm = tok
+	}
+}
+
+// readmit answers for a visitor Redis no longer knows who holds tok, signed
+// here: when the token is still good (its record written back if Redis
+// lost it, see queue.Consume), the admitted state, so a page holding a
+// token does not hear not_in_queue after a loss.
+func (s *server) readmit(ctx context.Context, tok queue.Token) (wire.State, bool) {
+	if tok.Visitor == "" || !time.Now().Before(tok.ExpiresAt) {
+		return wire.State{}, false
+	}
+	exp, err := s.q.Consume(ctx, tok, queue.Check)
+	var early *queue.TooEarlyError
+	if err != nil && !errors.As(err, &early) {
+		return wire.State{}, false
+	}
+	if err == nil {
+		tok.ExpiresAt = exp
+	}
+	return s.q.Admitted(tok.Room, tok.Visitor, tok.NotBefore, tok.ExpiresAt), true
 }
 
 // retake gives back the places of the visitors among states that Redis

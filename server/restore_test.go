@@ -59,6 +59,12 @@ func TestRedisDataLoss(t *testing.T) {
 		}
 		tokens[i] = r.str("token")
 	}
+	// Half of them keep a push connection open after admission, as the
+	// page does.
+	var earlyPushed []*pushClient
+	for i := 0; i < len(early); i += 2 {
+		earlyPushed = append(earlyPushed, dial(t, "ws", servers[(i+1)%2].URL, room, early[i].cred))
+	}
 
 	// 1,000 waiting visitors: even ones push (WS and SSE, on the other
 	// instance than they joined), odd ones poll.
@@ -167,10 +173,26 @@ func TestRedisDataLoss(t *testing.T) {
 		t.Fatalf("settings after the loss: %s", r.Raw)
 	}
 
-	// Nobody let in before the loss is back in the queue, even when asking.
-	for _, v := range early {
-		if r := v.status(room); r.str("status") == "waiting" {
+	// Nobody let in before the loss is back in the queue, even when
+	// asking; a page that shows its token hears admitted, with that token.
+	for i, v := range early {
+		var r reply
+		if i%4 == 1 {
+			r = v.do("GET", "/api/v1/rooms/"+room+"/status", "", "Authorization", "Bearer "+tokens[i])
+			if r.str("status") != "admitted" || r.str("token") != tokens[i] {
+				t.Fatalf("an admitted visitor asking with its token: %s", r.Raw)
+			}
+			continue
+		}
+		if r = v.status(room); r.str("status") == "waiting" {
 			t.Fatalf("an admitted visitor got a place again: %s", r.Raw)
+		}
+	}
+	for i, p := range earlyPushed {
+		for _, m := range p.messages() {
+			if m.Status == "not_in_queue" || m.Status == "waiting" || m.Status == "expired" {
+				t.Fatalf("admitted push client %d heard %s", 2*i, m.Status)
+			}
 		}
 	}
 	if got := rdb("ZCARD", "wr:{"+room+"}:q"); got != fmt.Sprint(n) {
