@@ -130,19 +130,32 @@ func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tick
 		return Restored{}, err
 	}
 	r := Restored{Room: room, Settings: n[0] == 1, Tickets: int(n[1]), Removed: int(n[2])}
-	if r.Settings {
+	q.restored(r)
+	// The room's lists are in another slot, so these are calls of their
+	// own. They are made whenever there was anything to put back, not only
+	// when this call put it back: a retry after one of them failed lists
+	// the room then.
+	if r.Settings || q.knowsSettings(room) {
 		if _, err := q.r.Do(ctx, "SADD", configuredRoomsKey, room); err != nil {
 			return r, fmt.Errorf("queue: retake: %w", err)
 		}
 	}
-	if r.Tickets > 0 || r.Settings {
+	if len(tickets) > 0 || r.Settings {
 		// As a join does: the tick loop must see the room.
 		if _, err := q.r.Do(ctx, "SADD", roomsKey, room); err != nil {
 			return r, fmt.Errorf("queue: retake: %w", err)
 		}
 	}
-	q.restored(r)
 	return r, nil
+}
+
+// knowsSettings reports whether Options.Settings knows room.
+func (q *Queue) knowsSettings(room string) bool {
+	if q.opts.Settings == nil {
+		return false
+	}
+	_, ok := q.opts.Settings.RoomSettings(room)
+	return ok
 }
 
 // restoreLogEvery is how often at most a room's restores are logged: a
