@@ -276,6 +276,24 @@ func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
 type hubSource struct{ s *server }
 
 func (h hubSource) States(ctx context.Context, room string, visitors []string) ([]wire.State, error) {
+	// Asked again within ctx: right after pub/sub is back, the command
+	// connections may still be reconnecting, and a reconcile that fails
+	// then leaves the room's visitors unread (and, after a loss, without
+	// their places) until the next periodic one.
+	states, err := h.states(ctx, room, visitors)
+	for wait := 50 * time.Millisecond; err != nil && ctx.Err() == nil; wait = min(2*wait, time.Second) {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		states, err = h.states(ctx, room, visitors)
+	}
+	return states, err
+}
+
+func (h hubSource) states(ctx context.Context, room string, visitors []string) ([]wire.State, error) {
 	states, err := h.s.q.StatusMany(ctx, room, visitors)
 	if err != nil {
 		return nil, err
