@@ -30,6 +30,11 @@ deps-redis:
 	  echo "installing redis-server" && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
 	@command -v redis-server >/dev/null
+	@command -v redis-sentinel >/dev/null 2>&1 || { \
+	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
+	  echo "installing redis-sentinel" && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-sentinel >/dev/null; }
+	@command -v redis-sentinel >/dev/null
 
 deps-browser:
 	@command -v chromium >/dev/null 2>&1 || { \

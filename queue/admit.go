@@ -24,6 +24,8 @@ const (
 	admitReplyWaiting
 	admitReplyEvent
 	admitReplyLen
+	admitReplyHead = admitReplyLen     // the last admitted ticket
+	admitReplyBorn = admitReplyLen + 1 // when the room's state began
 )
 
 // Admit runs one admission tick for room: at most one batch per room per
@@ -56,6 +58,13 @@ func (q *Queue) Admit(ctx context.Context, room string) (Result, error) {
 	tick, _ := asInt(arr[admitReplyTick])
 	waiting, _ := asInt(arr[admitReplyWaiting])
 	res := Result{Taken: taken == 1, Tick: tick, Waiting: waiting}
+	if len(arr) > admitReplyBorn {
+		head, _ := asInt(arr[admitReplyHead])
+		born, _ := asInt(arr[admitReplyBorn])
+		if head > 0 {
+			q.remember(room).noteHead(head, born)
+		}
+	}
 	if ev, _ := arr[admitReplyEvent].(string); ev != "" {
 		e, err := wire.DecodeEvent([]byte(ev))
 		if err != nil {

@@ -43,13 +43,15 @@ func (q *Queue) Consume(ctx context.Context, t Token, use Use) (time.Time, error
 			idle = cfg.TokenTTL
 		}
 	}
-	v, err := q.r.Eval(ctx, consumeScript, []string{queueKey(t.Room)},
-		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
-		strconv.Itoa(int(use)), strconv.FormatInt(idle.Milliseconds(), 10))
-	if err != nil {
-		return time.Time{}, fmt.Errorf("queue: consume: %w", err)
+	n, err := q.consume(ctx, t, use, idle)
+	if err == nil && n[0] == consumeUnknown {
+		// The record may be gone with a Redis that lost it: a signed token
+		// that was not used is written back once, and checked again.
+		var ok bool
+		if ok, err = q.revive(ctx, t, use, idle.Milliseconds()); ok {
+			n, err = q.consume(ctx, t, use, idle)
+		}
 	}
-	n, err := asInts(v, 2)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -63,6 +65,16 @@ func (q *Queue) Consume(ctx context.Context, t Token, use Use) (time.Time, error
 	case consumeUnknown:
 	}
 	return time.Time{}, ErrTokenUnknown
+}
+
+func (q *Queue) consume(ctx context.Context, t Token, use Use, idle time.Duration) ([]int64, error) {
+	v, err := q.r.Eval(ctx, consumeScript, []string{queueKey(t.Room)},
+		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
+		strconv.Itoa(int(use)), strconv.FormatInt(idle.Milliseconds(), 10))
+	if err != nil {
+		return nil, fmt.Errorf("queue: consume: %w", err)
+	}
+	return asInts(v, 2)
 }
 
 // Restore gives back a token that Spend used up when the request it

@@ -34,7 +34,7 @@ type Invite struct {
 // inv, and one of its uses is recorded in the same script as the join, so
 // a code of n uses admits exactly n visitors however many race for it.
 // ErrInviteRequired and ErrInviteUsed say why a join was refused.
-func (q *Queue) JoinInvite(ctx context.Context, room, visitor string, inv Invite) (wire.State, error) {
+func (q *Queue) JoinInvite(ctx context.Context, room, visitor string, inv Invite) (wire.State, Ticket, error) {
 	return q.join(ctx, joinInvScript, room, visitor,
 		inv.ID, strconv.Itoa(max(inv.Uses, 1)), strconv.FormatInt(inv.Expires.UnixMilli(), 10))
 }

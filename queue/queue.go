@@ -23,6 +23,11 @@ type Options struct {
 	NoJitter  bool                     // admit a whole batch at the start of the window (to measure what jitter buys)
 	OnAdmit   func(room string, n int) // called by the tick loop after it admitted n visitors
 	Logger    *slog.Logger
+	// Settings is where a room's settings come from when Redis lost them
+	// (nil: they are not put back).
+	Settings SettingsSource
+	// OnRestored is called after state Redis had lost was put back.
+	OnRestored func(Restored)
 }
 
 // Queue runs the queue operations of every room against one Redis.
@@ -34,8 +39,10 @@ type Queue struct {
 	log    *slog.Logger
 	rates  sync.Map // room -> measured admission rate (float64), for ETAs
 
-	configured roomList  // the tick loop's copy of the configured rooms
-	sweptAt    time.Time // owned by the tick loop: the last look at rooms holding only tokens
+	configured  roomList  // the tick loop's copy of the configured rooms
+	sweptAt     time.Time // owned by the tick loop: the last look at rooms holding only tokens
+	memos       sync.Map  // room -> *memo: what to put back when Redis lost it
+	restoreLogs sync.Map  // room -> *restoreLog
 }
 
 // DefaultRetention is how long a token record outlives its cap by default:

@@ -36,6 +36,8 @@ var (
 	setcfgScript    = loadScript("setcfg")
 	restoreScript   = loadScript("restore")
 	roomstatsScript = loadScript("roomstats")
+	retakeScript    = loadScript("retake")
+	reviveScript    = loadScript("revive")
 
 	seenScript          = loadScript("seen")
 	presenceStatsScript = loadScript("presencestats")

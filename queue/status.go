@@ -15,12 +15,19 @@ import (
 // returns its current state when it is already there (a refresh keeps the
 // place). Idempotent.
 func (q *Queue) Join(ctx context.Context, room, visitor string) (wire.State, error) {
+	st, _, err := q.JoinTicket(ctx, room, visitor)
+	return st, err
+}
+
+// JoinTicket is Join that also returns the visitor's ticket while it waits
+// in the queue (zero otherwise), for its credential to carry.
+func (q *Queue) JoinTicket(ctx context.Context, room, visitor string) (wire.State, Ticket, error) {
 	return q.join(ctx, joinScript, room, visitor)
 }
 
-func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, extra ...string) (wire.State, error) {
+func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, extra ...string) (wire.State, Ticket, error) {
 	if err := check(room, visitor); err != nil {
-		return wire.State{}, err
+		return wire.State{}, Ticket{}, err
 	}
 	args := append([]string{prefix(room), visitor, seed(), wire.Channel(room),
 		strconv.FormatInt(q.opts.TokenTTL.Milliseconds(), 10),
@@ -28,19 +35,24 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10)}, extra...)
 	v, err := q.r.Eval(ctx, script, []string{queueKey(room)}, args...)
 	if err != nil {
-		return wire.State{}, fmt.Errorf("queue: join: %w", err)
+		return wire.State{}, Ticket{}, fmt.Errorf("queue: join: %w", err)
 	}
 	n, err := asInts(v, 7)
 	if err != nil {
-		return wire.State{}, err
+		return wire.State{}, Ticket{}, err
+	}
+	var t Ticket
+	if len(n) >= 9 && n[0] == replyWaiting && n[7] > 0 {
+		t = Ticket{Room: room, Seq: n[7], IssuedAt: time.UnixMilli(n[8])}
+		q.remember(room).noteSeq(t.Seq)
 	}
 	switch n[0] {
 	case replyInviteRequired:
-		return wire.State{}, ErrInviteRequired
+		return wire.State{}, Ticket{}, ErrInviteRequired
 	case replyInviteUsed:
-		return wire.State{}, ErrInviteUsed
+		return wire.State{}, Ticket{}, ErrInviteUsed
 	case replyClosed:
-		return wire.State{Room: room, Status: wire.StatusClosed, Message: stringAt(v, 6)}, nil
+		return wire.State{Room: room, Status: wire.StatusClosed, Message: stringAt(v, 6)}, Ticket{}, nil
 	}
 	// Every join that leaves the visitor waiting lists the room for the
 	// tick loop (the set is in another slot than the room, so this is a
@@ -48,14 +60,14 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 	// the room, so a queue is never left without ticks.
 	if n[0] == replyWaiting || n[0] == replyPreQueue {
 		if _, err := q.r.Do(ctx, "SADD", roomsKey, room); err != nil {
-			return wire.State{}, fmt.Errorf("queue: join: %w", err)
+			return wire.State{}, Ticket{}, fmt.Errorf("queue: join: %w", err)
 		}
 	}
 	h := roomHeader{rate: q.rate(room), paused: n[4] == 1, settings: n[5], message: stringAt(v, 6)}
 	if n[0] == replyPreQueue {
 		h.opensAt = n[1]
 	}
-	return q.state(room, visitor, h, n[0], n[1], n[2]), nil
+	return q.state(room, visitor, h, n[0], n[1], n[2]), t, nil
 }
 
 // Status returns visitor's state in room.

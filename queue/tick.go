@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -194,6 +195,11 @@ func (q *Queue) tickRoom(ctx context.Context, room string) {
 	res, err := q.Admit(tctx, room)
 	if err != nil {
 		if ctx.Err() == nil {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				// Not slow but unreachable: Redis may come back without
+				// its data (a slow call says nothing of the kind).
+				q.configured.markFailed()
+			}
 			q.log.Warn("tick: admit", "room", room, "err", err)
 		}
 		return
@@ -211,15 +217,16 @@ func (q *Queue) tickRoom(ctx context.Context, room string) {
 // roomList is the configured rooms as last read, sorted, re-read at most
 // once a second; a failed read keeps the last list.
 type roomList struct {
-	mu    sync.Mutex
-	rooms []string
-	at    time.Time
+	mu     sync.Mutex
+	rooms  []string
+	at     time.Time
+	failed bool // the last read failed: Redis may come back without its data
 }
 
 func (l *roomList) get(ctx context.Context, q *Queue) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if time.Since(l.at) < time.Second {
+	if time.Since(l.at) < time.Second && !l.failed {
 		return l.rooms
 	}
 	rctx, cancel := context.WithTimeout(ctx, q.opts.Capacity.Tick)
@@ -229,9 +236,45 @@ func (l *roomList) get(ctx context.Context, q *Queue) []string {
 		if ctx.Err() == nil {
 			q.log.Warn("tick: configured rooms", "err", err)
 		}
+		l.failed = l.failed || !errors.Is(err, context.DeadlineExceeded)
+		l.at = time.Now()
 		return l.rooms
 	}
-	l.rooms, l.at = validRooms(v), time.Now()
-	slices.Sort(l.rooms)
+	rooms := validRooms(v)
+	slices.Sort(rooms)
+	// Before anything is admitted from a Redis that came back (maybe empty,
+	// maybe a promoted replica without the last writes), or when a room
+	// this instance knows has lost its settings, put back what this
+	// instance remembers.
+	var restore []string
+	if l.failed {
+		restore = q.knownRooms()
+	} else if q.opts.Settings != nil {
+		for _, r := range q.opts.Settings.SettingsRooms() {
+			if _, ok := slices.BinarySearch(rooms, r); !ok {
+				restore = append(restore, r)
+			}
+		}
+	}
+	if len(restore) > 0 {
+		wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+		q.writeBack(wctx, restore)
+		wcancel()
+		rctx, cancel := context.WithTimeout(ctx, q.opts.Capacity.Tick)
+		defer cancel()
+		if v, err := q.r.Do(rctx, "SMEMBERS", configuredRoomsKey); err == nil {
+			rooms = validRooms(v)
+			slices.Sort(rooms)
+		}
+	}
+	l.rooms, l.at, l.failed = rooms, time.Now(), false
 	return l.rooms
+}
+
+// markFailed has the next tick re-read the list and put back what this
+// instance remembers first: a call to Redis failed.
+func (l *roomList) markFailed() {
+	l.mu.Lock()
+	l.failed = true
+	l.mu.Unlock()
 }

@@ -44,7 +44,8 @@ type server struct {
 	metrics *metrics
 	rooms   *roomCache
 	gw      *gatewayMode
-	id      string // this instance, in the instances hash
+	tickets *pushTickets // of the visitors connected here by WebSocket or SSE
+	id      string       // this instance, in the instances hash
 
 	ops     atomic.Pointer[opsFiles] // the rooms file and admin keys in force
 	invites *invite.Minter
@@ -84,9 +85,9 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		readers: workpool.New(),
 		db:      newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
 		id:      fmt.Sprintf("%x", idb),
-
 		ticketKey: ticketKey(secret),
 		invites:   invite.NewMinter(secret),
+		tickets:   newPushTickets(),
 	}
 	s.metrics = newMetrics()
 	keep := cfg.TokenKeep
@@ -96,6 +97,10 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	q, err := queue.New(instrumented{next: rc.q, m: s.metrics}, signer, &queue.Options{
 		Capacity: cfg.Capacity, TokenTTL: cfg.TokenTTL, TokenMax: cfg.TokenMax, Retention: keep, NoJitter: cfg.NoJitter, Logger: log,
 		OnAdmit: func(room string, n int) { s.metrics.admissions.WithLabelValues(s.rooms.label(room)).Add(float64(n)) },
+		// Settings Redis lost come back from what this instance last read
+		// (s.rooms is set below, before anything runs).
+		Settings:   settingsSources{lazySettings{&s.rooms}},
+		OnRestored: s.onRestored,
 	})
 	if err != nil {
 		rc.Close()
@@ -113,7 +118,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	} else {
 		broker = hub.NewGoRedisBroker(rc.gor, log)
 	}
-	s.hub = hub.New(broker, hubSource{q}, log, &hub.Options{
+	s.hub = hub.New(broker, hubSource{s}, log, &hub.Options{
 		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.observeDelivery,
 		Presence: q,
 	})
@@ -294,16 +299,68 @@ func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
 
 // hubSource gives the hub exact state from the queue: the same states a
 // poll gets.
-type hubSource struct{ q *queue.Queue }
+// A visitor Redis lost (not_in_queue, holding a signed ticket) gets its
+// place back before the hub sees the state, so a push connection never
+// hears not_in_queue for it.
+type hubSource struct{ s *server }
 
 func (h hubSource) States(ctx context.Context, room string, visitors []string) ([]wire.State, error) {
-	return h.q.StatusMany(ctx, room, visitors)
+	// Asked again within ctx: right after pub/sub is back, the command
+	// connections may still be reconnecting, and a reconcile that fails
+	// then leaves the room's visitors unread (and, after a loss, without
+	// their places) until the next periodic one.
+	states, err := h.states(ctx, room, visitors)
+	for wait := 50 * time.Millisecond; err != nil && ctx.Err() == nil; wait = min(2*wait, time.Second) {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		states, err = h.states(ctx, room, visitors)
+	}
+	return states, err
+}
+
+func (h hubSource) states(ctx context.Context, room string, visitors []string) ([]wire.State, error) {
+	states, err := h.s.q.StatusMany(ctx, room, visitors)
+	if err != nil {
+		return nil, err
+	}
+	var tickets []queue.Ticket
+	for i, st := range states {
+		if st.Status == wire.StatusAdmitted {
+			h.s.tickets.admitted(queue.Token{Room: room, Visitor: visitors[i], NotBefore: st.NotBefore, ExpiresAt: st.ExpiresAt})
+		}
+		if st.Status != wire.StatusNotInQueue {
+			continue
+		}
+		t, adm, ok := h.s.tickets.get(room, visitors[i])
+		if !ok {
+			continue
+		}
+		if again, ok := h.s.readmit(ctx, adm); ok {
+			states[i] = again
+			continue
+		}
+		if tickets == nil {
+			tickets = make([]queue.Ticket, len(visitors))
+		}
+		tickets[i] = t
+	}
+	if tickets != nil {
+		if err := h.s.retake(ctx, room, visitors, tickets, states); err != nil {
+			return nil, err
+		}
+	}
+	return states, nil
 }
 
 func (h hubSource) Admitted(room, visitor string, notBefore, expiresAt time.Time) wire.State {
-	return h.q.Admitted(room, visitor, notBefore, expiresAt)
+	h.s.tickets.admitted(queue.Token{Room: room, Visitor: visitor, NotBefore: notBefore, ExpiresAt: expiresAt})
+	return h.s.q.Admitted(room, visitor, notBefore, expiresAt)
 }
 
 func (h hubSource) Estimate(room string, position int64) (int64, time.Duration) {
-	return h.q.Estimate(room, position)
+	return h.s.q.Estimate(room, position)
 }

@@ -21,6 +21,7 @@ type config struct {
 	Redis       string // empty = embedded miniredis
 	RedisClient string // rueidis | go-redis
 	Cluster     bool   // -redis is a Redis Cluster
+	Sentinel    string // master name: -redis lists Sentinel addresses
 	Secret      string
 	AdminKey    string
 	Capacity    queue.Capacity
@@ -78,6 +79,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&c.Redis, "redis", "", "Redis URL (redis://host:port/db); empty starts an embedded Redis")
 	fs.BoolVar(&c.Cluster, "redis-cluster", false, "-redis is a Redis Cluster (more seed nodes as ?addr=host:port)")
+	fs.StringVar(&c.Sentinel, "redis-sentinel", "", "master name watched by Redis Sentinel; -redis then lists the sentinels (redis://host:26379,host2:26379[/db])")
 	fs.StringVar(&c.RedisClient, "redis-client", "rueidis", "Redis client: rueidis or go-redis")
 	fs.StringVar(&c.Secret, "secret", "", "signing secret, at least 16 bytes (required with -redis)")
 	fs.StringVar(&c.AdminKey, "admin-key", "", "bearer key for /api/v1/admin and /admin, at least 16 bytes (empty: a random one, printed at start)")
@@ -179,8 +181,19 @@ func (c config) validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return fmt.Errorf("invalid -addr %q: %v", c.Addr, err)
 	}
+	if c.Sentinel != "" {
+		if c.Redis == "" || c.Cluster {
+			return errors.New("-redis-sentinel needs -redis with the sentinel addresses, and no -redis-cluster")
+		}
+		if _, _, err := sentinelAddrs(c.Redis); err != nil {
+			return fmt.Errorf("invalid -redis %q: %v", c.Redis, err)
+		}
+	}
 	if c.Redis != "" {
 		u, err := url.Parse(c.Redis)
+		if c.Sentinel != "" {
+			u, err = url.Parse("redis://sentinels") // checked by sentinelAddrs
+		}
 		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
 			return fmt.Errorf("invalid -redis %q: want redis://host:port[/db]", c.Redis)
 		}

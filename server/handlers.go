@@ -102,12 +102,20 @@ func (s *server) join(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
-	st, err := s.q.JoinInvite(ctx, r, id, inv)
+	st, t, err := s.q.JoinInvite(ctx, r, id, inv)
 	if err != nil {
 		if e := inviteError(err); e != nil {
 			return e
 		}
 		return s.storeError(c, err)
+	}
+	if !t.IsZero() {
+		// The credential carries the ticket, signed: a Redis that loses
+		// the queue gets this place back from it (see retake). A refresh
+		// that keeps the place keeps the credential.
+		if _, held, err := s.signer.ParseCredential(cred); err != nil || held.Room != t.Room || held.Seq != t.Seq {
+			cred = s.signer.TicketCredential(id, t)
+		}
 	}
 	s.polls.forget(r + "|" + id)
 	s.setCookie(c, visitorCookie, cred, 7*24*3600)
@@ -123,7 +131,11 @@ func (s *server) join(c *fiber.Ctx) error {
 // status is the poll. A poll sooner than the nextPollMs this visitor was
 // given is answered from memory.
 func (s *server) status(c *fiber.Ctx) error {
-	r, id, err := s.roomVisitor(c)
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	id, t, err := s.visitorTicket(c)
 	if err != nil {
 		return err
 	}
@@ -141,6 +153,24 @@ func (s *server) status(c *fiber.Ctx) error {
 	st, err := s.q.Status(ctx, r, id)
 	if err != nil {
 		return s.storeError(c, err)
+	}
+	if st.Status == wire.StatusNotInQueue {
+		// A page that holds its token (cookie or bearer) keeps hearing
+		// admitted if Redis lost the token's record.
+		if tok, err := s.signer.ParseToken(bearer(c)); err == nil && tok.Room == r && tok.Visitor == id {
+			if again, ok := s.readmit(ctx, tok); ok {
+				st = again
+			}
+		}
+	}
+	if st.Status == wire.StatusNotInQueue && t.Room == r {
+		// Redis may have lost this visitor's place: its signed ticket
+		// takes it back.
+		states := []wire.State{st}
+		if err := s.retake(ctx, r, []string{id}, []queue.Ticket{t}, states); err != nil {
+			return s.storeError(c, err)
+		}
+		st = states[0]
 	}
 	s.metrics.polls.WithLabelValues("redis").Inc()
 	body, err := s.sendState(c, st)
@@ -216,6 +246,11 @@ func (s *server) requireToken(c *fiber.Ctx) error {
 	}
 	if err := s.tokenHolder(c, tok); err != nil {
 		return err
+	}
+	if s.uses.used(tok) {
+		// Used here before: refused without asking a Redis that may have
+		// lost the record of that use.
+		return errTokenUsed
 	}
 	ctx, cancel := s.redisCtx(c)
 	exp, err := s.q.Consume(ctx, tok, queue.Spend)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/waitroom/waitroom/queue"
 )
 
 // hijackWriter is the smallest http.ResponseWriter that lets
@@ -136,23 +137,29 @@ func serveHijacked(nc net.Conn, serve func(net.Conn), done func()) {
 // the transport is on, the room and visitor are valid, the instance is not
 // draining. The strings are copies: fiber's alias fasthttp's request
 // buffers, which are reused once the hijack handler returns.
-func (s *server) pushTarget(c *fiber.Ctx, off bool) (roomName, visitorID string, err error) {
+// It also returns the ticket the credential carries (see pushTickets).
+func (s *server) pushTarget(c *fiber.Ctx, off bool) (roomName, visitorID string, t queue.Ticket, err error) {
 	if off {
-		return "", "", errTransportOff
+		return "", "", t, errTransportOff
 	}
-	var r, id string
-	if t := c.Query("ticket"); t != "" {
-		if r, err = room(c); err == nil {
-			id, err = s.redeemTicket(c, r, t)
-		}
+	r, err := room(c)
+	if err != nil {
+		return "", "", t, err
+	}
+	// A connect ticket (see ticket.go) stands for the credential in the
+	// URL; the queue ticket then comes back through the visitor's polls.
+	var id string
+	if ct := c.Query("ticket"); ct != "" {
+		id, err = s.redeemTicket(c, r, ct)
 	} else {
-		r, id, err = s.roomVisitor(c)
+		id, t, err = s.visitorTicket(c)
 	}
 	if err != nil {
-		return "", "", err
+		return "", "", t, err
 	}
 	if s.draining.Load() {
-		return "", "", errDraining
+		return "", "", t, errDraining
 	}
-	return strings.Clone(r), strings.Clone(id), nil
+	t.Room = strings.Clone(t.Room)
+	return strings.Clone(r), strings.Clone(id), t, nil
 }

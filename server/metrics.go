@@ -25,6 +25,7 @@ type metrics struct {
 	admissions   *prometheus.CounterVec
 	redisCalls   *prometheus.HistogramVec
 	redisFails   *prometheus.CounterVec
+	restored     *prometheus.CounterVec
 	wsHeartbeats atomic.Int64 // heartbeats queued to WebSocket connections
 }
 
@@ -47,7 +48,8 @@ func newMetrics() *metrics {
 		Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .5, 2},
 	}, []string{"op"})
 	m.redisFails = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_redis_call_errors_total", Help: "Redis calls that failed, by operation."}, []string{"op"})
-	m.reg.MustRegister(m.polls, m.orders, m.redisErr, m.deliverLag, m.failOpen, m.admissions, m.redisCalls, m.redisFails)
+	m.restored = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_redis_state_restored_total", Help: "State Redis had lost that this instance put back, by kind (settings, tickets, removed, tokens)."}, []string{"what"})
+	m.reg.MustRegister(m.polls, m.orders, m.redisErr, m.deliverLag, m.failOpen, m.admissions, m.redisCalls, m.redisFails, m.restored)
 	return m
 }
 

@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -38,6 +42,12 @@ func openRedis(ctx context.Context, cfg config, log *slog.Logger) (*redisConn, e
 		rc.mini = m
 		rawURL = "redis://" + m.Addr()
 		log.Info("embedded redis started (state lives in this process only)", "addr", m.Addr())
+	}
+	if cfg.Sentinel != "" {
+		if err := rc.openSentinel(cfg); err != nil {
+			return nil, err
+		}
+		return rc, rc.check(ctx, cfg.Redis)
 	}
 	u, _ := url.Parse(rawURL)
 	rc.addr = u.Host
@@ -88,13 +98,73 @@ func openRedis(ctx context.Context, cfg config, log *slog.Logger) (*redisConn, e
 		rc.rue = c
 		rc.q = queue.NewRueidis(c)
 	}
+	return rc, rc.check(ctx, u.Host)
+}
+
+// check pings the new connection; it closes rc when that fails.
+func (rc *redisConn) check(ctx context.Context, where string) error {
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := rc.ping(pctx); err != nil {
 		rc.Close()
-		return nil, fmt.Errorf("redis %s: %w", u.Host, err)
+		return fmt.Errorf("redis %s: %w", where, err)
 	}
-	return rc, nil
+	return nil
+}
+
+// openSentinel connects through Redis Sentinel with the clients' own
+// support: they ask the sentinels for the master of cfg.Sentinel and follow
+// it when a failover promotes another.
+func (rc *redisConn) openSentinel(cfg config) error {
+	addrs, db, err := sentinelAddrs(cfg.Redis)
+	if err != nil {
+		return err
+	}
+	rc.addr = addrs[0]
+	if cfg.RedisClient == "go-redis" {
+		rc.gor = redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: cfg.Sentinel, SentinelAddrs: addrs, DB: db,
+			PoolSize: 128, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second,
+		})
+		rc.q = queue.NewGoRedis(rc.gor)
+		return nil
+	}
+	c, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: addrs, SelectDB: db, DisableCache: true, ConnWriteTimeout: 3 * time.Second,
+		Sentinel: rueidis.SentinelOption{MasterSet: cfg.Sentinel},
+	})
+	if err != nil {
+		return fmt.Errorf("redis sentinel %s: %w", cfg.Sentinel, err)
+	}
+	rc.rue = c
+	rc.q = queue.NewRueidis(c)
+	return nil
+}
+
+// sentinelAddrs reads "redis://host:port,host:port[/db]" (the scheme is
+// optional): the sentinels' addresses and the database number.
+func sentinelAddrs(raw string) ([]string, int, error) {
+	rest, ok := strings.CutPrefix(raw, "redis://")
+	if !ok && strings.Contains(raw, "://") {
+		return nil, 0, errors.New("want redis://host:port,host:port[/db] with -redis-sentinel")
+	}
+	hosts, dbs, _ := strings.Cut(rest, "/")
+	db := 0
+	if dbs != "" {
+		n, err := strconv.Atoi(dbs)
+		if err != nil || n < 0 {
+			return nil, 0, fmt.Errorf("database %q is not a number", dbs)
+		}
+		db = n
+	}
+	var addrs []string
+	for _, h := range strings.Split(hosts, ",") {
+		if _, port, err := net.SplitHostPort(h); err != nil || port == "" {
+			return nil, 0, fmt.Errorf("sentinel address %q is not host:port", h)
+		}
+		addrs = append(addrs, h)
+	}
+	return addrs, db, nil
 }
 
 func (rc *redisConn) ping(ctx context.Context) error {

@@ -26,6 +26,7 @@ type roomCache struct {
 
 	mu       sync.RWMutex
 	cfg      map[string]queue.RoomConfig // configured rooms
+	read     map[string]bool             // rooms whose settings were read from Redis (not just seen to exist)
 	stats    map[string]queue.RoomStats  // configured rooms
 	limiters map[string]*rate.Limiter    // configured rooms
 	other    *rate.Limiter               // every other room (open rooms), together
@@ -42,7 +43,7 @@ const maxMissing = 4096
 func newRoomCache(q *queue.Queue, defFail string) *roomCache {
 	rc := &roomCache{
 		q: q, defFail: defFail, capacity: q.Capacity(),
-		cfg: map[string]queue.RoomConfig{}, stats: map[string]queue.RoomStats{},
+		cfg: map[string]queue.RoomConfig{}, stats: map[string]queue.RoomStats{}, read: map[string]bool{},
 		limiters: map[string]*rate.Limiter{}, missing: map[string]time.Time{},
 	}
 	rc.instances.Store(1)
@@ -209,6 +210,7 @@ func (rc *roomCache) refresh(ctx context.Context) error {
 			continue
 		}
 		rc.cfg[r.room], rc.stats[r.room] = r.cfg, r.st
+		rc.read[r.room] = true
 		delete(rc.missing, r.room)
 	}
 	rc.rerateLocked()
@@ -228,6 +230,28 @@ func (rc *roomCache) snapshot() map[string]queue.RoomStats {
 	out := make(map[string]queue.RoomStats, len(rc.stats))
 	for k, v := range rc.stats {
 		out[k] = v
+	}
+	return out
+}
+
+// RoomSettings returns the settings last read of room, to write back when
+// Redis lost them (queue.SettingsSource).
+func (rc *roomCache) RoomSettings(room string) (queue.RoomConfig, bool) {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	if !rc.read[room] {
+		return queue.RoomConfig{}, false
+	}
+	return rc.cfg[room], true
+}
+
+// SettingsRooms lists the rooms whose settings were read.
+func (rc *roomCache) SettingsRooms() []string {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	out := make([]string, 0, len(rc.read))
+	for r := range rc.read {
+		out = append(out, r)
 	}
 	return out
 }

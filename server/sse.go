@@ -28,7 +28,7 @@ var sseHeartbeatEvent = []byte("event: heartbeat\ndata: " + string(wire.Heartbea
 // reads for EOF, so a client that goes away is seen at once, and the
 // server's write timeout and compression do not touch the stream.
 func (s *server) sse(c *fiber.Ctx) error {
-	r, id, err := s.pushTarget(c, s.cfg.NoSSE)
+	r, id, t, err := s.pushTarget(c, s.cfg.NoSSE)
 	if err != nil {
 		return err
 	}
@@ -36,8 +36,9 @@ func (s *server) sse(c *fiber.Ctx) error {
 	cors := s.streamCORS(c.Get(fiber.HeaderOrigin))
 	s.wg.Add(1)
 	c.Context().HijackSetNoResponse(true)
+	release := s.tickets.hold(r, id, t)
 	c.Context().Hijack(func(nc net.Conn) {
-		serveHijacked(nc, func(nc net.Conn) { s.serveSSE(nc, r, id, lastID, cors) }, s.wg.Done)
+		serveHijacked(nc, func(nc net.Conn) { s.serveSSE(nc, r, id, lastID, cors) }, func() { release(); s.wg.Done() })
 	})
 	return nil
 }

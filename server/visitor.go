@@ -47,6 +47,20 @@ func (s *server) visitor(c *fiber.Ctx) (string, error) {
 	return id, nil
 }
 
+// visitorTicket returns the request's verified visitor id and the ticket
+// its credential carries (zero when none).
+func (s *server) visitorTicket(c *fiber.Ctx) (string, queue.Ticket, error) {
+	cred := credential(c)
+	if cred == "" {
+		return "", queue.Ticket{}, errMissingVisitor
+	}
+	id, t, err := s.signer.ParseCredential(cred)
+	if err != nil {
+		return "", queue.Ticket{}, errInvalidVisitor
+	}
+	return id, t, nil
+}
+
 // room returns the validated :room parameter.
 func room(c *fiber.Ctx) (string, error) {
 	r := c.Params("room")

@@ -35,7 +35,7 @@ var (
 // connection and coder/websocket speaks the protocol on it. The visitor is
 // checked before the upgrade.
 func (s *server) ws(c *fiber.Ctx) error {
-	r, id, err := s.pushTarget(c, s.cfg.NoWS)
+	r, id, t, err := s.pushTarget(c, s.cfg.NoWS)
 	if err != nil {
 		return err
 	}
@@ -49,8 +49,9 @@ func (s *server) ws(c *fiber.Ctx) error {
 	// The request is only needed for the upgrade: a cell lets it go then,
 	// instead of living as long as the connection in a closure.
 	cell := &reqCell{req: req}
+	release := s.tickets.hold(r, id, t)
 	c.Context().Hijack(func(nc net.Conn) {
-		serveHijacked(nc, func(nc net.Conn) { s.serveWS(nc, cell, r, id) }, s.wg.Done)
+		serveHijacked(nc, func(nc net.Conn) { s.serveWS(nc, cell, r, id) }, func() { release(); s.wg.Done() })
 	})
 	return nil
 }

@@ -5,8 +5,12 @@
 -- The room's cfg hash overrides batch, ttlMs, maxMs and maxActive, and adds
 -- paused, seats and opensAt, so a change applies from the next tick on every
 -- instance.
--- Returns {taken, tick, admitted, waiting, event}: taken = 0 when this tick
--- was already taken by another caller (nothing done).
+-- Returns {taken, tick, admitted, waiting, event, head, born}: taken = 0
+-- when this tick was already taken by another caller (nothing done); head
+-- is the ticket of the last visitor admitted (0 when none) and born when
+-- the room's state began: instances remember both, so that a Redis that
+-- lost the queue does not take back tickets that were already let in (see
+-- retake.lua).
 local p, room, channel = ARGV[1], ARGV[2], ARGV[3]
 local tick_ms = tonumber(ARGV[4])
 local seed = tonumber(ARGV[9])
@@ -66,11 +70,16 @@ end
 
 local k = 0
 local event = ''
+local head = 0
 if batch > 0 then
   local limit = 4 * batch + 64
   if draw_next then limit = batch end
   local popped = take(p, cfg, KEYS[1], batch, now, limit)
   k = #popped / 2
+  if k > 0 then
+    head = tonumber(popped[#popped])
+    if head > num(redis.call('HGET', stats, 'head'), 0) then redis.call('HSET', stats, 'head', head) end
+  end
   -- Stratified jitter over the next tick window: slot i of k gets a random
   -- moment inside [start + i*w/k, start + (i+1)*w/k), so notBefore is never
   -- in the past and consecutive batches never overlap.
@@ -118,4 +127,4 @@ if waiting > k then
   if rate < 0 then rate = inst else rate = rate + alpha * (inst - rate) end
   redis.call('HSET', stats, 'rate', string.format('%.4f', rate))
 end
-return {1, tick, k, waiting - k + aside, event}
+return {1, tick, k, waiting - k + aside, event, head, num(redis.call('HGET', stats, 'born'), 0)}

@@ -17,5 +17,8 @@ if nb and nb == tonumber(ARGV[3]) then
   redis.call('DEL', key)
   if redis.call('ZREM', p .. 'active', v) == 1 then ended = 1 end
 end
+-- An ended session stays ended: revive.lua must not write it back.
+local left = until_ms - now_ms()
+if left > 0 then redis.call('SET', p .. 'gone:' .. v, ARGV[3], 'PX', left) end
 redis.call('PUBLISH', ARGV[4], ARGV[5] .. ' ' .. until_ms)
 return ended

@@ -1,12 +1,14 @@
 -- join: KEYS = queue; ARGV = prefix, visitor, seed, channel, ttlMs, maxMs,
 -- retentionMs (and invite.lua's ARGV[8..10] when it runs first)
--- Returns {code, a, b, new, paused, settings, message}: 1 waiting (a =
--- 0-based rank), 2 admitted (a = notBefore, b = expiresAt), 4 in the
+-- Returns {code, a, b, new, paused, settings, message, seq, now}: 1 waiting
+-- (a = 0-based rank), 2 admitted (a = notBefore, b = expiresAt), 4 in the
 -- pre-queue before opening, or not yet drawn after it (a = opensAt, or the
 -- moment of opening), 6 closed by the room's method (method.lua). new = 1
 -- when a ticket (or pre-queue place) was taken; paused = 1 when the room is
 -- paused, as status says; settings is the room's settings version and
--- message its message to the waiting ("" = none).
+-- message its message to the waiting ("" = none). seq is the waiting
+-- visitor's ticket (0 otherwise) and now the Redis time, which the
+-- visitor's credential carries.
 local p, v = ARGV[1], ARGV[2]
 local now = now_ms()
 local cfg = load_cfg(p)
@@ -30,10 +32,10 @@ local function rank_of(r)
 end
 
 local r = redis.call('ZRANK', KEYS[1], v)
-if r then return {1, rank_of(r) + presence_ahead(p), 0, 0, paused, num(cfg.v, 0), cfg.message or ''} end
+if r then return {1, rank_of(r) + presence_ahead(p), 0, 0, paused, num(cfg.v, 0), cfg.message or '', tonumber(redis.call('ZSCORE', KEYS[1], v)), now} end
 local back = presence_place(p, v)
 if back then return {1, back, 0, 0, paused, num(cfg.v, 0), cfg.message or ''} end
-redis.call('DEL', p .. 'gone:' .. v) -- lost its place while away: a new ticket
+redis.call('DEL', p .. 'dropped:' .. v) -- lost its place while away: a new ticket
 if draw_next then
   local at = undrawn(p, v)
   if at then return {4, at, 0, 0, paused, num(cfg.v, 0), cfg.message or ''} end
@@ -46,7 +48,10 @@ if opens > now then
   return {4, opens, 0, added, paused, num(cfg.v, 0), cfg.message or ''}
 end
 ensure_seq(p, KEYS[1])
+-- The moment this room's state began: tickets taken before it were taken
+-- from a Redis that has lost them since (see retake.lua).
+redis.call('HSETNX', p .. 'stats', 'born', now)
 local s = redis.call('INCR', p .. 'seq')
 redis.call('ZADD', KEYS[1], 'NX', s, v)
 keep_while_used(p, cfg)
-return {1, rank_of(redis.call('ZRANK', KEYS[1], v)) + presence_ahead(p), 0, 1, paused, num(cfg.v, 0), cfg.message or ''}
+return {1, rank_of(redis.call('ZRANK', KEYS[1], v)) + presence_ahead(p), 0, 1, paused, num(cfg.v, 0), cfg.message or '', s, now}

@@ -2,6 +2,9 @@
 -- Leaves the queue (or pre-queue, or the pool of a draw under way) or gives
 -- back an unused token, which returns its seat. Returns 1 if anything went.
 local p, v = ARGV[1], ARGV[2]
+-- A ticket given up stays given up: retake.lua must not take it back.
+local sc = redis.call('ZSCORE', KEYS[1], v)
+if sc then redis.call('SET', p .. 'left:' .. v, sc, 'PX', 86400000) end
 local n = redis.call('ZREM', KEYS[1], v) + redis.call('SREM', p .. 'pre', v) +
   redis.call('SREM', p .. 'drawpool', v) + forget_presence(p, v)
 -- A visitor keyed by a draw under way but not placed yet (draw.lua).
@@ -9,7 +12,13 @@ local dseed = redis.call('HGET', p .. 'drawc', 'seed')
 if dseed then
   n = n + redis.call('ZREM', p .. 'drawkey', redis.sha1hex(dseed .. ':' .. v) .. ':' .. v)
 end
+local nb, _, cap = read_token(p .. 't:' .. v)
 local had = redis.call('DEL', p .. 't:' .. v)
+-- A token given back is gone for good: revive.lua must not write it back.
+if nb then
+  local left = cap - now_ms()
+  if left > 0 then redis.call('SET', p .. 'gone:' .. v, nb, 'PX', left) end
+end
 -- Frees the seat and the max-active slot only if this visitor's token still
 -- holds them: a token that expired (and was swept) or was used up does not
 -- free anything a second time.

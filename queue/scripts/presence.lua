@@ -12,7 +12,7 @@
 --   awayt   hash  visitor -> ticket, for those in away (0 = had a token)
 --   back    zset  visitors who came back from away -> ticket: admitted
 --                 first, in the next tick
---   gone:V  str   V was away for dropAfter and lost the place; a status
+--   dropped:V str V was away for dropAfter and lost the place; a status
 --                 says expired (reason away) until it joins again
 -- A visitor the room never saw (it joined before presence was on, or came
 -- through the pre-queue and was forgotten meanwhile) counts as present.
@@ -99,7 +99,7 @@ end
 
 -- Whether v lost its place for being away (and has not joined since).
 local function dropped_away(p, v)
-  return redis.call('EXISTS', p .. 'gone:' .. v) == 1
+  return redis.call('EXISTS', p .. 'dropped:' .. v) == 1
 end
 
 -- forget_presence takes v out of every presence key (a leave); it returns
@@ -109,7 +109,7 @@ local function forget_presence(p, v)
   redis.call('HDEL', p .. 'awayt', v)
   redis.call('ZREM', p .. 'seen', v)
   redis.call('ZREM', p .. 'aseen', v)
-  redis.call('DEL', p .. 'gone:' .. v)
+  redis.call('DEL', p .. 'dropped:' .. v)
   if n > 0 then return 1 end
   return 0
 end
@@ -139,7 +139,7 @@ local function presence_sweep(p, cfg, q, now, keep, slots)
     redis.call('HDEL', p .. 'awayt', v)
     local n = redis.call('ZREM', q, v) + redis.call('ZREM', p .. 'away', v) + redis.call('ZREM', p .. 'back', v)
     if n > 0 then
-      redis.call('SET', p .. 'gone:' .. v, '1', 'PX', keep)
+      redis.call('SET', p .. 'dropped:' .. v, '1', 'PX', keep)
       dropped = dropped + 1
     end
   end

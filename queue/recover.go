@@ -1,0 +1,256 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/waitroom/waitroom/wire"
+)
+
+// SettingsSource says what a room's settings should be when Redis has lost
+// them: the rooms file of the deployment, or the settings an instance last
+// read. ok is false when the source does not know the room.
+type SettingsSource interface {
+	RoomSettings(room string) (c RoomConfig, ok bool)
+	// SettingsRooms lists the rooms the source knows.
+	SettingsRooms() []string
+}
+
+// Restored says what a restore put back, for logs and metrics.
+type Restored struct {
+	Room     string
+	Settings bool // the room's settings were missing and were written back
+	Tickets  int  // visitors whose tickets were taken back
+	Removed  int  // queued visitors taken out because they were already let in
+	Tokens   int  // entry tokens whose records were written back
+}
+
+// memo is what this instance remembers of a room, to put back when Redis
+// lost it: the last ticket admitted (with the moment the state it was
+// admitted from began) and the highest ticket it saw given.
+type memo struct {
+	mu   sync.Mutex
+	head int64
+	born int64
+	seq  atomic.Int64
+}
+
+func (m *memo) noteHead(head, born int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if born != m.born {
+		// The first admission from a state that began since: the old head
+		// was written back before anything was admitted from it.
+		if born > m.born {
+			m.born, m.head = born, head
+		}
+		return
+	}
+	m.head = max(m.head, head)
+}
+
+func (m *memo) noteSeq(seq int64) {
+	for {
+		cur := m.seq.Load()
+		if seq <= cur || m.seq.CompareAndSwap(cur, seq) {
+			return
+		}
+	}
+}
+
+func (m *memo) snapshot() (head, born, seq int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.head, m.born, m.seq.Load()
+}
+
+// remember returns room's memo, made on first use.
+func (q *Queue) remember(room string) *memo {
+	if m, ok := q.memos.Load(room); ok {
+		return m.(*memo)
+	}
+	m, _ := q.memos.LoadOrStore(room, &memo{})
+	return m.(*memo)
+}
+
+// settingsArgs are the retake script's settings arguments for room: the
+// count of field pairs (-1 when no source knows the room) and the pairs.
+func (q *Queue) settingsArgs(room string) []string {
+	if q.opts.Settings == nil {
+		return []string{"-1"}
+	}
+	c, ok := q.opts.Settings.RoomSettings(room)
+	if !ok || c.Validate() != nil {
+		return []string{"-1"}
+	}
+	f := c.fields()
+	return append([]string{strconv.Itoa(len(f) / 2)}, f...)
+}
+
+// Retake gives visitors of room whose places Redis lost their tickets back,
+// each at its original score (ZADD NX), so the order among them and towards
+// everyone else is the order before the loss; it raises the room's ticket
+// counter past every ticket, and first puts back the room's settings if
+// they are missing (from Options.Settings). A ticket is taken back only
+// when Redis no longer knows its visitor: neither in the queue nor holding
+// a token, and not let in before the loss (as far as any instance that
+// calls this remembers). tickets[i] belongs to visitors[i]; tickets of
+// other rooms are skipped. With no tickets, Retake only puts back what this
+// instance remembers of the room.
+func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tickets []Ticket) (Restored, error) {
+	if !ValidRoom(room) {
+		return Restored{}, ErrInvalidRoom
+	}
+	m := q.remember(room)
+	for _, t := range tickets {
+		if t.Room == room {
+			m.noteSeq(t.Seq)
+		}
+	}
+	head, born, seq := m.snapshot()
+	args := []string{prefix(room), room, wire.Channel(room),
+		strconv.FormatInt(head, 10), strconv.FormatInt(born, 10), strconv.FormatInt(seq, 10)}
+	args = append(args, q.settingsArgs(room)...)
+	for i, t := range tickets {
+		if t.Room != room || t.IsZero() || i >= len(visitors) || !ValidVisitor(visitors[i]) {
+			continue
+		}
+		args = append(args, visitors[i], strconv.FormatInt(t.Seq, 10), strconv.FormatInt(t.IssuedAt.UnixMilli(), 10))
+	}
+	v, err := q.r.Eval(ctx, retakeScript, []string{queueKey(room)}, args...)
+	if err != nil {
+		return Restored{}, fmt.Errorf("queue: retake: %w", err)
+	}
+	n, err := asInts(v, 3)
+	if err != nil {
+		return Restored{}, err
+	}
+	r := Restored{Room: room, Settings: n[0] == 1, Tickets: int(n[1]), Removed: int(n[2])}
+	q.restored(r)
+	// The room's lists are in another slot, so these are calls of their
+	// own. They are made whenever there was anything to put back, not only
+	// when this call put it back: a retry after one of them failed lists
+	// the room then.
+	if r.Settings || q.knowsSettings(room) {
+		if _, err := q.r.Do(ctx, "SADD", configuredRoomsKey, room); err != nil {
+			return r, fmt.Errorf("queue: retake: %w", err)
+		}
+	}
+	if len(tickets) > 0 || r.Settings {
+		// As a join does: the tick loop must see the room.
+		if _, err := q.r.Do(ctx, "SADD", roomsKey, room); err != nil {
+			return r, fmt.Errorf("queue: retake: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// knowsSettings reports whether Options.Settings knows room.
+func (q *Queue) knowsSettings(room string) bool {
+	if q.opts.Settings == nil {
+		return false
+	}
+	_, ok := q.opts.Settings.RoomSettings(room)
+	return ok
+}
+
+// restoreLogEvery is how often at most a room's restores are logged: a
+// thousand visitors coming back one by one make one line, not a thousand.
+const restoreLogEvery = 5 * time.Second
+
+// restoreLog sums what was put back in a room since it was last logged.
+type restoreLog struct {
+	mu   sync.Mutex
+	at   time.Time
+	sum  Restored
+	runs int
+}
+
+// restored reports a restore that put anything back: counted at once,
+// logged as a warning at most every restoreLogEvery per room.
+func (q *Queue) restored(r Restored) {
+	if !r.Settings && r.Tickets == 0 && r.Removed == 0 && r.Tokens == 0 {
+		return
+	}
+	if q.opts.OnRestored != nil {
+		q.opts.OnRestored(r)
+	}
+	v, _ := q.restoreLogs.LoadOrStore(r.Room, &restoreLog{})
+	l := v.(*restoreLog)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sum.Settings = l.sum.Settings || r.Settings
+	l.sum.Tickets += r.Tickets
+	l.sum.Removed += r.Removed
+	l.sum.Tokens += r.Tokens
+	l.runs++
+	if now := time.Now(); now.Sub(l.at) >= restoreLogEvery || r.Settings {
+		q.log.Warn("redis had lost room state; put back what this instance remembers", "room", r.Room,
+			"settings", l.sum.Settings, "tickets", l.sum.Tickets, "removed", l.sum.Removed, "tokens", l.sum.Tokens, "calls", l.runs)
+		l.at, l.sum, l.runs = now, Restored{}, 0
+	}
+}
+
+// writeBack puts back what this instance remembers of every room it knows
+// (settings from Options.Settings, admitted heads and ticket counters): the
+// tick loop calls it when Redis comes back after a failure and when a room
+// it remembers is missing from the configured rooms.
+func (q *Queue) writeBack(ctx context.Context, rooms []string) {
+	for _, room := range rooms {
+		if _, err := q.Retake(ctx, room, nil, nil); err != nil {
+			if ctx.Err() == nil {
+				q.log.Warn("restore room state", "room", room, "err", err)
+			}
+			return
+		}
+	}
+}
+
+// knownRooms lists the rooms this instance remembers anything of.
+func (q *Queue) knownRooms() []string {
+	seen := map[string]bool{}
+	var out []string
+	if q.opts.Settings != nil {
+		for _, r := range q.opts.Settings.SettingsRooms() {
+			if !seen[r] && ValidRoom(r) {
+				seen[r] = true
+				out = append(out, r)
+			}
+		}
+	}
+	q.memos.Range(func(k, _ any) bool {
+		if r := k.(string); !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+		return true
+	})
+	return out
+}
+
+// revive writes back the record of a signed token that Redis lost (see
+// revive.lua); it reports whether it did.
+func (q *Queue) revive(ctx context.Context, t Token, use Use, idleMs int64) (bool, error) {
+	touch := "0"
+	if use == Touch {
+		touch = "1"
+	}
+	v, err := q.r.Eval(ctx, reviveScript, []string{queueKey(t.Room)},
+		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
+		strconv.FormatInt(t.ExpiresAt.UnixMilli(), 10), touch, strconv.FormatInt(idleMs, 10),
+		strconv.FormatInt(q.opts.TokenTTL.Milliseconds(), 10), strconv.FormatInt(q.opts.TokenMax.Milliseconds(), 10),
+		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10))
+	if err != nil {
+		return false, fmt.Errorf("queue: revive: %w", err)
+	}
+	n, err := asInt(v)
+	if err != nil || n != 1 {
+		return false, err
+	}
+	q.restored(Restored{Room: t.Room, Tokens: 1})
+	return true, nil
+}

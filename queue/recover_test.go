@@ -1,0 +1,294 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/wire"
+)
+
+func TestTicketCredential(t *testing.T) {
+	s, _ := NewSigner(testSecret)
+	other, _ := NewSigner([]byte("another-secret-of-16+bytes"))
+	id, old := s.NewVisitor()
+	tk := Ticket{Room: "drop-1", Seq: 123456789, IssuedAt: time.UnixMilli(1_700_000_000_123)}
+	cred := s.TicketCredential(id, tk)
+	gotID, gotT, err := s.ParseCredential(cred)
+	if err != nil || gotID != id || gotT != tk {
+		t.Fatalf("round trip: %q %+v %v", gotID, gotT, err)
+	}
+	if v, err := s.ParseVisitor(cred); err != nil || v != id {
+		t.Fatalf("ParseVisitor of a ticket credential: %q %v", v, err)
+	}
+	// The old format stays valid and carries no ticket.
+	if v, tt, err := s.ParseCredential(old); err != nil || v != id || !tt.IsZero() {
+		t.Fatalf("old credential: %q %+v %v", v, tt, err)
+	}
+	for _, c := range []string{
+		strings.Replace(cred, "drop-1", "drop-2", 1),                      // another room
+		strings.Replace(cred, "~"+strconv.FormatInt(tk.Seq, 36), "~1", 1), // an earlier place
+		other.TicketCredential(id, tk),
+		id + ".drop-1~1~1~1." + strings.Repeat("A", sigB64Len),
+		id + ".bad room~1~1." + strings.Repeat("A", sigB64Len),
+		strings.Repeat("a", 300),
+	} {
+		if _, _, err := s.ParseCredential(c); !errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("ParseCredential(%q) = %v", c, err)
+		}
+	}
+}
+
+// settingsOf is a SettingsSource of fixed settings.
+type settingsOf map[string]RoomConfig
+
+func (s settingsOf) RoomSettings(room string) (RoomConfig, bool) { c, ok := s[room]; return c, ok }
+func (s settingsOf) SettingsRooms() []string {
+	var out []string
+	for r := range s {
+		out = append(out, r)
+	}
+	return out
+}
+
+// queueOrder returns room's queue as "visitor:score" in order.
+func queueOrder(t *testing.T, r Redis, room string) []string {
+	t.Helper()
+	v, err := r.Do(context.Background(), "ZRANGE", queueKey(room), "0", "-1", "WITHSCORES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arr, _ := v.([]any)
+	var flat []any
+	for _, e := range arr {
+		if pair, ok := e.([]any); ok { // RESP3: [member, score] pairs
+			flat = append(flat, pair...)
+		} else {
+			flat = append(flat, e)
+		}
+	}
+	arr = flat
+	var out []string
+	for i := 0; i+1 < len(arr); i += 2 {
+		out = append(out, toString(arr[i])+":"+toString(arr[i+1]))
+	}
+	return out
+}
+
+func toString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return ""
+}
+
+// TestRetakeAfterLoss: Redis loses everything. Visitors who come back
+// with their tickets get exactly their places, late comers included, those
+// let in before do not come back, new joiners go behind, the settings come
+// back, and an instance that writes back again changes nothing.
+func TestRetakeAfterLoss(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		opts := fixedBatch(3, 50*time.Millisecond)
+		opts.Settings = settingsOf{"drop": {Seats: 40, FailMode: FailClosed, Batch: 3}}
+		var restoredTickets int
+		opts.OnRestored = func(r Restored) { restoredTickets += r.Tickets }
+		q := newQueue(t, r, opts)
+		ids := make([]string, 10)
+		tickets := make([]Ticket, 10)
+		for i := range ids {
+			ids[i] = "v" + strconv.Itoa(i)
+			_, tk, err := q.JoinTicket(ctx, "drop", ids[i])
+			if err != nil || tk.Seq != int64(i+1) || tk.Room != "drop" {
+				t.Fatalf("join %d: %+v %v", i, tk, err)
+			}
+			tickets[i] = tk
+		}
+		if res := admitTaken(t, q, "drop"); len(res.Admitted) != 3 {
+			t.Fatalf("admitted %d", len(res.Admitted))
+		}
+		before := queueOrder(t, r, "drop")
+		if _, err := r.Do(ctx, "FLUSHALL"); err != nil {
+			t.Fatal(err)
+		}
+		// Four come back first (one let in before the loss among them).
+		first := []int{0, 5, 6, 7}
+		pick := func(idx []int) ([]string, []Ticket) {
+			var v []string
+			var tk []Ticket
+			for _, i := range idx {
+				v, tk = append(v, ids[i]), append(tk, tickets[i])
+			}
+			return v, tk
+		}
+		fv, ft := pick(first)
+		res, err := q.Retake(ctx, "drop", fv, ft)
+		if err != nil || res.Tickets != 3 || !res.Settings {
+			t.Fatalf("retake: %+v %v", res, err)
+		}
+		if c, _ := q.RoomConfig(ctx, "drop"); c.Seats != 40 || c.FailMode != FailClosed {
+			t.Fatalf("settings not back: %+v", c)
+		}
+		// A new joiner goes behind every ticket given before the loss.
+		if _, tk, _ := q.JoinTicket(ctx, "drop", "new"); tk.Seq <= 10 {
+			t.Fatalf("new joiner got ticket %d", tk.Seq)
+		}
+		// Admission goes on; the late comers then still go first.
+		if res := admitTaken(t, q, "drop"); len(res.Admitted) != 3 {
+			t.Fatalf("admitted %d after the loss", len(res.Admitted))
+		}
+		lv, lt := pick([]int{1, 2, 3, 4, 8, 9})
+		res, err = q.Retake(ctx, "drop", lv, lt)
+		if err != nil || res.Tickets != 4 {
+			t.Fatalf("late retake: %+v %v", res, err)
+		}
+		want := []string{"v3:4", "v4:5", "v8:9", "v9:10"}
+		if got := queueOrder(t, r, "drop"); !slices.Equal(got[:4], want) || !strings.HasPrefix(got[4], "new:") {
+			t.Fatalf("queue after the late comers %v, want %v then new (before the loss: %v)", got, want, before)
+		}
+		// Writing back again (another reconnect) keeps the late comers.
+		if res, err := q.Retake(ctx, "drop", nil, nil); err != nil || res.Removed != 0 {
+			t.Fatalf("write back: %+v %v", res, err)
+		}
+		if got := queueOrder(t, r, "drop"); len(got) != 5 {
+			t.Fatalf("queue after a second write back %v", got)
+		}
+		if restoredTickets != 7 {
+			t.Fatalf("counted %d tickets restored, want 7", restoredTickets)
+		}
+	})
+}
+
+// TestRetakeLostWrites: a failover loses the last writes. A join that did
+// not reach the replica comes back from its ticket; an admission that did
+// not is not repeated (its visitors leave the queue when an instance that
+// saw it writes back).
+func TestRetakeLostWrites(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		q := newQueue(t, r, fixedBatch(2, 50*time.Millisecond))
+		var tickets []Ticket
+		for i := range 6 {
+			_, tk, err := q.JoinTicket(ctx, "drop", "v"+strconv.Itoa(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tickets = append(tickets, tk)
+		}
+		admitTaken(t, q, "drop")
+		// The replica had the joins of v0..v4 only, and not the admission.
+		p := prefix("drop")
+		for _, cmd := range [][]string{
+			{"ZADD", queueKey("drop"), "1", "v0", "2", "v1"},
+			{"DEL", p + "t:v0", p + "t:v1"},
+			{"HDEL", p + "stats", "head"},
+			{"ZREM", queueKey("drop"), "v5"},
+			{"SET", p + "seq", "5"},
+		} {
+			if _, err := r.Do(ctx, cmd...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := q.Retake(ctx, "drop", []string{"v5", "v1"}, []Ticket{tickets[5], tickets[1]})
+		if err != nil || res.Removed != 2 || res.Tickets != 1 {
+			t.Fatalf("retake: %+v %v", res, err)
+		}
+		want := []string{"v2:3", "v3:4", "v4:5", "v5:6"}
+		if got := queueOrder(t, r, "drop"); !slices.Equal(got, want) {
+			t.Fatalf("queue %v, want %v", got, want)
+		}
+		if _, tk, _ := q.JoinTicket(ctx, "drop", "new"); tk.Seq != 7 {
+			t.Fatalf("new joiner got %d, want 7", tk.Seq)
+		}
+	})
+}
+
+// TestTokenRevive: a token whose record Redis lost still works by its
+// signature, exactly once; a used or given-back one does not come back.
+func TestTokenRevive(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		q := newQueue(t, r, fixedBatch(3, 50*time.Millisecond))
+		for _, v := range []string{"a", "b", "c"} {
+			if _, err := q.Join(ctx, "drop", v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		admitTaken(t, q, "drop")
+		toks := map[string]Token{}
+		for _, v := range []string{"a", "b", "c"} {
+			st, err := q.Status(ctx, "drop", v)
+			if err != nil || st.Status != wire.StatusAdmitted {
+				t.Fatalf("%s: %+v %v", v, st, err)
+			}
+			toks[v] = Token{Room: "drop", Visitor: v, NotBefore: st.NotBefore, ExpiresAt: st.ExpiresAt}
+		}
+		waitUntil(t, toks["c"].NotBefore)
+		waitUntil(t, toks["a"].NotBefore)
+		waitUntil(t, toks["b"].NotBefore)
+		if _, err := q.Consume(ctx, toks["a"], Spend); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Leave(ctx, "drop", "b"); err != nil {
+			t.Fatal(err)
+		}
+		// Lose only the token records, as a failover could.
+		p := prefix("drop")
+		if _, err := r.Do(ctx, "DEL", p+"t:a", p+"t:b", p+"t:c"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Consume(ctx, toks["a"], Spend); !errors.Is(err, ErrTokenUnknown) {
+			t.Fatalf("used token after the loss: %v", err)
+		}
+		if _, err := q.Consume(ctx, toks["b"], Check); !errors.Is(err, ErrTokenUnknown) {
+			t.Fatalf("given-back token after the loss: %v", err)
+		}
+		if _, err := q.Consume(ctx, toks["c"], Check); err != nil {
+			t.Fatalf("check of a lost token: %v", err)
+		}
+		if _, err := q.Consume(ctx, toks["c"], Spend); err != nil {
+			t.Fatalf("first use of a lost token: %v", err)
+		}
+		if _, err := q.Consume(ctx, toks["c"], Spend); !errors.Is(err, ErrTokenUnknown) {
+			t.Fatalf("second use of a lost token: %v", err)
+		}
+		if _, err := r.Do(ctx, "DEL", p+"t:c"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Consume(ctx, toks["c"], Spend); !errors.Is(err, ErrTokenUnknown) {
+			t.Fatalf("a token is written back once only: %v", err)
+		}
+	})
+}
+
+// TestRetakeAfterLeave: a visitor who left the queue does not get the place
+// back with the ticket it gave up.
+func TestRetakeAfterLeave(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		q := newQueue(t, r, nil)
+		_, tk, err := q.JoinTicket(ctx, "drop", "v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Leave(ctx, "drop", "v"); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := q.Retake(ctx, "drop", []string{"v"}, []Ticket{tk}); err != nil || res.Tickets != 0 {
+			t.Fatalf("retake after leave: %+v %v", res, err)
+		}
+		if st, _ := q.Status(ctx, "drop", "v"); st.Status != wire.StatusNotInQueue {
+			t.Fatalf("status after leave: %+v", st)
+		}
+	})
+}

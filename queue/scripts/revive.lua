@@ -1,0 +1,27 @@
+-- revive: KEYS = queue; ARGV = prefix, visitor, notBefore, expiresAt,
+--         touch (1/0), idleMs, ttlMs, maxMs, retentionMs
+-- Writes back the record of a signed entry token that Redis lost, once:
+-- not when the visitor holds a record, not when the token was used (its
+-- spent marker) or given back (leave.lua), and never twice for one token. Its uses are recorded
+-- again from here on. A touch revives a token past its signed expiry within
+-- its absolute cap, as the record's sliding expiry would have. Returns 1
+-- when the record was written.
+local p, v = ARGV[1], ARGV[2]
+local nb, exp = tonumber(ARGV[3]), tonumber(ARGV[4])
+local now = now_ms()
+local key = p .. 't:' .. v
+if redis.call('EXISTS', key) == 1 then return 0 end
+if tonumber(redis.call('GET', p .. 'spent:' .. v) or '') == nb then return 0 end
+local mark = p .. 'gone:' .. v -- written back once already, or given back
+if tonumber(redis.call('GET', mark) or '') == nb then return 0 end
+local cfg = load_cfg(p)
+local ttl = num(cfg.ttlMs, tonumber(ARGV[7]))
+local cap = nb + math.max(num(cfg.maxMs, tonumber(ARGV[8])), ttl)
+if ARGV[5] == '1' then exp = math.max(exp, math.min(now + tonumber(ARGV[6]), cap)) end
+exp = math.min(exp, cap)
+if now >= exp then return 0 end
+local keep = cap - now + tonumber(ARGV[9])
+redis.call('SET', key, nb .. ':' .. exp .. ':' .. cap, 'PX', keep)
+redis.call('SET', mark, nb, 'PX', keep)
+redis.call('ZADD', p .. 'active', exp, v)
+return 1

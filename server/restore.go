@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/wire"
+)
+
+// settingsSources is where a room's settings come from when Redis lost
+// them, first match wins: the deployment's rooms file (when there is one)
+// goes before the settings this instance last read.
+type settingsSources []queue.SettingsSource
+
+func (ss settingsSources) RoomSettings(room string) (queue.RoomConfig, bool) {
+	for _, s := range ss {
+		if c, ok := s.RoomSettings(room); ok {
+			return c, true
+		}
+	}
+	return queue.RoomConfig{}, false
+}
+
+func (ss settingsSources) SettingsRooms() []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.SettingsRooms()...)
+	}
+	return out
+}
+
+// pushTickets holds the tickets of the visitors connected here over
+// WebSocket or SSE, so that a reconcile that finds one of them missing
+// from a Redis that lost its queue can give the place back before the
+// connection hears anything else.
+type pushTickets struct {
+	mu sync.Mutex
+	m  map[string]*heldTicket // room|visitor
+}
+
+type heldTicket struct {
+	t    queue.Ticket
+	refs int
+	adm  queue.Token // the admission this instance's hub told the visitor of, if any
+}
+
+func newPushTickets() *pushTickets { return &pushTickets{m: map[string]*heldTicket{}} }
+
+// hold records t for a connection of visitor in room; the returned func
+// lets go of it when the connection ends.
+func (p *pushTickets) hold(room, visitor string, t queue.Ticket) func() {
+	if t.Room != room || t.IsZero() {
+		return func() {}
+	}
+	key := room + "|" + visitor
+	p.mu.Lock()
+	h := p.m[key]
+	if h == nil {
+		h = &heldTicket{t: t}
+		p.m[key] = h
+	}
+	if t.Seq > h.t.Seq {
+		h.t = t // a rejoin after admission took a newer ticket
+	}
+	h.refs++
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		if h.refs--; h.refs == 0 {
+			delete(p.m, key)
+		}
+		p.mu.Unlock()
+	}
+}
+
+func (p *pushTickets) get(room, visitor string) (queue.Ticket, queue.Token, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := p.m[room+"|"+visitor]
+	if h == nil {
+		return queue.Ticket{}, queue.Token{}, false
+	}
+	return h.t, h.adm, true
+}
+
+// admitted records the admission a connected visitor is told of.
+func (p *pushTickets) admitted(tok queue.Token) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if h := p.m[tok.Room+"|"+tok.Visitor]; h != nil {
+		h.adm = tok
+	}
+}
+
+// readmit answers for a visitor Redis no longer knows who holds tok, signed
+// here: when the token is still good (its record written back if Redis
+// lost it, see queue.Consume), the admitted state, so a page holding a
+// token does not hear not_in_queue after a loss.
+func (s *server) readmit(ctx context.Context, tok queue.Token) (wire.State, bool) {
+	if tok.Visitor == "" || !time.Now().Before(tok.ExpiresAt) {
+		return wire.State{}, false
+	}
+	exp, err := s.q.Consume(ctx, tok, queue.Check)
+	var early *queue.TooEarlyError
+	if err != nil && !errors.As(err, &early) {
+		return wire.State{}, false
+	}
+	if err == nil {
+		tok.ExpiresAt = exp
+	}
+	return s.q.Admitted(tok.Room, tok.Visitor, tok.NotBefore, tok.ExpiresAt), true
+}
+
+// retake gives back the places of the visitors among states that Redis
+// lost (not_in_queue while their signed ticket says they had one), and
+// reads their states again. tickets has one entry per visitor (zero for
+// none). states is updated in place.
+func (s *server) retake(ctx context.Context, room string, visitors []string, tickets []queue.Ticket, states []wire.State) error {
+	var ids []string
+	var ts []queue.Ticket
+	var at []int
+	for i, st := range states {
+		if st.Status == wire.StatusNotInQueue && tickets[i].Room == room && !tickets[i].IsZero() {
+			ids = append(ids, visitors[i])
+			ts = append(ts, tickets[i])
+			at = append(at, i)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	r, err := s.q.Retake(ctx, room, ids, ts)
+	if err != nil || r.Tickets == 0 {
+		return err
+	}
+	again, err := s.q.StatusMany(ctx, room, ids)
+	if err != nil {
+		return err
+	}
+	for j, i := range at {
+		states[i] = again[j]
+	}
+	return nil
+}
+
+// onRestored counts and logs what was put back after Redis lost it.
+func (s *server) onRestored(r queue.Restored) {
+	c := s.metrics.restored
+	if r.Settings {
+		c.WithLabelValues("settings").Inc()
+	}
+	if r.Tickets > 0 {
+		c.WithLabelValues("tickets").Add(float64(r.Tickets))
+	}
+	if r.Removed > 0 {
+		c.WithLabelValues("removed").Add(float64(r.Removed))
+	}
+	if r.Tokens > 0 {
+		c.WithLabelValues("tokens").Add(float64(r.Tokens))
+	}
+}
+
+// lazySettings reads the room cache through the server's field, which is
+// set after the queue that uses it is made.
+type lazySettings struct{ rc **roomCache }
+
+func (l lazySettings) RoomSettings(room string) (queue.RoomConfig, bool) {
+	if *l.rc == nil {
+		return queue.RoomConfig{}, false
+	}
+	return (*l.rc).RoomSettings(room)
+}
+
+func (l lazySettings) SettingsRooms() []string {
+	if *l.rc == nil {
+		return nil
+	}
+	return (*l.rc).SettingsRooms()
+}
