@@ -80,11 +80,11 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	_, _ = rand.Read(idb[:])
 	s := &server{
 		cfg: cfg, log: log, redis: rc, signer: signer,
-		polls:   newPollCache(1 << 20),
-		uses:    newTokenUses(),
-		readers: workpool.New(),
-		db:      newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
-		id:      fmt.Sprintf("%x", idb),
+		polls:     newPollCache(1 << 20),
+		uses:      newTokenUses(),
+		readers:   workpool.New(),
+		db:        newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
+		id:        fmt.Sprintf("%x", idb),
 		ticketKey: ticketKey(secret),
 		invites:   invite.NewMinter(secret),
 		tickets:   newPushTickets(),
