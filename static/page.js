@@ -34,6 +34,7 @@
     live: function (name) { return "Live via " + TRANSPORT_NAMES[name]; },
     liveOtherTab: "Checking every few seconds (open in another tab)",
     connecting: "Connecting…",
+    solving: "Checking your browser before you join (a few seconds)…",
     offlineRetrying: "Offline, retrying",
     finished: "Finished; connection closed",
     notConnected: "Not connected",
@@ -210,6 +211,8 @@
       key = "none"; text = TEXT.finished;
     } else if (info && info.fatal) {
       key = "none"; text = TEXT.notConnected;
+    } else if (info && info.solving) {
+      key = "none"; text = TEXT.solving;
     } else if (info && info.error && info.error.code === "network") {
       key = "offline"; text = TEXT.offlineRetrying;
     } else if (name === "poll" && info.otherTab) {
@@ -288,7 +291,7 @@
       return;
     }
     if (!state) {
-      show({ status: "joining", headline: "Joining the queue…", detail: "Getting your place…", progress: 0 });
+      show({ status: "joining", headline: "Joining the queue…", detail: info.solving ? TEXT.solving : "Getting your place…", progress: 0 });
       return;
     }
 

@@ -24,6 +24,10 @@
  *                 Returns a Promise.
  *   wr.rejoin()   take a new ticket (after "expired" or "not_in_queue").
  *
+ * Waitroom.solvePow(challenge, bits) resolves to the nonce that solves a
+ * proof of work challenge (what connect() does by itself for a room that
+ * asks for one), for a page that joins on its own.
+ *
  * onState(state, info) is called for every state message and whenever info
  * changes. state is the server's message:
  *   { type: "state", room, status: "waiting" | "admitted" | "expired" |
@@ -49,6 +53,8 @@
  *                  went silent, or the browser went offline).
  *   retryInMs      when error is set and a retry is scheduled: the wait
  *   fatal          true when the client gave up (e.g. invalid room name)
+ *   solving        true while the client works out the room's proof of work
+ *                  before it may join (rooms with powBits): a few seconds
  *   message        the operator's message to everyone waiting in the room,
  *                  plain text ("" = none); show it as text, never as HTML.
  *                  It changes at once when the operator sets or clears it
@@ -142,7 +148,14 @@
     return res.text().then(function (text) {
       try {
         var body = JSON.parse(text);
-        if (body && body.error) return problem(body.error.code, body.error.message, res.status);
+        if (body && body.error) {
+          var e = problem(body.error.code, body.error.message, res.status);
+          if (body.error.challenge) {
+            e.challenge = String(body.error.challenge);
+            e.powBits = Number(body.error.powBits) || 0;
+          }
+          return e;
+        }
       } catch (e) { /* not JSON */ }
       return problem("http_" + res.status, "the server answered " + res.status, res.status);
     }, function () {
@@ -152,6 +165,148 @@
 
   function retryable(e) {
     return e.status >= 500 || e.status === 429 || e.status === 408;
+  }
+
+  // ---- proof of work ----
+  //
+  // A room may ask a new visitor to solve a proof of work before joining
+  // (428 pow_required with a challenge): a nonce such that SHA-256 of the
+  // challenge followed by the nonce (decimal digits) starts with powBits
+  // zero bits. It is solved off the page's thread, in Web Workers made from
+  // this very code (a Blob URL, so it works on embedding sites too), with a
+  // compact SHA-256 that hashes the challenge's full blocks once: the
+  // browser's crypto.subtle.digest costs a promise per hash, which made it
+  // about 30 times slower here. Without workers, the page's thread solves
+  // it in slices that leave the page responsive.
+  function powWorkerMain() {
+    var K = new Int32Array([0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+      0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+      0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+      0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+      0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+      0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+      0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+      0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2]);
+    var W = new Int32Array(64);
+    // compress runs one SHA-256 block (W[0..15]) from state h (8 words) into out.
+    function compress(h, out) {
+      for (var t = 16; t < 64; t++) {
+        var x = W[t - 15], y = W[t - 2];
+        var s0 = ((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3);
+        var s1 = ((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10);
+        W[t] = (W[t - 16] + s0 + W[t - 7] + s1) | 0;
+      }
+      var a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+      for (t = 0; t < 64; t++) {
+        var S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
+        var t1 = (hh + S1 + ((e & f) ^ (~e & g)) + K[t] + W[t]) | 0;
+        var S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
+        var t2 = (S0 + ((a & b) ^ (a & c) ^ (b & c))) | 0;
+        hh = g; g = f; f = e; e = (d + t1) | 0; d = c; c = b; b = a; a = (t1 + t2) | 0;
+      }
+      out[0] = (h[0] + a) | 0; out[1] = (h[1] + b) | 0; out[2] = (h[2] + c) | 0; out[3] = (h[3] + d) | 0;
+      out[4] = (h[4] + e) | 0; out[5] = (h[5] + f) | 0; out[6] = (h[6] + g) | 0; out[7] = (h[7] + hh) | 0;
+    }
+    function load(bytes, off) { // 64 bytes into W[0..15], big-endian
+      for (var k = 0; k < 16; k++) {
+        var p = off + 4 * k;
+        W[k] = (bytes[p] << 24) | (bytes[p + 1] << 16) | (bytes[p + 2] << 8) | bytes[p + 3];
+      }
+    }
+    // search tries nonces start, start+step, ... for one whose SHA-256 of
+    // challenge+nonce starts with bits zero bits; the challenge's full blocks
+    // are hashed once (the midstate). It returns { nonce, tried }, or
+    // { next, tried } when maxTries (0 = no limit) ran out first.
+    function search(ch, bits, start, step, maxTries) {
+      var pre = [];
+      for (var k = 0; k < ch.length; k++) pre.push(ch.charCodeAt(k) & 0xff);
+      var mid = new Int32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
+      var full = pre.length - (pre.length % 64);
+      var blk = new Uint8Array(128);
+      for (var off = 0; off < full; off += 64) {
+        for (k = 0; k < 64; k++) blk[k] = pre[off + k];
+        load(blk, 0);
+        compress(mid, mid);
+      }
+      var tail = pre.slice(full), st = new Int32Array(8), out = new Int32Array(8);
+      var mask = bits >= 32 ? -1 : bits === 0 ? 0 : ~(-1 >>> bits), n = start, tried = 0;
+      for (;;) {
+        var s = String(n), len = tail.length + s.length, blocks = len + 9 <= 64 ? 1 : 2;
+        blk.fill(0, 0, 64 * blocks);
+        for (k = 0; k < tail.length; k++) blk[k] = tail[k];
+        for (k = 0; k < s.length; k++) blk[tail.length + k] = s.charCodeAt(k);
+        blk[len] = 0x80;
+        var bitLen = (pre.length + s.length) * 8, end = 64 * blocks;
+        blk[end - 4] = bitLen >>> 24; blk[end - 3] = (bitLen >>> 16) & 0xff; blk[end - 2] = (bitLen >>> 8) & 0xff; blk[end - 1] = bitLen & 0xff;
+        load(blk, 0);
+        compress(mid, out);
+        if (blocks === 2) { st.set(out); load(blk, 64); compress(st, out); }
+        tried++;
+        if ((out[0] & mask) === 0 && (bits <= 32 || Math.clz32(out[1]) >= bits - 32)) return { nonce: s, tried: tried };
+        n += step;
+        if (maxTries && tried >= maxTries) return { next: n, tried: tried };
+      }
+    }
+    if (typeof window === "undefined" && typeof self !== "undefined" && typeof self.postMessage === "function") {
+      self.onmessage = function (e) {
+        var d = e.data;
+        self.postMessage(search(d.challenge, d.bits, d.start, d.step));
+      };
+    }
+    return search;
+  }
+
+  var powSearch = null; // the solver on this thread (no workers)
+
+  // solvePow resolves to a nonce for challenge at bits.
+  function solvePow(challenge, bits) {
+    var n = Math.max(1, Math.min((global.navigator && global.navigator.hardwareConcurrency) || 2, 4));
+    var url = null;
+    try {
+      url = global.URL.createObjectURL(new global.Blob(["(" + powWorkerMain.toString() + ")()"], { type: "text/javascript" }));
+    } catch (e) { url = null; }
+    return new Promise(function (resolve, reject) {
+      var workers = [], done = false;
+      function finish(nonce) {
+        if (done) return;
+        done = true;
+        workers.forEach(function (w) { w.terminate(); });
+        if (url) global.URL.revokeObjectURL(url);
+        resolve(nonce);
+      }
+      function onThread() {
+        powSearch = powSearch || powWorkerMain();
+        var next = 0;
+        (function slice() {
+          if (done) return;
+          var r = powSearch(challenge, bits, next, 1, 20000);
+          if (r.nonce !== undefined) return finish(r.nonce);
+          next = r.next;
+          setTimeout(slice, 0);
+        })();
+      }
+      if (!url || typeof global.Worker !== "function") return onThread();
+      try {
+        for (var i = 0; i < n; i++) {
+          var w = new global.Worker(url);
+          w.onmessage = function (e) { finish(e.data.nonce); };
+          w.onerror = function (e) {
+            if (e && e.preventDefault) e.preventDefault();
+            if (!done && workers.length) { // a policy may refuse Blob workers
+              workers.forEach(function (x) { x.terminate(); });
+              workers = [];
+              onThread();
+            }
+          };
+          w.postMessage({ challenge: challenge, bits: bits, start: i, step: n });
+          workers.push(w);
+        }
+      } catch (e) {
+        workers.forEach(function (x) { x.terminate(); });
+        workers = [];
+        onThread();
+      }
+    });
   }
 
   function connect(opts) {
@@ -202,6 +357,8 @@
     var clockOffset = 0; // server time minus local time, when clearly skewed
     var noTickets = false; // an older server without /ticket: credential in the URL
     var message = ""; // the operator's message to the room
+    var solving = false; // working out the room's proof of work
+    var powTries = 0; // challenges solved for the join under way
 
     function serverNow() { return Date.now() + clockOffset; }
 
@@ -226,7 +383,8 @@
         error: err,
         retryInMs: err && retryAt ? Math.max(0, retryAt - Date.now()) : 0,
         fatal: fatal,
-        message: message
+        message: message,
+        solving: solving
       };
     }
 
@@ -377,10 +535,26 @@
 
     // ---- join ----
 
-    function join(freshIdentity) {
+    // solve works out the room's proof of work for a join (e from a 428
+    // pow_required), then joins with it. info.solving is true meanwhile.
+    function solve(e, freshIdentity) {
+      if (++powTries > 3) return stopWith(e); // the server keeps refusing solutions
+      solving = true;
+      err = null;
+      emit();
+      var my = gen;
+      solvePow(e.challenge, e.powBits).then(function (nonce) {
+        if (stopped || my !== gen) return;
+        solving = false;
+        join(freshIdentity, { challenge: e.challenge, nonce: nonce });
+      });
+    }
+
+    function join(freshIdentity, pow) {
       clearTimer();
       dropConn();
-      var init = { method: "POST", headers: headers({ "Content-Type": "application/json" }), body: "{}" };
+      var init = { method: "POST", headers: headers({ "Content-Type": "application/json" }),
+        body: pow ? JSON.stringify({ pow: pow }) : "{}" };
       if (freshIdentity) {
         // A stale cookie would win over no header: leave cookies out and
         // rely on the credential in the body from now on.
@@ -399,6 +573,9 @@
               save(visitorKey, null);
               return join(true);
             }
+            if (e.code === "pow_required" && e.challenge) return solve(e, freshIdentity);
+            // A solution that came too late or was spent: a new challenge.
+            if (pow && /^pow_/.test(e.code) && powTries <= 3) return join(freshIdentity);
             if (retryable(e)) return fail(e, function () { join(freshIdentity); }, r.res);
             stopWith(e);
           });
@@ -411,6 +588,7 @@
           }
           delete s.visitor;
           attempt = 0;
+          powTries = 0;
           err = null;
           handleState(s, false);
           if (s.status !== "expired" && s.status !== "not_in_queue") startTransport();
@@ -817,6 +995,8 @@
         fatal = false;
         err = null;
         otherTab = false;
+        solving = false;
+        powTries = 0;
         attempt = 0;
         upAttempt = 0;
         transportIndex = 0;
@@ -827,5 +1007,5 @@
     };
   }
 
-  global.Waitroom = { connect: connect, version: "2" };
+  global.Waitroom = { connect: connect, solvePow: solvePow, version: "2" };
 })(typeof window !== "undefined" ? window : this);
