@@ -259,7 +259,9 @@ func (s *server) validSession(ctx context.Context, rt *gateway.Route, sess gatew
 // decides instead.
 func (s *server) deny(ctx context.Context, rt *gateway.Route, o *original) verdict {
 	g := s.gw
-	if g.broker != nil && g.down.Load() {
+	// Redis is out: the revocation feed lost it, or the server's own
+	// watch (pings) marked it unreachable.
+	if g.broker != nil && (g.down.Load() || s.hub.Degraded()) {
 		if s.rooms.failMode(rt.Room) == queue.FailClosed || !s.rooms.limiter(rt.Room).Allow() {
 			return verdict{status: 503, errorCode: "unavailable", retry: 2}
 		}

@@ -204,6 +204,8 @@ func testRealGateway(t *testing.T, kind string) {
 		c.RoutesFile = routes
 		// The test drives admission one tick at a time, and Redis sees no
 		// tick loop while requests are counted.
+		// Sessions slide every second (TTL/10), so the test sees one.
+		c.TokenTTL = 10 * time.Second
 		c.TrustedProxies, _ = limit.ParseProxies("127.0.0.1/32")
 		withAdmin(c)
 	})
@@ -281,6 +283,15 @@ func testRealGateway(t *testing.T, kind string) {
 	if r, v := up.header("/checkout/page", "X-Waitroom-Room"), up.header("/checkout/page", "X-Waitroom-Visitor"); r != "gw" || v != aID {
 		t.Fatalf("the app saw room %q visitor %q, want gw %q", r, v, aID)
 	}
+
+	// A slid session's new cookie comes back through the gateway.
+	first := cookieValue(a, "wr_session")
+	waitFor(t, 10*time.Second, "a slid session cookie through "+kind, func() bool {
+		if resp, _ := a.get("GET", "/checkout/page"); resp.StatusCode != 200 {
+			t.Fatalf("with a session: %d", resp.StatusCode)
+		}
+		return cookieValue(a, "wr_session") != first
+	})
 
 	// b waits while a holds the only slot, for several ticks.
 	if resp, _ := b.get("POST", "/waitroom/api/v1/rooms/gw/join"); resp.StatusCode != 200 {
