@@ -152,7 +152,11 @@ local function presence_sweep(p, cfg, q, now, keep, slots)
     local v = idle[i]
     names[#names + 1] = v
     if slots and redis.call('ZREM', p .. 'active', v) == 1 then
+      local nb, _, cap = read_token(p .. 't:' .. v)
       redis.call('DEL', p .. 't:' .. v)
+      -- A token taken back stays taken back: revive.lua must not write it
+      -- back as one Redis lost.
+      if nb and cap > now then redis.call('SET', p .. 'gone:' .. v, nb, 'PX', cap - now) end
       redis.call('ZADD', p .. 'away', idle[i + 1], v)
       redis.call('HSET', p .. 'awayt', v, 0)
       reclaimed = reclaimed + 1
