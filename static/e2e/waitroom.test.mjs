@@ -181,7 +181,9 @@ test("the dashboard shows the numbers moving", T, async (t) => {
   await shot(page, "admin-paused.png");
   await page.locator("#resume").click();
   await page.locator("#confirm-apply").click();
-  await waitFor("the resume to show", async () => (await text(page, "n-waiting")) === "in line now", { timeout: 10000 });
+  // Resumed: the paused badge gives way to the line's note (who is present
+  // and away, when presence is on).
+  await waitFor("the resume to show", async () => /^(in line now|[\d,]+ present · [\d,]+ away)$/.test(await text(page, "n-waiting")), { timeout: 10000 });
   assert.match(await text(page, "action-msg"), /Admission resumed/);
   assert.deepEqual(unexpected(b.errors, [/status of 401/, /status of 404/]), [], "console errors");
 });
