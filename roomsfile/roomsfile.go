@@ -30,8 +30,9 @@ import (
 
 // Fields are the settings a room may declare, in the order they are shown.
 var Fields = []string{
-	"paused", "strategy", "batch", "maxActive", "seats", "opensAt",
-	"tokenTtlSeconds", "tokenMaxSeconds", "failMode", "joinRate", "joinBurst", "powBits", "message", "inviteOnly",
+	"paused", "method", "strategy", "batch", "maxActive", "seats", "opensAt",
+	"tokenTtlSeconds", "tokenMaxSeconds", "failMode", "joinRate", "joinBurst", "powBits",
+	"presence", "awayAfterSeconds", "dropAfterSeconds", "message", "inviteOnly",
 }
 
 // MaxBytes bounds the file.
@@ -97,6 +98,10 @@ func (r Room) Apply(c *queue.RoomConfig) []string {
 	set("powBits", c.PowBits == f.PowBits, func() { c.PowBits = f.PowBits })
 	set("message", c.Message == f.Message, func() { c.Message = f.Message })
 	set("inviteOnly", c.InviteOnly == f.InviteOnly, func() { c.InviteOnly = f.InviteOnly })
+	set("method", c.Method == f.Method, func() { c.Method = f.Method })
+	set("presence", c.NoPresence == f.NoPresence, func() { c.NoPresence = f.NoPresence })
+	set("awayAfterSeconds", c.AwayAfter == f.AwayAfter, func() { c.AwayAfter = f.AwayAfter })
+	set("dropAfterSeconds", c.DropAfter == f.DropAfter, func() { c.DropAfter = f.DropAfter })
 	return changed
 }
 
@@ -237,6 +242,19 @@ func parseRoom(path, name string, line int, n *yaml.Node) (Room, error) {
 			err = decode(v, "!!bool", "true or false", &c.Paused)
 		case "inviteOnly":
 			err = decode(v, "!!bool", "true or false", &c.InviteOnly)
+		case "presence":
+			var on bool
+			err = decode(v, "!!bool", "true or false", &on)
+			c.NoPresence = !on
+		case "method":
+			err = decode(v, "!!str", "a string", &c.Method)
+			if c.Method == queue.MethodFIFO {
+				c.Method = "" // as stored: fifo is the default
+			}
+		case "awayAfterSeconds":
+			err = decodeSeconds(v, &c.AwayAfter)
+		case "dropAfterSeconds":
+			err = decodeSeconds(v, &c.DropAfter)
 		case "strategy":
 			err = decode(v, "!!str", "a string", &c.Strategy)
 		case "failMode":
@@ -262,6 +280,7 @@ func parseRoom(path, name string, line int, n *yaml.Node) (Room, error) {
 		case "opensAt":
 			if v.Value != "" {
 				c.OpensAt, err = time.Parse(time.RFC3339Nano, v.Value)
+				c.OpensAt = c.OpensAt.Truncate(time.Millisecond)
 				if err != nil {
 					err = errors.New("must be an RFC 3339 time (2026-12-01T09:00:00Z) or empty")
 				}
@@ -315,7 +334,8 @@ func decodeSeconds(v *yaml.Node, dst *time.Duration) error {
 	}
 	*dst = -1
 	if s >= 0 && s < 1e9 {
-		*dst = time.Duration(s * float64(time.Second))
+		// Milliseconds, as stored, so the pinned value equals what is read back.
+		*dst = time.Duration(s * float64(time.Second)).Truncate(time.Millisecond)
 	}
 	return nil
 }

@@ -148,3 +148,21 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Values are kept as the settings store them, so a pinned value read back
+// from Redis equals the file's: "fifo" is the default method (stored as
+// none), times and durations are whole milliseconds.
+func TestStoredForm(t *testing.T) {
+	f, err := Parse("r.yaml", []byte("rooms:\n  a:\n    method: fifo\n    presence: false\n    awayAfterSeconds: 90.0004\n    dropAfterSeconds: 900\n    opensAt: 2030-01-01T09:00:00.123456789Z\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := f.Room("a")
+	c := r.Config
+	if c.Method != "" || !c.NoPresence || c.AwayAfter != 90*time.Second || c.DropAfter != 900*time.Second || c.OpensAt.Nanosecond() != 123000000 {
+		t.Fatalf("%+v", c)
+	}
+	if _, err := Parse("r.yaml", []byte("rooms:\n  a:\n    method: lottery\n")); err == nil || !strings.Contains(err.Error(), "r.yaml:3: rooms.a.method") {
+		t.Fatalf("bad method: %v", err)
+	}
+}

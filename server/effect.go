@@ -92,6 +92,23 @@ func (s *server) effects(room string, before, after queue.RoomConfig, st queue.R
 			add("proof of work %d → %d bits: each new visitor's join costs about %s hashes", b.PowBits, a.PowBits, num(math.Pow(2, float64(a.PowBits))))
 		}
 	}
+	if b.Method != a.Method {
+		switch a.Method {
+		case queue.MethodPassthrough:
+			add("method %s → %s: a join is admitted at once with a token; the %d waiting go at the next tick", b.Method, a.Method, waiting)
+		case queue.MethodReject:
+			add("method %s → %s: new visitors are turned away with the room's message; the %d waiting go on", b.Method, a.Method, waiting)
+		default:
+			add("method %s → %s: tickets are admitted in order at %s", b.Method, a.Method, perTick(a.Batch))
+		}
+	}
+	if b.Presence != a.Presence || b.AwayAfterSeconds != a.AwayAfterSeconds || b.DropAfterSeconds != a.DropAfterSeconds {
+		if a.Presence {
+			add("presence on: a visitor unseen for %s is set aside (keeps the ticket), after %s loses the place", durWords(int64(a.AwayAfterSeconds)), durWords(int64(a.DropAfterSeconds)))
+		} else {
+			add("presence off: visitors keep their places however long they are away")
+		}
+	}
 	if b.InviteOnly != a.InviteOnly {
 		if a.InviteOnly {
 			add("invite-only: a new visitor needs an invite code; the %d waiting keep their places", waiting)

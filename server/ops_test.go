@@ -244,3 +244,27 @@ func TestRoomsFileReloadOnSIGHUP(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "reload on SIGHUP", func() bool { return v.admin("GET", "/rooms/drop", "").num("batch") == 9 })
 }
+
+// A pinned default (method fifo) does not lock the other settings, and the
+// file's presence settings are pinned like the rest.
+func TestRoomsFileMethodAndPresence(t *testing.T) {
+	rooms := filepath.Join(t.TempDir(), "rooms.yaml")
+	writeFile(t, rooms, "rooms:\n  drop:\n    method: fifo\n    presence: true\n    awayAfterSeconds: 90\n    dropAfterSeconds: 900\n")
+	ts := startServer(t, redistest.StartReal(t), "go-redis", func(c *config) { withAdmin(c); c.RoomsFile = rooms })
+	v := newVisitor(t, ts.URL)
+	if r := v.admin("PUT", "/rooms/drop", `{"batch":5}`); r.Code != 200 {
+		t.Fatalf("an unpinned change: %d %s", r.Code, r.Raw)
+	}
+	r := v.admin("GET", "/rooms/drop", "")
+	if r.str("method") != "fifo" || r.Body["presence"] != true || r.num("awayAfterSeconds") != 90 || r.num("dropAfterSeconds") != 900 {
+		t.Fatalf("settings: %s", r.Raw)
+	}
+	for _, body := range []string{`{"method":"reject"}`, `{"presence":false}`, `{"awayAfterSeconds":120}`} {
+		if r := v.admin("PUT", "/rooms/drop", body); r.Code != 409 || r.errCode() != "set_by_rooms_file" {
+			t.Fatalf("%s: %d %s", body, r.Code, r.Raw)
+		}
+	}
+	if r := v.admin("POST", "/rooms/drop/preview", `{"batch":6}`); r.Code != 200 {
+		t.Fatalf("preview: %d %s", r.Code, r.Raw)
+	}
+}

@@ -502,6 +502,7 @@
   // FIELDS are the settings the form edits (pause and resume have their
   // buttons above), with the admin API's names.
   var FIELDS = [
+    { name: "method", label: "Method", kind: "select", options: ["fifo", "passthrough", "reject"], hint: "fifo: tickets in order; passthrough: admitted at join; reject: closed to new visitors, with the message" },
     { name: "strategy", label: "Strategy", kind: "select", options: ["fixed", "max-active"], hint: "fixed: a batch every tick; max-active: keep live entry tokens at or under Max active" },
     { name: "batch", label: "Batch per tick", kind: "int", hint: "visitors admitted each tick" },
     { name: "maxActive", label: "Max active", kind: "int", hint: "with max-active: entry tokens live at once" },
@@ -513,6 +514,9 @@
     { name: "joinRate", label: "Joins / s per address", kind: "number", hint: "new visitors one client address may create" },
     { name: "joinBurst", label: "Join burst", kind: "int", hint: "how many at once" },
     { name: "powBits", label: "Proof of work (bits)", kind: "int", hint: "leading zero bits a new visitor's join must solve; 0 = none" },
+    { name: "presence", label: "Presence", kind: "bool", options: ["true", "false"], hint: "true: visitors unseen for a while are set aside, then lose their place" },
+    { name: "awayAfterSeconds", label: "Away after (s)", kind: "number", hint: "unseen this long: set aside (keeps the ticket)" },
+    { name: "dropAfterSeconds", label: "Drop after (s)", kind: "number", hint: "unseen this long: the place is lost" },
     { name: "inviteOnly", label: "Invite-only", kind: "bool", options: ["false", "true"], hint: "true: a new visitor needs an invite code (POST …/invites mints them)" },
     { name: "message", label: "Message to everyone waiting", kind: "text", hint: "plain text, at most 500 characters; shown at once on every waiting page; empty removes it" }
   ];
