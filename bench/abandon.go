@@ -82,6 +82,7 @@ type abandonRun struct {
 	Orders          int            `json:"ordersCompleted"`
 	OrdersPerSecond float64        `json:"ordersPerSecond"`
 	OfCapacity      float64        `json:"ordersShareOfCapacity"`
+	SteadyPerSecond float64        `json:"ordersPerSecondMiddle80"`
 	StayWaitP50     float64        `json:"stayedWaitP50Seconds"`
 	StayWaitP95     float64        `json:"stayedWaitP95Seconds"`
 	StayWaitMean    float64        `json:"stayedWaitMeanSeconds"`
@@ -318,6 +319,7 @@ func abandonVisit(ctx context.Context, a *api, transport string, v *abandonVisit
 func abandonSummarise(res *abandonRun, vis []abandonVisitor, t0 time.Time) {
 	var waits []float64
 	var first, last time.Time
+	var done []time.Time
 	for _, v := range vis {
 		if v.err != nil {
 			res.Errors++
@@ -327,6 +329,7 @@ func abandonSummarise(res *abandonRun, vis []abandonVisitor, t0 time.Time) {
 		}
 		if !v.orderAt.IsZero() {
 			res.Orders++
+			done = append(done, v.orderAt)
 			if first.IsZero() || v.orderAt.Before(first) {
 				first = v.orderAt
 			}
@@ -357,6 +360,16 @@ func abandonSummarise(res *abandonRun, vis []abandonVisitor, t0 time.Time) {
 	if res.Capacity > 0 {
 		res.OfCapacity = res.OrdersPerSecond / res.Capacity
 	}
+	// Between the 10th and the 90th percentile order: the rate once the
+	// first leavers could be seen away and before the queue ran dry.
+	res.SteadyPerSecond = math.NaN()
+	if len(done) >= 20 {
+		slices.SortFunc(done, func(a, b time.Time) int { return a.Compare(b) })
+		i, j := len(done)/10, len(done)*9/10
+		if d := done[j].Sub(done[i]).Seconds(); d > 0 {
+			res.SteadyPerSecond = float64(j-i) / d
+		}
+	}
 	res.StayWaitP50, res.StayWaitP95 = quantile(waits, .5), quantile(waits, .95)
 	res.StayWaitMean = math.NaN()
 	if len(waits) > 0 {
@@ -383,8 +396,8 @@ func abandonTargets(rep *abandonReport) []string {
 			if r.OfCapacity < 0.95 {
 				verdict = "NOT met"
 			}
-			out = append(out, fmt.Sprintf("%s, presence on: orders/s %.1f = %.0f%% of capacity %.1f (target ≥ 95%%): %s",
-				r.Strategy, r.OrdersPerSecond, r.OfCapacity*100, r.Capacity, verdict))
+			out = append(out, fmt.Sprintf("%s, presence on: orders/s %.1f = %.0f%% of capacity %.1f (target ≥ 95%%): %s; in the middle 80%% of orders %.1f/s = %.0f%%",
+				r.Strategy, r.OrdersPerSecond, r.OfCapacity*100, r.Capacity, verdict, r.SteadyPerSecond, r.SteadyPerSecond/r.Capacity*100))
 		}
 	}
 	on, okOn := byKey["max-active/true"]
@@ -424,14 +437,14 @@ func abandonMarkdown(rep *abandonReport, o abandonOptions) string {
 			ma = strconv.Itoa(r.MaxActive)
 		}
 		rows = append(rows, []string{r.Strategy, onOff(r.Presence), ma, num(r.Capacity), num(r.OrdersPerSecond),
-			fmt.Sprintf("%.0f%%", r.OfCapacity*100), secs(r.StayWaitMean), secs(r.StayWaitP50), secs(r.StayWaitP95),
+			fmt.Sprintf("%.0f%%", r.OfCapacity*100), num(r.SteadyPerSecond), secs(r.StayWaitMean), secs(r.StayWaitP50), secs(r.StayWaitP95),
 			strconv.Itoa(r.NotAdmitted), num(r.PeakHeld), num(r.MeanHeld), commas(r.Skipped), commas(r.Reclaimed),
 			strconv.Itoa(r.Leavers), strconv.Itoa(r.Errors), secs(r.Seconds)})
 	}
 	b.WriteString(mdTable([]string{"strategy", "presence", "max-active", "capacity /s", "orders /s", "of capacity",
-		"stayed: mean wait", "p50", "p95", "stayed, not admitted in time", "slots held by leavers: peak", "mean",
+		"orders /s, middle 80%", "stayed: mean wait", "p50", "p95", "stayed, not admitted in time", "slots held by leavers: peak", "mean",
 		"set aside away", "tokens taken back", "left", "errors", "run"}, rows))
-	b.WriteString("\nA stayer not admitted when the run ended counts with the time it had waited, so its wait is a lower bound. Slots held by leavers: live tokens minus those of visitors still there (sampled every second), drawn in abandon.svg.\n\n## Targets\n\n")
+	b.WriteString("\nOrders/s is over the whole run (first to last order, or to the end of a run that ran out of time); the middle 80% is between the 10th and the 90th percentile order. A stayer not admitted when the run ended counts with the time it had waited, so its wait is a lower bound. Slots held by leavers: live tokens minus those of visitors still there (sampled every second), drawn in abandon.svg.\n\n## Targets\n\n")
 	for _, t := range rep.Targets {
 		fmt.Fprintf(&b, "- %s\n", t)
 	}

@@ -282,3 +282,35 @@ func TestPresenceSlotClockStartsAtLastSeen(t *testing.T) {
 		}
 	})
 }
+
+// TestPresenceKeepsUsedTokens: a token once used (a gateway session that
+// slides it) keeps its slot however long its visitor is quiet; only unused
+// tokens are taken back.
+func TestPresenceKeepsUsedTokens(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		const room = "used"
+		q := newQueue(t, r, fixedBatch(5, 50*time.Millisecond))
+		if err := q.SetRoomConfig(ctx, room, RoomConfig{Strategy: StrategyMaxActive, MaxActive: 1}); err != nil {
+			t.Fatal(err)
+		}
+		joinAll(t, q, room, "a", "b")
+		a := admitOne(t, q, room)
+		waitUntil(t, a.NotBefore)
+		if _, err := q.Consume(ctx, Token{Room: room, Visitor: "a", NotBefore: a.NotBefore, ExpiresAt: a.ExpiresAt}, Touch); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := r.Do(ctx, "ZSCORE", prefix(room)+"aseen", "a"); err != nil || v != nil {
+			t.Fatalf("a used token is still watched as unused: %v %v", v, err)
+		}
+		lastSeen(t, r, room, "seen", 5*time.Minute, "a")
+		for range 3 {
+			if got := admittedIDs(admitTaken(t, q, room)); len(got) != 0 {
+				t.Fatalf("admitted %v while a's used token holds the slot", got)
+			}
+		}
+		if ps, _ := q.Presence(ctx, room); ps.ReclaimedTotal != 0 {
+			t.Fatalf("a used token was taken back: %+v", ps)
+		}
+	})
+}

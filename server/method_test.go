@@ -14,12 +14,12 @@ func TestMethodThroughTheAPI(t *testing.T) {
 		if r := op.admin("PUT", "/rooms/drop", `{"method":"lottery"}`); r.Code != 400 || r.errCode() != "invalid_field" {
 			t.Fatalf("bad method: %d %s", r.Code, r.Raw)
 		}
-		r := op.admin("PUT", "/rooms/drop", `{"method":"reject","message":"Back at 9:00 &amp; sharp"}`)
-		if r.Code != 200 || r.str("method") != "reject" || r.str("message") != "Back at 9:00 &amp; sharp" {
+		r := op.admin("PUT", "/rooms/drop", `{"method":"reject","message":"Back at 9:00 sharp, \"promise\""}`)
+		if r.Code != 200 || r.str("method") != "reject" || r.str("message") != "Back at 9:00 sharp, \"promise\"" {
 			t.Fatalf("put reject: %d %s", r.Code, r.Raw)
 		}
 		v := newVisitor(t, ts.URL)
-		if j := v.join("drop"); j.str("status") != "closed" || j.str("message") != "Back at 9:00 &amp; sharp" || j.str("visitor") == "" {
+		if j := v.join("drop"); j.str("status") != "closed" || j.str("message") != "Back at 9:00 sharp, \"promise\"" || j.str("visitor") == "" {
 			t.Fatalf("join into a rejecting room: %s", j.Raw)
 		}
 		if r := op.admin("PUT", "/rooms/drop", `{"method":"passthrough"}`); r.Code != 200 {

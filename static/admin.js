@@ -259,12 +259,13 @@
       badge.textContent = "admission paused";
       nw.appendChild(badge);
     } else if (!s.paused) {
-      set("n-waiting", presenceNote(s.presence) || "in line now");
+      set("n-waiting", "in line now");
     }
 
     set("v-rate", oneDecimal.format(rate));
     set("n-rate", typeof s.admittedTotal === "number" ? numbers.format(s.admittedTotal) + " admitted in total" : "");
 
+    set("n-presence", presenceNote(s.presence));
     set("v-tokens", numbers.format(s.activeTokens || 0));
     var pr = s.presence;
     set("n-tokens", "entries issued, not used yet" + (pr && pr.on ?

@@ -10,12 +10,13 @@ if not nb or nb ~= tonumber(ARGV[3]) then return {-1, 0} end
 local now = now_ms()
 if now < nb then return {-2, nb - now} end
 if now >= exp then return {-3, 0} end
--- Using or checking a token is a sign of life (presence.lua).
+-- Using or checking a token is a sign of life, and a token once used is
+-- no longer an unused one whose slot could be taken back (presence.lua):
+-- a gateway session that reads a long page keeps its slot.
 redis.call('ZADD', p .. 'seen', 'XX', now, v)
-redis.call('ZADD', p .. 'aseen', 'XX', now, v)
+redis.call('ZREM', p .. 'aseen', v)
 if mode == '1' then
   redis.call('DEL', key)
-  redis.call('ZREM', p .. 'aseen', v)
   -- Frees a max-active slot; the seat stays held, as sold. The spent
   -- marker lets one Restore of this very token take the seat back.
   if redis.call('ZREM', p .. 'active', v) == 1 then
