@@ -166,8 +166,7 @@ func TestRedisDataLoss(t *testing.T) {
 	// The clients see their places: the same position as before the loss.
 	waitFor(t, 30*time.Second, "every client sees its place", func() bool {
 		for _, p := range pushed {
-			m := p.messages()
-			if last := m[len(m)-1]; last.Status != "waiting" {
+			if last := lastState(p); last.Status != "waiting" || last.Position == 0 {
 				return false
 			}
 		}
@@ -327,4 +326,16 @@ func TestRestoreSettingsWithRoomsFile(t *testing.T) {
 	if r := v.join("calm"); r.str("status") != "waiting" {
 		t.Fatalf("join after the loss: %s", r.Raw)
 	}
+}
+
+// lastState is the last state message p received (heartbeats and other
+// messages aside).
+func lastState(p *pushClient) pushMsg {
+	m := p.messages()
+	for i := len(m) - 1; i >= 0; i-- {
+		if m[i].Type == "state" {
+			return m[i]
+		}
+	}
+	return pushMsg{}
 }
