@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,10 +40,12 @@ type Queue struct {
 	log    *slog.Logger
 	rates  sync.Map // room -> measured admission rate (float64), for ETAs
 
-	configured  roomList  // the tick loop's copy of the configured rooms
-	sweptAt     time.Time // owned by the tick loop: the last look at rooms holding only tokens
-	memos       sync.Map  // room -> *memo: what to put back when Redis lost it
-	restoreLogs sync.Map  // room -> *restoreLog
+	configured  roomList       // the tick loop's copy of the configured rooms
+	sweptAt     time.Time      // owned by the tick loop: the last look at rooms holding only tokens
+	memos       sync.Map       // room -> *memo: what to put back when Redis lost it
+	restoreLogs sync.Map       // room -> *restoreLog
+	writingBack atomic.Bool    // a background write-back is under way
+	bg          sync.WaitGroup // background write-backs, waited for by Run
 }
 
 // DefaultRetention is how long a token record outlives its cap by default:

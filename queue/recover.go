@@ -210,26 +210,44 @@ func (q *Queue) writeBack(ctx context.Context, rooms []string) {
 	}
 }
 
-// knownRooms lists the rooms this instance remembers anything of.
-func (q *Queue) knownRooms() []string {
+// settingsRooms lists the rooms Options.Settings knows, once each.
+func (q *Queue) settingsRooms() []string {
+	if q.opts.Settings == nil {
+		return nil
+	}
 	seen := map[string]bool{}
 	var out []string
-	if q.opts.Settings != nil {
-		for _, r := range q.opts.Settings.SettingsRooms() {
-			if !seen[r] && ValidRoom(r) {
-				seen[r] = true
-				out = append(out, r)
-			}
-		}
-	}
-	q.memos.Range(func(k, _ any) bool {
-		if r := k.(string); !seen[r] {
+	for _, r := range q.opts.Settings.SettingsRooms() {
+		if !seen[r] && ValidRoom(r) {
 			seen[r] = true
 			out = append(out, r)
 		}
+	}
+	return out
+}
+
+// writeBackOthers writes back, on a goroutine of its own (one at a time),
+// what this instance remembers of the rooms not in done: rooms visitors
+// made, of which there may be thousands.
+func (q *Queue) writeBackOthers(ctx context.Context, done []string) {
+	skip := make(map[string]bool, len(done))
+	for _, r := range done {
+		skip[r] = true
+	}
+	var rooms []string
+	q.memos.Range(func(k, _ any) bool {
+		if r := k.(string); !skip[r] {
+			rooms = append(rooms, r)
+		}
 		return true
 	})
-	return out
+	if len(rooms) == 0 || !q.writingBack.CompareAndSwap(false, true) {
+		return
+	}
+	q.bg.Go(func() {
+		defer q.writingBack.Store(false)
+		q.writeBack(ctx, rooms)
+	})
 }
 
 // revive writes back the record of a signed token that Redis lost (see

@@ -89,6 +89,7 @@ func (q *Queue) Run(ctx context.Context) error {
 	tick := q.opts.Capacity.Tick
 	t := time.NewTimer(untilNextTick(time.Now(), tick))
 	defer t.Stop()
+	defer q.bg.Wait()
 	for {
 		select {
 		case <-ctx.Done():
@@ -248,7 +249,10 @@ func (l *roomList) get(ctx context.Context, q *Queue) []string {
 	// instance remembers.
 	var restore []string
 	if l.failed {
-		restore = q.knownRooms()
+		restore = q.settingsRooms()
+		// Rooms only visitors made may be many: they are written back in
+		// the background, so the tick does not wait for them.
+		q.writeBackOthers(ctx, restore)
 	} else if q.opts.Settings != nil {
 		for _, r := range q.opts.Settings.SettingsRooms() {
 			if _, ok := slices.BinarySearch(rooms, r); !ok {

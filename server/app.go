@@ -98,8 +98,8 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		Capacity: cfg.Capacity, TokenTTL: cfg.TokenTTL, TokenMax: cfg.TokenMax, Retention: keep, NoJitter: cfg.NoJitter, Logger: log,
 		OnAdmit: func(room string, n int) { s.metrics.admissions.WithLabelValues(s.rooms.label(room)).Add(float64(n)) },
 		// Settings Redis lost come back from what this instance last read
-		// (s.rooms is set below, before anything runs).
-		Settings:   settingsSources{lazySettings{&s.rooms}},
+		// and the rooms file (s.rooms is set below, before anything runs).
+		Settings:   restoreSettings{s},
 		OnRestored: s.onRestored,
 	})
 	if err != nil {

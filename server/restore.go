@@ -10,24 +10,31 @@ import (
 	"github.com/waitroom/waitroom/wire"
 )
 
-// settingsSources is where a room's settings come from when Redis lost
-// them, first match wins: the deployment's rooms file (when there is one)
-// goes before the settings this instance last read.
-type settingsSources []queue.SettingsSource
+// restoreSettings says what a room's settings are when Redis lost them:
+// the settings this instance last read, with what the rooms file (-rooms)
+// sets on top, as every other write of a room's settings applies it.
+type restoreSettings struct{ s *server }
 
-func (ss settingsSources) RoomSettings(room string) (queue.RoomConfig, bool) {
-	for _, s := range ss {
-		if c, ok := s.RoomSettings(room); ok {
-			return c, true
-		}
+func (r restoreSettings) RoomSettings(room string) (queue.RoomConfig, bool) {
+	var c queue.RoomConfig
+	var ok bool
+	if r.s.rooms != nil {
+		c, ok = r.s.rooms.RoomSettings(room)
 	}
-	return queue.RoomConfig{}, false
+	if fr, found := r.s.fileRoom(room); found {
+		fr.Apply(&c)
+		ok = true
+	}
+	return c, ok
 }
 
-func (ss settingsSources) SettingsRooms() []string {
+func (r restoreSettings) SettingsRooms() []string {
 	var out []string
-	for _, s := range ss {
-		out = append(out, s.SettingsRooms()...)
+	if r.s.rooms != nil {
+		out = r.s.rooms.SettingsRooms()
+	}
+	for _, fr := range r.s.opsNow().rooms.Rooms() {
+		out = append(out, fr.Name)
 	}
 	return out
 }
@@ -161,22 +168,4 @@ func (s *server) onRestored(r queue.Restored) {
 	if r.Tokens > 0 {
 		c.WithLabelValues("tokens").Add(float64(r.Tokens))
 	}
-}
-
-// lazySettings reads the room cache through the server's field, which is
-// set after the queue that uses it is made.
-type lazySettings struct{ rc **roomCache }
-
-func (l lazySettings) RoomSettings(room string) (queue.RoomConfig, bool) {
-	if *l.rc == nil {
-		return queue.RoomConfig{}, false
-	}
-	return (*l.rc).RoomSettings(room)
-}
-
-func (l lazySettings) SettingsRooms() []string {
-	if *l.rc == nil {
-		return nil
-	}
-	return (*l.rc).SettingsRooms()
 }

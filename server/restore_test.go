@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -165,8 +166,7 @@ func TestRedisDataLoss(t *testing.T) {
 	// The clients see their places: the same position as before the loss.
 	waitFor(t, 30*time.Second, "every client sees its place", func() bool {
 		for _, p := range pushed {
-			m := p.messages()
-			if last := m[len(m)-1]; last.Status != "waiting" {
+			if last := lastState(p); last.Status != "waiting" || last.Position == 0 {
 				return false
 			}
 		}
@@ -292,4 +292,50 @@ func (v *visitor) try(method, path string) (reply, bool) {
 		return r, false
 	}
 	return r, true
+}
+
+// TestRestoreSettingsWithRoomsFile: settings Redis lost come back as this
+// instance last read them, with what the rooms file sets on top; a room
+// only the file declares comes back from the file.
+func TestRestoreSettingsWithRoomsFile(t *testing.T) {
+	rooms := filepath.Join(t.TempDir(), "rooms.yaml")
+	writeFile(t, rooms, "rooms:\n  drop:\n    seats: 500\n  calm:\n    batch: 7\n")
+	srv := redistest.StartReal(t)
+	ts := startServer(t, srv, "go-redis", func(c *config) { withAdmin(c); c.RoomsFile = rooms; c.OpenRooms = false })
+	v := newVisitor(t, ts.URL)
+	if r := v.admin("PUT", "/rooms/drop", `{"paused":true,"failMode":"closed"}`); r.Code != 200 {
+		t.Fatalf("live change: %d %s", r.Code, r.Raw)
+	}
+	ctx := context.Background()
+	waitFor(t, 10*time.Second, "the room cache read the live change", func() bool {
+		c, ok := ts.rooms.RoomSettings("drop")
+		return ok && c.Paused
+	})
+	redisCmd(t, srv.Addr)("FLUSHALL")
+	for _, room := range []string{"drop", "calm"} {
+		if r, err := ts.q.Retake(ctx, room, nil, nil); err != nil || !r.Settings {
+			t.Fatalf("%s: %+v %v", room, r, err)
+		}
+	}
+	if r := v.admin("GET", "/rooms/drop", ""); r.Body["paused"] != true || r.str("failMode") != "closed" || r.num("seats") != 500 {
+		t.Fatalf("drop after the loss: %s", r.Raw)
+	}
+	if r := v.admin("GET", "/rooms/calm", ""); r.num("batch") != 7 {
+		t.Fatalf("calm after the loss: %s", r.Raw)
+	}
+	if r := v.join("calm"); r.str("status") != "waiting" {
+		t.Fatalf("join after the loss: %s", r.Raw)
+	}
+}
+
+// lastState is the last state message p received (heartbeats and other
+// messages aside).
+func lastState(p *pushClient) pushMsg {
+	m := p.messages()
+	for i := len(m) - 1; i >= 0; i-- {
+		if m[i].Type == "state" {
+			return m[i]
+		}
+	}
+	return pushMsg{}
 }

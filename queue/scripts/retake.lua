@@ -70,7 +70,9 @@ for i = first, #ARGV, 3 do
   if iat < born then lost = s > floor else lost = s > admitted end
   if lost and tonumber(redis.call('GET', p .. 'left:' .. v) or '') == s then lost = false end
   if lost and not redis.call('ZSCORE', KEYS[1], v) and redis.call('EXISTS', p .. 't:' .. v) == 0
-      and redis.call('SISMEMBER', p .. 'pre', v) == 0 and redis.call('SISMEMBER', p .. 'drawpool', v) == 0 then
+      and redis.call('SISMEMBER', p .. 'pre', v) == 0 and redis.call('SISMEMBER', p .. 'drawpool', v) == 0
+      and not redis.call('ZSCORE', p .. 'away', v) and not redis.call('ZSCORE', p .. 'back', v)
+      and redis.call('EXISTS', p .. 'dropped:' .. v) == 0 then
     redis.call('ZADD', KEYS[1], 'NX', s, v)
     redis.call('HSET', retook, v, s)
     redis.call('PEXPIRE', retook, 86400000)
