@@ -189,8 +189,11 @@ func TestSeatsRandomSequence(t *testing.T) {
 			used     []spent
 			ops      = map[string]int{}
 		)
-		deadline := time.Now().Add(4 * time.Second)
-		for step := 0; time.Now().Before(deadline); step++ {
+		// At least 4 s of steps, and on a slow machine more, until the
+		// sequence has left and restored (bounded at 40 s).
+		deadline, hardDeadline := time.Now().Add(4*time.Second), time.Now().Add(40*time.Second)
+		enough := func() bool { return ops["leave"] > 0 && ops["restore"] > 0 && ops["spend"] >= 5 }
+		for step := 0; time.Now().Before(deadline) || !enough() && time.Now().Before(hardDeadline); step++ {
 			q := qs[rng.IntN(3)]
 			var what string
 			switch x := rng.IntN(100); {
