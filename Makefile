@@ -44,6 +44,10 @@ deps-browser:
 	@command -v node >/dev/null 2>&1 || { \
 	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+	@[ -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || { \
+	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
+	  echo "installing fonts-wqy-microhei (Chinese and Japanese glyphs)" && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei >/dev/null; }
 	@[ -d static/e2e/node_modules/playwright-core ] || npm ci --prefix static/e2e --no-audit --no-fund
 
 # The gateway tests run the examples in real nginx and Caddy.

@@ -214,7 +214,7 @@ func (s *server) routes() *fiber.App {
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
 	app.Get("/metrics", s.metricsGate, s.metrics.handler())
-	app.Get("/", staticFile("index.html", fiber.MIMETextHTMLCharsetUTF8))
+	app.Get("/", s.page(mustLanguages()))
 	app.Get("/admin", staticFile("admin.html", fiber.MIMETextHTMLCharsetUTF8))
 	app.Get("/waitroom.js", staticFile("waitroom.js", "text/javascript; charset=utf-8"))
 	app.Get("/assets/:name", s.asset)

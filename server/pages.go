@@ -25,6 +25,7 @@ func staticFile(name, ctype string) fiber.Handler {
 var assetTypes = map[string]string{
 	".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
 	".html": fiber.MIMETextHTMLCharsetUTF8, ".svg": "image/svg+xml", ".png": "image/png",
+	".json": "application/json; charset=utf-8",
 }
 
 // asset serves any other embedded file by name.

@@ -24,32 +24,72 @@
     roomName: $("room-name")
   };
 
-  var numbers = new Intl.NumberFormat("en");
-  var TRANSPORT_NAMES = { ws: "WebSocket", sse: "SSE", poll: "polling" };
   var ANNOUNCE_EVERY_MS = 15000;
 
-  // The page's words about connections, pauses and announcements, in one
-  // place (to be moved to translation files with the rest).
+  // ---------- language ----------
+  // The server puts the visitor's language (the switcher's remembered
+  // choice, else Accept-Language) and its words in #waitroom-boot; the
+  // words live in static/i18n-LANG.json, one file per language.
+  var boot = (function () {
+    var n = document.getElementById("waitroom-boot");
+    try { return (n && JSON.parse(n.textContent)) || {}; } catch (e) { return {}; }
+  })();
+  var lang = "en", words = {}, fmt = {};
+  var LANG_COOKIE = "waitroom_lang";
+
+  // t returns the words for key in the page's language, with {name}
+  // replaced from vars; a key without words shows as itself.
+  function t(key, vars) {
+    var s = Object.prototype.hasOwnProperty.call(words, key) ? words[key] : key;
+    return vars ? s.replace(/\{(\w+)\}/g, function (m, k) { return k in vars ? String(vars[k]) : m; }) : s;
+  }
+
+  function setLanguage(code, text) {
+    lang = code;
+    words = text || {};
+    document.documentElement.lang = code;
+    fmt = {
+      number: new Intl.NumberFormat(code),
+      percent: new Intl.NumberFormat(code, { style: "percent" }),
+      clock: new Intl.DateTimeFormat(code, { hour: "2-digit", minute: "2-digit" }),
+      relative: new Intl.RelativeTimeFormat(code, { numeric: "auto" }),
+      ordinal: new Intl.PluralRules(code, { type: "ordinal" }),
+      units: {}
+    };
+  }
+
+  // unit formats n seconds, minutes or hours with Intl ("5 min", "5分").
+  function unit(n, name, display, fraction) {
+    var k = name + display + (fraction || 0);
+    var f = fmt.units[k] || (fmt.units[k] = new Intl.NumberFormat(lang, {
+      style: "unit", unit: name, unitDisplay: display,
+      minimumFractionDigits: fraction || 0, maximumFractionDigits: fraction || 0
+    }));
+    return f.format(n);
+  }
+
+  // applyStatic puts the words into the page's own markup.
+  function applyStatic() {
+    var i, nodes = document.querySelectorAll("[data-i18n]");
+    for (i = 0; i < nodes.length; i++) nodes[i].textContent = t(nodes[i].getAttribute("data-i18n"));
+    nodes = document.querySelectorAll("[data-i18n-aria-label]");
+    for (i = 0; i < nodes.length; i++) nodes[i].setAttribute("aria-label", t(nodes[i].getAttribute("data-i18n-aria-label")));
+    el.roomName.textContent = t("roomLabel", { room: room });
+    document.title = t("docTitle", { room: room });
+  }
+
+  setLanguage(boot.lang || "en", boot.text);
+  var TRANSPORT_NAMES = { ws: "WebSocket", sse: "SSE", poll: null };
   var TEXT = {
-    live: function (name) { return "Live via " + TRANSPORT_NAMES[name]; },
-    liveOtherTab: "Checking every few seconds (open in another tab)",
-    connecting: "Connecting…",
-    solving: "Checking your browser before you join (a few seconds)…",
-    offlineRetrying: "Offline, retrying",
-    finished: "Finished; connection closed",
-    notConnected: "Not connected",
-    unreachable: "We can't reach the waiting room right now.",
-    trouble: function (message) { return "The waiting room is having trouble (" + message + ")."; },
-    retryIn: function (secs) { return secs > 0 ? "Trying again in " + secs + " s." : "Trying again now…"; },
-    keepPlace: "You keep your place.",
-    otherTab: "This waiting room is open in another tab too, so this tab checks for news every few seconds instead of live. You keep your place in line.",
-    degraded: "Positions are paused for a moment while the waiting room reconnects to its queue. Your place is kept.",
-    degradedShort: "positions paused",
-    announceLost: "Connection lost. Trying again automatically; you keep your place.",
-    announceBack: "Connected again.",
-    announceDegraded: "Positions paused, your place is kept.",
-    announceOtherTab: "This waiting room is open in another tab. You keep your place."
+    live: function (name) { return t("live", { transport: TRANSPORT_NAMES[name] || t("polling") }); },
+    retryIn: function (secs) { return secs > 0 ? t("retryIn", { duration: unit(secs, "second", "short") }) : t("retryNow"); }
   };
+  ["liveOtherTab", "connecting", "solving", "offlineRetrying", "finished", "notConnected", "unreachable",
+    "keepPlace", "otherTab", "degraded", "degradedShort", "announceLost", "announceBack", "announceDegraded",
+    "announceOtherTab"].forEach(function (k) {
+    Object.defineProperty(TEXT, k, { get: function () { return t(k); } });
+  });
+  TEXT.trouble = function (message) { return t("trouble", { message: message }); };
 
   var wr = null;
   var view = "queue"; // queue | ordering | done | left
@@ -67,45 +107,81 @@
   var tooEarlyTries = 0;
   var focusedAction = false;
 
-  el.roomName.textContent = "Room: " + room;
-  document.title = "Waiting room · " + room;
+  applyStatic();
+
+  // The switcher: the choice is remembered in a cookie the server reads,
+  // so the next page load starts in it; the page switches at once.
+  (function () {
+    var langs = boot.langs || [];
+    var select = document.getElementById("lang"), box = document.getElementById("lang-box");
+    if (!select || !box || langs.length < 2) return;
+    langs.forEach(function (l) {
+      var o = document.createElement("option");
+      o.value = l.code;
+      o.textContent = l.name;
+      o.lang = l.code;
+      select.appendChild(o);
+    });
+    select.value = lang;
+    box.hidden = false;
+    select.addEventListener("change", function () {
+      var code = select.value;
+      document.cookie = LANG_COOKIE + "=" + encodeURIComponent(code) + "; path=/; max-age=31536000; SameSite=Lax";
+      fetch(base + "/assets/i18n-" + encodeURIComponent(code) + ".json", { credentials: "same-origin" })
+        .then(function (res) { if (!res.ok) throw new Error(res.status); return res.json(); })
+        .then(function (text) {
+          setLanguage(code, text);
+          applyStatic();
+          renderTransport(last.info);
+          if (view === "queue" && last.info) {
+            el.actions.dataset.key = ""; // the buttons are rebuilt in the new words
+            render(last.state, last.info);
+          }
+          updateConnectionText();
+        })
+        .catch(function () { select.value = lang; });
+    });
+  })();
 
   // ---------- formatting ----------
 
   function ordinal(n) {
-    var s = numbers.format(n), t = n % 100;
-    if (t >= 11 && t <= 13) return s + "th";
-    switch (n % 10) {
-      case 1: return s + "st";
-      case 2: return s + "nd";
-      case 3: return s + "rd";
-    }
-    return s + "th";
+    var key = { one: "ordinalOne", two: "ordinalTwo", few: "ordinalFew" }[fmt.ordinal.select(n)] || "ordinalOther";
+    return t(key, { n: fmt.number.format(n) });
+  }
+
+  // span formats a duration with Intl's units, in the given display.
+  function span(sec, display) {
+    if (sec < 60) return unit(sec, "second", display);
+    var min = Math.round(sec / 60);
+    if (min < 60) return unit(min, "minute", display);
+    var h = Math.floor(min / 60), m = min % 60;
+    return unit(h, "hour", display) + (m ? " " + unit(m, "minute", display) : "");
   }
 
   function duration(sec) {
     sec = Math.max(0, Math.round(sec));
-    if (sec < 1) return "under 1 s";
-    if (sec < 60) return sec + " s";
-    var min = Math.round(sec / 60);
-    if (min < 60) return min + " min";
-    var h = Math.floor(min / 60), m = min % 60;
-    return h + " h" + (m ? " " + m + " min" : "");
+    if (sec < 1) return t("underSecond", { duration: unit(1, "second", "short") });
+    return span(sec, "short");
   }
 
   function durationWords(sec) {
     sec = Math.max(0, Math.round(sec));
-    if (sec < 1) return "less than a second";
-    if (sec < 60) return sec === 1 ? "about a second" : "about " + sec + " seconds";
-    var min = Math.round(sec / 60);
-    if (min < 60) return min === 1 ? "about a minute" : "about " + min + " minutes";
-    var h = Math.floor(min / 60), m = min % 60;
-    return "about " + h + (h === 1 ? " hour" : " hours") + (m ? " " + m + " minutes" : "");
+    if (sec < 1) return t("lessThanSecond");
+    return t("about", { duration: span(sec, "long") });
+  }
+
+  // relative says when a time is, from now ("in 5 minutes", "5 分後").
+  function relative(sec) {
+    sec = Math.max(0, Math.round(sec));
+    if (sec < 60) return fmt.relative.format(sec, "second");
+    if (sec < 3600) return fmt.relative.format(Math.round(sec / 60), "minute");
+    return fmt.relative.format(Math.round(sec / 360) / 10, "hour");
   }
 
   function clock(iso) {
     var d = new Date(iso);
-    return isNaN(d) ? "" : d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    return isNaN(d) ? "" : fmt.clock.format(d);
   }
 
   // ---------- small DOM helpers ----------
@@ -118,7 +194,7 @@
     var pct = Math.round(Math.max(0, Math.min(1, fraction)) * 100);
     el.fill.style.width = pct + "%";
     el.bar.setAttribute("aria-valuenow", String(pct));
-    el.bar.setAttribute("aria-valuetext", pct + "% of the way to the front");
+    el.bar.setAttribute("aria-valuetext", t("progressText", { percent: fmt.percent.format(pct / 100) }));
   }
 
   function button(label, kind, onClick, id) {
@@ -193,7 +269,7 @@
 
   function show(parts) {
     el.card.dataset.status = parts.status;
-    setText(el.eyebrow, parts.eyebrow || "Waiting room");
+    setText(el.eyebrow, parts.eyebrow || t("brand"));
     setText(el.headline, parts.headline);
     setText(el.detail, parts.detail || "");
     setText(el.sub, parts.sub || "");
@@ -278,20 +354,20 @@
 
     if (info.fatal) {
       var code = info.error && info.error.code;
-      var headline = code === "room_not_found" ? "This waiting room does not exist" : "This waiting room can't be opened";
+      var headline = code === "room_not_found" ? t("notFoundHeadline") : t("cantOpenHeadline");
       var msg = code === "invalid_room"
-        ? "“" + room + "” is not a waiting-room name. Check the link you followed."
+        ? t("invalidRoom", { room: room })
         : code === "room_not_found"
-          ? "There is no waiting room called “" + room + "”. Check the link you followed."
-          : (info.error ? info.error.message : "Something went wrong.");
-      show({ status: "error", eyebrow: "Waiting room", headline: headline, detail: msg });
+          ? t("roomNotFound", { room: room })
+          : (info.error ? info.error.message : t("somethingWrong"));
+      show({ status: "error", headline: headline, detail: msg });
       setActions("none");
       el.leave.hidden = true;
       announce(headline + ".", "fatal", "", true);
       return;
     }
     if (!state) {
-      show({ status: "joining", headline: "Joining the queue…", detail: info.solving ? TEXT.solving : "Getting your place…", progress: 0 });
+      show({ status: "joining", headline: t("joining"), detail: info.solving ? TEXT.solving : t("gettingPlace"), progress: 0 });
       return;
     }
 
@@ -301,41 +377,39 @@
       case "admitted": return renderAdmitted(state, info);
       case "expired":
         show({
-          status: "expired", headline: "Your turn has passed",
-          detail: state.reason === "away" ?
-            "You were away from this page for too long, so your place was given to the next in line." :
-            "Your entry was held for you but not used in time, so it expired.",
-          sub: "Join again to take a new place at the back of the line."
+          status: "expired", headline: t("expiredHeadline"),
+          detail: state.reason === "away" ? t("expiredAway") : t("expiredUnused"),
+          sub: t("expiredSub")
         });
-        setActions("rejoin", function (box) { box.appendChild(button("Join again", "primary", rejoin, "rejoin")); });
-        announce("Your turn has passed. You can join again.", "expired", "", true);
+        setActions("rejoin", function (box) { box.appendChild(button(t("joinAgain"), "primary", rejoin, "rejoin")); });
+        announce(t("expiredAnnounce"), "expired", "", true);
         return;
       case "not_in_queue":
         show({
-          status: "not_in_queue", headline: "You're not in the queue",
-          detail: "There is no place in line for you in this room right now.",
-          sub: "You may have left, or your entry was already used. You can join again."
+          status: "not_in_queue", headline: t("notInQueueHeadline"),
+          detail: t("notInQueueDetail"),
+          sub: t("notInQueueSub")
         });
-        setActions("rejoin", function (box) { box.appendChild(button("Join again", "primary", rejoin, "rejoin")); });
-        announce("You're not in the queue. You can join again.", "not_in_queue", "", true);
+        setActions("rejoin", function (box) { box.appendChild(button(t("joinAgain"), "primary", rejoin, "rejoin")); });
+        announce(t("notInQueueAnnounce"), "not_in_queue", "", true);
         return;
       case "closed":
         show({
-          status: "closed", eyebrow: "Waiting room", headline: "Closed for now",
-          detail: state.message || "This waiting room takes no one right now.",
-          sub: "Come back later and join again."
+          status: "closed", headline: t("closedHeadline"),
+          detail: state.message || t("closedDetail"),
+          sub: t("closedSub")
         });
-        setActions("rejoin", function (box) { box.appendChild(button("Try again", "primary", rejoin, "rejoin")); });
-        announce("Closed for now. " + (state.message || ""), "closed", true);
+        setActions("rejoin", function (box) { box.appendChild(button(t("tryAgain"), "primary", rejoin, "rejoin")); });
+        announce(t("closedHeadline") + ". " + (state.message || ""), "closed", true);
         return;
       case "sold_out":
         show({
-          status: "sold_out", eyebrow: "Waiting room", headline: "Sold out",
-          detail: "Every place has been taken. Thank you for waiting.",
-          sub: "You keep your place: if a place is given back unused, the line moves on and this page tells you."
+          status: "sold_out", headline: t("soldOutHeadline"),
+          detail: t("soldOutDetail"),
+          sub: t("soldOutSub")
         });
         setActions("none");
-        announce("Sold out. Every place has been taken.", "sold_out");
+        announce(t("soldOutAnnounce"), "sold_out");
         return;
     }
   }
@@ -348,24 +422,22 @@
     var still = state.paused || info.degraded; // positions do not move
     show({
       status: "waiting",
-      eyebrow: state.paused ? "Queue paused" : "Waiting room",
-      headline: next ? "You're next" : "You're in line",
+      eyebrow: state.paused ? t("queuePaused") : t("brand"),
+      headline: next ? t("youreNext") : t("youreInLine"),
       figures: true,
-      detail: next ? "You are first in line." : "You are " + ordinal(pos) + " in line.",
-      sub: state.paused
-        ? "The queue is paused for a moment. You keep your place, and it starts again on its own."
-        : "Keep this page open. Reloading it keeps your place.",
+      detail: next ? t("firstInLine") : t("nthInLine", { ordinal: ordinal(pos) }),
+      sub: state.paused ? t("pausedSub") : t("keepOpen"),
       progress: start > 0 ? (start - pos) / start : 0
     });
-    setText(el.position, numbers.format(pos));
-    setText(el.eta, state.paused ? "paused" : info.degraded ? TEXT.degradedShort : duration(state.etaSeconds));
+    setText(el.position, fmt.number.format(pos));
+    setText(el.eta, state.paused ? t("paused") : info.degraded ? TEXT.degradedShort : duration(state.etaSeconds));
     // Updates come about as often as a poll would (up to 5 s apart further
     // back); between them the figures move on at the rate they imply.
     moving = still || !(state.etaSeconds > 0) ? null :
       { pos: pos, eta: state.etaSeconds, at: performance.now(), horizon: Math.max(state.nextPollMs || 0, 1000) + 2000 };
     setActions("none");
-    var eta = state.paused ? "The queue is paused." : "Estimated wait " + durationWords(state.etaSeconds) + ".";
-    announce("You are " + ordinal(pos) + " in line. " + eta, state.paused ? "paused" : "waiting", String(pos));
+    var eta = state.paused ? t("announcePaused") : t("announceEta", { duration: durationWords(state.etaSeconds) });
+    announce(t("nthInLine", { ordinal: ordinal(pos) }) + " " + eta, state.paused ? "paused" : "waiting", String(pos));
   }
 
   // Before a scheduled opening there is no place yet: everyone who joins
@@ -374,13 +446,13 @@
     var opens = Date.parse(state.opensAt);
     var left = Math.max(0, (opens - Date.now()) / 1000);
     show({
-      status: "waiting", eyebrow: "Opens soon",
-      headline: "You're in before the opening",
-      detail: "Opens at " + clock(state.opensAt) + " (in " + durationWords(left) + ").",
-      sub: "Everyone who joins before the opening gets a place by a fair random draw, so there is no need to rush or reload."
+      status: "waiting", eyebrow: t("opensSoon"),
+      headline: t("prequeueHeadline"),
+      detail: t("opensAt", { time: clock(state.opensAt), relative: relative(left) }),
+      sub: t("prequeueSub")
     });
     setActions("none");
-    announce("You're in before the opening. Places are drawn at random when it opens.", "prequeue:" + !!state.paused);
+    announce(t("prequeueAnnounce"), "prequeue:" + !!state.paused);
   }
 
   function renderAdmitted(state, info) {
@@ -394,30 +466,30 @@
     var left = (Date.parse(state.expiresAt) - Date.now()) / 1000;
     show({
       status: "admitted",
-      eyebrow: "Your turn",
-      headline: usable ? "It's your turn" : "Almost your turn",
-      detail: usable ? "You can place your order now." : countdownText(),
-      sub: held ? "Your entry is held until " + held + (left > 0 ? " (" + durationWords(left) + ")." : ".") : "",
+      eyebrow: t("yourTurn"),
+      headline: usable ? t("itsYourTurn") : t("almostYourTurn"),
+      detail: usable ? t("orderNow") : countdownText(),
+      sub: held ? (left > 0 ? t("heldUntil", { time: held, duration: durationWords(left) }) : t("heldUntilTime", { time: held })) : "",
       progress: 1
     });
     setActions("order", function (box) {
-      box.appendChild(button("Place order", "primary", placeOrder, "place-order"));
+      box.appendChild(button(t("placeOrder"), "primary", placeOrder, "place-order"));
     });
     var b = $("place-order");
     if (b && view === "queue") b.disabled = !usable;
     if (usable) {
-      announce("It's your turn. You can place your order now.", "admitted");
+      announce(t("admittedAnnounce"), "admitted");
       // Move focus to the one thing to do, unless the visitor is busy elsewhere.
       var a = document.activeElement;
       if (b && !focusedAction && (!a || a === document.body || a === $("main"))) { b.focus(); focusedAction = true; }
     } else {
-      announce("Almost your turn.", "admitted-soon");
+      announce(t("almostYourTurn") + ".", "admitted-soon");
     }
   }
 
   function countdownText() {
     var ms = Math.max(0, validAt - performance.now());
-    return "Your turn in " + (ms / 1000).toFixed(1) + " s";
+    return t("turnIn", { duration: unit(ms / 1000, "second", "short", 1) });
   }
 
   // interpolate moves the waiting figures on between two updates, at the
@@ -428,7 +500,7 @@
     var dt = Math.min(performance.now() - moving.at, moving.horizon) / 1000;
     var rate = moving.pos / moving.eta;
     var pos = Math.max(1, Math.ceil(moving.pos - rate * dt));
-    setText(el.position, numbers.format(pos));
+    setText(el.position, fmt.number.format(pos));
     setText(el.eta, duration(Math.max(0, Math.ceil(moving.eta - dt))));
   }
 
@@ -461,17 +533,17 @@
     view = "ordering";
     var b = $("place-order");
     if (b) b.disabled = true;
-    notice(el.orderMsg, "", "Placing your order…");
+    notice(el.orderMsg, "", t("placing"));
     var headers = { "Authorization": "Bearer " + s.token, "Content-Type": "application/json", "Accept": "application/json" };
     if (wr.visitor()) headers["X-Visitor"] = wr.visitor();
     fetch(api + "/orders", { method: "POST", headers: headers, body: "{}", credentials: "same-origin", cache: "no-store" })
       .then(function (res) {
         if (res.status === 201) return orderPlaced(res);
         return res.json().catch(function () { return {}; }).then(function (body) {
-          orderFailed(res, (body && body.error) || { code: "http_" + res.status, message: "The shop answered " + res.status + "." });
+          orderFailed(res, (body && body.error) || { code: "http_" + res.status, message: t("shopAnswered", { status: res.status }) });
         });
       }, function () {
-        orderRetryable("We couldn't reach the shop. Check your connection and try again.");
+        orderRetryable(t("shopUnreachable"));
       });
   }
 
@@ -481,12 +553,12 @@
       wr.close(); // the page is done: no more updates needed
       stopTicker();
       show({
-        status: "done", eyebrow: "All done", headline: "Order placed",
-        detail: "Thank you for waiting.",
-        sub: "This was a demo order; nothing will be charged.", progress: 1
+        status: "done", eyebrow: t("allDone"), headline: t("orderPlaced"),
+        detail: t("thanks"),
+        sub: t("demoOrder"), progress: 1
       });
       setActions("done");
-      notice(el.orderMsg, "good", "Your order is confirmed.");
+      notice(el.orderMsg, "good", t("orderConfirmed"));
       el.leave.hidden = true;
       renderTransport(last.info);
       renderConnection(last.info);
@@ -498,7 +570,7 @@
       tooEarlyTries++;
       // waitMs is exact; Retry-After is whole seconds, rounded up.
       var wait = Number(e.waitMs) > 0 ? Number(e.waitMs) : (Number(res.headers.get("Retry-After")) || 1) * 1000;
-      notice(el.orderMsg, "", "Your entry opens in " + (wait / 1000).toFixed(1) + " s. Retrying automatically…");
+      notice(el.orderMsg, "", t("entryOpensIn", { duration: unit(wait / 1000, "second", "short", 1) }));
       setTimeout(placeOrder, wait + 20); // the server's own wait, not a guess
       return;
     }
@@ -509,25 +581,23 @@
       case 401:
         if (b) b.disabled = true;
         var why = {
-          token_used: "This entry was already used.",
-          token_expired: "Your entry expired before the order was placed.",
-          missing_token: "Your entry is missing.",
-          invalid_token: "Your entry isn't valid here."
+          token_used: t("tokenUsed"),
+          token_expired: t("tokenExpired"),
+          missing_token: t("missingToken"),
+          invalid_token: t("invalidToken")
         }[e.code] || e.message;
-        notice(el.orderMsg, "bad", why + " You can join the queue again.");
-        setActions("rejoin-after-order", function (box) { box.appendChild(button("Join again", "primary", rejoin, "rejoin")); });
+        notice(el.orderMsg, "bad", why + " " + t("canJoinAgain"));
+        setActions("rejoin-after-order", function (box) { box.appendChild(button(t("joinAgain"), "primary", rejoin, "rejoin")); });
         return;
       case 403:
         if (b) b.disabled = true;
-        notice(el.orderMsg, "bad", e.code === "wrong_visitor"
-          ? "This entry belongs to another browser or tab, so it can't be used here."
-          : "This entry is for another room, so it can't be used here.");
+        notice(el.orderMsg, "bad", e.code === "wrong_visitor" ? t("wrongVisitor") : t("wrongRoom"));
         return;
       case 503:
-        orderRetryable("The shop is busy right now and couldn't take the order. Please try again in a moment.");
+        orderRetryable(t("shopBusy"));
         return;
     }
-    orderRetryable("The order didn't go through: " + e.message);
+    orderRetryable(t("orderFailed", { message: e.message }));
   }
 
   function orderRetryable(text) {
@@ -545,7 +615,7 @@
     startTicker();
     notice(el.orderMsg, "", "");
     setActions("none");
-    show({ status: "joining", headline: "Joining the queue…", detail: "Getting your place…", progress: 0 });
+    show({ status: "joining", headline: t("joining"), detail: t("gettingPlace"), progress: 0 });
     wr.rejoin();
     $("main").focus();
   }
@@ -553,24 +623,24 @@
   var leaveArmed = null;
   el.leave.addEventListener("click", function () {
     if (!leaveArmed) {
-      el.leave.textContent = "Press again to give up your place";
-      leaveArmed = setTimeout(function () { leaveArmed = null; el.leave.textContent = "Leave the queue"; }, 5000);
+      el.leave.textContent = t("leaveConfirm");
+      leaveArmed = setTimeout(function () { leaveArmed = null; el.leave.textContent = t("leave"); }, 5000);
       return;
     }
     clearTimeout(leaveArmed);
     leaveArmed = null;
-    el.leave.textContent = "Leave the queue";
+    el.leave.textContent = t("leave");
     view = "left";
     stopTicker();
     el.leave.hidden = true;
-    show({ status: "left", eyebrow: "Waiting room", headline: "You left the queue", detail: "Your place was given back." });
-    setActions("rejoin", function (box) { box.appendChild(button("Join again", "primary", rejoin, "rejoin")); });
+    show({ status: "left", headline: t("leftHeadline"), detail: t("leftDetail") });
+    setActions("rejoin", function (box) { box.appendChild(button(t("joinAgain"), "primary", rejoin, "rejoin")); });
     renderTransport(last.info);
     wr.leave().catch(function () {
-      notice(el.orderMsg, "bad", "We couldn't confirm that you left; your place will lapse on its own.");
+      notice(el.orderMsg, "bad", t("leaveUnconfirmed"));
     });
     renderConnection(last.info);
-    announce("You left the queue.", "left", "", true);
+    announce(t("leftAnnounce"), "left", "", true);
   });
 
   // ---------- start ----------

@@ -2,11 +2,29 @@
 // dashboard, embedded in the binary so the server needs no files beside it.
 package static
 
-import "embed"
+import (
+	"embed"
+	"io/fs"
+	"strings"
+)
 
 // Files holds index.html (the waiting-room page), admin.html (the
-// dashboard), waitroom.js (the client other sites can include) and the
-// pages' own scripts, style sheet and icon, served under /assets/.
+// dashboard), waitroom.js (the client other sites can include), the
+// pages' own scripts, style sheet and icon, and the page's translations
+// (i18n-LANG.json, one per language), served under /assets/.
 //
-//go:embed *.html *.js *.css *.svg
+//go:embed *.html *.js *.css *.svg i18n-*.json
 var Files embed.FS
+
+// Languages lists the codes of the page's translations (i18n-CODE.json).
+func Languages() ([]string, error) {
+	names, err := fs.Glob(Files, "i18n-*.json")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, strings.TrimSuffix(strings.TrimPrefix(n, "i18n-"), ".json"))
+	}
+	return out, nil
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestLanguagePick(t *testing.T) {
+	ls := mustLanguages()
+	for _, tc := range []struct{ cookie, header, want string }{
+		{"", "", "en"},
+		{"", "de-DE,de;q=0.9,en;q=0.8", "de"},
+		{"", "fr-CH, fr;q=0.9, en;q=0.8", "fr"},
+		{"", "en;q=0.5, ja;q=0.9", "ja"},
+		{"", "zh-CN", "zh"},
+		{"", "zh-Hans-CN,zh;q=0.9", "zh"},
+		{"", "pt-BR", "pt"},
+		{"", "ES", "es"},
+		{"", "nl, sv;q=0.8", "en"},       // none supported
+		{"", "nl, de;q=0.1", "de"},       // the one supported, however low
+		{"", "de;q=0, fr;q=0.2", "fr"},   // q=0 is "not this one"
+		{"", "de;q=abc, fr;q=0.2", "fr"}, // a bad weight drops the tag
+		{"ja", "de-DE", "ja"},            // the switcher's choice wins
+		{"xx", "de-DE", "de"},            // an unknown choice does not
+		{"", strings.Repeat("x,", 5000), "en"},
+	} {
+		if got := ls.pick(tc.cookie, tc.header); got != tc.want {
+			t.Errorf("pick(%q, %q) = %q, want %q", tc.cookie, tc.header, got, tc.want)
+		}
+	}
+}
+
+func TestBootPage(t *testing.T) {
+	boot := pageBoot{Lang: "de", Text: json.RawMessage(`{"a":"\u003c/script\u003e"}`)}
+	for _, tc := range []struct{ in, wantPrefix string }{
+		{`<!doctype html><html lang="en"><head><title>x</title></head><body></body></html>`, `<!doctype html><html lang="de"><head><title>x</title><script type="application/json" id="waitroom-boot">`},
+		{`<html class="x"><body>hi</body></html>`, `<html lang="de" class="x">` + "\n" + `<script type="application/json" id="waitroom-boot">`},
+		{`<p>bare</p>`, `<script type="application/json" id="waitroom-boot">`},
+		{`<HTML LANG='fr'><HEAD></HEAD>`, `<HTML lang="de"><HEAD><script type="application/json" id="waitroom-boot">`},
+	} {
+		got := string(bootPage([]byte(tc.in), boot))
+		if !strings.HasPrefix(got, tc.wantPrefix) {
+			t.Errorf("bootPage(%q) =\n%s\nwant prefix\n%s", tc.in, got, tc.wantPrefix)
+		}
+		if strings.Count(got, "</script>") != 1 {
+			t.Errorf("bootPage(%q): the text closed the script early:\n%s", tc.in, got)
+		}
+	}
+}
+
+// The page comes in the language Accept-Language asks for, or the one the
+// switcher remembered, with that language's words in its boot data.
+func TestPageLanguage(t *testing.T) {
+	ts := startServer(t, nil, "rueidis", nil)
+	bootRe := regexp.MustCompile(`<script type="application/json" id="waitroom-boot">(.*?)</script>`)
+	get := func(header, cookie string) (string, pageBoot) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", ts.URL+"/?room=drop", nil)
+		if header != "" {
+			req.Header.Set("Accept-Language", header)
+		}
+		if cookie != "" {
+			req.AddCookie(&http.Cookie{Name: langCookie, Value: cookie})
+		}
+		resp, err := noKeepAlive.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Vary"), "Accept-Language") {
+			t.Fatalf("page: %d %v", resp.StatusCode, resp.Header)
+		}
+		m := bootRe.FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("no boot data in the page:\n%s", b)
+		}
+		var boot pageBoot
+		if err := json.Unmarshal(m[1], &boot); err != nil {
+			t.Fatal(err)
+		}
+		return string(b), boot
+	}
+	for header, want := range map[string]string{"": "en", "de-AT,de;q=0.9": "de", "ja-JP": "ja", "zh-CN,zh;q=0.9": "zh"} {
+		html, boot := get(header, "")
+		var words map[string]string
+		_ = json.Unmarshal(boot.Text, &words)
+		if boot.Lang != want || !strings.Contains(html, `<html lang="`+want+`">`) || len(boot.Langs) != 7 || words["brand"] == "" {
+			t.Errorf("Accept-Language %q: lang %q, %d languages, brand %q", header, boot.Lang, len(boot.Langs), words["brand"])
+		}
+	}
+	if _, boot := get("de", "fr"); boot.Lang != "fr" {
+		t.Errorf("remembered fr, Accept-Language de: got %q", boot.Lang)
+	}
+	// Each language's file is an asset the switcher fetches.
+	resp, err := noKeepAlive.Get(ts.URL + "/assets/i18n-pt.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("i18n-pt.json: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}

@@ -1,0 +1,89 @@
+// End-to-end checks of the page in every language and of a branded room, in
+// headless Chromium against the real server: the words are the language's,
+// the switcher changes them at once and is remembered, and the layout holds
+// on a phone and in dark mode. Run from the module root: node --test static/e2e/
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { test } from "node:test";
+import { ADMIN_KEY, build, openBrowser, shot, startServer, waitFor } from "./harness.mjs";
+
+const T = { timeout: 120000 };
+const here = path.dirname(fileURLToPath(import.meta.url));
+const words = (lang) => JSON.parse(fs.readFileSync(path.join(here, "..", `i18n-${lang}.json`), "utf8"));
+const LANGS = { en: "en-US", de: "de-DE", fr: "fr-FR", es: "es-ES", pt: "pt-BR", ja: "ja-JP", zh: "zh-CN" };
+
+test.before(async () => { await build(); }, { timeout: 180000 });
+
+// setRoom changes a room's settings through the admin API.
+async function setRoom(srv, room, settings) {
+  const res = await fetch(`${srv.base}/api/v1/admin/rooms/${room}`, {
+    method: "PUT", headers: { "Authorization": "Bearer " + ADMIN_KEY, "Content-Type": "application/json" },
+    body: JSON.stringify(settings),
+  });
+  const body = await res.text();
+  assert.equal(res.status, 200, body);
+  return JSON.parse(body);
+}
+
+const text = (page, id) => page.locator("#" + id).textContent().then((s) => (s || "").trim());
+
+// fill puts vars into a translation's {placeholders}.
+const fill = (s, vars) => s.replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m));
+
+test("the page comes in the visitor's language, by Accept-Language", T, async (t) => {
+  const srv = await startServer(["-tick", "100ms"]);
+  t.after(() => srv.stop());
+  for (const [lang, header] of Object.entries(LANGS)) {
+    await t.test(lang, async () => {
+      // A paused room of its own: the visitor is first and stays in line.
+      await setRoom(srv, "lang-" + lang, { paused: true });
+      const b = await openBrowser();
+      try {
+        const { page } = b;
+        await page.setExtraHTTPHeaders({ "Accept-Language": header + ",en;q=0.5" });
+        await page.goto(`${srv.base}/?room=lang-${lang}`);
+        const w = words(lang);
+        await page.waitForFunction((want) => document.getElementById("eyebrow").textContent === want, w.queuePaused, { timeout: 15000 });
+        assert.equal(await page.evaluate(() => document.documentElement.lang), lang);
+        assert.equal(await text(page, "headline"), w.youreNext);
+        assert.equal(await page.locator(".figure-label").first().textContent(), w.positionLabel);
+        assert.equal(await text(page, "eta"), w.paused);
+        assert.equal(await text(page, "room-name"), fill(w.roomLabel, { room: "lang-" + lang }));
+        assert.equal(await page.title(), fill(w.docTitle, { room: "lang-" + lang }));
+        assert.equal(await page.locator("#lang").inputValue(), lang);
+        await shot(page, `lang-${lang}.png`);
+        assert.deepEqual(b.errors, [], "console errors");
+      } finally {
+        await b.close();
+      }
+    });
+  }
+});
+
+test("the switcher changes the words at once and is remembered", T, async (t) => {
+  const srv = await startServer(["-tick", "100ms"]);
+  t.after(() => srv.stop());
+  await setRoom(srv, "switch", { paused: true });
+  const b = await openBrowser();
+  t.after(() => b.close());
+  const { page } = b;
+  await page.setExtraHTTPHeaders({ "Accept-Language": "en-US" });
+  await page.goto(`${srv.base}/?room=switch`);
+  await page.locator("#lang").waitFor({ state: "visible", timeout: 10000 });
+  await page.waitForFunction(() => /^Live via/.test(document.getElementById("transport").textContent), null, { timeout: 15000 });
+
+  const de = words("de");
+  await page.locator("#lang").selectOption("de");
+  await page.waitForFunction((want) => document.getElementById("leave").textContent === want, de.leave, { timeout: 10000 });
+  assert.equal(await page.evaluate(() => document.documentElement.lang), "de");
+  await waitFor("German transport words", async () => /^Live über/.test(await text(page, "transport")));
+  assert.equal(await text(page, "headline"), de.youreNext);
+  assert.equal(await text(page, "eta"), de.paused);
+
+  await page.reload();
+  await page.waitForFunction((want) => document.getElementById("leave").textContent === want, de.leave, { timeout: 10000 });
+  assert.equal(await page.locator("#lang").inputValue(), "de");
+  assert.deepEqual(b.errors, [], "console errors");
+});
