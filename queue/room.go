@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/waitroom/waitroom/branding"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -59,6 +60,15 @@ type RoomConfig struct {
 	// Method is how the room admits (method.lua): "" or fifo, passthrough,
 	// reject; Message is also what a join into a rejecting room is told.
 	Method string
+
+	// The waiting page's look (package branding checks them): a title, a
+	// logo image URL, an accent colour, a background (colour or image URL)
+	// and an HTML fragment for the footer, stored sanitized.
+	BrandTitle      string
+	BrandLogo       string
+	BrandAccent     string
+	BrandBackground string
+	BrandFooter     string
 
 	version int64 // of the stored settings this was read from
 }
@@ -113,6 +123,17 @@ func (c RoomConfig) Validate() error {
 	}
 	if err := CheckMessage(c.Message); err != nil {
 		return &FieldError{"message", err.Error()}
+	}
+	for _, b := range []struct{ field, msg string }{
+		{"brandTitle", branding.CheckTitle(c.BrandTitle)},
+		{"brandLogo", branding.CheckImageURL(c.BrandLogo)},
+		{"brandAccent", branding.CheckColor(c.BrandAccent)},
+		{"brandBackground", branding.CheckBackground(c.BrandBackground)},
+		{"brandFooter", branding.CheckFooter(c.BrandFooter)},
+	} {
+		if b.msg != "" {
+			return &FieldError{b.field, b.msg}
+		}
 	}
 	return nil
 }
@@ -174,6 +195,14 @@ func (c RoomConfig) fields() []string {
 	if c.InviteOnly {
 		add("inviteOnly", "1")
 	}
+	for _, b := range [][2]string{
+		{"brandTitle", c.BrandTitle}, {"brandLogo", c.BrandLogo}, {"brandAccent", c.BrandAccent},
+		{"brandBackground", c.BrandBackground}, {"brandFooter", c.BrandFooter},
+	} {
+		if b[1] != "" {
+			add(b[0], b[1])
+		}
+	}
 	return f
 }
 
@@ -220,6 +249,16 @@ func parseRoomConfig(flat []any) RoomConfig {
 			c.DropAfter = time.Duration(n) * time.Millisecond
 		case "inviteOnly":
 			c.InviteOnly = v == "1"
+		case "brandTitle":
+			c.BrandTitle = v
+		case "brandLogo":
+			c.BrandLogo = v
+		case "brandAccent":
+			c.BrandAccent = v
+		case "brandBackground":
+			c.BrandBackground = v
+		case "brandFooter":
+			c.BrandFooter = v
 		case "v":
 			c.version = n
 		}

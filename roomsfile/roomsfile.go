@@ -24,6 +24,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/waitroom/waitroom/branding"
 	"github.com/waitroom/waitroom/queue"
 	"gopkg.in/yaml.v3"
 )
@@ -33,6 +34,7 @@ var Fields = []string{
 	"paused", "method", "strategy", "batch", "maxActive", "seats", "opensAt",
 	"tokenTtlSeconds", "tokenMaxSeconds", "failMode", "joinRate", "joinBurst", "powBits",
 	"presence", "awayAfterSeconds", "dropAfterSeconds", "message", "inviteOnly",
+	"brandTitle", "brandLogo", "brandAccent", "brandBackground", "brandFooter",
 }
 
 // MaxBytes bounds the file.
@@ -102,6 +104,11 @@ func (r Room) Apply(c *queue.RoomConfig) []string {
 	set("presence", c.NoPresence == f.NoPresence, func() { c.NoPresence = f.NoPresence })
 	set("awayAfterSeconds", c.AwayAfter == f.AwayAfter, func() { c.AwayAfter = f.AwayAfter })
 	set("dropAfterSeconds", c.DropAfter == f.DropAfter, func() { c.DropAfter = f.DropAfter })
+	set("brandTitle", c.BrandTitle == f.BrandTitle, func() { c.BrandTitle = f.BrandTitle })
+	set("brandLogo", c.BrandLogo == f.BrandLogo, func() { c.BrandLogo = f.BrandLogo })
+	set("brandAccent", c.BrandAccent == f.BrandAccent, func() { c.BrandAccent = f.BrandAccent })
+	set("brandBackground", c.BrandBackground == f.BrandBackground, func() { c.BrandBackground = f.BrandBackground })
+	set("brandFooter", c.BrandFooter == f.BrandFooter, func() { c.BrandFooter = f.BrandFooter })
 	return changed
 }
 
@@ -233,6 +240,9 @@ func parseRoom(path, name string, line int, n *yaml.Node) (Room, error) {
 		if _, dup := r.Lines[k.Value]; dup {
 			return fail(k.Line, field, "is set twice")
 		}
+		if v.Tag == "!!null" && (k.Value == "brandAccent" || k.Value == "brandBackground") {
+			return fail(v.Line, field, `has no value: in YAML a # starts a comment, so quote the colour ("#c2185b")`)
+		}
 		if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
 			return fail(v.Line, field, "must be a single value")
 		}
@@ -261,6 +271,19 @@ func parseRoom(path, name string, line int, n *yaml.Node) (Room, error) {
 			err = decode(v, "!!str", "a string", &c.FailMode)
 		case "message":
 			err = decode(v, "!!str", "a string (quote it)", &c.Message)
+		case "brandTitle":
+			err = decode(v, "!!str", "a string (quote it)", &c.BrandTitle)
+		case "brandLogo":
+			err = decode(v, "!!str", "a string", &c.BrandLogo)
+		case "brandAccent":
+			err = decode(v, "!!str", `a string (quote it: "#c2185b")`, &c.BrandAccent)
+		case "brandBackground":
+			err = decode(v, "!!str", `a string (quote it: "#fff8e1")`, &c.BrandBackground)
+		case "brandFooter":
+			// Stored as the admin API stores it: cleaned to the allow-list.
+			if err = decode(v, "!!str", "a string (quote it)", &c.BrandFooter); err == nil && branding.CheckFooter(c.BrandFooter) == "" {
+				c.BrandFooter = branding.Footer(c.BrandFooter)
+			}
 		case "batch":
 			err = decode(v, "!!int", "a whole number", &c.Batch)
 		case "maxActive":

@@ -106,6 +106,9 @@ func TestErrorsNameFieldAndLine(t *testing.T) {
 		{"ttl", "rooms:\n  drop:\n    tokenTtlSeconds: 0.5\n", "r.yaml:3: rooms.drop.tokenTtlSeconds: must be 0 (the default) or between 1 and 86400"},
 		{"syntax", "rooms:\n  drop: [\n", "r.yaml: yaml: line 2"},
 		{"list value", "rooms:\n  drop:\n    batch: [1]\n", "r.yaml:3: rooms.drop.batch: must be a single value"},
+		{"unquoted colour", "rooms:\n  drop:\n    brandAccent: #c2185b\n", "r.yaml:3: rooms.drop.brandAccent: has no value: in YAML a # starts a comment"},
+		{"bad colour", "rooms:\n  drop:\n    brandAccent: \"pink\"\n", "r.yaml:3: rooms.drop.brandAccent: must be a colour"},
+		{"bad logo", "rooms:\n  drop:\n    brandLogo: javascript:alert(1)\n", "r.yaml:3: rooms.drop.brandLogo: must be an http or https URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("r.yaml", []byte(tc.src))
@@ -164,5 +167,28 @@ func TestStoredForm(t *testing.T) {
 	}
 	if _, err := Parse("r.yaml", []byte("rooms:\n  a:\n    method: lottery\n")); err == nil || !strings.Contains(err.Error(), "r.yaml:3: rooms.a.method") {
 		t.Fatalf("bad method: %v", err)
+	}
+}
+
+// The branding settings read as set; the footer is stored cleaned to the
+// allow-list, as the admin API stores it.
+func TestBranding(t *testing.T) {
+	src := "rooms:\n  drop:\n    brandTitle: Acme Drop\n    brandLogo: https://cdn.example/logo.svg\n    brandAccent: \"#c2185b\"\n" +
+		"    brandBackground: \"#fff8e1\"\n    brandFooter: '<p onclick=\"x()\">© Acme <script>alert(1)</script><a href=\"https://acme.example\">Shop</a></p>'\n"
+	f, err := Parse("r.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := f.Room("drop")
+	c := r.Config
+	if c.BrandTitle != "Acme Drop" || c.BrandLogo != "https://cdn.example/logo.svg" || c.BrandAccent != "#c2185b" || c.BrandBackground != "#fff8e1" {
+		t.Fatalf("read %+v", c)
+	}
+	if want := `<p>© Acme <a href="https://acme.example">Shop</a></p>`; c.BrandFooter != want {
+		t.Fatalf("footer %q, want %q", c.BrandFooter, want)
+	}
+	var live queue.RoomConfig
+	if changed := r.Apply(&live); len(changed) != 5 || live.BrandFooter != c.BrandFooter {
+		t.Fatalf("apply: %v %+v", changed, live)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/waitroom/waitroom/branding"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -67,6 +68,11 @@ type roomConfigJSON struct {
 	AwayAfterSeconds float64 `json:"awayAfterSeconds"`
 	DropAfterSeconds float64 `json:"dropAfterSeconds"`
 	Method           string  `json:"method"`
+	BrandTitle       string  `json:"brandTitle"`
+	BrandLogo        string  `json:"brandLogo"`
+	BrandAccent      string  `json:"brandAccent"`
+	BrandBackground  string  `json:"brandBackground"`
+	BrandFooter      string  `json:"brandFooter"`
 	// FromFile maps each setting the rooms file sets to why it is
 	// read-only here.
 	FromFile map[string]string `json:"fromFile,omitempty"`
@@ -81,6 +87,8 @@ func (s *server) effective(room string, c queue.RoomConfig) roomConfigJSON {
 		Presence: !c.NoPresence, AwayAfterSeconds: c.EffectiveAwayAfter().Seconds(),
 		DropAfterSeconds: c.EffectiveDropAfter().Seconds(),
 		Method:           cmp.Or(c.Method, queue.MethodFIFO),
+		BrandTitle:       c.BrandTitle, BrandLogo: c.BrandLogo, BrandAccent: c.BrandAccent,
+		BrandBackground: c.BrandBackground, BrandFooter: c.BrandFooter,
 	}
 	if out.JoinRate == 0 {
 		out.JoinRate, out.JoinBurst = s.cfg.JoinRate, s.cfg.JoinBurst
@@ -162,6 +170,13 @@ type roomPatch struct {
 	AwayAfterSeconds *float64 `json:"awayAfterSeconds"`
 	DropAfterSeconds *float64 `json:"dropAfterSeconds"`
 	Method           *string  `json:"method"`
+
+	BrandTitle      *string `json:"brandTitle"`
+	BrandLogo       *string `json:"brandLogo"`
+	BrandAccent     *string `json:"brandAccent"`
+	BrandBackground *string `json:"brandBackground"`
+	// BrandFooter is stored as branding.Footer cleans it.
+	BrandFooter *string `json:"brandFooter"`
 
 	opensAt time.Time
 }
@@ -256,6 +271,21 @@ func (p *roomPatch) apply(cfg *queue.RoomConfig) {
 	}
 	if p.InviteOnly != nil {
 		cfg.InviteOnly = *p.InviteOnly
+	}
+	str := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	str(&cfg.BrandTitle, p.BrandTitle)
+	str(&cfg.BrandLogo, p.BrandLogo)
+	str(&cfg.BrandAccent, p.BrandAccent)
+	str(&cfg.BrandBackground, p.BrandBackground)
+	if p.BrandFooter != nil {
+		cfg.BrandFooter = *p.BrandFooter
+		if branding.CheckFooter(cfg.BrandFooter) == "" { // else Validate names the field
+			cfg.BrandFooter = branding.Footer(cfg.BrandFooter)
+		}
 	}
 }
 

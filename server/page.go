@@ -129,6 +129,8 @@ type pageBoot struct {
 	Lang  string          `json:"lang"`
 	Langs []language      `json:"langs"`
 	Text  json.RawMessage `json:"text"`
+	// Branding is the ?room's look, when it has one.
+	Branding *roomLook `json:"branding,omitempty"`
 }
 
 var (
@@ -172,6 +174,7 @@ func (s *server) page(ls *languages) fiber.Handler {
 		}
 		lang := ls.pick(c.Cookies(langCookie), c.Get(fiber.HeaderAcceptLanguage))
 		boot := pageBoot{Lang: lang, Langs: ls.list, Text: ls.list[ls.byCode[lang]].text}
+		boot.Branding = s.pageBranding(c)
 		c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
 		c.Set(fiber.HeaderCacheControl, "no-cache")
 		c.Set(fiber.HeaderVary, "Accept-Language, Cookie")

@@ -75,7 +75,55 @@
     nodes = document.querySelectorAll("[data-i18n-aria-label]");
     for (i = 0; i < nodes.length; i++) nodes[i].setAttribute("aria-label", t(nodes[i].getAttribute("data-i18n-aria-label")));
     el.roomName.textContent = t("roomLabel", { room: room });
-    document.title = t("docTitle", { room: room });
+    document.title = t("docTitle", { room: look.title || room });
+    if (look.title) $("brand-text").textContent = look.title;
+  }
+
+  // ---------- the room's look ----------
+  // A room's branding (from the boot data; the server checked the URLs and
+  // colours and cleaned the footer to a few plain tags).
+  var look = boot.branding || {};
+
+  // light reports whether a #rgb or #rrggbb colour is light, so text on it
+  // is dark (relative luminance, as WCAG computes it).
+  function light(hex) {
+    var h = hex.slice(1);
+    if (h.length === 3) h = h.replace(/./g, "$&$&");
+    var c = [0, 2, 4].map(function (i) {
+      var v = parseInt(h.substr(i, 2), 16) / 255;
+      return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+    });
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2] > 0.179;
+  }
+
+  function applyBranding() {
+    var root = document.documentElement.style, body = document.body.classList;
+    if (look.accent) {
+      root.setProperty("--accent", look.accent);
+      root.setProperty("--focus", look.accent);
+      root.setProperty("--accent-text", light(look.accent) ? "#111418" : "#ffffff");
+      body.add("branded");
+    }
+    if (look.background && look.background.charAt(0) === "#") {
+      root.setProperty("--bg", look.background);
+      root.setProperty("--on-bg", light(look.background) ? "#1a1d21" : "#f1f3f5");
+      body.add("branded-bg");
+    } else if (look.background) {
+      document.body.style.backgroundImage = "url(\"" + look.background + "\")";
+      body.add("branded-image");
+    }
+    if (look.logo) {
+      var img = document.createElement("img");
+      img.src = look.logo;
+      img.alt = "";
+      img.id = "brand-logo";
+      img.className = "brand-logo";
+      $("brand-mark").replaceWith(img);
+    }
+    if (look.footer) {
+      $("brand-foot").innerHTML = look.footer;
+      $("brand-foot").hidden = false;
+    }
   }
 
   setLanguage(boot.lang || "en", boot.text);
@@ -107,6 +155,7 @@
   var tooEarlyTries = 0;
   var focusedAction = false;
 
+  applyBranding();
   applyStatic();
 
   // The switcher: the choice is remembered in a cookie the server reads,

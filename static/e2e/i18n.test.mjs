@@ -54,6 +54,12 @@ test("the page comes in the visitor's language, by Accept-Language", T, async (t
         assert.equal(await page.title(), fill(w.docTitle, { room: "lang-" + lang }));
         assert.equal(await page.locator("#lang").inputValue(), lang);
         await shot(page, `lang-${lang}.png`);
+        // Longer words still fit a phone; dark mode keeps them readable.
+        await page.setViewportSize({ width: 360, height: 740 });
+        const width = await page.evaluate(() => document.documentElement.scrollWidth);
+        assert.ok(width <= 360, `${lang}: page is ${width}px wide on a 360px screen`);
+        await page.emulateMedia({ colorScheme: "dark" });
+        await shot(page, `lang-${lang}-phone-dark.png`);
         assert.deepEqual(b.errors, [], "console errors");
       } finally {
         await b.close();
@@ -85,5 +91,68 @@ test("the switcher changes the words at once and is remembered", T, async (t) =>
   await page.reload();
   await page.waitForFunction((want) => document.getElementById("leave").textContent === want, de.leave, { timeout: 10000 });
   assert.equal(await page.locator("#lang").inputValue(), "de");
+  assert.deepEqual(b.errors, [], "console errors");
+});
+
+test("a branded room shows the shop's title, logo, colours and a cleaned footer", T, async (t) => {
+  const srv = await startServer(["-tick", "100ms"]);
+  t.after(() => srv.stop());
+  const cfg = await setRoom(srv, "brand", {
+    paused: true,
+    brandTitle: "Acme Sneaker Drop",
+    brandLogo: "/assets/favicon.svg",
+    brandAccent: "#c2185b",
+    brandBackground: "#fff3e0",
+    brandFooter: '<p>© Acme Ltd · <a href="https://acme.example/terms" onclick="window.pwned=1">Terms</a>' +
+      ' · <a href="javascript:window.pwned=1">x</a></p><script>window.pwned=1</script><img src=x onerror="window.pwned=1">',
+  });
+  // Stored cleaned: the script, the image, the handler and the javascript: link are gone.
+  assert.equal(cfg.brandFooter, '<p>© Acme Ltd · <a href="https://acme.example/terms">Terms</a> · <a>x</a></p>');
+
+  const b = await openBrowser();
+  t.after(() => b.close());
+  const { page } = b;
+  await page.setExtraHTTPHeaders({ "Accept-Language": "fr-FR" });
+  await page.goto(`${srv.base}/?room=brand`);
+  const fr = words("fr");
+  await page.waitForFunction((want) => document.getElementById("eyebrow").textContent === want, fr.queuePaused, { timeout: 15000 });
+
+  assert.equal(await text(page, "brand-text"), "Acme Sneaker Drop");
+  assert.equal(await page.title(), fill(fr.docTitle, { room: "Acme Sneaker Drop" }));
+  assert.match(await page.locator("#brand-logo").getAttribute("src"), /\/assets\/favicon\.svg$/);
+  await page.waitForFunction(() => document.getElementById("brand-logo").naturalWidth > 0, null, { timeout: 10000 });
+  const look = await page.evaluate(() => {
+    const cs = getComputedStyle(document.documentElement), body = getComputedStyle(document.body);
+    return {
+      accent: cs.getPropertyValue("--accent").trim(), bg: body.backgroundColor,
+      links: [...document.querySelectorAll("#brand-foot a")].map((a) => [a.getAttribute("href"), a.textContent, getComputedStyle(a).color]),
+      scripts: document.querySelectorAll("#brand-foot script, #brand-foot img").length,
+      pwned: window.pwned === 1,
+    };
+  });
+  assert.equal(look.accent, "#c2185b");
+  assert.equal(look.bg, "rgb(255, 243, 224)");
+  assert.deepEqual(look.links, [["https://acme.example/terms", "Terms", "rgb(194, 24, 91)"], [null, "x", "rgb(194, 24, 91)"]]);
+  assert.equal(look.scripts, 0);
+  assert.equal(look.pwned, false);
+  assert.equal(await text(page, "brand-foot"), "© Acme Ltd · Terms · x");
+  await shot(page, "branded.png", "page-branded.png");
+
+  // The public branding endpoint says the same, for pages of the shop's own.
+  const api = await (await fetch(`${srv.base}/api/v1/rooms/brand/branding`)).json();
+  assert.deepEqual(api, {
+    title: "Acme Sneaker Drop", logo: "/assets/favicon.svg", accent: "#c2185b", background: "#fff3e0",
+    footer: '<p>© Acme Ltd · <a href="https://acme.example/terms">Terms</a> · <a>x</a></p>',
+  });
+
+  // On a phone and in dark mode the brand stays and the page fits.
+  await page.setViewportSize({ width: 360, height: 740 });
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 360, `page is ${width}px wide on a 360px screen`);
+  await shot(page, "branded-phone.png");
+  await page.emulateMedia({ colorScheme: "dark" });
+  await page.setViewportSize({ width: 900, height: 760 });
+  assert.equal(await page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue("--accent").trim()), "#c2185b");
+  await shot(page, "branded-dark.png");
   assert.deepEqual(b.errors, [], "console errors");
 });
