@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -58,6 +60,7 @@ type config struct {
 	GatewayPage   string
 	RoomsFile     string // -rooms: the rooms as code
 	AdminKeysFile string // -admin-keys: labelled admin keys
+	PageDir       string // -page-dir: the operator's own waiting page
 
 	// sseBeat replaces the SSE heartbeat interval in tests. Not a flag.
 	sseBeat time.Duration
@@ -135,6 +138,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.Upstream, "upstream", "", "run the built-in gateway proxy in front of this app (http://host:port); requests outside -gateway-page go there")
 	fs.StringVar(&c.GatewayPage, "gateway-page", "/waitroom/", "path prefix where the gateway serves waitroom (the waiting page, its assets and API) on the protected host; gateways route it to waitroom")
 	fs.StringVar(&c.RoomsFile, "rooms", "", "rooms file (YAML or JSON) declaring rooms and the settings it pins; applied at start and on SIGHUP")
+	fs.StringVar(&c.PageDir, "page-dir", "", "serve the waiting page (index.html and its /assets/) from this directory instead of the built-in one; a file it lacks is the built-in one")
 	fs.StringVar(&c.AdminKeysFile, "admin-keys", "", "file of labelled admin keys (YAML: label: key), beside -admin-key; the label names who changed what in the audit trail; reread on SIGHUP")
 
 	return fs
@@ -180,6 +184,11 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 func (c config) validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return fmt.Errorf("invalid -addr %q: %v", c.Addr, err)
+	}
+	if c.PageDir != "" {
+		if _, err := os.Stat(filepath.Join(c.PageDir, "index.html")); err != nil {
+			return fmt.Errorf("-page-dir %q: needs an index.html: %v", c.PageDir, err)
+		}
 	}
 	if c.Sentinel != "" {
 		if c.Redis == "" || c.Cluster {

@@ -2,7 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -182,8 +185,23 @@ func (s *server) page(ls *languages) fiber.Handler {
 	}
 }
 
+// dashboardFiles are always the built-in ones: -page-dir is the waiting
+// page's, not the dashboard's.
+var dashboardFiles = map[string]bool{"admin.html": true, "admin.js": true, "admin.css": true}
+
 // pageFile reads one file of the waiting page: from -page-dir when set and
-// the file is there, else the embedded one.
+// the file is there, else the embedded one. name is one path element
+// (the routes refuse slashes); it is read anew each time, so an operator's
+// edit shows on the next load.
 func (s *server) pageFile(name string) ([]byte, error) {
+	if s.cfg.PageDir != "" && fs.ValidPath(name) && !dashboardFiles[name] {
+		b, err := fs.ReadFile(os.DirFS(s.cfg.PageDir), name)
+		if err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
 	return static.Files.ReadFile(name)
 }

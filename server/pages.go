@@ -25,7 +25,8 @@ func staticFile(name, ctype string) fiber.Handler {
 var assetTypes = map[string]string{
 	".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
 	".html": fiber.MIMETextHTMLCharsetUTF8, ".svg": "image/svg+xml", ".png": "image/png",
-	".json": "application/json; charset=utf-8",
+	".json": "application/json; charset=utf-8", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp",
+	".gif": "image/gif", ".ico": "image/x-icon", ".woff2": "font/woff2",
 }
 
 // asset serves any other embedded file by name.
@@ -35,7 +36,7 @@ func (s *server) asset(c *fiber.Ctx) error {
 	if !ok || strings.ContainsAny(name, "/\\") || strings.HasPrefix(name, ".") {
 		return errorf(404, "not_found", "no such asset")
 	}
-	b, err := static.Files.ReadFile(name)
+	b, err := s.pageFile(name)
 	if err != nil {
 		return errorf(404, "not_found", "no such asset")
 	}
