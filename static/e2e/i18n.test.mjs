@@ -4,6 +4,7 @@
 // on a phone and in dark mode. Run from the module root: node --test static/e2e/
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
@@ -154,5 +155,39 @@ test("a branded room shows the shop's title, logo, colours and a cleaned footer"
   await page.setViewportSize({ width: 900, height: 760 });
   assert.equal(await page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue("--accent").trim()), "#c2185b");
   await shot(page, "branded-dark.png");
+  assert.deepEqual(b.errors, [], "console errors");
+});
+
+test("-page-dir serves the operator's own page, which uses waitroom.js and the boot data", T, async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "waitroom-page-"));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.writeFileSync(path.join(dir, "index.html"), `<!doctype html>
+<html><head><meta charset="utf-8"><title>Shop</title><link rel="stylesheet" href="assets/shop.css">
+<link rel="icon" href="assets/favicon.svg" type="image/svg+xml"></head>
+<body><h1 id="h">…</h1><p id="pos"></p><p id="brand"></p>
+<script src="waitroom.js"></script>
+<script>
+  var boot = JSON.parse(document.getElementById("waitroom-boot").textContent);
+  document.getElementById("h").textContent = boot.text.youreInLine;
+  document.getElementById("brand").textContent = (boot.branding && boot.branding.title) || "";
+  Waitroom.connect({ room: new URLSearchParams(location.search).get("room"), onState: function (s) {
+    if (s && s.status === "waiting") document.getElementById("pos").textContent = "#" + s.position;
+  } });
+</script></body></html>`);
+  fs.writeFileSync(path.join(dir, "shop.css"), "h1 { color: rgb(1, 2, 3); }");
+  const srv = await startServer(["-tick", "100ms", "-page-dir", dir]);
+  t.after(() => srv.stop());
+  await setRoom(srv, "own", { paused: true, brandTitle: "Own Shop" });
+  const b = await openBrowser();
+  t.after(() => b.close());
+  const { page } = b;
+  await page.setExtraHTTPHeaders({ "Accept-Language": "pt-PT" });
+  await page.goto(`${srv.base}/?room=own`);
+  await page.waitForFunction(() => document.getElementById("pos").textContent === "#1", null, { timeout: 15000 });
+  assert.equal(await text(page, "h"), words("pt").youreInLine);
+  assert.equal(await text(page, "brand"), "Own Shop");
+  assert.equal(await page.evaluate(() => document.documentElement.lang), "pt");
+  assert.equal(await page.evaluate(() => getComputedStyle(document.getElementById("h")).color), "rgb(1, 2, 3)");
+  await shot(page, "page-dir.png");
   assert.deepEqual(b.errors, [], "console errors");
 });
