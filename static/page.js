@@ -61,11 +61,16 @@
   // unit formats n seconds, minutes or hours with Intl ("5 min", "5分").
   function unit(n, name, display, fraction) {
     var k = name + display + (fraction || 0);
-    var f = fmt.units[k] || (fmt.units[k] = new Intl.NumberFormat(lang, {
-      style: "unit", unit: name, unitDisplay: display,
-      minimumFractionDigits: fraction || 0, maximumFractionDigits: fraction || 0
-    }));
-    return f.format(n);
+    if (!fmt.units[k]) {
+      var o = { minimumFractionDigits: fraction || 0, maximumFractionDigits: fraction || 0 };
+      try {
+        fmt.units[k] = new Intl.NumberFormat(lang, Object.assign({ style: "unit", unit: name, unitDisplay: display }, o));
+      } catch (e) { // a browser without Intl units: the number and a short unit
+        var plain = new Intl.NumberFormat(lang, o), short = { second: "s", minute: "min", hour: "h" }[name];
+        fmt.units[k] = { format: function (v) { return plain.format(v) + " " + short; } };
+      }
+    }
+    return fmt.units[k].format(n);
   }
 
   // applyStatic puts the words into the page's own markup.
