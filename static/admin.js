@@ -519,7 +519,12 @@
     { name: "awayAfterSeconds", label: "Away after (s)", kind: "number", hint: "unseen this long: set aside (keeps the ticket)" },
     { name: "dropAfterSeconds", label: "Drop after (s)", kind: "number", hint: "unseen this long: the place is lost" },
     { name: "inviteOnly", label: "Invite-only", kind: "bool", options: ["false", "true"], hint: "true: a new visitor needs an invite code (POST …/invites mints them)" },
-    { name: "message", label: "Message to everyone waiting", kind: "text", hint: "plain text, at most 500 characters; shown at once on every waiting page; empty removes it" }
+    { name: "message", label: "Message to everyone waiting", kind: "text", hint: "plain text, at most 500 characters; shown at once on every waiting page; empty removes it" },
+    { name: "brandTitle", label: "Page title", kind: "text", hint: "the waiting page's title and tab title; empty = the default" },
+    { name: "brandLogo", label: "Logo URL", kind: "text", hint: "an http(s) URL or a /path of an image for the page's header; empty = the built-in mark" },
+    { name: "brandAccent", label: "Accent colour", kind: "text", hint: "#rgb or #rrggbb for buttons and links; empty = the default" },
+    { name: "brandBackground", label: "Background", kind: "text", hint: "#rgb or #rrggbb, or an http(s) URL or /path of an image; empty = the default" },
+    { name: "brandFooter", label: "Footer (HTML)", kind: "text", hint: "a, b, strong, em, i, p, br, span only (href http, https or mailto); anything else is removed when saved" }
   ];
 
   var settings = null; // the room's settings as last read (effective values)

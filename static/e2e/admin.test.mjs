@@ -113,6 +113,18 @@ test("the dashboard creates rooms, edits settings with a confirmation, shows the
     ["max-active", 25, 1000, "2030-01-01T09:00:00Z", 600, 1800, "closed", 5, 20]);
   await admin(srv.base, "PUT", "/rooms/sale", { opensAt: "" });
 
+  // The page's look too; the footer is stored cleaned.
+  await page.locator("#s-brandTitle").fill("Sale of the year");
+  await page.locator("#s-brandAccent").fill("#c0392b");
+  await page.locator("#s-brandFooter").fill('<b>Shop</b> <img src=x onerror=alert(1)>');
+  await page.locator("#review").click();
+  await confirm(page, { change: /brandTitle/ });
+  await waitFor("saved", async () => /Saved/.test(await text(page, "#settings-msg")));
+  const brand = (await admin(srv.base, "GET", "/rooms/sale")).body;
+  assert.deepEqual([brand.brandTitle, brand.brandAccent], ["Sale of the year", "#c0392b"]);
+  assert.match(brand.brandFooter, /^<b>Shop<\/b>/);
+  assert.doesNotMatch(brand.brandFooter, /img|onerror/);
+
   // A bad value is refused with the field marked.
   await page.locator("#s-message").fill("<b>Sale</b>");
   await page.locator("#review").click();
