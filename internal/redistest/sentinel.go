@@ -76,7 +76,7 @@ func StartSentinel(tb testing.TB) *Sentinel {
 	waitCond(tb, 20*time.Second, "sentinels know the master, its replica and each other", func() bool {
 		for _, a := range s.Sentinels {
 			out, err := Command(a, "SENTINEL", "MASTER", s.Name)
-			if err != nil || !strings.Contains(out, "num-slaves 1 ") || !strings.Contains(out, "num-other-sentinels 2 ") {
+			if err != nil || pairValue(out, "num-slaves") != "1" || pairValue(out, "num-other-sentinels") != "2" {
 				return false
 			}
 		}
@@ -199,6 +199,17 @@ func Command(addr string, args ...string) (string, error) {
 	return readReply(bufio.NewReader(c))
 }
 
+// pairValue is the value after key in a flattened "key value ..." reply.
+func pairValue(out, key string) string {
+	f := strings.Fields(out)
+	for i := 0; i+1 < len(f); i += 2 {
+		if f[i] == key {
+			return f[i+1]
+		}
+	}
+	return ""
+}
+
 func readReply(r *bufio.Reader) (string, error) {
 	line, err := r.ReadString('\n')
 	if err != nil {
@@ -233,7 +244,7 @@ func readReply(r *bufio.Reader) (string, error) {
 			}
 			parts = append(parts, p)
 		}
-		return strings.Join(parts, " ") + " ", nil
+		return strings.Join(parts, " "), nil
 	}
 	return "", fmt.Errorf("unexpected reply %q", line)
 }

@@ -9,23 +9,11 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import { ADMIN_KEY, build, moduleRoot, openBrowser, startServer, unexpected, waitFor } from "./harness.mjs";
+import { ADMIN_KEY, build, freePort, moduleRoot, openBrowser, startServer, unexpected, waitFor } from "./harness.mjs";
 
 const T = { timeout: 90000 };
 
 test.before(async () => { await build(); }, { timeout: 180000 });
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 // startApp is the unchanged app: it shows a page and records the headers
 // of each request.

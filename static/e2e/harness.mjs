@@ -38,7 +38,8 @@ export async function build() {
   return (binary = out);
 }
 
-function freePort() {
+// freePort finds a free TCP port on 127.0.0.1.
+export function freePort() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();
