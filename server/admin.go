@@ -206,6 +206,15 @@ func decodeStrict(raw []byte, dst any) error {
 	return nil
 }
 
+// readPatch reads a settings change from a request body.
+func readPatch(body []byte) (roomPatch, error) {
+	var p roomPatch
+	if err := decodeStrict(body, &p); err != nil {
+		return p, err
+	}
+	return p, p.check()
+}
+
 // check parses what needs parsing; the rest is RoomConfig.Validate's.
 func (p *roomPatch) check() error {
 	if p.OpensAt != nil && *p.OpensAt != "" {
@@ -339,11 +348,8 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var p roomPatch
-	if err := decodeStrict(c.Body(), &p); err != nil {
-		return err
-	}
-	if err := p.check(); err != nil {
+	p, err := readPatch(c.Body())
+	if err != nil {
 		return err
 	}
 	cfg, err := s.changeRoom(c, r, "update", &p)
@@ -394,11 +400,8 @@ func (s *server) adminPreview(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var p roomPatch
-	if err := decodeStrict(c.Body(), &p); err != nil {
-		return err
-	}
-	if err := p.check(); err != nil {
+	p, err := readPatch(c.Body())
+	if err != nil {
 		return err
 	}
 	r, before, err := s.roomConfig(c)
