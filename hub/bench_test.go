@@ -2,6 +2,7 @@ package hub
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -60,4 +61,46 @@ func BenchmarkAdmitEvent(b *testing.B) {
 	for b.Loop() {
 		h.handleMessage(wire.Channel("drop"), ev)
 	}
+}
+
+// BenchmarkConnMemory reports the live heap one waiting visitor with one
+// connection costs the hub (B/conn), over rooms of 10,000 such visitors.
+// The transport's own memory is not counted (a zero-size one).
+func BenchmarkConnMemory(b *testing.B) {
+	const n = 10000
+	var per float64
+	for b.Loop() {
+		b.StopTimer()
+		src := newSource()
+		ids := make([]string, n)
+		for i := range n {
+			ids[i] = fmt.Sprint("visitor-", i)
+			src.set("drop", ids[i], wire.State{Status: wire.StatusWaiting, Position: int64(i + 1)})
+		}
+		h := New(newBroker(), src, nil, &Options{MaxConns: n + 1})
+		before := heapAlloc()
+		b.StartTimer()
+		for _, id := range ids {
+			mustAttach(b, h, "drop", id, nopTransport{})
+		}
+		b.StopTimer()
+		h.wg.Wait()
+		after := heapAlloc()
+		per = float64(after-before) / n
+		for _, c := range h.allConns() {
+			c.Close()
+		}
+		h.wg.Wait()
+		b.StartTimer()
+	}
+	b.ReportMetric(per, "B/conn")
+}
+
+// heapAlloc returns the live heap after a collection.
+func heapAlloc() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

@@ -42,7 +42,10 @@ func (h *Hub) runBulk(f func()) bool {
 	}
 	b.running++
 	b.mu.Unlock()
-	if h.goTracked(func() { h.bulkWriter(f) }, false) {
+	// On a pooled worker, like admitted messages: a writer that starts
+	// afresh for each wave of positions or heartbeats grows a new stack for
+	// the WebSocket write every time.
+	if h.runWorker(func() { h.bulkWriter(f) }) {
 		return true
 	}
 	b.mu.Lock()
