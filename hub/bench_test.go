@@ -35,8 +35,9 @@ func benchHub(b *testing.B, n int) *Hub {
 	return h
 }
 
-// BenchmarkFlushPositions is one position flush for 10,000 waiting
-// connections after an admission event moved them all.
+// BenchmarkFlushPositions is one admission event that moves 10,000 waiting
+// connections and one run of the position flush after it: what the hub
+// does for positions each tick.
 func BenchmarkFlushPositions(b *testing.B) {
 	h := benchHub(b, 10000)
 	ev := []byte(admitJSON("drop", 1))

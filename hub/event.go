@@ -56,7 +56,7 @@ func (h *Hub) admit(name string, e *wire.Event) {
 	r.seq++
 	if count > 0 {
 		r.head += count
-		r.dirty = allSlices
+		h.moved(r)
 	}
 	for _, a := range e.Admitted {
 		v := r.visitors[a.Visitor]

@@ -32,8 +32,8 @@ type Options struct {
 	SendQueue int
 	// WriteTimeout bounds each Transport.Write. Default 5s.
 	WriteTimeout time.Duration
-	// PositionEvery is how often the position flush looks at each waiting
-	// visitor whose place moved. A visitor is sent a new position no more
+	// PositionEvery sets the resolution of the position flush, which runs
+	// every PositionEvery/5. A visitor is sent a new position no more
 	// often than the nextPoll its last update carried (what a poll there
 	// is told: 500 ms at the front, up to 5 s further back). Default 500ms.
 	PositionEvery time.Duration
@@ -292,7 +292,7 @@ func (h *Hub) add(name, visitorID string, c *Conn) (*room, uint64, error) {
 		}
 		v := r.visitors[visitorID]
 		if v == nil {
-			v = &visitor{id: visitorID, slice: sliceOf(visitorID)}
+			v = &visitor{id: visitorID}
 			r.visitors[visitorID] = v
 		}
 		v.conns = append(v.conns, c)

@@ -201,10 +201,7 @@ func TestSlowConsumerDroppedWithoutDelayingOthers(t *testing.T) {
 		slow.stall = true
 		mustAttach(t, h.Hub, "drop", "slow", slow)
 		mustAttach(t, h.Hub, "drop", "fast", fast)
-		// Tick n of the flush loop (every PositionEvery/flushSlices) serves
-		// slice n-1.
-		every := h.opts.PositionEvery
-		slice := time.Duration((sliceOf("fast")+1)%flushSlices) * every / flushSlices
+		step := h.step()
 		for i := range 4 {
 			published := time.Now()
 			b.publish(t, "drop", admitJSON("drop", 1))
@@ -214,11 +211,11 @@ func TestSlowConsumerDroppedWithoutDelayingOthers(t *testing.T) {
 			if len(recs) != i+2 {
 				t.Fatalf("after flush %d the fast visitor has %d messages, want %d", i+1, len(recs), i+2)
 			}
-			// Written at its slice's flush instant, not held up by the
+			// Written at the instant of a flush step, not held up by the
 			// stalled one (the fake clock starts on a whole second).
 			last := recs[len(recs)-1]
-			if last.at.Before(published) || last.at.Sub(last.at.Truncate(every)) != slice {
-				t.Fatalf("fast visitor's update written at %v, its slice flushes at +%v", last.at, slice)
+			if last.at.Before(published) || last.at.Truncate(step) != last.at {
+				t.Fatalf("fast visitor's update written at %v, between flush steps of %v", last.at, step)
 			}
 		}
 		if !slow.isClosed() || slow.closeReason() != "slow consumer" {

@@ -24,7 +24,7 @@ type room struct {
 	nconns   int
 	head     int64  // visitors admitted since the room was created (events)
 	seq      uint64 // admission events applied; a reconcile read older than a visitor's touch is stale
-	dirty    uint8  // flush slices holding visitors whose position moved and was not sent yet
+	wheel    wheel  // when each waiting visitor is due a position update
 	dead     bool   // removed from Hub.rooms; a new room takes its place
 
 	notice notice // the operator's message to the waiting
@@ -62,7 +62,8 @@ type visitor struct {
 	every   time.Duration // the nextPoll last sent
 	touched uint64        // room seq of the last event that changed this visitor
 	timerAt int64         // notBefore (UnixNano) a scheduler entry exists for
-	slice   uint8         // the position flush slice this visitor belongs to
+	filed   int64         // the flush step its wheel entry is under (0: none)
+	idle    bool          // in its room's idle list
 }
 
 // placed reports whether v waits with a place in the queue (not in the
@@ -203,7 +204,9 @@ func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 			v.due, v.every = now.Add(next), nextPoll
 		}
 		if pending {
-			r.dirty |= 1 << v.slice
+			h.file(r, v, v.due)
+		} else {
+			r.rest(v)
 		}
 	default:
 		var data []byte
@@ -224,30 +227,17 @@ func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 	return slow
 }
 
-// flushSlices spreads the position flush over its interval: each visitor
-// belongs to one of these slices (by its id) and a slice is looked at every
-// PositionEvery/flushSlices, so 10,000 connections do not all get a write
-// (and a flusher goroutine) in the same instant, delaying admitted
-// messages. Each visitor's own nextPoll then paces what it is sent.
-const flushSlices = 5
-
-const allSlices = 1<<flushSlices - 1
-
-func sliceOf(id string) uint8 { return uint8(fnv32(id) % flushSlices) }
-
-// flushLoop sends changed positions, one slice every
-// PositionEvery/flushSlices.
+// flushLoop sends due positions, one wheel step every
+// PositionEvery/flushSteps.
 func (h *Hub) flushLoop(ctx context.Context) {
-	t := time.NewTicker(h.opts.PositionEvery / flushSlices)
+	t := time.NewTicker(h.step())
 	defer t.Stop()
-	var slice uint8
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			h.flushSlice(slice)
-			slice = (slice + 1) % flushSlices
+			h.flushPositions()
 		}
 	}
 }
@@ -256,34 +246,16 @@ func (h *Hub) flushLoop(ctx context.Context) {
 // room's lock, so admissions and attaches of a big room are not held up.
 const flushChunk = 256
 
-// flushPositions flushes every slice at once (benchmarks).
+// flushPositions sends each connection of a waiting visitor due in the
+// steps up to now its new, lower position. Only flushLoop (and benchmarks)
+// call it: it reuses h.flushBuf.
 func (h *Hub) flushPositions() {
-	for s := range uint8(flushSlices) {
-		h.flushSlice(s)
-	}
-}
-
-// flushSlice sends each connection of a waiting visitor of the slice, in a
-// room that saw admissions, its new, lower position. Only flushLoop (and
-// benchmarks) call it: it reuses h.flushBuf.
-func (h *Hub) flushSlice(slice uint8) {
 	now := time.Now()
-	bit := uint8(1) << slice
 	for _, r := range h.snapshotRooms() {
 		r.mu.Lock()
-		if r.dirty&bit == 0 {
-			r.mu.Unlock()
-			continue
-		}
-		r.dirty &^= bit
-		waiting := h.flushBuf[:0]
-		for _, v := range r.visitors {
-			if v.slice == slice && v.placed() {
-				waiting = append(waiting, v)
-			}
-		}
+		due := h.dueVisitors(r, now, h.flushBuf[:0])
 		r.mu.Unlock()
-		for chunk := range slices.Chunk(waiting, flushChunk) {
+		for chunk := range slices.Chunk(due, flushChunk) {
 			var slow []*Conn
 			r.mu.Lock()
 			for _, v := range chunk {
@@ -294,8 +266,8 @@ func (h *Hub) flushSlice(slice uint8) {
 			r.mu.Unlock()
 			h.dropSlow(slow)
 		}
-		clear(waiting)
-		h.flushBuf = waiting[:0]
+		clear(due)
+		h.flushBuf = due[:0]
 	}
 }
 
