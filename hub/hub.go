@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/workpool"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // Errors returned by Attach.
@@ -219,6 +220,22 @@ func (h *Hub) goTracked(f func(), inline bool) bool {
 // from the Source. The returned Conn must be closed when the connection
 // ends. ctx bounds the Redis round trips only.
 func (h *Hub) Attach(ctx context.Context, room, visitor string, t Transport) (*Conn, error) {
+	return h.AttachHeld(ctx, room, visitor, t, Held{})
+}
+
+// Held is what a connection's credential says about its visitor's place
+// (the ticket's sequence and issue time, Unix ms), which the hub keeps
+// with the visitor for as long as it has a connection here, so the Source
+// can give the place back to a visitor a Redis that lost its data no
+// longer knows (see Hub.Held). The zero value holds nothing. The hub only
+// keeps it, and keeps the newest (highest Seq) of its connections'.
+type Held struct {
+	Seq      int64
+	IssuedAt int64
+}
+
+// AttachHeld is Attach for a connection whose credential carries held.
+func (h *Hub) AttachHeld(ctx context.Context, room, visitor string, t Transport, held Held) (*Conn, error) {
 	if h.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -227,7 +244,7 @@ func (h *Hub) Attach(ctx context.Context, room, visitor string, t Transport) (*C
 		return nil, ErrTooManyConns
 	}
 	c := &Conn{h: h, t: t, kind: t.Kind()}
-	r, seq, err := h.add(room, visitor, c)
+	r, seq, err := h.add(room, visitor, c, held)
 	if err != nil {
 		h.connGone()
 		return nil, err
@@ -268,7 +285,7 @@ func (h *Hub) Attach(ctx context.Context, room, visitor string, t Transport) (*C
 
 // add puts c into the room index, creating room and visitor as needed. It
 // returns the room and its event sequence at the time of adding.
-func (h *Hub) add(name, visitorID string, c *Conn) (*room, uint64, error) {
+func (h *Hub) add(name, visitorID string, c *Conn, held Held) (*room, uint64, error) {
 	for {
 		h.mu.RLock()
 		r := h.rooms[name]
@@ -295,6 +312,9 @@ func (h *Hub) add(name, visitorID string, c *Conn) (*room, uint64, error) {
 			v = &visitor{id: visitorID}
 			r.visitors[visitorID] = v
 		}
+		if held.Seq > v.held.Seq {
+			v.held = held // a rejoin after admission took a newer ticket
+		}
 		v.conns = append(v.conns, c)
 		r.nconns++
 		c.r, c.v = r, v
@@ -302,6 +322,26 @@ func (h *Hub) add(name, visitorID string, c *Conn) (*room, uint64, error) {
 		r.mu.Unlock()
 		return r, seq, nil
 	}
+}
+
+// Held returns what the connections of visitor in room hold (see Held)
+// and the last state the hub knows for it (the admitted state, token and
+// all, once admitted); ok is false when the visitor has no connection
+// here. The Source may call it from States.
+func (h *Hub) Held(room, visitor string) (held Held, last wire.State, ok bool) {
+	h.mu.RLock()
+	r := h.rooms[room]
+	h.mu.RUnlock()
+	if r == nil {
+		return Held{}, wire.State{}, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := r.visitors[visitor]
+	if v == nil {
+		return Held{}, wire.State{}, false
+	}
+	return v.held, v.st, true
 }
 
 // removeLocked takes c out of the index; it reports whether c was still in

@@ -44,8 +44,7 @@ type server struct {
 	metrics *metrics
 	rooms   *roomCache
 	gw      *gatewayMode
-	tickets *pushTickets // of the visitors connected here by WebSocket or SSE
-	id      string       // this instance, in the instances hash
+	id      string // this instance, in the instances hash
 
 	ops     atomic.Pointer[opsFiles] // the rooms file and admin keys in force
 	invites *invite.Minter
@@ -87,7 +86,6 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		id:        fmt.Sprintf("%x", idb),
 		ticketKey: ticketKey(secret),
 		invites:   invite.NewMinter(secret),
-		tickets:   newPushTickets(),
 	}
 	s.metrics = newMetrics()
 	keep := cfg.TokenKeep
@@ -330,13 +328,10 @@ func (h hubSource) states(ctx context.Context, room string, visitors []string) (
 	}
 	var tickets []queue.Ticket
 	for i, st := range states {
-		if st.Status == wire.StatusAdmitted {
-			h.s.tickets.admitted(queue.Token{Room: room, Visitor: visitors[i], NotBefore: st.NotBefore, ExpiresAt: st.ExpiresAt})
-		}
 		if st.Status != wire.StatusNotInQueue {
 			continue
 		}
-		t, adm, ok := h.s.tickets.get(room, visitors[i])
+		t, adm, ok := h.s.heldBy(room, visitors[i])
 		if !ok {
 			continue
 		}
@@ -358,7 +353,6 @@ func (h hubSource) states(ctx context.Context, room string, visitors []string) (
 }
 
 func (h hubSource) Admitted(room, visitor string, notBefore, expiresAt time.Time) wire.State {
-	h.s.tickets.admitted(queue.Token{Room: room, Visitor: visitor, NotBefore: notBefore, ExpiresAt: expiresAt})
 	return h.s.q.Admitted(room, visitor, notBefore, expiresAt)
 }
 

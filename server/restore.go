@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
+	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -39,67 +39,30 @@ func (r restoreSettings) SettingsRooms() []string {
 	return out
 }
 
-// pushTickets holds the tickets of the visitors connected here over
-// WebSocket or SSE, so that a reconcile that finds one of them missing
-// from a Redis that lost its queue can give the place back before the
-// connection hears anything else.
-type pushTickets struct {
-	mu sync.Mutex
-	m  map[string]*heldTicket // room|visitor
-}
-
-type heldTicket struct {
-	t    queue.Ticket
-	refs int
-	adm  queue.Token // the admission this instance's hub told the visitor of, if any
-}
-
-func newPushTickets() *pushTickets { return &pushTickets{m: map[string]*heldTicket{}} }
-
-// hold records t for a connection of visitor in room; the returned func
-// lets go of it when the connection ends.
-func (p *pushTickets) hold(room, visitor string, t queue.Ticket) func() {
+// heldTicket is what the hub keeps for a push connection of visitor in
+// room: the ticket its credential carries, so that a reconcile that finds
+// the visitor missing from a Redis that lost its queue can give the place
+// back before the connection hears anything else (see hubSource).
+func heldTicket(room string, t queue.Ticket) hub.Held {
 	if t.Room != room || t.IsZero() {
-		return func() {}
+		return hub.Held{}
 	}
-	key := room + "|" + visitor
-	p.mu.Lock()
-	h := p.m[key]
-	if h == nil {
-		h = &heldTicket{t: t}
-		p.m[key] = h
-	}
-	if t.Seq > h.t.Seq {
-		h.t = t // a rejoin after admission took a newer ticket
-	}
-	h.refs++
-	p.mu.Unlock()
-	return func() {
-		p.mu.Lock()
-		if h.refs--; h.refs == 0 {
-			delete(p.m, key)
-		}
-		p.mu.Unlock()
-	}
+	return hub.Held{Seq: t.Seq, IssuedAt: t.IssuedAt.UnixMilli()}
 }
 
-func (p *pushTickets) get(room, visitor string) (queue.Ticket, queue.Token, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	h := p.m[room+"|"+visitor]
-	if h == nil {
-		return queue.Ticket{}, queue.Token{}, false
+// heldBy returns the ticket a push connection of visitor in room holds
+// here, and the admission the hub told it of, if any; ok is false when the
+// visitor has no push connection here or its credential carried no ticket.
+func (s *server) heldBy(room, visitor string) (t queue.Ticket, adm queue.Token, ok bool) {
+	held, last, found := s.hub.Held(room, visitor)
+	if !found || held.Seq == 0 {
+		return t, adm, false
 	}
-	return h.t, h.adm, true
-}
-
-// admitted records the admission a connected visitor is told of.
-func (p *pushTickets) admitted(tok queue.Token) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if h := p.m[tok.Room+"|"+tok.Visitor]; h != nil {
-		h.adm = tok
+	t = queue.Ticket{Room: room, Seq: held.Seq, IssuedAt: time.UnixMilli(held.IssuedAt)}
+	if last.Status == wire.StatusAdmitted {
+		adm = queue.Token{Room: room, Visitor: visitor, NotBefore: last.NotBefore, ExpiresAt: last.ExpiresAt}
 	}
+	return t, adm, true
 }
 
 // readmit answers for a visitor Redis no longer knows who holds tok, signed

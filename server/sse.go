@@ -36,9 +36,9 @@ func (s *server) sse(c *fiber.Ctx) error {
 	cors := s.streamCORS(c.Get(fiber.HeaderOrigin))
 	s.wg.Add(1)
 	c.Context().HijackSetNoResponse(true)
-	release := s.tickets.hold(r, id, t)
+	held := heldTicket(r, t)
 	c.Context().Hijack(func(nc net.Conn) {
-		serveHijacked(nc, func(nc net.Conn) { s.serveSSE(nc, r, id, lastID, cors) }, func() { release(); s.wg.Done() })
+		serveHijacked(nc, func(nc net.Conn) { s.serveSSE(nc, r, id, held, lastID, cors) }, s.wg.Done)
 	})
 	return nil
 }
@@ -55,7 +55,7 @@ func (s *server) streamCORS(origin string) string {
 	return ""
 }
 
-func (s *server) serveSSE(nc net.Conn, room, visitor string, lastID int64, cors string) {
+func (s *server) serveSSE(nc net.Conn, room, visitor string, held hub.Held, lastID int64, cors string) {
 	defer nc.Close()
 	t := &sseTransport{conn: nc, id: lastID, every: cmp.Or(s.cfg.sseBeat, sseHeartbeat), cors: cors}
 	// fasthttp recycles the hijacked connection once this function returns:
@@ -68,7 +68,7 @@ func (s *server) serveSSE(nc net.Conn, room, visitor string, lastID int64, cors 
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), attachTimeout)
 		defer cancel()
-		return s.hub.Attach(ctx, room, visitor, t)
+		return s.hub.AttachHeld(ctx, room, visitor, t, held)
 	})
 	if err != nil {
 		t.refuse(attachError(err))

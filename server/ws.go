@@ -49,9 +49,9 @@ func (s *server) ws(c *fiber.Ctx) error {
 	// The request is only needed for the upgrade: a cell lets it go then,
 	// instead of living as long as the connection in a closure.
 	cell := &reqCell{req: req}
-	release := s.tickets.hold(r, id, t)
+	held := heldTicket(r, t)
 	c.Context().Hijack(func(nc net.Conn) {
-		serveHijacked(nc, func(nc net.Conn) { s.serveWS(nc, cell, r, id) }, func() { release(); s.wg.Done() })
+		serveHijacked(nc, func(nc net.Conn) { s.serveWS(nc, cell, r, id, held) }, s.wg.Done)
 	})
 	return nil
 }
@@ -60,11 +60,11 @@ func (s *server) ws(c *fiber.Ctx) error {
 // frames, pongs and dead peers) while the hub writes. The setup runs on a
 // short-lived goroutine and the loop in a small frame, so the long-lived
 // stack stays shallow enough for the GC to shrink it.
-func (s *server) serveWS(nc net.Conn, cell *reqCell, room, visitor string) {
+func (s *server) serveWS(nc net.Conn, cell *reqCell, room, visitor string, held hub.Held) {
 	defer nc.Close()
 	req := cell.req
 	cell.req = nil
-	sess, _ := shallow(func() (*wsSession, error) { return s.openWS(nc, req, room, visitor), nil })
+	sess, _ := shallow(func() (*wsSession, error) { return s.openWS(nc, req, room, visitor, held), nil })
 	if sess == nil {
 		return
 	}
@@ -89,7 +89,7 @@ type wsSession struct {
 }
 
 // openWS upgrades and attaches to the hub; nil when the connection is over.
-func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string) *wsSession {
+func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string, held hub.Held) *wsSession {
 	w := &hijackWriter{conn: nc, header: http.Header{}}
 	// A control frame is all a client sends here: once one is handled, the
 	// read returns at the next frame boundary instead of waiting out
@@ -111,7 +111,7 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string) *w
 	// closes, and turns later ones into no-ops.
 	t := &wsTransport{c: wc, nc: nc, silence: wsSilence(s.cfg.WSHeartbeat)}
 	actx, cancel := context.WithTimeout(context.Background(), attachTimeout)
-	conn, err := s.hub.Attach(actx, room, visitor, t)
+	conn, err := s.hub.AttachHeld(actx, room, visitor, t, held)
 	cancel()
 	if err != nil {
 		e := attachError(err)
