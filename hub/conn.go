@@ -43,6 +43,11 @@ type Conn struct {
 	sentOpens  int64  // opensAt (UnixNano) of the pre-queue state sent
 	sentNotice uint64 // notice.seq of the room message sent
 
+	// Guarded by h.beats.mu (see Beat).
+	beatAt     int64 // the wheel step its heartbeat is filed under
+	beatEvery  time.Duration
+	beatAlways bool
+
 	mu        sync.Mutex
 	q         []outMsg
 	flushing  bool      // a flusher goroutine owns the queue
@@ -113,18 +118,6 @@ func (h *Hub) finish(c *Conn, reason string, how closeHow) {
 			defer cancel()
 			_ = h.syncSub(ctx, r)
 		}, true)
-	}
-}
-
-// Heartbeat queues a heartbeat message (wire.Heartbeat) unless the
-// connection has messages on their way or had one written within quiet:
-// those serve as well, so only quiet connections get one.
-func (c *Conn) Heartbeat(quiet time.Duration) {
-	c.mu.Lock()
-	busy := c.closed || len(c.q) > 0 || time.Since(c.lastWrite) < quiet
-	c.mu.Unlock()
-	if !busy {
-		c.enqueue(outMsg{event: "heartbeat", data: wire.Heartbeat})
 	}
 }
 

@@ -112,6 +112,7 @@ type Hub struct {
 	flushers *workpool.Pool // writers of admitted messages
 	bulk     bulk           // bulk flush jobs and their writers
 
+	beats   beats
 	sched   scheduler
 	recon   reconcileQueue
 	metrics metrics

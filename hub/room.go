@@ -228,7 +228,7 @@ func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 	return slow
 }
 
-// flushLoop sends due positions, one wheel step every
+// flushLoop sends due positions and heartbeats, one wheel step every
 // PositionEvery/flushSteps.
 func (h *Hub) flushLoop(ctx context.Context) {
 	t := time.NewTicker(h.step())
@@ -239,6 +239,7 @@ func (h *Hub) flushLoop(ctx context.Context) {
 			return
 		case <-t.C:
 			h.flushPositions()
+			h.serveBeats(time.Now())
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -75,9 +76,9 @@ func (s *server) serveSSE(nc net.Conn, room, visitor string, held hub.Held, last
 		return
 	}
 	defer conn.Close()
-	t.mu.Lock()
-	t.beat = time.AfterFunc(t.every, t.heartbeat)
-	t.mu.Unlock()
+	// Busy or not: the heartbeat is also when a peer that takes nothing is
+	// found (see Write).
+	conn.Beat(t.every, true)
 
 	// Nothing is expected from the client: any read result means it is gone
 	// (or the hub closed the connection).
@@ -98,8 +99,7 @@ type sseTransport struct {
 	closed   bool // no more writes
 	released bool // the connection is no longer ours
 	id       int64
-	cors     string // CORS header lines for an embedding page's origin
-	beat     *time.Timer
+	cors     string        // CORS header lines for an embedding page's origin
 	every    time.Duration // between heartbeats
 
 	raw        syscall.RawConn // the socket, to see what the peer has not taken; nil where there is none
@@ -127,14 +127,22 @@ var sseHeader = "HTTP/1.1 200 OK\r\n" +
 	"X-Accel-Buffering: no\r\n" +
 	"Connection: close\r\n\r\n"
 
+// errStalled ends a stream whose peer took nothing for stalledBeats
+// heartbeats.
+var errStalled = errors.New("sse: the peer takes nothing")
+
 // Write sends one event; the first also sends the response headers, a
 // retry hint spread over 1–3 s so reconnects do not arrive together, and
-// the hello event.
+// the hello event. A heartbeat goes out without an id, after a look at
+// whether the peer took what was sent before.
 func (t *sseTransport) Write(deadline time.Time, event string, data []byte) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return net.ErrClosed
+	}
+	if event == "heartbeat" && t.started {
+		return t.heartbeatLocked(deadline)
 	}
 	b := make([]byte, 0, len(sseHeader)+len(t.cors)+len(data)+160)
 	if !t.started {
@@ -165,15 +173,9 @@ func (t *sseTransport) write(deadline time.Time, b []byte) error {
 	return err
 }
 
-func (t *sseTransport) heartbeat() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed || !t.started {
-		if !t.closed && t.beat != nil {
-			t.beat.Reset(t.every)
-		}
-		return
-	}
+// heartbeatLocked writes a heartbeat event, or ends a stream whose peer
+// stopped taking what is sent. Needs t.mu.
+func (t *sseTransport) heartbeatLocked(deadline time.Time) error {
 	// A peer that reads has taken what was sent long before a heartbeat;
 	// one that does not leaves it unsent, heartbeat after heartbeat.
 	if t.raw != nil {
@@ -185,14 +187,10 @@ func (t *sseTransport) heartbeat() {
 		}
 		if t.stalled >= stalledBeats {
 			t.endLocked()
-			return
+			return errStalled
 		}
 	}
-	if err := t.write(time.Now().Add(5*time.Second), sseHeartbeatEvent); err != nil {
-		t.endLocked()
-		return
-	}
-	t.beat.Reset(t.every)
+	return t.write(deadline, sseHeartbeatEvent)
 }
 
 // endLocked ends the stream; the reading goroutine then returns. Needs
@@ -217,9 +215,6 @@ func (t *sseTransport) stop() {
 	t.mu.Lock()
 	t.closed = true
 	t.released = true
-	if t.beat != nil {
-		t.beat.Stop()
-	}
 	t.mu.Unlock()
 }
 

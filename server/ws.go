@@ -85,7 +85,6 @@ type wsSession struct {
 	raw  syscall.RawConn // the socket, to wait on; nil where there is none
 	t    *wsTransport
 	conn *hub.Conn
-	beat atomic.Pointer[time.Timer] // the heartbeat timer; set right after it is made
 }
 
 // openWS upgrades and attaches to the hub; nil when the connection is over.
@@ -109,7 +108,7 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string, he
 	// fasthttp recycles the hijacked connection once serveWS returns, so
 	// nothing may touch it after: release waits for the hub's writes and
 	// closes, and turns later ones into no-ops.
-	t := &wsTransport{c: wc, nc: nc, silence: wsSilence(s.cfg.WSHeartbeat)}
+	t := &wsTransport{c: wc, nc: nc, silence: wsSilence(s.cfg.WSHeartbeat), beats: &s.metrics.wsHeartbeats}
 	actx, cancel := context.WithTimeout(context.Background(), attachTimeout)
 	conn, err := s.hub.AttachHeld(actx, room, visitor, t, held)
 	cancel()
@@ -137,21 +136,15 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string, he
 	// without a FIN leaves it unacknowledged, and the kernel ends the
 	// connection after pushUserTimeout. Unlike a ping it needs no answer
 	// to be read, so a quiet room costs one write per connection per
-	// interval, and a busy one (positions every few seconds) none. A timer,
-	// not a goroutine, waits between them.
-	every := s.cfg.WSHeartbeat
-	sess.beat.Store(time.AfterFunc(every, func() {
-		// Skipped when something went out in the last half interval, so a
-		// quiet connection never goes longer than 1.5 intervals silent.
-		conn.Heartbeat(every / 2)
-		s.metrics.wsHeartbeats.Add(1)
-		sess.beat.Load().Reset(every)
-	}))
+	// interval, and a busy one (positions every few seconds) none: it is
+	// skipped when something went out in the last half interval, so a
+	// quiet connection never goes longer than 1.5 intervals silent. The
+	// hub schedules it, with no timer of the connection's own.
+	conn.Beat(s.cfg.WSHeartbeat, false)
 	return sess
 }
 
 func (sess *wsSession) end() {
-	sess.beat.Load().Stop()
 	sess.conn.Close()
 	sess.t.release()
 }
@@ -221,6 +214,7 @@ type wsTransport struct {
 	// silence goes out in the hello before the first message; zero once
 	// sent. Only Write touches it, and the hub never calls it concurrently.
 	silence time.Duration
+	beats   *atomic.Int64 // heartbeats written, for the metric
 
 	mu       sync.RWMutex // held shared while the connection is used
 	released bool
@@ -248,7 +242,10 @@ func (t *wsTransport) release() {
 // callback per write, churn that 10,000 connections feel. The deadline is
 // cleared after the write: left in place, it would fail the next write of a
 // quiet room (a heartbeat), which goes through the same connection.
-func (t *wsTransport) Write(deadline time.Time, _ string, data []byte) error {
+func (t *wsTransport) Write(deadline time.Time, event string, data []byte) error {
+	if event == "heartbeat" {
+		t.beats.Add(1)
+	}
 	err := net.ErrClosed
 	t.use(func() {
 		err = nil
