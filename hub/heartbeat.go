@@ -98,7 +98,7 @@ func (c *Conn) beat(now time.Time) bool {
 		c.mu.Unlock()
 		return false
 	}
-	busy := !c.beatAlways && (len(c.q) > 0 || now.Sub(c.lastWrite) < c.beatEvery/2)
+	busy := !c.beatAlways && (len(c.q) > 0 || now.UnixNano()-c.lastWrite < int64(c.beatEvery/2))
 	c.mu.Unlock()
 	if !busy {
 		c.enqueue(outMsg{event: "heartbeat", data: wire.Heartbeat})

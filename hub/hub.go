@@ -244,13 +244,13 @@ func (h *Hub) AttachHeld(ctx context.Context, room, visitor string, t Transport,
 		h.connGone()
 		return nil, ErrTooManyConns
 	}
-	c := &Conn{h: h, t: t, kind: t.Kind()}
+	c := &Conn{h: h, t: t}
 	r, seq, err := h.add(room, visitor, c, held)
 	if err != nil {
 		h.connGone()
 		return nil, err
 	}
-	h.metrics.conn(c.kind, 1)
+	h.metrics.conn(t.Kind(), 1)
 	// Drain or shutdown may have started after the first check and missed
 	// this connection in its snapshot.
 	if h.closed.Load() {
