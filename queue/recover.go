@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/waitroom/waitroom/wire"
 )
 
 // SettingsSource says what a room's settings should be when Redis has lost
@@ -112,7 +110,7 @@ func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tick
 		}
 	}
 	head, born, seq := m.snapshot()
-	args := []string{prefix(room), room, wire.Channel(room),
+	args := []string{prefix(room), room, q.channel(room),
 		strconv.FormatInt(head, 10), strconv.FormatInt(born, 10), strconv.FormatInt(seq, 10)}
 	args = append(args, q.settingsArgs(room)...)
 	for i, t := range tickets {
