@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,7 +72,8 @@ func (q *Queue) remember(room string) *memo {
 	if m, ok := q.memos.Load(room); ok {
 		return m.(*memo)
 	}
-	m, _ := q.memos.LoadOrStore(room, &memo{})
+	// room may alias a request buffer that is reused: the map keeps a copy.
+	m, _ := q.memos.LoadOrStore(strings.Clone(room), &memo{})
 	return m.(*memo)
 }
 
@@ -177,7 +179,7 @@ func (q *Queue) restored(r Restored) {
 	if q.opts.OnRestored != nil {
 		q.opts.OnRestored(r)
 	}
-	v, _ := q.restoreLogs.LoadOrStore(r.Room, &restoreLog{})
+	v, _ := q.restoreLogs.LoadOrStore(strings.Clone(r.Room), &restoreLog{})
 	l := v.(*restoreLog)
 	l.mu.Lock()
 	defer l.mu.Unlock()
