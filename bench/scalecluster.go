@@ -289,7 +289,7 @@ func runScaleCluster(ctx context.Context, o scaleOptions, rooms int, command str
 		}
 	}()
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+		return nil, fmt.Errorf("connect: %w; the first instance's log: %s", err, env.insts[0].logTail())
 	}
 	if err := waitFor(ctx, 30*time.Second, func() bool { return env.conns(ctx) == float64(o.N) }); err != nil {
 		return nil, fmt.Errorf("the instances count %.0f connections of %d: %w", env.conns(ctx), o.N, err)
