@@ -224,3 +224,39 @@ func shardedFaults(t *testing.T, cl *redistest.HACluster, name string, broker Br
 		}
 	}
 }
+
+// TestClusterShardedBrokerPlainReceiver: a Receiver that is not a
+// ChannelReceiver hears Down when a channel's subscription is lost (with
+// Ready already false) and Up when every channel is back.
+func TestClusterShardedBrokerPlainReceiver(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: cl.Addrs, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	src := newSource()
+	rec := &recorder{Broker: NewRueidisShardedBroker(c, testLog(t))}
+	h := start(t, New(rec, src, testLog(t), &Options{ReconcileEvery: time.Hour}))
+	waitFor(t, 5*time.Second, h.Ready, "ready")
+	src.set("p1", "a", wire.State{Status: wire.StatusWaiting, Position: 1})
+	a := newTransport("ws")
+	mustAttach(t, h.Hub, "p1", "a", a)
+	ups, _ := rec.counts()
+	reads := src.reads("p1", "a")
+	nb := time.Now()
+	src.set("p1", "a", src.Admitted("p1", "a", nb, nb.Add(time.Minute)))
+	for _, addr := range cl.Addrs {
+		if _, err := redistest.Command(addr, "CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, func() bool { u, d := rec.counts(); return d >= 1 && u > ups }, "down then up")
+	rec.mu.Lock()
+	if rec.readyAtDown[0] {
+		t.Error("Ready was true when the broker reported the channel down")
+	}
+	rec.mu.Unlock()
+	waitFor(t, 5*time.Second, func() bool { return src.reads("p1", "a") > reads }, "reconciled after Up")
+	waitFor(t, 5*time.Second, func() bool { return hasStatus(t, a, wire.StatusAdmitted) }, "admission made while down delivered")
+}
