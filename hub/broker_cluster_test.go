@@ -79,12 +79,13 @@ func shardedFaults(t *testing.T, cl *redistest.HACluster, name string, broker Br
 	}
 	vis := func(room string, k int) string { return fmt.Sprintf("%s.v%d", room, k) }
 	tr := make(map[string]*fakeTransport)
+	conns := make(map[string][]*Conn)
 	for _, r := range rooms {
 		for k := range rounds {
 			v := vis(r, k)
 			src.set(r, v, wire.State{Status: wire.StatusWaiting, Position: int64(k + 1)})
 			tr[r+"/"+v] = newTransport("ws")
-			mustAttach(t, h.Hub, r, v, tr[r+"/"+v])
+			conns[r] = append(conns[r], mustAttach(t, h.Hub, r, v, tr[r+"/"+v]))
 		}
 	}
 
@@ -231,6 +232,21 @@ func shardedFaults(t *testing.T, cl *redistest.HACluster, name string, broker Br
 			t.Errorf("%s told admitted %d times", key, n)
 		}
 	}
+
+	// A room whose last connection closed is unsubscribed on every node.
+	for _, r := range rooms {
+		for _, c := range conns[r] {
+			c.Close()
+		}
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		for _, a := range cl.Live() {
+			if out, err := redistest.Command(a, "PUBSUB", "SHARDCHANNELS"); err != nil || out != "" {
+				return false
+			}
+		}
+		return true
+	}, "no shard channel subscribed once every room is empty")
 }
 
 // TestClusterShardedBrokerPlainReceiver: a Receiver that is not a

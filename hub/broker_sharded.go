@@ -37,10 +37,9 @@ type shardSubscribe func(ctx context.Context, channel string, confirmed func(), 
 // client library routes it, and is subscribed again on its own when it is
 // lost. It is ready while no channel of the set is down.
 type shardedBroker struct {
-	sub         shardSubscribe
-	unsubscribe func(ctx context.Context, channel string) // tells Redis, best effort; may be nil
-	log         *slog.Logger
-	client      string
+	sub    shardSubscribe
+	log    *slog.Logger
+	client string
 
 	msgMu sync.Mutex // keeps Receiver.Message calls sequential across channels
 
@@ -62,11 +61,11 @@ type shard struct {
 	waiters []chan error       // Subscribe calls waiting for the confirmation
 }
 
-func newShardedBroker(client string, sub shardSubscribe, unsub func(context.Context, string), log *slog.Logger) *shardedBroker {
+func newShardedBroker(client string, sub shardSubscribe, log *slog.Logger) *shardedBroker {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &shardedBroker{sub: sub, unsubscribe: unsub, log: log, client: client, chans: make(map[string]*shard)}
+	return &shardedBroker{sub: sub, log: log, client: client, chans: make(map[string]*shard)}
 }
 
 func (b *shardedBroker) Ready() bool { return b.ready.Load() }
@@ -228,7 +227,8 @@ func (b *shardedBroker) Subscribe(ctx context.Context, channel string) error {
 	}
 }
 
-// Unsubscribe removes channel from the set, ends its loop and tells Redis.
+// Unsubscribe removes channel from the set and ends its loop, which tells
+// Redis (SUNSUBSCRIBE, or closing the channel's connection).
 func (b *shardedBroker) Unsubscribe(ctx context.Context, channel string) error {
 	b.mu.Lock()
 	s, ok := b.chans[channel]
@@ -245,15 +245,11 @@ func (b *shardedBroker) Unsubscribe(ctx context.Context, channel string) error {
 		w <- errors.New("unsubscribed")
 	}
 	s.waiters = nil
-	up := s.up
 	b.mu.Unlock()
 	if s.cancel == nil {
 		return nil
 	}
-	if up && b.unsubscribe != nil {
-		b.unsubscribe(ctx, channel)
-	}
-	s.cancel()
+	s.cancel() // the subscription's loop tells Redis as it ends
 	select {
 	case <-s.done:
 		return nil

@@ -70,5 +70,5 @@ func NewGoRedisShardedBroker(client *redis.ClusterClient, log *slog.Logger) Brok
 			}
 		}
 	}
-	return newShardedBroker("go-redis", sub, nil, log)
+	return newShardedBroker("go-redis", sub, log)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -21,7 +22,15 @@ import (
 // The caller keeps ownership of client and closes it after Run returned.
 func NewRueidisShardedBroker(client rueidis.Client, log *slog.Logger) Broker {
 	sub := func(ctx context.Context, channel string, confirmed func(), lost func(error), msg func([]byte)) error {
-		ctx = rueidis.WithOnReceiveReturnHook(ctx, func(err error, _ rueidis.CommandClient) error {
+		ctx = rueidis.WithOnReceiveReturnHook(ctx, func(err error, cc rueidis.CommandClient) error {
+			if ctx.Err() != nil {
+				// Ended here (Unsubscribe or shutdown): Receive only stops
+				// listening, so tell Redis on the same connection.
+				uctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				_ = cc.Do(uctx, cc.B().Sunsubscribe().Channel(channel).Build()).Error()
+				cancel()
+				return err
+			}
 			if err == nil {
 				lost(errors.New("unsubscribed by redis (slot moved)"))
 			} else {
@@ -38,8 +47,5 @@ func NewRueidisShardedBroker(client rueidis.Client, log *slog.Logger) Broker {
 			msg([]byte(m.Message))
 		})
 	}
-	unsub := func(ctx context.Context, channel string) {
-		_ = client.Do(ctx, client.B().Sunsubscribe().Channel(channel).Build()).Error()
-	}
-	return newShardedBroker("rueidis", sub, unsub, log)
+	return newShardedBroker("rueidis", sub, log)
 }
