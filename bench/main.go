@@ -14,6 +14,7 @@
 //	go run ./bench clients [-quick] [-ops 50000] [-out results/]
 //	go run ./bench gateway [-quick] [-conns 64] [-duration 10s] [-out results/]
 //	go run ./bench scale   [-quick] [-n 45000] [-transport ws|sse] [-instances 3] [-admit 30s] [-idle 60s] [-out results/]
+//	go run ./bench scale -cluster [-quick] [-n 9000] [-rooms 6] [-admit 20s] [-out results/]
 //	go run ./bench abandon [-quick] [-n 5000] [-leave 0.3] [-db-pool 10] [-strategies fixed,max-active] [-out results/]
 package main
 
@@ -45,7 +46,9 @@ scenarios:
            built-in proxy's p50 against the app called directly
   scale    45,000 push visitors over 3 instances on one Redis, paused while
            they connect, then admitting 14 per 100 ms, then paused: CPU,
-           RSS and goroutines per connection, Redis, lag, drops
+           RSS and goroutines per connection, Redis, lag, drops; with
+           -cluster on a 3-master/3-replica Redis Cluster, rooms on every
+           master: CPU and PUBLISH/SPUBLISH per node
   abandon  5,000 visitors of whom 30% leave while waiting, both strategies,
            presence on and off: orders/s against capacity, the wait of
            those who stayed, slots held by those who left over time
@@ -156,10 +159,19 @@ func run(ctx context.Context, scenario string, args []string, progress io.Writer
 		fs.DurationVar(&o.Tick, "tick", 0, "server -tick (default 100ms)")
 		fs.IntVar(&o.PerProc, "per-proc", 0, "visitors per client process; more are spread over child processes (default 15000)")
 		fs.DurationVar(&o.WSPing, "ws-heartbeat", 0, "the servers' WebSocket heartbeat interval (default 25s; 3s with -quick)")
+		cluster := fs.Bool("cluster", false, "on a Redis Cluster of 3 masters and 3 replicas started here, visitors spread over rooms on every master (default -n 9000, -admit 20s)")
+		rooms := fs.Int("rooms", 6, "with -cluster: rooms, spread evenly over the masters")
 		if err := fs.Parse(args); err != nil {
 			return err
 		}
 		o.Out, o.Quick, o.Progress = c.out, c.quick, progress
+		if *cluster {
+			_, err := runScaleCluster(ctx, o, *rooms, command)
+			if err == nil {
+				fmt.Fprintf(progress, "wrote %s/scale-cluster.{md,json}\n", strings.TrimRight(c.out, "/"))
+			}
+			return err
+		}
 		_, err := runScale(ctx, o, command)
 		if err == nil {
 			fmt.Fprintf(progress, "wrote %s/scale.{md,json,svg}\n", strings.TrimRight(c.out, "/"))

@@ -16,7 +16,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m,
+		// rueidis's cluster client closes connections a topology refresh
+		// replaced 5 s later, and delays a refresh after a failure, from
+		// goroutines its Close does not wait for.
+		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
+		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"),
+	)
 }
 
 // waitFor polls cond until it holds or within has passed.

@@ -450,3 +450,16 @@ func (r receiver) Up() {
 func (r receiver) Down(err error) {
 	r.h.log.Warn("hub: pubsub down", "err", err)
 }
+
+// ChannelDown and ChannelUp make the hub a ChannelReceiver: with a sharded
+// broker, a room whose channel was lost and is back is reconciled alone.
+func (r receiver) ChannelDown(channel string, err error) {
+	r.h.log.Warn("hub: room channel down", "channel", channel, "err", err)
+}
+
+func (r receiver) ChannelUp(channel string) {
+	r.h.log.Info("hub: room channel up", "channel", channel)
+	if room := wire.RoomOf(channel); room != "" {
+		r.h.recon.room(room)
+	}
+}

@@ -37,7 +37,7 @@ func (q *Queue) Admit(ctx context.Context, room string) (Result, error) {
 	}
 	c := q.opts.Capacity
 	v, err := q.r.Eval(ctx, admitScript, []string{queueKey(room)},
-		prefix(room), room, wire.Channel(room),
+		prefix(room), room, q.channel(room),
 		strconv.FormatInt(c.Tick.Milliseconds(), 10),
 		strconv.Itoa(c.BatchSize()),
 		strconv.FormatInt(q.opts.TokenTTL.Milliseconds(), 10),

@@ -29,6 +29,10 @@ type Options struct {
 	Settings SettingsSource
 	// OnRestored is called after state Redis had lost was put back.
 	OnRestored func(Restored)
+	// Sharded publishes room events with SPUBLISH (Redis Cluster's sharded
+	// pub/sub: the event stays on the node of the room's slot) instead of
+	// PUBLISH. Subscribers must use SSUBSCRIBE then.
+	Sharded bool
 }
 
 // Queue runs the queue operations of every room against one Redis.

@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/waitroom/waitroom/wire"
 )
 
 // SettingsSource says what a room's settings should be when Redis has lost
@@ -73,7 +72,8 @@ func (q *Queue) remember(room string) *memo {
 	if m, ok := q.memos.Load(room); ok {
 		return m.(*memo)
 	}
-	m, _ := q.memos.LoadOrStore(room, &memo{})
+	// room may alias a request buffer that is reused: the map keeps a copy.
+	m, _ := q.memos.LoadOrStore(strings.Clone(room), &memo{})
 	return m.(*memo)
 }
 
@@ -112,7 +112,7 @@ func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tick
 		}
 	}
 	head, born, seq := m.snapshot()
-	args := []string{prefix(room), room, wire.Channel(room),
+	args := []string{prefix(room), room, q.channel(room),
 		strconv.FormatInt(head, 10), strconv.FormatInt(born, 10), strconv.FormatInt(seq, 10)}
 	args = append(args, q.settingsArgs(room)...)
 	for i, t := range tickets {
@@ -179,7 +179,7 @@ func (q *Queue) restored(r Restored) {
 	if q.opts.OnRestored != nil {
 		q.opts.OnRestored(r)
 	}
-	v, _ := q.restoreLogs.LoadOrStore(r.Room, &restoreLog{})
+	v, _ := q.restoreLogs.LoadOrStore(strings.Clone(r.Room), &restoreLog{})
 	l := v.(*restoreLog)
 	l.mu.Lock()
 	defer l.mu.Unlock()

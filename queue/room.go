@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/branding"
-	"github.com/waitroom/waitroom/wire"
 )
 
 // Admission strategies.
@@ -326,7 +325,7 @@ func (q *Queue) writeRoomConfig(ctx context.Context, room string, c RoomConfig, 
 			return false, err
 		}
 	}
-	args := append([]string{prefix(room), room, wire.Channel(room), version}, c.fields()...)
+	args := append([]string{prefix(room), room, q.channel(room), version}, c.fields()...)
 	v, err := q.r.Eval(ctx, setcfgScript, []string{queueKey(room)}, args...)
 	if err != nil {
 		return false, fmt.Errorf("queue: set room config: %w", err)

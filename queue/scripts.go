@@ -3,6 +3,8 @@ package queue
 import (
 	"embed"
 	"strings"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 //go:embed scripts/*.lua
@@ -10,7 +12,7 @@ var scriptFS embed.FS
 
 // prelude is the shared start of every script, in order: the functions
 // the scripts have in common.
-var prelude = []string{"draw", "now", "presence", "method"}
+var prelude = []string{"publish", "draw", "now", "presence", "method"}
 
 // loadScript joins the shared prelude and the named scripts, in order, into
 // one script.
@@ -79,3 +81,12 @@ const (
 	consumeTooEarly int64 = -2 // then the wait in ms
 	consumeExpired  int64 = -3
 )
+
+// channel is the channel argument of room's scripts: the room's channel,
+// marked for SPUBLISH when the queue publishes sharded (see publish.lua).
+func (q *Queue) channel(room string) string {
+	if q.opts.Sharded {
+		return "!" + wire.Channel(room)
+	}
+	return wire.Channel(room)
+}

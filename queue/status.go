@@ -29,7 +29,7 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 	if err := check(room, visitor); err != nil {
 		return wire.State{}, Ticket{}, err
 	}
-	args := append([]string{prefix(room), visitor, seed(), wire.Channel(room),
+	args := append([]string{prefix(room), visitor, seed(), q.channel(room),
 		strconv.FormatInt(q.opts.TokenTTL.Milliseconds(), 10),
 		strconv.FormatInt(q.opts.TokenMax.Milliseconds(), 10),
 		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10)}, extra...)
@@ -102,7 +102,7 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 		return nil, ErrInvalidRoom
 	}
 	args := make([]string, 0, len(visitors)+3)
-	args = append(args, prefix(room), seed(), wire.Channel(room))
+	args = append(args, prefix(room), seed(), q.channel(room))
 	for _, v := range visitors {
 		if !ValidVisitor(v) {
 			return nil, ErrInvalidToken

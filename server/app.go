@@ -99,6 +99,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		// and the rooms file (s.rooms is set below, before anything runs).
 		Settings:   restoreSettings{s},
 		OnRestored: s.onRestored,
+		Sharded:    cfg.Cluster,
 	})
 	if err != nil {
 		rc.Close()
@@ -110,13 +111,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		rc.Close()
 		return nil, err
 	}
-	var broker hub.Broker
-	if rc.rue != nil {
-		broker = hub.NewRueidisBroker(rc.rue, log)
-	} else {
-		broker = hub.NewGoRedisBroker(rc.gor, log)
-	}
-	s.hub = hub.New(broker, hubSource{s}, log, &hub.Options{
+	s.hub = hub.New(rc.roomBroker(log), hubSource{s}, log, &hub.Options{
 		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.observeDelivery,
 		Presence: q,
 	})

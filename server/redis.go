@@ -14,6 +14,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -27,12 +28,14 @@ type redisConn struct {
 	mini   *miniredis.Miniredis
 	addr   string
 	closed bool
+	// cluster: room events use sharded pub/sub (SPUBLISH and SSUBSCRIBE).
+	cluster bool
 }
 
 // openRedis connects to cfg.Redis, or starts an embedded miniredis on
 // loopback when it is empty.
 func openRedis(ctx context.Context, cfg config, log *slog.Logger) (*redisConn, error) {
-	rc := &redisConn{}
+	rc := &redisConn{cluster: cfg.Cluster}
 	rawURL := cfg.Redis
 	if rawURL == "" {
 		m := miniredis.NewMiniRedis()
@@ -165,6 +168,21 @@ func sentinelAddrs(raw string) ([]string, int, error) {
 		addrs = append(addrs, h)
 	}
 	return addrs, db, nil
+}
+
+// roomBroker is the hub's subscription to the rooms' channels: classic
+// pub/sub on a single Redis or behind Sentinel, sharded pub/sub on a
+// cluster, where each room's channel lives on the node of its slot.
+func (rc *redisConn) roomBroker(log *slog.Logger) hub.Broker {
+	switch {
+	case rc.cluster && rc.rue != nil:
+		return hub.NewRueidisShardedBroker(rc.rue, log)
+	case rc.cluster:
+		return hub.NewGoRedisShardedBroker(rc.gor.(*redis.ClusterClient), log)
+	case rc.rue != nil:
+		return hub.NewRueidisBroker(rc.rue, log)
+	}
+	return hub.NewGoRedisBroker(rc.gor, log)
 }
 
 func (rc *redisConn) ping(ctx context.Context) error {

@@ -38,7 +38,7 @@ local slots = seats > 0 or cfg.strategy == 'max-active' or
 presence_sweep(p, cfg, KEYS[1], now, tonumber(ARGV[8]), slots)
 if redis.call('HGET', stats, 'full') and not sold_out(p, cfg, now) then
   redis.call('HDEL', stats, 'full')
-  redis.call('PUBLISH', channel, '{"type":"config","room":"' .. room .. '","reason":"seats_released"}')
+  publish(channel, '{"type":"config","room":"' .. room .. '","reason":"seats_released"}')
 end
 
 -- Visitors still in a draw's pool count as waiting: they will have places.
@@ -107,11 +107,11 @@ if batch > 0 then
     keep_while_used(p, cfg, max_ttl + keep)
     event = '{"type":"admit","room":"' .. room .. '","tick":' .. tick ..
       ',"count":' .. k .. ',"admitted":[' .. table.concat(parts, ',') .. ']}'
-    redis.call('PUBLISH', channel, event)
+    publish(channel, event)
     if seats > 0 and sold_out(p, cfg, now) then
       redis.call('HSET', stats, 'full', 1)
       if waiting > k then
-        redis.call('PUBLISH', channel, '{"type":"sold_out","room":"' .. room .. '"}')
+        publish(channel, '{"type":"sold_out","room":"' .. room .. '"}')
       end
     end
   end

@@ -118,7 +118,7 @@ local function maybe_open(p, cfg, now, seed, channel)
   draw_done(p)
   local n = redis.call('HGET', draw, 'n')
   redis.call('DEL', draw)
-  redis.call('PUBLISH', channel, '{"type":"open","count":' .. n .. '}')
+  publish(channel, '{"type":"open","count":' .. n .. '}')
   return nil
 end
 

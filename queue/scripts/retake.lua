@@ -23,7 +23,7 @@ if ncfg >= 0 and redis.call('EXISTS', p .. 'cfg') == 0 then
   redis.call('HSET', p .. 'cfg', 'v', 1)
   if ncfg > 0 then redis.call('HSET', p .. 'cfg', unpack(ARGV, 8, first - 1)) end
   restored = 1
-  redis.call('PUBLISH', channel, '{"type":"config","room":"' .. room .. '"}')
+  publish(channel, '{"type":"config","room":"' .. room .. '"}')
 end
 
 -- born is when this room's state began (join sets it): a ticket taken

@@ -13,9 +13,9 @@ local old_msg = redis.call('HGET', key, 'message') or ''
 redis.call('DEL', key)
 redis.call('HSET', key, 'v', v + 1)
 if #ARGV > 4 then redis.call('HSET', key, unpack(ARGV, 5)) end
-redis.call('PUBLISH', ARGV[3], '{"type":"config","room":"' .. ARGV[2] .. '"}')
+publish(ARGV[3], '{"type":"config","room":"' .. ARGV[2] .. '"}')
 local new_msg = redis.call('HGET', key, 'message') or ''
 if new_msg ~= old_msg then
-  redis.call('PUBLISH', ARGV[3], cjson.encode({type = 'message', room = ARGV[2], text = new_msg, v = v + 1}))
+  publish(ARGV[3], cjson.encode({type = 'message', room = ARGV[2], text = new_msg, v = v + 1}))
 end
 return 1
