@@ -339,3 +339,60 @@ func TestAbandonQuick(t *testing.T) {
 		}
 	}
 }
+
+// TestSoakQuick runs the soak small: every fault once or more, and through
+// them nobody admitted is missed or told twice, nobody hears that their
+// place is gone, and Redis comes back from its AOF with the data.
+func TestSoakQuick(t *testing.T) {
+	needTools(t, "go", "redis-server")
+	dir := t.TempDir()
+	// One client process: the test binary cannot run soak-worker children.
+	rep, err := runSoak(testContext(t, 4*time.Minute), soakOptions{Out: dir, Quick: true, PerProc: 600, Progress: testWriter{t}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromFile soakReport
+	md := checkOutputs(t, dir, "soak", &fromFile)
+	if fromFile.Visits != rep.Visits || fromFile.Missed != rep.Missed || len(fromFile.Faults) != len(rep.Faults) || len(fromFile.Samples) == 0 {
+		t.Errorf("soak.json holds %d visits, %d missed, %d faults, %d samples; the run had %d, %d, %d",
+			fromFile.Visits, fromFile.Missed, len(fromFile.Faults), len(fromFile.Samples), rep.Visits, rep.Missed, len(rep.Faults))
+	}
+	for _, want := range []string{"| admitted but never told |", "| told admitted twice |", "| pubsub |", "| instance |", "| redis |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("soak.md has no row %q", want)
+		}
+	}
+	if rep.Told == 0 || rep.Visits <= rep.Visitors {
+		t.Fatalf("%d visits, %d told: the visitors did not cycle", rep.Visits, rep.Told)
+	}
+	if rep.Missed != 0 || rep.Duplicates != 0 || rep.TwoTokens != 0 {
+		t.Errorf("missed %d, told twice %d, two tokens %d; missed: %v", rep.Missed, rep.Duplicates, rep.TwoTokens, rep.MissedExamples)
+	}
+	if rep.LostPlace != 0 {
+		t.Errorf("%d visits heard not_in_queue or expired", rep.LostPlace)
+	}
+	if rep.TicksOverBatch != 0 {
+		t.Errorf("%d ticks admitted more than one batch", rep.TicksOverBatch)
+	}
+	kinds := map[string]int{}
+	for _, f := range rep.Faults {
+		kinds[f.Kind]++
+		switch f.Kind {
+		case faultInstance:
+			if f.Drops == 0 {
+				t.Errorf("the instance restart dropped no connection: %+v", f)
+			}
+		case faultRedis:
+			if f.KeysBefore == 0 || f.KeysAfter < f.KeysBefore/2 {
+				t.Errorf("Redis had %d keys before its restart and %d after: the AOF did not keep them", f.KeysBefore, f.KeysAfter)
+			}
+		}
+	}
+	if kinds[faultPubSub] < 2 || kinds[faultInstance] != 1 || kinds[faultRedis] != 1 {
+		t.Errorf("faults %v, want pub/sub kills, one instance and one Redis restart", kinds)
+	}
+	for _, in := range rep.PerInstance {
+		positive(t, fmt.Sprintf("instance %d RSS", in.Instance), in.RSSEndMiB)
+		positive(t, fmt.Sprintf("instance %d goroutines", in.Instance), in.GoroutinesEnd)
+	}
+}

@@ -161,24 +161,33 @@ func startTarget(ctx context.Context, ext externalOpts, serverArgs []string) (*t
 }
 
 // startRedis starts a fresh redis-server on a free loopback port as part of
-// t, and waits until it answers PING.
+// t, without persistence, and waits until it answers PING.
 func (t *target) startRedis(ctx context.Context) error {
-	redisBin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return errors.New("redis-server is not on PATH: install it (apt-get install redis-server)")
-	}
 	rport, err := freePort()
 	if err != nil {
 		return err
 	}
-	t.RedisAddr = "127.0.0.1:" + strconv.Itoa(rport)
-	rcmd := exec.Command(redisBin, "--port", strconv.Itoa(rport), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning")
-	if err := t.spawn(rcmd, "redis"); err != nil {
+	return t.startRedisOn(ctx, rport, "--save", "", "--appendonly", "no")
+}
+
+// startRedisOn starts redis-server on 127.0.0.1:port as part of t with the
+// extra configuration args, and waits until it answers PING (an AOF being
+// loaded is waited for too: PING fails while Redis loads).
+func (t *target) startRedisOn(ctx context.Context, port int, args ...string) error {
+	redisBin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return errors.New("redis-server is not on PATH: install it (apt-get install redis-server)")
+	}
+	t.RedisAddr = "127.0.0.1:" + strconv.Itoa(port)
+	args = append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--daemonize", "no", "--loglevel", "warning"}, args...)
+	if err := t.spawn(exec.Command(redisBin, args...), "redis"); err != nil {
 		return err
 	}
+	if t.rdb != nil {
+		_ = t.rdb.Close()
+	}
 	t.rdb = redis.NewClient(&redis.Options{Addr: t.RedisAddr, PoolSize: 2})
-	if err := waitFor(ctx, 10*time.Second, func() bool {
+	if err := waitFor(ctx, 30*time.Second, func() bool {
 		return t.rdb.Ping(ctx).Err() == nil
 	}); err != nil {
 		return fmt.Errorf("redis-server on %s did not answer PING: %w", t.RedisAddr, err)
@@ -191,11 +200,17 @@ func (t *target) startRedis(ctx context.Context) error {
 // (instances that share a Redis must share it), and waits until GET
 // /readyz answers 200.
 func (t *target) startServer(ctx context.Context, redisAddr, secret string, serverArgs []string) error {
-	bin, err := serverBinary(ctx)
+	sport, err := freePort()
 	if err != nil {
 		return err
 	}
-	sport, err := freePort()
+	return t.startServerOn(ctx, sport, redisAddr, secret, serverArgs)
+}
+
+// startServerOn is startServer on a given port (an instance started again
+// where its visitors knew it).
+func (t *target) startServerOn(ctx context.Context, sport int, redisAddr, secret string, serverArgs []string) error {
+	bin, err := serverBinary(ctx)
 	if err != nil {
 		return err
 	}
@@ -272,8 +287,19 @@ func (t *target) Close() {
 	if t.rdb != nil {
 		_ = t.rdb.Close()
 	}
+	t.stopProcs(false)
+}
+
+// stopProcs stops t's processes by PID, newest first, and forgets them, so
+// t can be started again on the same port. kill sends SIGKILL first (a
+// crash); otherwise SIGTERM with a grace period, then SIGKILL.
+func (t *target) stopProcs(kill bool) {
 	for i := len(t.procs) - 1; i >= 0; i-- {
-		stopProcess(t.procs[i].Process.Pid, 8*time.Second)
+		pid := t.procs[i].Process.Pid
+		if kill {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		stopProcess(pid, 8*time.Second)
 	}
 	t.procs = nil
 	if t.logPath != "" {

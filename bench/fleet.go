@@ -454,6 +454,103 @@ func (w *workerFleet) abort() {
 	stopProcess(w.cmd.Process.Pid, 5*time.Second)
 }
 
+// startFleets starts len(handles) fleets at once, fleet p with cfg(p): in
+// this process when there is one (local), else each in a child process
+// `bench sub` (worker wraps it). Each one started is put in handles, where
+// the caller ends or aborts it, also when another failed.
+func startFleets[C any, H any](ctx context.Context, handles []H, sub string, cfg func(p int) C,
+	local func(context.Context, C) (H, error), worker func(*workerFleet) H) error {
+	procs := len(handles)
+	errs := make([]error, procs)
+	var wg sync.WaitGroup
+	for p := range procs {
+		c := cfg(p)
+		wg.Go(func() {
+			if procs == 1 {
+				h, err := local(ctx, c)
+				if err == nil {
+					handles[p] = h
+				}
+				errs[p] = err
+				return
+			}
+			w, err := startWorker(ctx, sub, c)
+			if err == nil {
+				handles[p] = worker(w)
+			}
+			errs[p] = err
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// fleetOf is a fleet in this process or in a worker child, whose report
+// is an R.
+type fleetOf[R any] interface {
+	end() (R, error)
+	abort()
+	pid() int // 0 for this process
+}
+
+// localHandle is a fleet in this process.
+type localHandle[R any] struct {
+	report func() R
+	stop   func()
+}
+
+func (l localHandle[R]) end() (R, error) { return l.report(), nil }
+func (l localHandle[R]) abort()          { l.stop() }
+func (l localHandle[R]) pid() int        { return 0 } // counted as this process
+
+// workerHandle is a fleet in a worker child process whose report is an R.
+type workerHandle[R any] struct{ w *workerFleet }
+
+func (h workerHandle[R]) end() (R, error) {
+	var rep R
+	err := h.w.finish(&rep)
+	return rep, err
+}
+func (h workerHandle[R]) abort() { h.w.abort() }
+func (h workerHandle[R]) pid() int {
+	if h.w.cmd.Process == nil {
+		return 0
+	}
+	return h.w.cmd.Process.Pid
+}
+
+// workerMain is the body of a worker child (`bench name -config JSON`): it
+// starts its fleet from the configuration, says "ready", and once it reads
+// "end" on stdin writes the fleet's report as JSON on stdout.
+func workerMain[C any, F any](ctx context.Context, name, cfgJSON string, start func(context.Context, C) (F, error), abort func(F), report func(F) any) error {
+	var cfg C
+	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
+		return fmt.Errorf("%s: config: %w", name, err)
+	}
+	f, err := start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	got := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		sc.Scan()
+		got <- sc.Text()
+	}()
+	select {
+	case l := <-got:
+		if l != "end" {
+			abort(f)
+			return fmt.Errorf("%s: stopped before end", name)
+		}
+	case <-ctx.Done():
+		abort(f)
+		return ctx.Err()
+	}
+	return json.NewEncoder(os.Stdout).Encode(report(f))
+}
+
 // costWorkerMain is `bench cost-worker -config JSON`.
 func costWorkerMain(ctx context.Context, cfgJSON string) error {
 	var cfg fleetConfig

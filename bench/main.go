@@ -16,6 +16,7 @@
 //	go run ./bench scale   [-quick] [-n 45000] [-transport ws|sse] [-instances 3] [-admit 30s] [-idle 60s] [-out results/]
 //	go run ./bench scale -cluster [-quick] [-n 9000] [-rooms 6] [-admit 20s] [-out results/]
 //	go run ./bench abandon [-quick] [-n 5000] [-leave 0.3] [-db-pool 10] [-strategies fixed,max-active] [-out results/]
+//	go run ./bench soak    [-quick] [-n 30000] [-duration 10m] [-fault-every 1m] [-redis-stop kill|term] [-out results/]
 package main
 
 import (
@@ -52,6 +53,11 @@ scenarios:
   abandon  5,000 visitors of whom 30% leave while waiting, both strategies,
            presence on and off: orders/s against capacity, the wait of
            those who stayed, slots held by those who left over time
+  soak     30,000 push visitors over 3 instances on a redis-server with AOF,
+           admitting 14 per 100 ms for 10 minutes while pub/sub is killed
+           every minute, one instance and Redis are restarted once: missed
+           and duplicate deliveries, ticks missed per fault, RSS and
+           goroutines over time
 
 Each scenario takes -quick (seconds) and -out DIR (default results).
 Run "go run ./bench <scenario> -h" for its flags.
@@ -223,6 +229,35 @@ func run(ctx context.Context, scenario string, args []string, progress io.Writer
 			fmt.Fprintf(progress, "wrote %s/abandon.{md,json,svg}\n", strings.TrimRight(c.out, "/"))
 		}
 		return err
+	case "soak":
+		var o soakOptions
+		fs.StringVar(&c.out, "out", "results", "folder for the .md, .json and .svg outputs")
+		fs.BoolVar(&c.quick, "quick", false, "a run of about a minute with 600 visitors (what the tests run)")
+		fs.IntVar(&o.N, "n", 0, "push visitors (default 30000; 600 with -quick)")
+		fs.DurationVar(&o.Duration, "duration", 0, "admitting time, with the faults (default 10m; 45s with -quick)")
+		fs.IntVar(&o.Instances, "instances", 3, "server instances, all on the one redis-server")
+		fs.IntVar(&o.Batch, "batch", 0, "server -batch: visitors admitted per tick (default 14)")
+		fs.DurationVar(&o.Tick, "tick", 0, "server -tick (default 100ms)")
+		fs.DurationVar(&o.FaultEvery, "fault-every", 0, "pub/sub connections are killed this often (default 1m; 10s with -quick)")
+		fs.DurationVar(&o.Linger, "linger", 0, "how long an admitted visitor keeps its stream before joining again (default 10s; 2s with -quick)")
+		fs.DurationVar(&o.Sample, "sample", 0, "how often RSS and goroutines are read (default 5s; 1s with -quick)")
+		fs.StringVar(&o.RedisStop, "redis-stop", "kill", "how Redis is stopped before its restart: kill (SIGKILL, a crash) or term (SIGTERM)")
+		fs.IntVar(&o.PerProc, "per-proc", 0, "visitors per client process; more are spread over child processes (default 15000; 300 with -quick)")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		o.Out, o.Quick, o.Progress = c.out, c.quick, progress
+		_, err := runSoak(ctx, o, command)
+		if err == nil {
+			fmt.Fprintf(progress, "wrote %s/soak.{md,json,svg}\n", strings.TrimRight(c.out, "/"))
+		}
+		return err
+	case "soak-worker":
+		cfg := fs.String("config", "", "fleet configuration (JSON); internal")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		return soakWorkerMain(ctx, *cfg)
 	case "cost-worker":
 		cfg := fs.String("config", "", "fleet configuration (JSON); internal")
 		if err := fs.Parse(args); err != nil {

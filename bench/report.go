@@ -93,6 +93,19 @@ func mdTable(header []string, rows [][]string) string {
 	return b.String()
 }
 
+// checksTable renders figures beside their targets, the unmet in bold.
+func checksTable(cs []scaleCheck) string {
+	var rows [][]string
+	for _, c := range cs {
+		met := "met"
+		if !c.Met {
+			met = "**not met**"
+		}
+		rows = append(rows, []string{c.What, c.Target, c.Measured, met})
+	}
+	return mdTable([]string{"figure", "target", "measured", ""}, rows)
+}
+
 // machine describes where a report was made.
 func machine() string {
 	host, _ := os.Hostname()
@@ -265,4 +278,104 @@ func jsonSafe(v reflect.Value) any {
 		return nil
 	}
 	return v.Interface()
+}
+
+// point is one sample of a series: X in seconds, Y NaN where nothing was
+// read (the line breaks there).
+type point struct{ X, Y float64 }
+
+// series is one line of a line panel.
+type series struct {
+	Label  string
+	Points []point
+}
+
+// linePanel is one time chart with its own scale from zero.
+type linePanel struct {
+	Title  string
+	Unit   string
+	Series []series
+}
+
+// marker is a vertical line across every panel (an event at X seconds).
+type marker struct {
+	X     float64
+	Label string
+}
+
+// lineChartSVG draws panels one under the other over a shared time axis,
+// one coloured line per series, with the markers as dashed vertical lines.
+func lineChartSVG(title, subtitle string, panels []linePanel, marks []marker) string {
+	const (
+		w, panelH                     = 960, 230
+		left, right, top, bottom, gap = 64, 170, 34, 34, 16
+	)
+	maxX := 1.0
+	for _, p := range panels {
+		for _, s := range p.Series {
+			for _, pt := range s.Points {
+				maxX = max(maxX, pt.X)
+			}
+		}
+	}
+	h := 64 + len(panels)*(panelH+gap)
+	x := func(v float64) float64 { return left + v/maxX*float64(w-left-right) }
+	colors := []string{"#3b6fb6", "#e07b39", "#4c9a5b", "#b84a62", "#7a5cb0", "#8c6d31"}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="system-ui, -apple-system, Segoe UI, sans-serif" font-size="12">`+"\n", w, h, w, h)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", w, h)
+	fmt.Fprintf(&b, `<text x="%d" y="26" font-size="17" font-weight="600">%s</text>`+"\n", left, html.EscapeString(title))
+	fmt.Fprintf(&b, `<text x="%d" y="46" fill="#555">%s</text>`+"\n", left, html.EscapeString(subtitle))
+	for pi, p := range panels {
+		y0 := 64 + pi*(panelH+gap)
+		maxY := 0.0
+		for _, s := range p.Series {
+			for _, pt := range s.Points {
+				if !math.IsNaN(pt.Y) {
+					maxY = max(maxY, pt.Y)
+				}
+			}
+		}
+		maxY = niceCeil(maxY)
+		y := func(v float64) float64 { return float64(y0+panelH-bottom) - v/maxY*float64(panelH-top-bottom) }
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-weight="600">%s</text>`+"\n", left, y0+top-14, html.EscapeString(p.Title+unitSuffix(p.Unit)))
+		for i := 0; i <= 4; i++ {
+			v := maxY * float64(i) / 4
+			fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", left, y(v), w-right, y(v))
+			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" fill="#555">%s</text>`+"\n", left-6, y(v)+4, html.EscapeString(num(v)))
+		}
+		for i := 0; i <= 6; i++ {
+			t := maxX * float64(i) / 6
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%.0f s</text>`+"\n", x(t), y0+panelH-bottom+16, t)
+		}
+		for _, m := range marks {
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#999" stroke-dasharray="4 3"/>`+"\n", x(m.X), y0+top, x(m.X), y0+panelH-bottom)
+			if pi == 0 {
+				fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#555" font-size="10" text-anchor="middle">%s</text>`+"\n", x(m.X), y0+top-2, html.EscapeString(m.Label))
+			}
+		}
+		for si, s := range p.Series {
+			c := colors[si%len(colors)]
+			var run []string
+			flush := func() {
+				if len(run) > 0 {
+					fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.8" points="%s"/>`+"\n", c, strings.Join(run, " "))
+				}
+				run = nil
+			}
+			for _, pt := range s.Points {
+				if math.IsNaN(pt.Y) {
+					flush()
+					continue
+				}
+				run = append(run, fmt.Sprintf("%.1f,%.1f", x(pt.X), y(pt.Y)))
+			}
+			flush()
+			ly := y0 + top + 6 + 18*si
+			fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/>`+"\n", w-right+14, ly, w-right+40, ly, c)
+			fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`+"\n", w-right+46, ly+4, html.EscapeString(s.Label))
+		}
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -369,63 +368,13 @@ func (f *scaleFleet) abort() {
 }
 
 // scaleHandle is a fleet in this process or in a scale-worker child.
-type scaleHandle interface {
-	end() (scaleFleetReport, error)
-	abort()
-	pid() int
-}
-
-type localScale struct{ f *scaleFleet }
-
-func (l localScale) end() (scaleFleetReport, error) { return l.f.end(), nil }
-func (l localScale) abort()                         { l.f.abort() }
-func (l localScale) pid() int                       { return 0 } // counted as this process
-
-type workerScale struct{ w *workerFleet }
-
-func (s workerScale) end() (scaleFleetReport, error) {
-	var rep scaleFleetReport
-	err := s.w.finish(&rep)
-	return rep, err
-}
-func (s workerScale) abort() { s.w.abort() }
-func (s workerScale) pid() int {
-	if s.w.cmd.Process == nil {
-		return 0
-	}
-	return s.w.cmd.Process.Pid
-}
+type scaleHandle = fleetOf[scaleFleetReport]
 
 // scaleWorkerMain is `bench scale-worker -config JSON`: it sets its
-// visitors up, says "ready", and reports once it reads "end" (or stdin
-// closes).
+// visitors up, says "ready", and reports once it reads "end".
 func scaleWorkerMain(ctx context.Context, cfgJSON string) error {
-	var cfg scaleFleetConfig
-	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
-		return fmt.Errorf("scale-worker: config: %w", err)
-	}
-	f, err := startScaleFleet(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	fmt.Println("ready")
-	got := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(os.Stdin)
-		sc.Scan()
-		got <- sc.Text()
-	}()
-	select {
-	case l := <-got:
-		if l != "end" {
-			f.abort()
-			return errors.New("scale-worker: stopped before end")
-		}
-	case <-ctx.Done():
-		f.abort()
-		return ctx.Err()
-	}
-	return json.NewEncoder(os.Stdout).Encode(f.end())
+	return workerMain(ctx, "scale-worker", cfgJSON, startScaleFleet, (*scaleFleet).abort,
+		func(f *scaleFleet) any { return f.end() })
 }
 
 // scaleEnv is one redis-server and the instances on it, all started here.
@@ -433,6 +382,8 @@ type scaleEnv struct {
 	redis    *target
 	insts    []*target
 	adminKey string
+	secret   string   // shared by the instances
+	args     []string // the instances' extra flags
 }
 
 func (e *scaleEnv) close() {
@@ -443,22 +394,29 @@ func (e *scaleEnv) close() {
 }
 
 func startScaleEnv(ctx context.Context, o scaleOptions) (*scaleEnv, error) {
-	e := &scaleEnv{redis: &target{}, adminKey: newSecret()}
+	return startEnv(ctx, o.Instances, (*target).startRedis, func(adminKey string) []string {
+		return []string{"-tick", o.Tick.String(), "-batch", strconv.Itoa(o.Batch), "-admin-key", adminKey, "-ws-heartbeat", o.WSPing.String()}
+	})
+}
+
+// startEnv starts Redis with startRedis, then instances servers on it with
+// the flags args gives for the admin key.
+func startEnv(ctx context.Context, instances int, startRedis func(*target, context.Context) error, args func(adminKey string) []string) (*scaleEnv, error) {
+	e := &scaleEnv{redis: &target{}, adminKey: newSecret(), secret: newSecret()}
 	ok := false
 	defer func() {
 		if !ok {
 			e.close()
 		}
 	}()
-	if err := e.redis.startRedis(ctx); err != nil {
+	if err := startRedis(e.redis, ctx); err != nil {
 		return nil, err
 	}
-	secret := newSecret()
-	args := []string{"-tick", o.Tick.String(), "-batch", strconv.Itoa(o.Batch), "-admin-key", e.adminKey, "-ws-heartbeat", o.WSPing.String()}
-	for i := range o.Instances {
+	e.args = args(e.adminKey)
+	for i := range instances {
 		t := &target{}
 		e.insts = append(e.insts, t)
-		if err := t.startServer(ctx, e.redis.RedisAddr, secret, args); err != nil {
+		if err := t.startServer(ctx, e.redis.RedisAddr, e.secret, e.args); err != nil {
 			return nil, fmt.Errorf("instance %d: %w", i+1, err)
 		}
 	}
@@ -767,31 +725,19 @@ func runScale(ctx context.Context, o scaleOptions, command string) (*scaleReport
 		return fmt.Sprintf("scale connect: %3.0fs conns=%.0f/%d", s.at.Sub(s0.at).Seconds(), s.conns(), o.N)
 	}, o.Progress)
 	cctx, ccancel := context.WithTimeout(ctx, connectLimit)
-	errs := make([]error, procs)
-	var wg sync.WaitGroup
-	for p := range procs {
+	err = startFleets(cctx, handles, "scale-worker", func(p int) scaleFleetConfig {
 		first := p * o.N / procs
-		cfg := scaleFleetConfig{URLs: urls, Room: room, Transport: o.Transport, First: first, Count: (p+1)*o.N/procs - first,
+		return scaleFleetConfig{URLs: urls, Room: room, Transport: o.Transport, First: first, Count: (p+1)*o.N/procs - first,
 			IPBase: 2 + p*20, IPs: 20, SetupConc: 64}
-		wg.Go(func() {
-			if procs == 1 {
-				f, err := startScaleFleet(cctx, cfg)
-				if err == nil {
-					handles[p] = localScale{f}
-				}
-				errs[p] = err
-				return
-			}
-			w, err := startWorker(cctx, "scale-worker", cfg)
-			if err == nil {
-				handles[p] = workerScale{w}
-			}
-			errs[p] = err
-		})
-	}
-	wg.Wait()
+	}, func(ctx context.Context, cfg scaleFleetConfig) (scaleHandle, error) {
+		f, err := startScaleFleet(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return localHandle[scaleFleetReport]{f.end, f.abort}, nil
+	}, func(w *workerFleet) scaleHandle { return workerHandle[scaleFleetReport]{w} })
 	ccancel()
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		watch.end()
 		return nil, fmt.Errorf("connect: %w", err)
 	}
@@ -981,15 +927,8 @@ func scaleMarkdown(rep *scaleReport) string {
 		fmt.Fprintf(&b, "The targets are for %s WebSocket visitors over %d instances; this run is smaller or different, so the comparison is only indicative.\n\n",
 			commas(scaleTargetN), scaleTargetInstances)
 	}
+	b.WriteString(checksTable(rep.Checks))
 	var rows [][]string
-	for _, c := range rep.Checks {
-		met := "met"
-		if !c.Met {
-			met = "**not met**"
-		}
-		rows = append(rows, []string{c.What, c.Target, c.Measured, met})
-	}
-	b.WriteString(mdTable([]string{"figure", "target", "measured", ""}, rows))
 
 	b.WriteString("\n## Per phase\n\n")
 	header := []string{"phase", "seconds"}
