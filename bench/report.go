@@ -344,14 +344,14 @@ func lineChartSVG(title, subtitle string, panels []linePanel, marks []marker) st
 			fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", left, y(v), w-right, y(v))
 			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" fill="#555">%s</text>`+"\n", left-6, y(v)+4, html.EscapeString(num(v)))
 		}
-		for i := 0; i <= 6; i++ {
-			t := maxX * float64(i) / 6
+		step := niceCeil(maxX / 8)
+		for t := 0.0; t <= maxX; t += step {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%.0f s</text>`+"\n", x(t), y0+panelH-bottom+16, t)
 		}
-		for _, m := range marks {
+		for mi, m := range marks {
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#999" stroke-dasharray="4 3"/>`+"\n", x(m.X), y0+top, x(m.X), y0+panelH-bottom)
-			if pi == 0 {
-				fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#555" font-size="10" text-anchor="middle">%s</text>`+"\n", x(m.X), y0+top-2, html.EscapeString(m.Label))
+			if pi == 0 { // labels alternate between two heights so neighbours do not overlap
+				fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#555" font-size="10" text-anchor="middle">%s</text>`+"\n", x(m.X), y0+top-2+10*(mi%2), html.EscapeString(m.Label))
 			}
 		}
 		for si, s := range p.Series {

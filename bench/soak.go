@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,7 +78,8 @@ type soakFault struct {
 	DownSeconds  float64 `json:"downSeconds,omitempty"` // until the process answered again
 	KeysBefore   int64   `json:"redisKeysBefore,omitempty"`
 	KeysAfter    int64   `json:"redisKeysAfter,omitempty"`
-	TicksMissed  int     `json:"ticksMissed"` // ticks without an admission until the next fault
+	AOFMiB       float64 `json:"aofMiB,omitempty"` // what Redis loaded at its restart
+	TicksMissed  int     `json:"ticksMissed"`      // ticks without an admission until the next fault
 	LongestGap   int     `json:"longestGapTicks"`
 	Drops        int     `json:"connectionsDropped"`
 	LagMax       float64 `json:"lagMaxSeconds"` // told − notBefore, worst of the visitors admitted until the next fault
@@ -95,20 +98,21 @@ type soakSample struct {
 	Conns      []float64 `json:"connections"`
 }
 
-// soakInstance is how one instance's memory and goroutines went once warm.
+// soakInstance is how one instance's memory and goroutines went once warm:
+// the floor (lowest sample) of each half of the warm window. Each fault
+// brings a burst that comes and goes; a leak raises the floor.
 type soakInstance struct {
-	Instance   int     `json:"instance"`
-	Restarted  bool    `json:"restarted"`
-	From       float64 `json:"warmFromSeconds"`
-	RSSWarmMiB float64 `json:"rssWarmMiB"` // mean over the first fifth of the warm window
-	RSSEndMiB  float64 `json:"rssEndMiB"`  // mean over the last fifth
-	RSSGrowth  float64 `json:"rssGrowth"`  // end / warm − 1
-	// GoroutineGrowth is of the goroutines beyond one per push connection.
-	GoroutinesWarm  float64 `json:"goroutinesWarm"`
-	GoroutinesEnd   float64 `json:"goroutinesEnd"`
-	GoroutineGrowth float64 `json:"goroutineGrowth"`
-	ConnsWarm       float64 `json:"connectionsWarm"`
-	ConnsEnd        float64 `json:"connectionsEnd"`
+	Instance  int     `json:"instance"`
+	Restarted bool    `json:"restarted"`
+	From      float64 `json:"warmFromSeconds"`
+	RSSFirst  float64 `json:"rssFloorFirstHalfMiB"`
+	RSSSecond float64 `json:"rssFloorSecondHalfMiB"`
+	RSSGrowth float64 `json:"rssGrowth"` // second / first − 1
+	// Goroutines beyond one per open push connection (go_goroutines −
+	// waitroom_connections): connections come and go with the visitors.
+	ExtraFirst  float64 `json:"goroutinesBeyondConnsFloorFirstHalf"`
+	ExtraSecond float64 `json:"goroutinesBeyondConnsFloorSecondHalf"`
+	ExtraGrowth float64 `json:"goroutinesBeyondConnsGrowth"`
 }
 
 type soakReport struct {
@@ -267,6 +271,7 @@ func (r *soakRun) restartInstance(ctx context.Context, i int, f *soakFault) erro
 func (r *soakRun) restartRedis(ctx context.Context, f *soakFault) error {
 	red := r.env.redis
 	f.KeysBefore, _ = red.rdb.DBSize(ctx).Result()
+	f.AOFMiB = float64(dirSize(r.aofDir)) / (1 << 20)
 	_, port, _ := strings.Cut(red.RedisAddr, ":")
 	p, _ := strconv.Atoi(port)
 	t0 := time.Now()
@@ -280,8 +285,22 @@ func (r *soakRun) restartRedis(ctx context.Context, f *soakFault) error {
 	if r.o.RedisStop != "kill" {
 		sig = "SIGTERM"
 	}
-	f.What = fmt.Sprintf("redis-server %s, started again on its AOF: %d keys before, %d after loading", sig, f.KeysBefore, f.KeysAfter)
+	f.What = fmt.Sprintf("redis-server %s, started again on its AOF (%.1f MiB): %d keys before, %d after loading", sig, f.AOFMiB, f.KeysBefore, f.KeysAfter)
 	return nil
+}
+
+// dirSize is the bytes of the files under dir.
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // schedule is when each fault comes, in seconds after admission started:
@@ -594,46 +613,40 @@ func soakSummarise(rep *soakReport, r *soakRun, faults []soakFault, reports []so
 
 	// Flat once warm: from two fault intervals after the instance restart
 	// (which moves connections between all instances) to the end, the
-	// first fifth against the last.
+	// floor of the first half against the floor of the second.
 	warm := 2 * o.FaultEvery.Seconds()
 	for _, f := range faults {
 		if f.Kind == faultInstance {
 			warm += f.At + f.DownSeconds
 		}
 	}
+	endT := tEnd.Sub(t0).Seconds()
+	half := (endT - warm) / 2
+	rep.WarmSeconds = endT - warm
 	for i := range o.Instances {
 		in := soakInstance{Instance: i + 1, From: warm}
 		for _, f := range faults {
 			in.Restarted = in.Restarted || f.Kind == faultInstance && f.instanceDown == i
 		}
-		endT := tEnd.Sub(t0).Seconds()
-		fifth := (endT - in.From) / 5
-		mean := func(from, to float64, get func(soakSample) float64) float64 {
-			sum, n := 0.0, 0
+		floor := func(from, to float64, get func(soakSample) float64) float64 {
+			lo := math.Inf(1)
 			for _, s := range rep.Samples {
-				if s.T >= from && s.T <= to && !math.IsNaN(get(s)) {
-					sum += get(s)
-					n++
+				if v := get(s); s.T >= from && s.T <= to && !math.IsNaN(v) {
+					lo = min(lo, v)
 				}
 			}
-			if n == 0 {
+			if math.IsInf(lo, 1) {
 				return math.NaN()
 			}
-			return sum / float64(n)
+			return lo
 		}
 		rss := func(s soakSample) float64 { return s.RSSMiB[i] }
-		gor := func(s soakSample) float64 { return s.Goroutines[i] }
-		con := func(s soakSample) float64 { return s.Conns[i] }
-		in.RSSWarmMiB, in.RSSEndMiB = mean(in.From, in.From+fifth, rss), mean(endT-fifth, endT, rss)
-		in.GoroutinesWarm, in.GoroutinesEnd = mean(in.From, in.From+fifth, gor), mean(endT-fifth, endT, gor)
-		in.ConnsWarm, in.ConnsEnd = mean(in.From, in.From+fifth, con), mean(endT-fifth, endT, con)
-		in.RSSGrowth = in.RSSEndMiB/in.RSSWarmMiB - 1
-		// A goroutine or two per push connection is expected, and
-		// connections come and go with the visitors; what may not grow is
-		// the rest.
-		in.GoroutineGrowth = (in.GoroutinesEnd-in.ConnsEnd)/(in.GoroutinesWarm-in.ConnsWarm) - 1
+		extra := func(s soakSample) float64 { return s.Goroutines[i] - s.Conns[i] }
+		in.RSSFirst, in.RSSSecond = floor(warm, warm+half, rss), floor(warm+half, endT, rss)
+		in.ExtraFirst, in.ExtraSecond = floor(warm, warm+half, extra), floor(warm+half, endT, extra)
+		in.RSSGrowth = in.RSSSecond/in.RSSFirst - 1
+		in.ExtraGrowth = in.ExtraSecond/in.ExtraFirst - 1
 		rep.PerInstance = append(rep.PerInstance, in)
-		rep.WarmSeconds = endT - in.From
 	}
 	rep.Checks = soakChecks(rep)
 }
@@ -649,13 +662,12 @@ func soakChecks(rep *soakReport) []scaleCheck {
 		return cs
 	}
 	for _, in := range rep.PerInstance {
-		extra := (in.GoroutinesEnd - in.ConnsEnd) - (in.GoroutinesWarm - in.ConnsWarm)
 		cs = append(cs,
 			scaleCheck{What: fmt.Sprintf("instance %d RSS once warm", in.Instance), Target: fmt.Sprintf("flat (≤ +%.0f%%)", flatLimit*100),
-				Measured: fmt.Sprintf("%s → %s MiB (%+.1f%%)", num(in.RSSWarmMiB), num(in.RSSEndMiB), in.RSSGrowth*100), Met: in.RSSGrowth <= flatLimit},
+				Measured: fmt.Sprintf("%s → %s MiB (%+.1f%%)", num(in.RSSFirst), num(in.RSSSecond), in.RSSGrowth*100), Met: in.RSSGrowth <= flatLimit},
 			scaleCheck{What: fmt.Sprintf("instance %d goroutines beyond one per connection, once warm", in.Instance), Target: fmt.Sprintf("flat (≤ +%.0f%% or +%d)", flatLimit*100, flatGoroutines),
-				Measured: fmt.Sprintf("%s → %s (%+.1f%%)", num(in.GoroutinesWarm-in.ConnsWarm), num(in.GoroutinesEnd-in.ConnsEnd), in.GoroutineGrowth*100),
-				Met:      in.GoroutineGrowth <= flatLimit || extra <= flatGoroutines})
+				Measured: fmt.Sprintf("%s → %s (%+.1f%%)", num(in.ExtraFirst), num(in.ExtraSecond), in.ExtraGrowth*100),
+				Met:      in.ExtraGrowth <= flatLimit || in.ExtraSecond-in.ExtraFirst <= flatGoroutines})
 	}
 	return cs
 }
@@ -706,12 +718,11 @@ func soakMarkdown(rep *soakReport) string {
 		if in.Restarted {
 			restarted = "yes"
 		}
-		rows = append(rows, []string{strconv.Itoa(in.Instance), restarted, fmt.Sprintf("%.0f s", in.From), num(in.RSSWarmMiB), num(in.RSSEndMiB),
-			fmt.Sprintf("%+.1f%%", in.RSSGrowth*100), num(in.GoroutinesWarm), num(in.GoroutinesEnd), fmt.Sprintf("%+.1f%%", in.GoroutineGrowth*100),
-			num(in.ConnsWarm), num(in.ConnsEnd)})
+		rows = append(rows, []string{strconv.Itoa(in.Instance), restarted, fmt.Sprintf("%.0f s", in.From), num(in.RSSFirst), num(in.RSSSecond),
+			fmt.Sprintf("%+.1f%%", in.RSSGrowth*100), num(in.ExtraFirst), num(in.ExtraSecond), fmt.Sprintf("%+.1f%%", in.ExtraGrowth*100)})
 	}
-	b.WriteString(mdTable([]string{"instance", "restarted", "warm from", "RSS warm (MiB)", "RSS end (MiB)", "RSS growth", "goroutines warm",
-		"goroutines end", "growth beyond one per connection", "connections warm", "connections end"}, rows))
+	b.WriteString(mdTable([]string{"instance", "restarted", "warm from", "RSS floor, first half (MiB)", "RSS floor, second half (MiB)", "RSS growth",
+		"goroutines beyond connections, floor first half", "floor second half", "growth"}, rows))
 	b.WriteString(`
 RSS, goroutines and connections over time are in soak.svg (and every sample in soak.json).
 
@@ -721,7 +732,7 @@ RSS, goroutines and connections over time are in soak.svg (and every sample in s
 - **Missed**: at the end the room is paused; every visitor not told admitted asks its status once, and if that says admitted, it is given 10 s to be told by push before it counts as missed. **Told twice**: a visitor that received more than one admitted state (it does not reconnect once told, so that is on one connection). **Two tokens**: the admitted states it received carried different tokens.
 - **Ticks**: a visitor's tick is its notBefore in ms divided by the tick, minus one. Every tick from the resume to the pause should admit one batch (the queue never runs dry); a tick without any admission is missed and counted against the last fault before it. The longest run is the outage a visitor saw.
 - **Lag**: time the client received the admitted state minus its notBefore, by the last fault before the notBefore.
-- **RSS** (VmRSS from /proc), **goroutines** (go_goroutines) and **connections** (waitroom_connections) of each instance every sample interval. *Warm* starts two fault intervals after the instance restart (which moves connections between all instances); growth compares the mean over the first fifth of the warm window with the mean over the last fifth. Goroutines are judged beyond one per open push connection (go_goroutines − waitroom_connections), since connections come and go with the visitors.
+- **RSS** (VmRSS from /proc), **goroutines** (go_goroutines) and **connections** (waitroom_connections) of each instance every sample interval. *Warm* starts two fault intervals after the instance restart (which moves connections between all instances); growth compares the floor (lowest sample) of the first half of the warm window with the floor of the second half: every fault brings a burst of reconnects, reconciles and requests that comes and goes, while a leak raises the floor. Goroutines are judged beyond one per open push connection (go_goroutines − waitroom_connections), since connections come and go with the visitors. With the default 10-minute run the warm window is about 4.5 minutes: a slow leak needs a longer -duration to show.
 - **Down**: from the kill until the new process answered (/readyz for an instance, PING for Redis after loading its AOF).
 `)
 	return b.String()
@@ -751,6 +762,13 @@ func soakSVG(rep *soakReport) string {
 		[]linePanel{
 			{Title: "RSS per instance", Unit: "MiB", Series: per(func(s soakSample) []float64 { return s.RSSMiB })},
 			{Title: "Goroutines per instance", Series: per(func(s soakSample) []float64 { return s.Goroutines })},
+			{Title: "Goroutines beyond one per push connection", Series: per(func(s soakSample) []float64 {
+				out := make([]float64, len(s.Goroutines))
+				for i := range out {
+					out[i] = s.Goroutines[i] - s.Conns[i]
+				}
+				return out
+			})},
 			{Title: "Push connections per instance", Series: per(func(s soakSample) []float64 { return s.Conns })},
 		}, marks)
 }
