@@ -256,6 +256,7 @@ func (r *soakRun) restartInstance(ctx context.Context, i int, f *soakFault) erro
 	old.stopProcs(true)
 	nt := &target{}
 	if err := nt.startServerOn(ctx, port, r.env.redis.RedisAddr, r.env.secret, r.env.args); err != nil {
+		nt.Close()
 		return err
 	}
 	f.DownSeconds = time.Since(t0).Seconds()
