@@ -82,7 +82,8 @@ type soakFault struct {
 	TicksMissed  int     `json:"ticksMissed"`      // ticks without an admission until the next fault
 	LongestGap   int     `json:"longestGapTicks"`
 	Drops        int     `json:"connectionsDropped"`
-	LagMax       float64 `json:"lagMaxSeconds"` // told − notBefore, worst of the visitors admitted until the next fault
+	SlowDrops    float64 `json:"closedAsSlowByServers"` // waitroom_push_dropped_slow_total, increase until the next fault
+	LagMax       float64 `json:"lagMaxSeconds"`         // told − notBefore, worst of the visitors admitted until the next fault
 	LagP99       float64 `json:"lagP99Seconds"`
 	next         float64 // when the next fault came (or the end)
 	instanceDown int     // which instance, for instance faults
@@ -96,6 +97,7 @@ type soakSample struct {
 	RSSMiB     []float64 `json:"rssMiB"`
 	Goroutines []float64 `json:"goroutines"`
 	Conns      []float64 `json:"connections"`
+	Slow       []float64 `json:"closedAsSlow"` // waitroom_push_dropped_slow_total (from 0 again after a restart)
 }
 
 // soakInstance is how one instance's memory and goroutines went once warm:
@@ -206,15 +208,16 @@ func (r *soakRun) sampleLoop(ctx context.Context, stop <-chan struct{}) {
 		insts := r.insts()
 		s := soakSample{at: time.Now()}
 		for _, in := range insts {
-			rss, g, c := math.NaN(), math.NaN(), math.NaN()
+			rss, g, c, slow := math.NaN(), math.NaN(), math.NaN(), math.NaN()
 			m := in.metrics(ctx)
 			if v, ok := m["go_goroutines"]; ok {
-				g, c = v, m["waitroom_connections"]
+				g, c, slow = v, m["waitroom_connections"], m["waitroom_push_dropped_slow_total"]
 				if p, err := readProc(in.PID); err == nil {
 					rss = float64(p.RSSKiB) / 1024
 				}
 			}
 			s.RSSMiB, s.Goroutines, s.Conns = append(s.RSSMiB, rss), append(s.Goroutines, g), append(s.Conns, c)
+			s.Slow = append(s.Slow, slow)
 		}
 		r.mu.Lock()
 		r.samples = append(r.samples, s)
@@ -578,6 +581,25 @@ func soakSummarise(rep *soakReport, r *soakRun, faults []soakFault, reports []so
 			}
 		}
 	}
+	// Connections the servers closed as slow consumers, by fault: each
+	// instance's counter increase from one sample to the next (a fall is
+	// a restart, counting from 0 again).
+	prev := make([]float64, o.Instances)
+	for _, s := range rep.Samples {
+		for i, v := range s.Slow {
+			if math.IsNaN(v) {
+				continue
+			}
+			d := v - prev[i]
+			if d < 0 {
+				d = v
+			}
+			prev[i] = v
+			if k := faultAt(s.T); k >= 0 && s.T > 0 {
+				faults[k].SlowDrops += d
+			}
+		}
+	}
 	rep.LagP50, rep.LagP99, rep.LagMax = quantile(lags, .5), quantile(lags, .99), quantile(lags, 1)
 	for k := range faults {
 		faults[k].LagP99, faults[k].LagMax = quantile(faultLags[k], .99), quantile(faultLags[k], 1)
@@ -693,10 +715,10 @@ func soakMarkdown(rep *soakReport) string {
 			down = secs(f.DownSeconds)
 		}
 		rows = append(rows, []string{fmt.Sprintf("%.1f s", f.At), f.Kind, f.What, down, strconv.Itoa(f.TicksMissed), strconv.Itoa(f.LongestGap),
-			strconv.Itoa(f.Drops), secs(f.LagP99), secs(f.LagMax)})
+			strconv.Itoa(f.Drops), num(f.SlowDrops), secs(f.LagP99), secs(f.LagMax)})
 	}
 	b.WriteString(mdTable([]string{"at", "fault", "what", "down until it answered", "ticks missed until the next fault", "longest run missed (ticks)",
-		"connections dropped", "lag p99", "lag max"}, rows))
+		"connections dropped", "of which closed as slow by the servers", "lag p99", "lag max"}, rows))
 	fmt.Fprintf(&b, "\nTicks missed before the first fault (none to blame but the machine): %d.\n", rep.TicksBeforeAny)
 
 	b.WriteString("\n## Admission\n\n")
@@ -732,6 +754,7 @@ RSS, goroutines and connections over time are in soak.svg (and every sample in s
 - **Visitors**: each slot joins at instance (slot mod instances) and listens on a WebSocket. When its stream drops it connects again after 0.2–1 s; when a connect fails it tries the next instance, as a load balancer would. Told admitted, it keeps the stream for the linger time, then leaves and joins again as a new visitor.
 - **Missed**: at the end the room is paused; every visitor not told admitted asks its status once, and if that says admitted, it is given 10 s to be told by push before it counts as missed. **Told twice**: a visitor that received more than one admitted state (it does not reconnect once told, so that is on one connection). **Two tokens**: the admitted states it received carried different tokens.
 - **Ticks**: a visitor's tick is its notBefore in ms divided by the tick, minus one. Every tick from the resume to the pause should admit one batch (the queue never runs dry); a tick without any admission is missed and counted against the last fault before it. The longest run is the outage a visitor saw.
+- **Connections dropped**: streams that ended without the client closing them, by the last fault before; *closed as slow by the servers* is the increase of the instances' waitroom_push_dropped_slow_total over the same time (read every sample interval).
 - **Lag**: time the client received the admitted state minus its notBefore, by the last fault before the notBefore.
 - **RSS** (VmRSS from /proc), **goroutines** (go_goroutines) and **connections** (waitroom_connections) of each instance every sample interval. *Warm* starts two fault intervals after the instance restart (which moves connections between all instances); growth compares the floor (lowest sample) of the first half of the warm window with the floor of the second half: every fault brings a burst of reconnects, reconciles and requests that comes and goes, while a leak raises the floor. Goroutines are judged beyond one per open push connection (go_goroutines − waitroom_connections), since connections come and go with the visitors. With the default 10-minute run the warm window is about 4.5 minutes: a slow leak needs a longer -duration to show.
 - **Down**: from the kill until the new process answered (/readyz for an instance, PING for Redis after loading its AOF).
