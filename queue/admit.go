@@ -26,6 +26,7 @@ const (
 	admitReplyLen
 	admitReplyHead = admitReplyLen     // the last admitted ticket
 	admitReplyBorn = admitReplyLen + 1 // when the room's state began
+	admitReplyDraw = admitReplyLen + 2 // the lottery's size, -1: not random
 )
 
 // Admit runs one admission tick for room: at most one batch per room per
@@ -64,6 +65,10 @@ func (q *Queue) Admit(ctx context.Context, room string) (Result, error) {
 		if head > 0 {
 			q.remember(room).noteHead(head, born)
 		}
+	}
+	if len(arr) > admitReplyDraw {
+		size, _ := asInt(arr[admitReplyDraw])
+		q.noteDraw(room, size)
 	}
 	if ev, _ := arr[admitReplyEvent].(string); ev != "" {
 		e, err := wire.DecodeEvent([]byte(ev))

@@ -22,7 +22,9 @@ func methodOpts() *Options {
 // room closes to newcomers with the operator's message but admits those
 // already in, in ticket order; passthrough admits a newcomer at its join
 // with a valid token and lets whoever waits go at once; back to fifo,
-// newcomers queue and go in ticket order.
+// newcomers queue and go in ticket order; random shows the draw on every
+// instance and admits by lottery, and back to fifo the rest go in ticket
+// order.
 func TestMethodsAcrossInstances(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
@@ -116,6 +118,61 @@ func TestMethodsAcrossInstances(t *testing.T) {
 		if got := admitAll(t, qs, room, late); !slices.Equal(got, late) {
 			t.Fatalf("fifo admitted %v, want %v", got, late)
 		}
+
+		// random: those waiting keep their tickets and are shown the draw
+		// on every instance; the ticks of all three admit a batch each by
+		// lottery; back to fifo, the rest go in ticket order.
+		if err := qs[0].SetRoomConfig(ctx, room, RoomConfig{Paused: true}); err != nil {
+			t.Fatal(err)
+		}
+		var drawn []string
+		for i := range 8 {
+			v := fmt.Sprintf("lot%d", i)
+			if _, err := qs[i%3].Join(ctx, room, v); err != nil {
+				t.Fatal(err)
+			}
+			drawn = append(drawn, v)
+		}
+		if err := qs[2].SetRoomConfig(ctx, room, RoomConfig{Paused: true, Method: MethodRandom}); err != nil {
+			t.Fatal(err)
+		}
+		for i, q := range qs {
+			st, err := q.Status(ctx, room, drawn[i])
+			if err != nil || st.Status != wire.StatusWaiting || st.InDraw != 8 || st.Position != 0 || !st.Paused {
+				t.Fatalf("instance %d: %s in a paused random room: %+v %v", i, drawn[i], st, err)
+			}
+		}
+		if err := qs[1].SetRoomConfig(ctx, room, RoomConfig{Method: MethodRandom}); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for i := 0; len(got) < 4; i++ {
+			res := admitTaken(t, qs[i%3], room)
+			got = append(got, admittedIDs(res)...)
+		}
+		if len(got) != 4 {
+			t.Fatalf("two random ticks admitted %v, want 4 (batch 2)", got)
+		}
+		var rest []string
+		for _, v := range drawn {
+			if !slices.Contains(got, v) {
+				rest = append(rest, v)
+			}
+		}
+		if err := qs[0].SetRoomConfig(ctx, room, RoomConfig{Paused: true}); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range rest {
+			if st, _ := qs[i%3].Status(ctx, room, v); st.Status != wire.StatusWaiting || st.Position != int64(i+1) || st.InDraw != 0 {
+				t.Fatalf("back to fifo, %s: %+v, want position %d", v, st, i+1)
+			}
+		}
+		if err := qs[0].SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := admitAll(t, qs, room, rest); !slices.Equal(got, rest) {
+			t.Fatalf("fifo after random admitted %v, want %v", got, rest)
+		}
 	})
 }
 
@@ -171,7 +228,7 @@ func TestMethodValidate(t *testing.T) {
 		field string
 	}{
 		{RoomConfig{Method: "lottery"}, "method"},
-		{RoomConfig{Method: "random"}, "method"},
+		{RoomConfig{Method: MethodRandom}, ""},
 		{RoomConfig{Message: string(make([]byte, 501))}, "message"},
 		{RoomConfig{Message: "\xff"}, "message"},
 		{RoomConfig{Method: MethodReject, Message: "closed for maintenance"}, ""},

@@ -43,6 +43,7 @@ type Queue struct {
 	opts   Options
 	log    *slog.Logger
 	rates  sync.Map // room -> measured admission rate (float64), for ETAs
+	draws  sync.Map // room -> size of its lottery (int64), for DrawEstimate
 
 	configured  roomList       // the tick loop's copy of the configured rooms
 	sweptAt     time.Time      // owned by the tick loop: the last look at rooms holding only tokens

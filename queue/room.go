@@ -19,6 +19,7 @@ const (
 // Queueing methods (RoomConfig.Method).
 const (
 	MethodFIFO        = "fifo"        // tickets in order (the default)
+	MethodRandom      = "random"      // a lottery among those waiting, each tick
 	MethodPassthrough = "passthrough" // admitted at join, with a token
 	MethodReject      = "reject"      // closed to new visitors, with a message
 )
@@ -56,8 +57,8 @@ type RoomConfig struct {
 	AwayAfter  time.Duration
 	DropAfter  time.Duration
 
-	// Method is how the room admits (method.lua): "" or fifo, passthrough,
-	// reject; Message is also what a join into a rejecting room is told.
+	// Method is how the room admits (method.lua): "" or fifo, random,
+	// passthrough, reject; Message is also what a join into a rejecting room is told.
 	Method string
 
 	// The waiting page's look (package branding checks them): a title, a
@@ -111,8 +112,8 @@ func (c RoomConfig) Validate() error {
 		return &FieldError{"failMode", `must be "open" or "closed"`}
 	case !c.OpensAt.IsZero() && (c.OpensAt.Year() < 2000 || c.OpensAt.Year() > 3000):
 		return &FieldError{"opensAt", "must be a time between the years 2000 and 3000"}
-	case c.Method != "" && c.Method != MethodFIFO && c.Method != MethodPassthrough && c.Method != MethodReject:
-		return &FieldError{"method", `must be "fifo", "passthrough" or "reject"`}
+	case c.Method != "" && c.Method != MethodFIFO && c.Method != MethodRandom && c.Method != MethodPassthrough && c.Method != MethodReject:
+		return &FieldError{"method", `must be "fifo", "random", "passthrough" or "reject"`}
 	case c.AwayAfter != 0 && (c.AwayAfter < MinAwayAfter || c.AwayAfter > time.Hour):
 		return &FieldError{"awayAfterSeconds", "must be 0 (the default, 60) or between 15 (3 × the longest nextPollMs) and 3600"}
 	case c.DropAfter != 0 && (c.DropAfter < c.awayAfter() || c.DropAfter > 24*time.Hour):
@@ -325,6 +326,12 @@ func (q *Queue) writeRoomConfig(ctx context.Context, room string, c RoomConfig, 
 			return false, err
 		}
 	}
+	// So is the lottery's, before any tick draws with it.
+	if c.Method == MethodRandom {
+		if _, err := q.lottery(ctx, room, "commit"); err != nil {
+			return false, err
+		}
+	}
 	args := append([]string{prefix(room), room, q.channel(room), version}, c.fields()...)
 	v, err := q.r.Eval(ctx, setcfgScript, []string{queueKey(room)}, args...)
 	if err != nil {
@@ -332,6 +339,12 @@ func (q *Queue) writeRoomConfig(ctx context.Context, room string, c RoomConfig, 
 	}
 	if n, _ := asInt(v); n != 1 {
 		return false, nil
+	}
+	// A lottery that ended may show its seed; the next gets a new one.
+	if c.Method != MethodRandom {
+		if _, err := q.lottery(ctx, room, "end"); err != nil {
+			return true, err
+		}
 	}
 	if _, err := q.r.Do(ctx, "SADD", configuredRoomsKey, room); err != nil {
 		return true, fmt.Errorf("queue: set room config: %w", err)

@@ -44,8 +44,9 @@ var (
 	seenScript          = loadScript("seen")
 	presenceStatsScript = loadScript("presencestats")
 
-	commitScript = loadScript("commit")
-	revealScript = loadScript("reveal")
+	commitScript  = loadScript("commit")
+	revealScript  = loadScript("reveal")
+	lotteryScript = loadScript("lottery")
 )
 
 // roomsKey is the set of rooms that have waiting visitors (its hash tag

@@ -63,7 +63,11 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 			return wire.State{}, Ticket{}, fmt.Errorf("queue: join: %w", err)
 		}
 	}
-	h := roomHeader{rate: q.rate(room), paused: n[4] == 1, settings: n[5], message: stringAt(v, 6)}
+	h := roomHeader{rate: q.rate(room), paused: n[4] == 1, settings: n[5], message: stringAt(v, 6), draw: -1}
+	if len(n) >= 10 && n[0] == replyWaiting {
+		h.draw = n[9]
+		q.noteDraw(room, h.draw)
+	}
 	if n[0] == replyPreQueue {
 		h.opensAt = n[1]
 	}
@@ -89,11 +93,15 @@ type roomHeader struct {
 	// the operator's message to the waiting in them.
 	settings int64
 	message  string
+	// draw is the size of the room's lottery (method random), -1 when the
+	// room admits otherwise: a waiting visitor is then in the draw.
+	draw int64
 }
 
 // statusHeader is the length of the status script's room header:
-// rate*1000, paused, soldOut, opensAt, waiting, settings version, message.
-const statusHeader = 7
+// rate*1000, paused, soldOut, opensAt, waiting, settings version, message,
+// lottery size.
+const statusHeader = 8
 
 // StatusMany returns the states of several visitors of one room in one
 // round trip.
@@ -118,7 +126,8 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 		return nil, err
 	}
 	h := roomHeader{rate: float64(n[0]) / 1000, paused: n[1] == 1, soldOut: n[2] == 1, opensAt: n[3],
-		settings: n[5], message: stringAt(v, 6)}
+		settings: n[5], message: stringAt(v, 6), draw: n[7]}
+	q.noteDraw(room, h.draw)
 	if h.rate > 0 {
 		// The key outlives the call: a caller's string may alias a
 		// request buffer that is reused (fiber's params do), which would
@@ -184,9 +193,15 @@ func (q *Queue) state(room, visitor string, h roomHeader, code, a, b int64) wire
 	switch code {
 	case replyWaiting:
 		s.Status = wire.StatusWaiting
-		s.Position = a + 1
-		s.ETASeconds = etaAt(s.Position, rate)
-		s.NextPoll = c.nextPoll(s.Position, s.ETASeconds)
+		if h.draw > 0 {
+			// In a lottery: no place, the draw's size and chance.
+			s.InDraw = h.draw
+			s.ChancePerMinute, s.NextPoll = q.drawFigures(h.draw, rate)
+		} else {
+			s.Position = a + 1
+			s.ETASeconds = etaAt(s.Position, rate)
+			s.NextPoll = c.nextPoll(s.Position, s.ETASeconds)
+		}
 		if h.soldOut {
 			s.Status = wire.StatusSoldOut
 		}
@@ -213,7 +228,7 @@ func (q *Queue) state(room, visitor string, h roomHeader, code, a, b int64) wire
 
 // Admitted returns the admitted state for an admission event entry.
 func (q *Queue) Admitted(room, visitor string, notBefore, expiresAt time.Time) wire.State {
-	return q.state(room, visitor, roomHeader{}, replyAdmitted, notBefore.UnixMilli(), expiresAt.UnixMilli())
+	return q.state(room, visitor, roomHeader{draw: -1}, replyAdmitted, notBefore.UnixMilli(), expiresAt.UnixMilli())
 }
 
 // Leave takes visitor out of room's queue, or gives back its unused token.

@@ -5,6 +5,7 @@
 package wire
 
 import (
+	"math"
 	"strconv"
 	"time"
 )
@@ -26,6 +27,9 @@ const (
 // status, and every pushed message.
 //
 // Position and ETASeconds go out only for a waiting visitor with a place;
+// in a room that admits by lottery (method random) a waiting visitor has no
+// place: InDraw (the number of people in the draw) and ChancePerMinute go
+// out instead (see DrawChance);
 // a visitor in the pre-queue of a room that has not opened yet gets OpensAt
 // instead. Token, NotBefore and ExpiresAt go out only when admitted.
 // NextPoll goes out when set: it tells a client that falls back to polling
@@ -36,14 +40,18 @@ type State struct {
 	Status     Status
 	Position   int64 // 1-based
 	ETASeconds int64
-	NextPoll   time.Duration
-	Paused     bool
-	Token      string
-	NotBefore  time.Time
-	ExpiresAt  time.Time
-	OpensAt    time.Time
-	Degraded   bool
-	Reason     string // why an expired place is gone, when not the token's age: "away"
+	// InDraw is the size of the lottery a waiting visitor is in (0: not
+	// in one); ChancePerMinute its chance to be drawn within a minute.
+	InDraw          int64
+	ChancePerMinute float64
+	NextPoll        time.Duration
+	Paused          bool
+	Token           string
+	NotBefore       time.Time
+	ExpiresAt       time.Time
+	OpensAt         time.Time
+	Degraded        bool
+	Reason          string // why an expired place is gone, when not the token's age: "away"
 	// Message is the operator's message to everyone in the room ("" =
 	// none), also what a join into a closed room is told; it goes out as
 	// "message" when set.
@@ -77,6 +85,10 @@ func (s State) AppendJSON(b []byte) []byte {
 
 func (s State) appendJSON(b []byte) []byte {
 	b = appendHead(b, s.Room, s.Status)
+	if s.InDraw > 0 && s.Status == StatusWaiting && !s.PreQueue() {
+		b = appendDrawTail(b, s.InDraw, s.ChancePerMinute, s.NextPoll, s.Paused)
+		return appendMessage(b, s.Message)
+	}
 	if s.Status == StatusWaiting && !s.PreQueue() {
 		b = appendWaitingTail(b, s.Position, s.ETASeconds, s.NextPoll, s.Paused)
 		return appendMessage(b, s.Message)
@@ -127,6 +139,37 @@ func WaitingPrefix(room string) []byte { return appendHead(nil, room, StatusWait
 // state.
 func AppendWaiting(b []byte, position, eta int64, nextPoll time.Duration, paused bool) []byte {
 	return appendWaitingTail(b, position, eta, nextPoll, paused)
+}
+
+// AppendDraw appends to b (which holds the room's WaitingPrefix) the rest
+// of a waiting state in a lottery. The result equals AppendJSON of the same
+// state.
+func AppendDraw(b []byte, size int64, chance float64, nextPoll time.Duration, paused bool) []byte {
+	return appendDrawTail(b, size, chance, nextPoll, paused)
+}
+
+// DrawChance is the chance per minute of one visitor among size in a
+// lottery that admits rate visitors a second: each tick's batch is a
+// uniform random set of those in the draw, so a minute's admissions are
+// too, and a given visitor is among them with probability 60·rate/size
+// (exact while nobody joins; capped at 1). Rounded to 4 decimals, so that
+// push and polling, which compute it apart, send the same number.
+func DrawChance(size int64, rate float64) float64 {
+	if size <= 0 || rate <= 0 {
+		return 0
+	}
+	return math.Round(min(1, 60*rate/float64(size))*1e4) / 1e4
+}
+
+func appendDrawTail(b []byte, size int64, chance float64, nextPoll time.Duration, paused bool) []byte {
+	b = append(b, `,"inDraw":`...)
+	b = strconv.AppendInt(b, size, 10)
+	b = append(b, `,"chancePerMinute":`...)
+	b = strconv.AppendFloat(b, chance, 'f', -1, 64)
+	b = appendNextPoll(b, nextPoll)
+	b = append(b, `,"paused":`...)
+	b = strconv.AppendBool(b, paused)
+	return append(b, '}')
 }
 
 func appendHead(b []byte, room string, st Status) []byte {

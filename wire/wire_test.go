@@ -25,6 +25,8 @@ func TestStateJSON(t *testing.T) {
 			`{"type":"state","room":"a-b","status":"not_in_queue","paused":false}`},
 		{"degraded waiting", State{Room: "drop", Status: StatusWaiting, Position: 3, ETASeconds: 1, NextPoll: 500 * time.Millisecond, Degraded: true},
 			`{"type":"state","room":"drop","status":"waiting","position":3,"etaSeconds":1,"nextPollMs":500,"paused":false,"degraded":true}`},
+		{"in a lottery: the draw's size and chance, no position", State{Room: "drop", Status: StatusWaiting, InDraw: 1200, ChancePerMinute: 0.35, NextPoll: 5 * time.Second, Message: "hi"},
+			`{"type":"state","room":"drop","status":"waiting","inDraw":1200,"chancePerMinute":0.35,"nextPollMs":5000,"paused":false,"message":"hi"}`},
 		{"degraded pre-queue", State{Room: "drop", Status: StatusWaiting, OpensAt: opens, Degraded: true},
 			`{"type":"state","room":"drop","status":"waiting","opensAt":"2026-12-01T09:00:00Z","paused":false,"degraded":true}`},
 	}
@@ -116,4 +118,36 @@ func FuzzDecodeEvent(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAppendDrawIsAppendJSON: a pushed lottery state is the state a poll
+// gets.
+func TestAppendDrawIsAppendJSON(t *testing.T) {
+	for _, s := range []State{
+		{Room: "drop", Status: StatusWaiting, InDraw: 1, ChancePerMinute: 1},
+		{Room: "x", Status: StatusWaiting, InDraw: 100000, ChancePerMinute: DrawChance(100000, 140), NextPoll: 4567 * time.Millisecond, Paused: true},
+	} {
+		fast := AppendDraw(WaitingPrefix(s.Room), s.InDraw, s.ChancePerMinute, s.NextPoll, s.Paused)
+		if full := s.AppendJSON(nil); string(fast) != string(full) {
+			t.Fatalf("fast %s\nfull %s", fast, full)
+		}
+	}
+}
+
+func TestDrawChance(t *testing.T) {
+	for _, c := range []struct {
+		size int64
+		rate float64
+		want float64
+	}{
+		{100000, 140, 0.084}, // 8,400 a minute out of 100,000
+		{3000, 140, 1},       // everyone goes within the minute
+		{7, 0, 0},
+		{0, 140, 0},
+		{30000, 1.0 / 3, 0.0007},
+	} {
+		if got := DrawChance(c.size, c.rate); got != c.want {
+			t.Errorf("DrawChance(%d, %v) = %v, want %v", c.size, c.rate, got, c.want)
+		}
+	}
 }

@@ -5,12 +5,14 @@
 -- The room's cfg hash overrides batch, ttlMs, maxMs and maxActive, and adds
 -- paused, seats and opensAt, so a change applies from the next tick on every
 -- instance.
--- Returns {taken, tick, admitted, waiting, event, head, born}: taken = 0
--- when this tick was already taken by another caller (nothing done); head
--- is the ticket of the last visitor admitted (0 when none) and born when
--- the room's state began: instances remember both, so that a Redis that
--- lost the queue does not take back tickets that were already let in (see
--- retake.lua).
+-- Returns {taken, tick, admitted, waiting, event, head, born, draw}: taken
+-- = 0 when this tick was already taken by another caller (nothing done);
+-- head is the ticket of the last visitor admitted (0 when none, and under
+-- the lottery, which admits out of ticket order) and born when the room's
+-- state began: instances remember both, so that a Redis that lost the
+-- queue does not take back tickets that were already let in (see
+-- retake.lua). draw is the size of the lottery's draw after the tick (-1:
+-- the room is not random), which instances remember for push.
 local p, room, channel = ARGV[1], ARGV[2], ARGV[3]
 local tick_ms = tonumber(ARGV[4])
 local seed = tonumber(ARGV[9])
@@ -21,7 +23,11 @@ local active = p .. 'active'
 local now = now_ms()
 local tick = math.floor(now / tick_ms)
 local last = tonumber(redis.call('GET', p .. 'tick') or '-1')
-if tick <= last then return {0, tick, 0, redis.call('ZCARD', KEYS[1]), ''} end
+if tick <= last then
+  local size = -1
+  if redis.call('HGET', p .. 'cfg', 'method') == 'random' then size = redis.call('ZCARD', KEYS[1]) end
+  return {0, tick, 0, redis.call('ZCARD', KEYS[1]), '', 0, 0, size}
+end
 redis.call('SET', p .. 'tick', tick, 'PX', 86400000)
 
 local cfg = load_cfg(p)
@@ -46,7 +52,9 @@ end
 -- keep the room in the tick loop until they come back or are dropped.
 local waiting = redis.call('ZCARD', KEYS[1]) + (undrawn_left or 0) + presence_ahead(p)
 local aside = redis.call('ZCARD', p .. 'away')
-if cfg.paused == '1' or waiting == 0 then return {1, tick, 0, waiting + aside, ''} end
+if cfg.paused == '1' or waiting == 0 then
+  return {1, tick, 0, waiting + aside, '', 0, 0, lottery_size(cfg, KEYS[1], undrawn_left)}
+end
 
 local batch = num(cfg.batch, tonumber(ARGV[5]))
 local ttl = num(cfg.ttlMs, tonumber(ARGV[6]))
@@ -74,9 +82,14 @@ local head = 0
 if batch > 0 then
   local limit = 4 * batch + 64
   if draw_next then limit = batch end
-  local popped = take(p, cfg, KEYS[1], batch, now, limit)
+  local popped
+  if cfg.method == 'random' then
+    popped = take_random(p, cfg, KEYS[1], batch, now, limit, lottery_seed(p, seed, now), tick, draw_next)
+  else
+    popped = take(p, cfg, KEYS[1], batch, now, limit)
+  end
   k = #popped / 2
-  if k > 0 then
+  if k > 0 and cfg.method ~= 'random' then
     head = tonumber(popped[#popped])
     if head > num(redis.call('HGET', stats, 'head'), 0) then redis.call('HSET', stats, 'head', head) end
   end
@@ -127,4 +140,5 @@ if waiting > k then
   if rate < 0 then rate = inst else rate = rate + alpha * (inst - rate) end
   redis.call('HSET', stats, 'rate', string.format('%.4f', rate))
 end
-return {1, tick, k, waiting - k + aside, event, head, num(redis.call('HGET', stats, 'born'), 0)}
+return {1, tick, k, waiting - k + aside, event, head, num(redis.call('HGET', stats, 'born'), 0),
+  lottery_size(cfg, KEYS[1], undrawn_left)}

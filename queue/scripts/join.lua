@@ -1,6 +1,6 @@
 -- join: KEYS = queue; ARGV = prefix, visitor, seed, channel, ttlMs, maxMs,
 -- retentionMs (and invite.lua's ARGV[8..10] when it runs first)
--- Returns {code, a, b, new, paused, settings, message, seq, now}: 1 waiting
+-- Returns {code, a, b, new, paused, settings, message, seq, now, draw}: 1 waiting
 -- (a = 0-based rank), 2 admitted (a = notBefore, b = expiresAt), 4 in the
 -- pre-queue before opening, or not yet drawn after it (a = opensAt, or the
 -- moment of opening), 6 closed by the room's method (method.lua). new = 1
@@ -8,7 +8,8 @@
 -- paused, as status says; settings is the room's settings version and
 -- message its message to the waiting ("" = none). seq is the waiting
 -- visitor's ticket (0 otherwise) and now the Redis time, which the
--- visitor's credential carries.
+-- visitor's credential carries. draw (waiting only) is the size of a
+-- random room's lottery, -1 when the room is not random.
 local p, v = ARGV[1], ARGV[2]
 local now = now_ms()
 local cfg = load_cfg(p)
@@ -32,9 +33,9 @@ local function rank_of(r)
 end
 
 local r = redis.call('ZRANK', KEYS[1], v)
-if r then return {1, rank_of(r) + presence_ahead(p), 0, 0, paused, num(cfg.v, 0), cfg.message or '', tonumber(redis.call('ZSCORE', KEYS[1], v)), now} end
+if r then return {1, rank_of(r) + presence_ahead(p), 0, 0, paused, num(cfg.v, 0), cfg.message or '', tonumber(redis.call('ZSCORE', KEYS[1], v)), now, lottery_size(cfg, KEYS[1], undrawn_left)} end
 local back = presence_place(p, v)
-if back then return {1, back, 0, 0, paused, num(cfg.v, 0), cfg.message or ''} end
+if back then return {1, back, 0, 0, paused, num(cfg.v, 0), cfg.message or '', 0, now, lottery_size(cfg, KEYS[1], undrawn_left)} end
 redis.call('DEL', p .. 'dropped:' .. v) -- lost its place while away: a new ticket
 if draw_next then
   local at = undrawn(p, v)
@@ -54,4 +55,4 @@ redis.call('HSETNX', p .. 'stats', 'born', now)
 local s = redis.call('INCR', p .. 'seq')
 redis.call('ZADD', KEYS[1], 'NX', s, v)
 keep_while_used(p, cfg)
-return {1, rank_of(redis.call('ZRANK', KEYS[1], v)) + presence_ahead(p), 0, 1, paused, num(cfg.v, 0), cfg.message or '', s, now}
+return {1, rank_of(redis.call('ZRANK', KEYS[1], v)) + presence_ahead(p), 0, 1, paused, num(cfg.v, 0), cfg.message or '', s, now, lottery_size(cfg, KEYS[1], undrawn_left)}

@@ -1,6 +1,7 @@
 -- status: KEYS = queue; ARGV = prefix, seed, channel, visitor...
 -- Returns a room header {rate*1000, paused, soldOut, opensAt, waiting,
--- settings version, message}
+-- settings version, message, draw} (draw: the size of a random room's
+-- lottery, -1 when the room is not random)
 -- then code, a, b per visitor: 0 not in queue, 1 waiting (a = 0-based
 -- rank), 2 admitted (a = notBefore, b = expiresAt), 3 expired, 4 pre-queue
 -- (a = opensAt), or not yet drawn while a draw is under way (a = the moment
@@ -16,7 +17,8 @@ if cfg.paused == '1' then paused = 1 end
 local soldout = 0
 if sold_out(p, cfg, now) then soldout = 1 end
 local out = {math.floor(rate * 1000), paused, soldout, num(cfg.opensAt, 0),
-  redis.call('ZCARD', KEYS[1]) + (undrawn_left or 0), num(cfg.v, 0), cfg.message or ''}
+  redis.call('ZCARD', KEYS[1]) + (undrawn_left or 0), num(cfg.v, 0), cfg.message or '',
+  lottery_size(cfg, KEYS[1], undrawn_left)}
 
 local visitors = {}
 for i = 4, #ARGV do visitors[#visitors + 1] = ARGV[i] end

@@ -1,0 +1,233 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/wire"
+)
+
+// chiSquare is Pearson's statistic of counts against an even spread.
+func chiSquare(counts []int) float64 {
+	total := 0
+	for _, c := range counts {
+		total += c
+	}
+	exp := float64(total) / float64(len(counts))
+	var x float64
+	for _, c := range counts {
+		d := float64(c) - exp
+		x += d * d / exp
+	}
+	return x
+}
+
+// TestLotteryRankUniform: the lottery's pick function spreads evenly over
+// the ranks, for any size, and stays in range. The seed is fixed, so the
+// test is deterministic: it cannot flake.
+func TestLotteryRankUniform(t *testing.T) {
+	const seed = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
+	for _, n := range []int64{2, 7, 10, 1000} {
+		counts := make([]int, min(n, 10))
+		const draws = 20000
+		for tick := range int64(draws / 5) {
+			for i := range int64(5) {
+				r := LotteryRank(seed, tick, i, n)
+				if r < 0 || r >= n {
+					t.Fatalf("n=%d: rank %d out of range", n, r)
+				}
+				counts[r*int64(len(counts))/n]++
+			}
+		}
+		// Bound at a p-value of about 1e-6 for 9 degrees of freedom (the
+		// most here): only a biased function exceeds it.
+		if x := chiSquare(counts); x > 45 {
+			t.Errorf("n=%d: chi-square %.1f over %v", n, x, counts)
+		}
+	}
+	// 52 bits as a fraction, times n, rounded down: a small n is exact.
+	if LotteryRank(seed, 1, 0, 1) != 0 {
+		t.Fatal("one waiting: rank must be 0")
+	}
+}
+
+// randomRoom makes room admit by lottery with batch visitors a tick.
+func randomRoom(t *testing.T, q *Queue, room string, c RoomConfig) {
+	t.Helper()
+	c.Method = MethodRandom
+	if err := q.SetRoomConfig(context.Background(), room, c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func zrange(t *testing.T, r Redis, key string) []string {
+	t.Helper()
+	v, err := r.Do(context.Background(), "ZRANGE", key, "0", "-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range v.([]any) {
+		out = append(out, e.(string))
+	}
+	return out
+}
+
+// TestRandomDrawsFromSeed: a random room shows its waiting visitors the
+// draw (size and chance, no place) on join and status; each tick admits
+// the picks the committed seed gives (recomputed here with LotteryRank
+// from the revealed seed and the waiting list before the tick), a pick
+// who is away is set aside and not admitted; the seed stays hidden while
+// the lottery runs and matches its commitment once the room leaves random.
+func TestRandomDrawsFromSeed(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		const room = "lottery"
+		q := newQueue(t, r, fixedBatch(3, 5*time.Millisecond))
+		randomRoom(t, q, room, RoomConfig{})
+		before, err := q.ReadLottery(ctx, room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if before.Commitment == "" || before.Seed != "" || before.Ended {
+			t.Fatalf("lottery before the end: %+v, want a commitment and no seed", before)
+		}
+		joinN(t, q, room, 20, "v")
+		st, err := q.Join(ctx, room, "v005")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status != wire.StatusWaiting || st.InDraw != 20 || st.Position != 0 || st.ChancePerMinute <= 0 {
+			t.Fatalf("join in a random room: %+v, want in a draw of 20", st)
+		}
+		if b := string(st.AppendJSON(nil)); !strings.Contains(b, `"inDraw":20,"chancePerMinute":`) || strings.Contains(b, "position") {
+			t.Fatalf("encoded: %s", b)
+		}
+		away := []string{"v003", "v011", "v017"}
+		lastSeen(t, r, room, "seen", 2*time.Minute, away...)
+
+		type tickRec struct {
+			tick    int64
+			waiting []string
+			got     []string
+		}
+		var recs []tickRec
+		for len(recs) < 5 {
+			w := zrange(t, r, prefix(room)+"q")
+			res := admitTaken(t, q, room)
+			recs = append(recs, tickRec{res.Tick, w, admittedIDs(res)})
+		}
+		if st := mustStatus(t, q, room, "v000"); st.Status == wire.StatusWaiting && st.InDraw == 0 {
+			t.Fatalf("status in a random room: %+v", st)
+		}
+		if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		l, err := q.ReadLottery(ctx, room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !l.Ended || l.Seed == "" || Commitment(l.Seed) != before.Commitment || l.Commitment != before.Commitment {
+			t.Fatalf("revealed %+v, committed %s", l, before.Commitment)
+		}
+		// Replay every tick from the seed.
+		var admitted []string
+		for _, rec := range recs {
+			left := slices.Clone(rec.waiting)
+			var want []string
+			for i := int64(0); len(want) < 3 && len(left) > 0; i++ {
+				k := LotteryRank(l.Seed, rec.tick, i, int64(len(left)))
+				v := left[k]
+				left = slices.Delete(left, int(k), int(k)+1)
+				if !slices.Contains(away, v) {
+					want = append(want, v)
+				}
+			}
+			if !slices.Equal(rec.got, want) {
+				t.Fatalf("tick %d admitted %v, the seed gives %v", rec.tick, rec.got, want)
+			}
+			admitted = append(admitted, rec.got...)
+		}
+		if len(admitted) != 15 {
+			t.Fatalf("admitted %d, want 15", len(admitted))
+		}
+		for _, v := range away {
+			if slices.Contains(admitted, v) {
+				t.Fatalf("%s was away and was admitted", v)
+			}
+		}
+	})
+}
+
+// TestRandomUniformInRedis: the script's picks are uniform over the ranks
+// of those waiting. 10 wait, each tick admits one and a newcomer takes the
+// back; over 300 ticks each rank should be drawn about 30 times. The bound
+// is loose (p ≈ 1e-6 for 9 degrees of freedom) so that only a biased draw
+// fails.
+func TestRandomUniformInRedis(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		const room = "uniform"
+		q := newQueue(t, r, fixedBatch(1, 2*time.Millisecond))
+		randomRoom(t, q, room, RoomConfig{})
+		joinN(t, q, room, 10, "v")
+		counts := make([]int, 10)
+		for i := range 300 {
+			w := zrange(t, r, prefix(room)+"q")
+			if len(w) != 10 {
+				t.Fatalf("%d waiting, want 10", len(w))
+			}
+			got := admittedIDs(admitTaken(t, q, room))
+			if len(got) != 1 {
+				t.Fatalf("admitted %v, want one", got)
+			}
+			counts[slices.Index(w, got[0])]++
+			if _, err := q.Join(context.Background(), room, "n"+strconv.Itoa(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if x := chiSquare(counts); x > 45 {
+			t.Fatalf("chi-square %.1f over ranks %v", x, counts)
+		}
+	})
+}
+
+// TestRandomBigRoomTick: a tick of a big random room draws by rank, so it
+// stays short: 100,000 waiting and a batch of 50.
+func TestRandomBigRoomTick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("big room")
+	}
+	srv := redistest.StartReal(t)
+	r := newRedis(t, srv, "rueidis")
+	ctx := context.Background()
+	const room = "big"
+	q := newQueue(t, r, fixedBatch(50, 5*time.Millisecond))
+	randomRoom(t, q, room, RoomConfig{Paused: true})
+	// Fill the queue directly: 100,000 joins would take the test's time.
+	for i := 0; i < 100000; i += 1000 {
+		args := []string{"ZADD", prefix(room) + "q"}
+		for j := i; j < i+1000; j++ {
+			args = append(args, strconv.Itoa(j+1), fmt.Sprintf("b%06d", j))
+		}
+		if _, err := r.Do(ctx, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	randomRoom(t, q, room, RoomConfig{})
+	var worst time.Duration
+	for range 5 {
+		start := time.Now()
+		res := admitTaken(t, q, room)
+		worst = max(worst, time.Since(start))
+		if len(res.Admitted) != 50 {
+			t.Fatalf("admitted %d, want 50", len(res.Admitted))
+		}
+	}
+	t.Logf("slowest tick of a 100,000 room: %v", worst)
+}
