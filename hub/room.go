@@ -152,6 +152,8 @@ func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 			c.sentStatus, c.sentOpens, c.sentPaused = sentPreQueue, opens, st.Paused
 			send(c, outMsg{event: "state", data: data})
 		}
+	case st.Status == wire.StatusWaiting && st.InDraw > 0:
+		h.pushDrawLocked(r, v, now, send)
 	case st.Status == wire.StatusWaiting:
 		pos := v.position(r.head)
 		due := !now.Before(v.due)

@@ -26,3 +26,14 @@ type Source interface {
 	// ETA in seconds and when to ask next.
 	Estimate(room string, position int64) (eta int64, nextPoll time.Duration)
 }
+
+// DrawSource is implemented by a Source whose rooms may admit by lottery:
+// a waiting visitor there is in a draw, not at a place, and what it is told
+// (the draw's size and its chance) is the room's, not its own.
+// DrawEstimate returns what a poll in room's draw would be told now: the
+// size, the chance per minute and when to ask next; ok is false when the
+// Source knows of no draw there. Called while the hub holds a room lock:
+// it must be cheap and must not call back into the hub.
+type DrawSource interface {
+	DrawEstimate(room string) (size int64, chance float64, nextPoll time.Duration, ok bool)
+}

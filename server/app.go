@@ -354,3 +354,7 @@ func (h hubSource) Admitted(room, visitor string, notBefore, expiresAt time.Time
 func (h hubSource) Estimate(room string, position int64) (int64, time.Duration) {
 	return h.s.q.Estimate(room, position)
 }
+
+func (h hubSource) DrawEstimate(room string) (int64, float64, time.Duration, bool) {
+	return h.s.q.DrawEstimate(room)
+}

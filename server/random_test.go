@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sameState reports whether a pushed message and a poll's body are the
+// same state, but for nextPollMs (spread at random on each answer).
+func sameState(t *testing.T, pushed, polled string) bool {
+	t.Helper()
+	var a, b map[string]any
+	if err := json.Unmarshal([]byte(pushed), &a); err != nil {
+		t.Fatalf("pushed %q: %v", pushed, err)
+	}
+	if err := json.Unmarshal([]byte(polled), &b); err != nil {
+		t.Fatalf("polled %q: %v", polled, err)
+	}
+	delete(a, "nextPollMs")
+	delete(b, "nextPollMs")
+	return maps.EqualFunc(a, b, func(x, y any) bool { return x == y })
+}
+
+// agree polls v until the answer is the state last pushed to p: a poll
+// sooner than the nextPollMs it was given is answered from the server's
+// memory, so the first may be older than the push.
+func agree(t *testing.T, p *pushClient, v *visitor) reply {
+	t.Helper()
+	var poll reply
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		poll = v.status("drop")
+		if sameState(t, lastRaw(p), poll.Raw) {
+			return poll
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s pushed %s\npoll answered %s", p.kind, lastRaw(p), poll.Raw)
+		}
+		time.Sleep(100 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+func lastRaw(p *pushClient) string {
+	m := p.messages()
+	if len(m) == 0 {
+		return ""
+	}
+	return m[len(m)-1].raw
+}
+
+// TestRandomPushEqualsPoll: a room turned random live tells its waiting
+// visitors the draw (size and chance per minute, no place) over WebSocket,
+// SSE and polling alike, the same object; after a lottery tick the pushed
+// draw shrinks and still equals the poll; back to fifo, places again.
+func TestRandomPushEqualsPoll(t *testing.T) {
+	eachServer(t, func(c *config) { withAdmin(c); c.Capacity.Batch = 1 }, func(t *testing.T, ts *testServer) {
+		op := newVisitor(t, ts.URL)
+		if r := op.admin("PUT", "/rooms/drop", `{"paused":true}`); r.Code != 200 {
+			t.Fatalf("pause: %d %s", r.Code, r.Raw)
+		}
+		vs := make([]*visitor, 4)
+		ws := make([]*pushClient, 4)
+		for i := range vs {
+			vs[i] = newVisitor(t, ts.URL)
+			vs[i].join("drop")
+		}
+		for i := range vs {
+			ws[i] = dialWS(t, ts.URL, "drop", vs[i].cred)
+		}
+		sse := dialSSE(t, ts.URL, "drop", vs[0].cred)
+		waitFor(t, 5*time.Second, "places pushed", func() bool {
+			return strings.Contains(lastRaw(ws[3]), `"position":4`) && strings.Contains(lastRaw(sse), `"position":1`)
+		})
+
+		if r := op.admin("PUT", "/rooms/drop", `{"paused":true,"method":"random"}`); r.Code != 200 || r.str("method") != "random" {
+			t.Fatalf("put random: %d %s", r.Code, r.Raw)
+		}
+		// The change goes out at once (a config event), as the draw.
+		waitFor(t, 5*time.Second, "the draw pushed", func() bool {
+			return strings.Contains(lastRaw(ws[0]), `"inDraw":4`) && strings.Contains(lastRaw(sse), `"inDraw":4`)
+		})
+		poll := agree(t, ws[0], vs[0])
+		if poll.num("inDraw") != 4 || poll.Body["position"] != nil || poll.Body["chancePerMinute"] == nil {
+			t.Fatalf("poll in the draw: %s", poll.Raw)
+		}
+		agree(t, sse, vs[0])
+
+		// One lottery tick: one of the four goes, the others hear a
+		// draw of three, the same as their polls.
+		if r := op.admin("PUT", "/rooms/drop", `{"paused":false,"method":"random"}`); r.Code != 200 {
+			t.Fatalf("resume: %d %s", r.Code, r.Raw)
+		}
+		res, err := ts.q.Admit(context.Background(), "drop")
+		for err == nil && !res.Taken {
+			res, err = ts.q.Admit(context.Background(), "drop")
+		}
+		if err != nil || len(res.Admitted) != 1 {
+			t.Fatalf("admit: %+v %v", res, err)
+		}
+		waitFor(t, 5*time.Second, "the drawn one admitted", func() bool {
+			n := 0
+			for _, p := range ws {
+				n += p.count("admitted")
+			}
+			return n == 1
+		})
+		for i, v := range vs {
+			if ws[i].count("admitted") > 0 {
+				continue
+			}
+			waitFor(t, 10*time.Second, "a draw of three pushed", func() bool { return strings.Contains(lastRaw(ws[i]), `"inDraw":3`) })
+			agree(t, ws[i], v)
+		}
+
+		// Back to fifo: places in ticket order, pushed and polled alike.
+		if r := op.admin("PUT", "/rooms/drop", `{"paused":true,"method":"fifo"}`); r.Code != 200 {
+			t.Fatalf("put fifo: %d %s", r.Code, r.Raw)
+		}
+		want := int64(1)
+		for i, v := range vs {
+			if ws[i].count("admitted") > 0 {
+				continue
+			}
+			pos := `"position":` + string(rune('0'+want))
+			waitFor(t, 5*time.Second, "places pushed again", func() bool { return strings.Contains(lastRaw(ws[i]), pos) })
+			agree(t, ws[i], v)
+			want++
+		}
+	})
+}
