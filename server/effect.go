@@ -96,6 +96,8 @@ func (s *server) effects(room string, before, after queue.RoomConfig, st queue.R
 		switch a.Method {
 		case queue.MethodPassthrough:
 			add("method %s → %s: a join is admitted at once with a token; the %d waiting go at the next tick", b.Method, a.Method, waiting)
+		case queue.MethodRandom:
+			add("method %s → %s: the %d waiting keep their tickets and are drawn at random, %s, among those present; each is shown the draw's size and chance per minute instead of a place", b.Method, a.Method, waiting, perTick(a.Batch))
 		case queue.MethodReject:
 			add("method %s → %s: new visitors are turned away with the room's message; the %d waiting go on", b.Method, a.Method, waiting)
 		default:

@@ -503,7 +503,7 @@
   // FIELDS are the settings the form edits (pause and resume have their
   // buttons above), with the admin API's names.
   var FIELDS = [
-    { name: "method", label: "Method", kind: "select", options: ["fifo", "passthrough", "reject"], hint: "fifo: tickets in order; passthrough: admitted at join; reject: closed to new visitors, with the message" },
+    { name: "method", label: "Method", kind: "select", options: ["fifo", "random", "passthrough", "reject"], hint: "fifo: tickets in order; random: each tick draws at random among those waiting and present; passthrough: admitted at join; reject: closed to new visitors, with the message" },
     { name: "strategy", label: "Strategy", kind: "select", options: ["fixed", "max-active"], hint: "fixed: a batch every tick; max-active: keep live entry tokens at or under Max active" },
     { name: "batch", label: "Batch per tick", kind: "int", hint: "visitors admitted each tick" },
     { name: "maxActive", label: "Max active", kind: "int", hint: "with max-active: entry tokens live at once" },

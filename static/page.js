@@ -51,6 +51,7 @@
     fmt = {
       number: new Intl.NumberFormat(code),
       percent: new Intl.NumberFormat(code, { style: "percent" }),
+      chance: new Intl.NumberFormat(code, { style: "percent", maximumSignificantDigits: 2 }),
       clock: new Intl.DateTimeFormat(code, { hour: "2-digit", minute: "2-digit" }),
       relative: new Intl.RelativeTimeFormat(code, { numeric: "auto" }),
       ordinal: new Intl.PluralRules(code, { type: "ordinal" }),
@@ -470,6 +471,7 @@
 
   function renderWaiting(state, info) {
     if (state.opensAt) return renderPreQueue(state);
+    if (state.inDraw > 0) return renderDraw(state);
     var pos = state.position || 0;
     var start = Math.max(info.startPosition || pos, pos);
     var next = pos <= 1;
@@ -492,6 +494,24 @@
     setActions("none");
     var eta = state.paused ? t("announcePaused") : t("announceEta", { duration: durationWords(state.etaSeconds) });
     announce(t("nthInLine", { ordinal: ordinal(pos) }) + " " + eta, state.paused ? "paused" : "waiting", String(pos));
+  }
+
+  // A room that admits by lottery gives no place: each moment the next to
+  // go in are drawn at random among everyone waiting, so the page shows the
+  // draw's size and the chance of being drawn within a minute.
+  function renderDraw(state) {
+    var text = t("inDraw", { count: fmt.number.format(state.inDraw), percent: fmt.chance.format(state.chancePerMinute || 0) });
+    moving = null;
+    show({
+      status: "waiting",
+      eyebrow: state.paused ? t("queuePaused") : t("brand"),
+      headline: t("drawHeadline"),
+      detail: text,
+      sub: state.paused ? t("pausedSub") : t("drawSub")
+    });
+    setActions("none");
+    // Said when the draw's size changes, at the calm pace of positions.
+    announce(t("drawHeadline") + ". " + text, state.paused ? "paused" : "draw", String(state.inDraw));
   }
 
   // Before a scheduled opening there is no place yet: everyone who joins

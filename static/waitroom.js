@@ -32,7 +32,10 @@
  * changes. state is the server's message:
  *   { type: "state", room, status: "waiting" | "admitted" | "expired" |
  *     "not_in_queue" | "sold_out", position, etaSeconds, nextPollMs, paused,
- *     degraded, token, notBefore, expiresAt }
+ *     degraded, token, notBefore, expiresAt, inDraw, chancePerMinute }
+ * In a room that admits by lottery a waiting state has no position: inDraw
+ * is how many people are in the draw and chancePerMinute (0..1) the chance
+ * of being drawn within a minute.
  * degraded is true while the server cannot reach its store: positions stand
  * still, the place is kept.
  * info is what the client knows beside it:
