@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/queue"
 )
 
 // sameState reports whether a pushed message and a poll's body are the
@@ -131,4 +133,31 @@ func TestRandomPushEqualsPoll(t *testing.T) {
 			want++
 		}
 	})
+}
+
+// TestLotteryEndpoint: a room that turns random has a commitment and no
+// seed to show; once it leaves random the seed is shown and matches.
+func TestLotteryEndpoint(t *testing.T) {
+	ts := startServer(t, nil, "rueidis", withAdmin)
+	op := newVisitor(t, ts.URL)
+	if r := op.do("GET", "/api/v1/rooms/drop/lottery", ""); r.Code != 404 || r.errCode() != "no_lottery" {
+		t.Fatalf("before any lottery: %d %s", r.Code, r.Raw)
+	}
+	if r := op.admin("PUT", "/rooms/drop", `{"method":"random"}`); r.Code != 200 {
+		t.Fatalf("put random: %d %s", r.Code, r.Raw)
+	}
+	v := newVisitor(t, ts.URL)
+	v.join("drop")
+	r := op.do("GET", "/api/v1/rooms/drop/lottery", "")
+	commit := r.str("commitment")
+	if r.Code != 200 || r.str("state") != "drawing" || len(commit) != 64 || r.Body["seed"] != nil {
+		t.Fatalf("while drawing: %d %s", r.Code, r.Raw)
+	}
+	if r := op.admin("PUT", "/rooms/drop", `{"method":"fifo"}`); r.Code != 200 {
+		t.Fatalf("put fifo: %d %s", r.Code, r.Raw)
+	}
+	r = op.do("GET", "/api/v1/rooms/drop/lottery", "")
+	if r.Code != 200 || r.str("state") != "revealed" || queue.Commitment(r.str("seed")) != commit || r.str("commitment") != commit {
+		t.Fatalf("after the lottery: %d %s (committed %s)", r.Code, r.Raw, commit)
+	}
 }

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"errors"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/waitroom/waitroom/queue"
+)
+
+// lotteryFunction says, in the endpoint's answer, how to check a lottery.
+const lotteryFunction = "commitment = hex(SHA-256(seed)); pick i (0-based, every pick of the tick) of tick t is the ticket at 0-based rank floor(int(hex(SHA-1(seed + \":\" + t + \":\" + i))[0:13], 16) / 2^52 * n) among the n still waiting, in ticket order; a pick away from the page is set aside and does not count toward the batch"
+
+var errNoLottery = errorf(404, "no_lottery", "this room has never admitted by lottery")
+
+// lottery is the public commit-reveal record of a room's lottery (method
+// random): while the room draws, the commitment only; once it left the
+// random method, the seed too.
+func (s *server) lottery(c *fiber.Ctx) error {
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	l, err := s.q.ReadLottery(ctx, r)
+	if errors.Is(err, queue.ErrNoDraw) {
+		return errNoLottery
+	}
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	out := fiber.Map{"room": r, "commitment": l.Commitment, "function": lotteryFunction, "state": "drawing"}
+	if !l.CommittedAt.IsZero() {
+		out["committedAt"] = l.CommittedAt.UTC().Format(time.RFC3339Nano)
+	}
+	if l.Ended {
+		out["state"] = "revealed"
+		out["seed"] = l.Seed
+		out["endedAt"] = l.EndedAt.UTC().Format(time.RFC3339Nano)
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(out)
+}
