@@ -231,3 +231,31 @@ func TestRandomBigRoomTick(t *testing.T) {
 	}
 	t.Logf("slowest tick of a 100,000 room: %v", worst)
 }
+
+// TestRandomKeepsLimits: maxActive and seats bound a lottery's admissions
+// as they bound fifo's.
+func TestRandomKeepsLimits(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		q := newQueue(t, r, fixedBatch(5, 5*time.Millisecond))
+		randomRoom(t, q, "ma", RoomConfig{Strategy: StrategyMaxActive, MaxActive: 3})
+		randomRoom(t, q, "seats", RoomConfig{Seats: 4})
+		joinN(t, q, "ma", 20, "m")
+		joinN(t, q, "seats", 20, "s")
+		var ma, seats int
+		for range 4 {
+			ma += len(admitTaken(t, q, "ma").Admitted)
+			seats += len(admitTaken(t, q, "seats").Admitted)
+		}
+		if ma != 3 || seats != 4 {
+			t.Fatalf("admitted %d under maxActive 3 and %d with 4 seats", ma, seats)
+		}
+		st, err := q.Status(ctx, "ma", "m000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status == wire.StatusWaiting && st.InDraw != 17 {
+			t.Fatalf("m000 after 3 admitted: %+v, want in a draw of 17", st)
+		}
+	})
+}
