@@ -19,6 +19,14 @@ type Presence interface {
 	Seen(ctx context.Context, room string, visitors []string) (time.Duration, error)
 }
 
+// Leaver is implemented by a Presence that tells a visitor whose last
+// push connection closed from one still connected: Left records the close
+// (a sign of life after which nobody knows the visitor is there) and
+// returns what Seen does. Without it the hub writes a close with Seen.
+type Leaver interface {
+	Left(ctx context.Context, room string, visitors []string) (time.Duration, error)
+}
+
 // presenceCheck is how often the presence loop looks for rooms due; it
 // also bounds how late a closed connection's last sign of life is written.
 const presenceCheck = time.Second
@@ -70,7 +78,25 @@ func (h *Hub) presenceRound(ctx context.Context, now time.Time) {
 	p.mu.Unlock()
 	for room, vs := range left {
 		slices.Sort(vs)
-		h.writeSeen(ctx, room, slices.Compact(vs))
+		vs = slices.Compact(vs)
+		// One who connected again since is there: a plain sign of life.
+		var back []string
+		h.mu.RLock()
+		r := h.rooms[room]
+		h.mu.RUnlock()
+		if r != nil {
+			r.mu.Lock()
+			vs = slices.DeleteFunc(vs, func(id string) bool {
+				if r.visitors[id] != nil {
+					back = append(back, id)
+					return true
+				}
+				return false
+			})
+			r.mu.Unlock()
+		}
+		h.writeLeft(ctx, room, vs)
+		h.writeSeen(ctx, room, back)
 	}
 
 	rooms := h.snapshotRooms()
@@ -105,10 +131,23 @@ func (h *Hub) presenceRound(ctx context.Context, now time.Time) {
 
 // writeSeen writes ids in batches and returns the room's interval.
 func (h *Hub) writeSeen(ctx context.Context, room string, ids []string) time.Duration {
+	return h.writePresence(ctx, room, ids, h.opts.Presence.Seen)
+}
+
+// writeLeft writes the close of ids' last connection in batches.
+func (h *Hub) writeLeft(ctx context.Context, room string, ids []string) {
+	write := h.opts.Presence.Seen
+	if l, ok := h.opts.Presence.(Leaver); ok {
+		write = l.Left
+	}
+	h.writePresence(ctx, room, ids, write)
+}
+
+func (h *Hub) writePresence(ctx context.Context, room string, ids []string, write func(context.Context, string, []string) (time.Duration, error)) time.Duration {
 	every := presenceDefault
 	for batch := range slices.Chunk(ids, h.opts.ReconcileBatch) {
 		wctx, cancel := context.WithTimeout(ctx, stateTimeout)
-		d, err := h.opts.Presence.Seen(wctx, room, batch)
+		d, err := write(wctx, room, batch)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {

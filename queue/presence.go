@@ -34,17 +34,31 @@ func (c RoomConfig) EffectiveDropAfter() time.Duration {
 }
 
 // Seen records that visitors of room are there now (their push connection
-// is open, or just closed). A hub calls it for its connected visitors in
-// batches; polls and joins record the same inside their own scripts. Any
-// of them set aside as away is admitted first in the next tick. It returns
-// how soon the same visitors need writing again: a third of the room's
-// awayAfter (also when presence is off, so a change is noticed).
+// is open). A hub calls it for its connected visitors in batches; polls
+// and joins record the same inside their own scripts. Any of them set
+// aside as away is admitted first in the next tick. It returns how soon
+// the same visitors need writing again: a third of the room's awayAfter
+// (also when presence is off, so a change is noticed).
 func (q *Queue) Seen(ctx context.Context, room string, visitors []string) (time.Duration, error) {
+	return q.seen(ctx, room, "open", visitors)
+}
+
+// Left records that the last push connection of each of visitors closed
+// just now: a sign of life, but one after which nobody knows they are
+// there. Until another comes (a poll, a join, a connection), a turn that
+// comes is not given to them: they are set aside with their ticket and go
+// first when they show up, as visitors away do (presence.lua's closed).
+// It returns what Seen does.
+func (q *Queue) Left(ctx context.Context, room string, visitors []string) (time.Duration, error) {
+	return q.seen(ctx, room, "closed", visitors)
+}
+
+func (q *Queue) seen(ctx context.Context, room, mode string, visitors []string) (time.Duration, error) {
 	if !ValidRoom(room) {
 		return 0, ErrInvalidRoom
 	}
-	args := make([]string, 0, len(visitors)+1)
-	args = append(args, prefix(room))
+	args := make([]string, 0, len(visitors)+2)
+	args = append(args, prefix(room), mode)
 	for _, v := range visitors {
 		if !ValidVisitor(v) {
 			return 0, ErrInvalidToken

@@ -69,8 +69,9 @@ end
 -- take_random is take (presence.lua) for the lottery: those who came back
 -- first (their turn had come), then picks one at a time, each uniform among
 -- the tickets still in the queue, so the batch is a uniform random set of
--- them. A pick who is away is set aside with its ticket, as in take, and
--- does not count. Pick i of tick t is at rank lottery_rank(seed, t, i, n)
+-- them. A pick who is away (or whose push connection closed with no sign
+-- of life since) is set aside with its ticket, as in take, and does not
+-- count. Pick i of tick t is at rank lottery_rank(seed, t, i, n)
 -- of the n tickets left in the queue (in ticket order) before it; i counts
 -- every pick of the tick, set aside or not. Each pick costs a ZRANGE by
 -- index, not a walk of the queue, and a tick looks at no more than limit,
@@ -97,7 +98,7 @@ local function take_random(p, cfg, q, n, now, limit, seed, tick, below)
     local v, score = got[1], got[2]
     redis.call('ZREM', q, v)
     local t = on and tonumber(redis.call('ZSCORE', p .. 'seen', v))
-    if t and t < cutoff then
+    if unconfirmed(p, v, t, cutoff) then
       redis.call('ZADD', p .. 'away', t, v)
       redis.call('HSET', p .. 'awayt', v, score)
       skipped = skipped + 1

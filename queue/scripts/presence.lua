@@ -14,6 +14,14 @@
 --                 first, in the next tick
 --   dropped:V str V was away for dropAfter and lost the place; a status
 --                 says expired (reason away) until it joins again
+--   closed  zset  visitors whose last push connection closed -> when (a
+--                 hub writes it); any other sign of life (a poll, a join,
+--                 a connection open) takes them out. One still in it when
+--                 its turn comes is set aside as if away, though not yet
+--                 unseen for awayAfter: nobody knows it is there, and
+--                 its turn is not lost (it goes first as soon as it shows
+--                 up, as one set aside does), while a turn given to it
+--                 would likely be capacity unused
 -- A visitor the room never saw (it joined before presence was on, or came
 -- through the pre-queue and was forgotten meanwhile) counts as present.
 local AWAY_MS = 60000
@@ -56,7 +64,9 @@ end
 
 -- seen_many records a sign of life of each visitor in vs now; those set
 -- aside as away come back to the front. Batched: one ZADD per 500.
-local function seen_many(p, cfg, vs, now)
+-- closing: the sign is the close of their last push connection (they
+-- enter closed), else any other (they leave it).
+local function seen_many(p, cfg, vs, now, closing)
   if not presence_on(cfg) or #vs == 0 then return end
   for i = 1, #vs, ZADD_CHUNK do
     local args, names = {}, {}
@@ -67,6 +77,11 @@ local function seen_many(p, cfg, vs, now)
     end
     redis.call('ZADD', p .. 'seen', unpack(args))
     redis.call('ZADD', p .. 'aseen', 'XX', unpack(args))
+    if closing then
+      redis.call('ZADD', p .. 'closed', unpack(args))
+    else
+      redis.call('ZREM', p .. 'closed', unpack(names))
+    end
     local tk = redis.call('HMGET', p .. 'awayt', unpack(names))
     for j = 1, #names do
       if tk[j] then
@@ -78,7 +93,18 @@ local function seen_many(p, cfg, vs, now)
   end
   if next(cfg) == nil then
     redis.call('PEXPIRE', p .. 'seen', idle_ms)
+    if closing then redis.call('PEXPIRE', p .. 'closed', idle_ms) end
   end
+end
+
+-- unconfirmed reports whether v, last seen at t (ms, or nil: never seen),
+-- is not to be admitted now: unseen since cutoff, or its push connection
+-- closed and nothing came since.
+local function unconfirmed(p, v, t, cutoff, closed)
+  if not t then return false end
+  if t < cutoff then return true end
+  if closed == nil then closed = redis.call('ZSCORE', p .. 'closed', v) end
+  return closed ~= false and closed ~= nil
 end
 
 -- The place of v among those who came back or are set aside (0-based),
@@ -109,6 +135,7 @@ local function forget_presence(p, v)
   redis.call('HDEL', p .. 'awayt', v)
   redis.call('ZREM', p .. 'seen', v)
   redis.call('ZREM', p .. 'aseen', v)
+  redis.call('ZREM', p .. 'closed', v)
   redis.call('DEL', p .. 'dropped:' .. v)
   if n > 0 then return 1 end
   return 0
@@ -136,6 +163,7 @@ local function presence_sweep(p, cfg, q, now, keep, slots)
   for _, v in ipairs(stale) do
     redis.call('ZREM', p .. 'seen', v)
     redis.call('ZREM', p .. 'aseen', v)
+    redis.call('ZREM', p .. 'closed', v)
     redis.call('HDEL', p .. 'awayt', v)
     local n = redis.call('ZREM', q, v) + redis.call('ZREM', p .. 'away', v) + redis.call('ZREM', p .. 'back', v)
     if n > 0 then
@@ -169,7 +197,8 @@ end
 
 -- take pops up to n visitors to admit, as ZPOPMIN does ({v, score, ...}):
 -- first those who came back, then the queue in order, setting aside (with
--- their ticket) those away when their turn comes. It looks at no more than
+-- their ticket) those away when their turn comes, or whose push connection
+-- closed with no sign of life since (see closed). It looks at no more than
 -- limit queued visitors, so a queue of the departed does not hold Redis.
 local function take(p, cfg, q, n, now, limit)
   local out = {}
@@ -192,9 +221,10 @@ local function take(p, cfg, q, n, now, limit)
     local names = {}
     for i = 1, #c, 2 do names[#names + 1] = c[i] end
     local s = redis.call('ZMSCORE', p .. 'seen', unpack(names))
+    local cl = redis.call('ZMSCORE', p .. 'closed', unpack(names))
     for i = 1, #names do
       local t = tonumber(s[i])
-      if t and t < cutoff then
+      if unconfirmed(p, names[i], t, cutoff, cl[i] or false) then
         redis.call('ZADD', p .. 'away', t, names[i])
         redis.call('HSET', p .. 'awayt', names[i], c[2 * i])
         skipped = skipped + 1

@@ -1,10 +1,11 @@
--- seen: KEYS = queue; ARGV = prefix, visitor...
--- A hub's batch of signs of life for its connected visitors (presence.lua).
+-- seen: KEYS = queue; ARGV = prefix, mode, visitor...
+-- A hub's batch of signs of life for its connected visitors (presence.lua);
+-- mode "closed": the visitors' last push connection just closed.
 -- Returns the room's awayAfter in ms, so the hub knows when to write again.
 local p = ARGV[1]
 local now = now_ms()
 local cfg = load_cfg(p)
 local vs = {}
-for i = 2, #ARGV do vs[#vs + 1] = ARGV[i] end
-seen_many(p, cfg, vs, now)
+for i = 3, #ARGV do vs[#vs + 1] = ARGV[i] end
+seen_many(p, cfg, vs, now, ARGV[2] == 'closed')
 return away_ms(cfg)
