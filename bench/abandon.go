@@ -90,6 +90,9 @@ type abandonRun struct {
 	Seconds         float64        `json:"runSeconds"`
 	PeakHeld        float64        `json:"peakSlotsHeldByLeavers"`
 	MeanHeld        float64        `json:"meanSlotsHeldByLeavers"`
+	Admitted        int64          `json:"admitted"`
+	UsedShare       float64        `json:"ordersPerAdmission"`
+	AdmitPerSecond  float64        `json:"admittedPerSecond"`
 	Skipped         int64          `json:"setAsideAway"`
 	Reclaimed       int64          `json:"tokensTakenBack"`
 	Errors          int            `json:"errors"`
@@ -227,22 +230,25 @@ func abandonOnce(ctx context.Context, o abandonOptions, strategy string, presenc
 	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
 	if err := adm.call(sctx, "GET", "/rooms/"+room+"/stats", "", &st); err == nil {
 		res.Skipped, res.Reclaimed = st.Presence.SkippedTotal, st.Presence.ReclaimedTotal
+		res.Admitted = st.AdmittedTotal
 	}
 	scancel()
 	abandonSummarise(&res, vis, t0)
 	if res.Errors > 0 {
 		fmt.Fprintf(o.Progress, "%s: %d errors; the server's log ends with:\n%s\n", label, res.Errors, tgt.logTail())
 	}
-	fmt.Fprintf(o.Progress, "%s: done in %.0fs: %.1f orders/s of %.1f (%.0f%%), stayed wait p50 %s p95 %s, %d stayed not admitted, peak held by leavers %.0f\n",
-		label, res.Seconds, res.OrdersPerSecond, res.Capacity, res.OfCapacity*100, secs(res.StayWaitP50), secs(res.StayWaitP95), res.NotAdmitted, res.PeakHeld)
+	fmt.Fprintf(o.Progress, "%s: done in %.0fs: %.1f orders/s of %.1f (%.0f%%), %d admitted (%.1f/s), %.0f%% of them ordered, stayed wait p50 %s p95 %s, %d stayed not admitted, peak held by leavers %.0f\n",
+		label, res.Seconds, res.OrdersPerSecond, res.Capacity, res.OfCapacity*100, res.Admitted, res.AdmitPerSecond, res.UsedShare*100,
+		secs(res.StayWaitP50), secs(res.StayWaitP95), res.NotAdmitted, res.PeakHeld)
 	return res, nil
 }
 
 // abandonStats is the part of the admin stats the run reads.
 type abandonStats struct {
-	Waiting      int64 `json:"waiting"`
-	ActiveTokens int64 `json:"activeTokens"`
-	Presence     struct {
+	Waiting       int64 `json:"waiting"`
+	ActiveTokens  int64 `json:"activeTokens"`
+	AdmittedTotal int64 `json:"admittedTotal"`
+	Presence      struct {
 		SkippedTotal   int64 `json:"skippedTotal"`
 		ReclaimedTotal int64 `json:"reclaimedTotal"`
 	} `json:"presence"`
@@ -360,6 +366,16 @@ func abandonSummarise(res *abandonRun, vis []abandonVisitor, t0 time.Time) {
 	if res.Capacity > 0 {
 		res.OfCapacity = res.OrdersPerSecond / res.Capacity
 	}
+	// How many admissions became orders, and the rate the server admitted
+	// at over the same span: orders/s falls short of capacity either
+	// because admissions go to visitors who left or because the server
+	// admits slower than its batch says (missed ticks on a busy machine).
+	if res.Admitted > 0 {
+		res.UsedShare = float64(res.Orders) / float64(res.Admitted)
+		if end.After(t0) {
+			res.AdmitPerSecond = float64(res.Admitted) / end.Sub(t0).Seconds()
+		}
+	}
 	// Between the 10th and the 90th percentile order: the rate once the
 	// first leavers could be seen away and before the queue ran dry.
 	res.SteadyPerSecond = math.NaN()
@@ -438,13 +454,13 @@ func abandonMarkdown(rep *abandonReport, o abandonOptions) string {
 		}
 		rows = append(rows, []string{r.Strategy, onOff(r.Presence), ma, num(r.Capacity), num(r.OrdersPerSecond),
 			fmt.Sprintf("%.0f%%", r.OfCapacity*100), num(r.SteadyPerSecond), secs(r.StayWaitMean), secs(r.StayWaitP50), secs(r.StayWaitP95),
-			strconv.Itoa(r.NotAdmitted), num(r.PeakHeld), num(r.MeanHeld), commas(r.Skipped), commas(r.Reclaimed),
+			strconv.Itoa(r.NotAdmitted), num(r.PeakHeld), num(r.MeanHeld), num(r.AdmitPerSecond), fmt.Sprintf("%.0f%%", r.UsedShare*100), commas(r.Skipped), commas(r.Reclaimed),
 			strconv.Itoa(r.Leavers), strconv.Itoa(r.Errors), secs(r.Seconds)})
 	}
 	b.WriteString(mdTable([]string{"strategy", "presence", "max-active", "capacity /s", "orders /s", "of capacity",
 		"orders /s, middle 80%", "stayed: mean wait", "p50", "p95", "stayed, not admitted in time", "slots held by leavers: peak", "mean",
-		"set aside away", "tokens taken back", "left", "errors", "run"}, rows))
-	b.WriteString("\nOrders/s is over the whole run (first to last order, or to the end of a run that ran out of time); the middle 80% is between the 10th and the 90th percentile order. A stayer not admitted when the run ended counts with the time it had waited, so its wait is a lower bound. Slots held by leavers: live tokens minus those of visitors still there (sampled every second), drawn in abandon.svg.\n\n## Targets\n\n")
+		"admitted /s", "admissions that ordered", "set aside away", "tokens taken back", "left", "errors", "run"}, rows))
+	b.WriteString("\nOrders/s is over the whole run (first to last order, or to the end of a run that ran out of time); the middle 80% is between the 10th and the 90th percentile order. Admitted /s is every admission (the server's count) over the same span from the crowd's join: below capacity, the server missed ticks (a busy machine); admissions that ordered is orders over admissions, what presence is for. A stayer not admitted when the run ended counts with the time it had waited, so its wait is a lower bound. Slots held by leavers: live tokens minus those of visitors still there (sampled every second), drawn in abandon.svg.\n\n## Targets\n\n")
 	for _, t := range rep.Targets {
 		fmt.Fprintf(&b, "- %s\n", t)
 	}
