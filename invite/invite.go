@@ -1,8 +1,9 @@
 // Package invite mints and checks invite codes: HMAC-signed, so a code
 // carries everything needed to check it (room, expiry, how many joins it
-// admits, an optional visitor it is for) and the server stores nothing
-// until a code is used. Counting uses is the queue's job, atomically with
-// the join.
+// admits, an optional visitor it is for, and whether it is a priority
+// code, whose joins go ahead of the public queue) and the server stores
+// nothing until a code is used. Counting uses is the queue's job,
+// atomically with the join.
 package invite
 
 import (
@@ -23,6 +24,10 @@ type Code struct {
 	Expires time.Time
 	Uses    int    // joins it admits, at least 1
 	Visitor string // when set, only this visitor id may use it
+	// Priority codes join ahead of every public ticket, in any room; in
+	// an invite-only room they are the invitation too. A plain code
+	// never gives priority.
+	Priority bool
 }
 
 // Errors of Parse.
@@ -32,6 +37,9 @@ var (
 )
 
 const prefix = "inv1."
+
+// kindPriority is the sixth payload field of a priority code.
+const kindPriority = "p"
 
 // Minter signs and checks codes with a key derived from the server's
 // secret, so every instance with the same secret agrees and the key is
@@ -54,7 +62,12 @@ func NewID() string {
 
 // Mint returns the code for c.
 func (m *Minter) Mint(c Code) string {
-	payload := strings.Join([]string{c.Room, c.ID, strconv.FormatInt(c.Expires.Unix(), 10), strconv.Itoa(c.Uses), c.Visitor}, "|")
+	f := []string{c.Room, c.ID, strconv.FormatInt(c.Expires.Unix(), 10), strconv.Itoa(c.Uses), c.Visitor}
+	if c.Priority {
+		// A sixth field: plain codes keep the format they were minted in.
+		f = append(f, kindPriority)
+	}
+	payload := strings.Join(f, "|")
 	p := base64.RawURLEncoding.EncodeToString([]byte(payload))
 	return prefix + p + "." + base64.RawURLEncoding.EncodeToString(m.mac(p))
 }
@@ -89,7 +102,8 @@ func (m *Minter) Parse(code string) (Code, error) {
 		return Code{}, ErrMalformed
 	}
 	f := strings.Split(string(raw), "|")
-	if len(f) != 5 {
+	prio := len(f) == 6 && f[5] == kindPriority
+	if len(f) != 5 && !prio {
 		return Code{}, ErrMalformed
 	}
 	exp, err1 := strconv.ParseInt(f[2], 10, 64)
@@ -97,5 +111,5 @@ func (m *Minter) Parse(code string) (Code, error) {
 	if err1 != nil || err2 != nil || uses < 1 || f[0] == "" || f[1] == "" {
 		return Code{}, ErrMalformed
 	}
-	return Code{Room: f[0], ID: f[1], Expires: time.Unix(exp, 0), Uses: uses, Visitor: f[4]}, nil
+	return Code{Room: f[0], ID: f[1], Expires: time.Unix(exp, 0), Uses: uses, Visitor: f[4], Priority: prio}, nil
 }

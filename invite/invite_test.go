@@ -1,6 +1,7 @@
 package invite
 
 import (
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -41,6 +42,33 @@ func TestMintParse(t *testing.T) {
 	}
 }
 
+func TestPriorityKind(t *testing.T) {
+	m := NewMinter([]byte("secret-0123456789abcdef"))
+	exp := time.Unix(1900000000, 0)
+	plain := m.Mint(Code{Room: "drop", ID: NewID(), Expires: exp, Uses: 2})
+	prio := m.Mint(Code{Room: "drop", ID: NewID(), Expires: exp, Uses: 2, Priority: true})
+	if c, err := m.Parse(plain); err != nil || c.Priority {
+		t.Fatalf("plain: %+v %v", c, err)
+	}
+	c, err := m.Parse(prio)
+	if err != nil || !c.Priority || c.Uses != 2 || c.Room != "drop" {
+		t.Fatalf("priority: %+v %v", c, err)
+	}
+	// The kind is under the signature: a plain code's payload with the
+	// priority field added does not verify.
+	p, sig, _ := strings.Cut(strings.TrimPrefix(plain, prefix), ".")
+	raw, _ := base64.RawURLEncoding.DecodeString(p)
+	grown := base64.RawURLEncoding.EncodeToString(append(raw, "|p"...))
+	if _, err := m.Parse(prefix + grown + "." + sig); !errors.Is(err, ErrForged) {
+		t.Fatalf("plain code made priority: %v", err)
+	}
+	// A sixth field other than the priority kind is no code.
+	odd := base64.RawURLEncoding.EncodeToString(append(raw, "|x"...))
+	if _, err := m.Parse(prefix + odd + "." + base64.RawURLEncoding.EncodeToString(m.mac(odd))); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("unknown kind: %v", err)
+	}
+}
+
 // flip returns a base64url character other than c.
 func flip(c string) string {
 	if c == "A" {
@@ -52,6 +80,7 @@ func flip(c string) string {
 func FuzzParse(f *testing.F) {
 	m := NewMinter([]byte("secret-0123456789abcdef"))
 	f.Add(m.Mint(Code{Room: "drop", ID: "abc", Expires: time.Unix(1, 0), Uses: 1}))
+	f.Add(m.Mint(Code{Room: "drop", ID: "abc", Expires: time.Unix(1, 0), Uses: 2, Visitor: "v", Priority: true}))
 	f.Add("inv1.x.y")
 	f.Fuzz(func(t *testing.T, s string) {
 		c, err := m.Parse(s)

@@ -24,9 +24,10 @@ const (
 	admitReplyWaiting
 	admitReplyEvent
 	admitReplyLen
-	admitReplyHead = admitReplyLen     // the last admitted ticket
-	admitReplyBorn = admitReplyLen + 1 // when the room's state began
-	admitReplyDraw = admitReplyLen + 2 // the lottery's size, -1: not random
+	admitReplyHead  = admitReplyLen     // the last admitted ticket
+	admitReplyBorn  = admitReplyLen + 1 // when the room's state began
+	admitReplyDraw  = admitReplyLen + 2 // the lottery's size, -1: not random
+	admitReplyPHead = admitReplyLen + 3 // the last admitted priority ticket
 )
 
 // Admit runs one admission tick for room: at most one batch per room per
@@ -62,8 +63,12 @@ func (q *Queue) Admit(ctx context.Context, room string) (Result, error) {
 	if len(arr) > admitReplyBorn {
 		head, _ := asInt(arr[admitReplyHead])
 		born, _ := asInt(arr[admitReplyBorn])
-		if head > 0 {
-			q.remember(room).noteHead(head, born)
+		var phead int64
+		if len(arr) > admitReplyPHead {
+			phead, _ = asInt(arr[admitReplyPHead])
+		}
+		if head > 0 || phead > 0 {
+			q.remember(room).noteHead(head, phead, born)
 		}
 	}
 	if len(arr) > admitReplyDraw {

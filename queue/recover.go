@@ -30,41 +30,57 @@ type Restored struct {
 
 // memo is what this instance remembers of a room, to put back when Redis
 // lost it: the last ticket admitted (with the moment the state it was
-// admitted from began) and the highest ticket it saw given.
+// admitted from began) and the highest ticket it saw given, in each band
+// (public and priority).
 type memo struct {
-	mu   sync.Mutex
-	head int64
-	born int64
-	seq  atomic.Int64
+	mu    sync.Mutex
+	head  int64
+	phead int64
+	born  int64
+	seq   atomic.Int64
+	pseq  atomic.Int64
 }
 
-func (m *memo) noteHead(head, born int64) {
+func (m *memo) noteHead(head, phead, born int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if born != m.born {
 		// The first admission from a state that began since: the old head
 		// was written back before anything was admitted from it.
 		if born > m.born {
-			m.born, m.head = born, head
+			m.born, m.head, m.phead = born, head, phead
 		}
 		return
 	}
 	m.head = max(m.head, head)
+	m.phead = max(m.phead, phead)
 }
 
-func (m *memo) noteSeq(seq int64) {
+// noteTicket remembers a ticket given, in its band.
+func (m *memo) noteTicket(t Ticket) {
+	if t.Priority {
+		raise(&m.pseq, t.Seq)
+	} else {
+		raise(&m.seq, t.Seq)
+	}
+}
+
+func raise(a *atomic.Int64, v int64) {
 	for {
-		cur := m.seq.Load()
-		if seq <= cur || m.seq.CompareAndSwap(cur, seq) {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
 			return
 		}
 	}
 }
 
-func (m *memo) snapshot() (head, born, seq int64) {
+// memoState is a memo's content at one moment.
+type memoState struct{ head, phead, born, seq, pseq int64 }
+
+func (m *memo) snapshot() memoState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.head, m.born, m.seq.Load()
+	return memoState{m.head, m.phead, m.born, m.seq.Load(), m.pseq.Load()}
 }
 
 // remember returns room's memo, made on first use.
@@ -108,18 +124,23 @@ func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tick
 	m := q.remember(room)
 	for _, t := range tickets {
 		if t.Room == room {
-			m.noteSeq(t.Seq)
+			m.noteTicket(t)
 		}
 	}
-	head, born, seq := m.snapshot()
+	ms := m.snapshot()
 	args := []string{prefix(room), room, q.channel(room),
-		strconv.FormatInt(head, 10), strconv.FormatInt(born, 10), strconv.FormatInt(seq, 10)}
+		strconv.FormatInt(ms.head, 10), strconv.FormatInt(ms.born, 10), strconv.FormatInt(ms.seq, 10),
+		strconv.FormatInt(ms.phead, 10), strconv.FormatInt(ms.pseq, 10)}
 	args = append(args, q.settingsArgs(room)...)
 	for i, t := range tickets {
 		if t.Room != room || t.IsZero() || i >= len(visitors) || !ValidVisitor(visitors[i]) {
 			continue
 		}
-		args = append(args, visitors[i], strconv.FormatInt(t.Seq, 10), strconv.FormatInt(t.IssuedAt.UnixMilli(), 10))
+		band := "0"
+		if t.Priority {
+			band = "1"
+		}
+		args = append(args, visitors[i], strconv.FormatInt(t.Seq, 10), strconv.FormatInt(t.IssuedAt.UnixMilli(), 10), band)
 	}
 	v, err := q.r.Eval(ctx, retakeScript, []string{queueKey(room)}, args...)
 	if err != nil {

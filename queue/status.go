@@ -43,8 +43,8 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 	}
 	var t Ticket
 	if len(n) >= 9 && n[0] == replyWaiting && n[7] > 0 {
-		t = Ticket{Room: room, Seq: n[7], IssuedAt: time.UnixMilli(n[8])}
-		q.remember(room).noteSeq(t.Seq)
+		t = Ticket{Room: room, Seq: n[7], IssuedAt: time.UnixMilli(n[8]), Priority: len(n) >= 11 && n[10] == 1}
+		q.remember(room).noteTicket(t)
 	}
 	switch n[0] {
 	case replyInviteRequired:

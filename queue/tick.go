@@ -52,9 +52,15 @@ func (q *Queue) forget(ctx context.Context, room string) (err error) {
 	if err != nil {
 		return err
 	}
+	// Priority visitors held until a scheduled opening (now.lua).
+	ppre, err := q.r.Do(ctx, "ZCARD", prefix(room)+"ppre")
+	if err != nil {
+		return err
+	}
 	n, _ := asInt(v)
 	m, _ := asInt(pre)
-	if n+m > 0 {
+	o, _ := asInt(ppre)
+	if n+m+o > 0 {
 		_, err = q.r.Do(ctx, "SADD", roomsKey, room)
 	}
 	return err

@@ -14,13 +14,21 @@ type Ticket struct {
 	Room     string
 	Seq      int64
 	IssuedAt time.Time
+	// Priority marks a ticket of the priority band (taken with a priority
+	// code): its Seq counts in that band, ahead of every public ticket.
+	Priority bool
 }
+
+// priorityMark is the credential's fourth ticket field for a ticket of the
+// priority band.
+const priorityMark = "p"
 
 // IsZero reports whether t carries no ticket.
 func (t Ticket) IsZero() bool { return t.Seq == 0 }
 
 // TicketCredential signs a visitor id together with its ticket:
-// "id.room~seq~issuedAt.sig" (numbers in base 36). A credential without a
+// "id.room~seq~issuedAt.sig" (numbers in base 36), with "~p" after
+// issuedAt for a ticket of the priority band. A credential without a
 // ticket ("id.sig", VisitorCredential) is the same format with no ticket
 // part, and stays valid.
 func (s *Signer) TicketCredential(id string, t Ticket) string {
@@ -28,6 +36,9 @@ func (s *Signer) TicketCredential(id string, t Ticket) string {
 		return s.VisitorCredential(id)
 	}
 	body := id + "." + t.Room + "~" + strconv.FormatInt(t.Seq, 36) + "~" + strconv.FormatInt(t.IssuedAt.UnixMilli(), 36)
+	if t.Priority {
+		body += "~" + priorityMark
+	}
 	return body + "." + s.sig("visitor", body)
 }
 
@@ -50,7 +61,8 @@ func (s *Signer) ParseCredential(credential string) (string, Ticket, error) {
 		return id, Ticket{}, nil
 	}
 	p := strings.Split(rest, "~")
-	if len(p) != 3 || !ValidRoom(p[0]) {
+	prio := len(p) == 4 && p[3] == priorityMark
+	if (len(p) != 3 && !prio) || !ValidRoom(p[0]) {
 		return "", Ticket{}, ErrInvalidToken
 	}
 	seq, err1 := strconv.ParseInt(p[1], 36, 64)
@@ -58,5 +70,5 @@ func (s *Signer) ParseCredential(credential string) (string, Ticket, error) {
 	if err1 != nil || err2 != nil || seq <= 0 || iat <= 0 {
 		return "", Ticket{}, ErrInvalidToken
 	}
-	return id, Ticket{Room: p[0], Seq: seq, IssuedAt: time.UnixMilli(iat)}, nil
+	return id, Ticket{Room: p[0], Seq: seq, IssuedAt: time.UnixMilli(iat), Priority: prio}, nil
 }

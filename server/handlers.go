@@ -113,7 +113,7 @@ func (s *server) join(c *fiber.Ctx) error {
 		// The credential carries the ticket, signed: a Redis that loses
 		// the queue gets this place back from it (see retake). A refresh
 		// that keeps the place keeps the credential.
-		if _, held, err := s.signer.ParseCredential(cred); err != nil || held.Room != t.Room || held.Seq != t.Seq {
+		if _, held, err := s.signer.ParseCredential(cred); err != nil || held.Room != t.Room || held.Seq != t.Seq || held.Priority != t.Priority {
 			cred = s.signer.TicketCredential(id, t)
 		}
 	}

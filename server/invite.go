@@ -48,7 +48,7 @@ func (s *server) inviteOf(c *fiber.Ctx, room, visitor string) (queue.Invite, err
 	case ic.Visitor != "" && ic.Visitor != visitor:
 		return queue.Invite{}, errInviteVisitor
 	}
-	return queue.Invite{ID: ic.ID, Uses: ic.Uses, Expires: ic.Expires}, nil
+	return queue.Invite{ID: ic.ID, Uses: ic.Uses, Expires: ic.Expires, Priority: ic.Priority}, nil
 }
 
 // inviteError maps the join script's invite refusals; nil for any other
@@ -68,7 +68,8 @@ const maxInvites = 10000
 
 // adminInvites mints invite codes for the route's room: one, or a batch of
 // count, each admitting uses joins until it expires, optionally only for
-// one visitor id (a signed-in user's). Nothing is stored: a code is
+// one visitor id (a signed-in user's), and priority codes (priority: true),
+// whose joins go ahead of the public queue in any room. Nothing is stored: a code is
 // checked by its signature and counted when used.
 func (s *server) adminInvites(c *fiber.Ctx) error {
 	r, err := room(c)
@@ -81,6 +82,7 @@ func (s *server) adminInvites(c *fiber.Ctx) error {
 		ExpiresAt        *string  `json:"expiresAt"`
 		ExpiresInSeconds *float64 `json:"expiresInSeconds"`
 		Visitor          *string  `json:"visitor"`
+		Priority         *bool    `json:"priority"`
 	}
 	if err := decodeStrict(c.Body(), &in); err != nil {
 		return err
@@ -127,12 +129,13 @@ func (s *server) adminInvites(c *fiber.Ctx) error {
 	if in.Visitor != nil {
 		visitor = *in.Visitor
 	}
+	prio := in.Priority != nil && *in.Priority
 	codes := make([]string, count)
 	for i := range codes {
-		codes[i] = s.invites.Mint(invite.Code{Room: r, ID: invite.NewID(), Expires: expires, Uses: uses, Visitor: visitor})
+		codes[i] = s.invites.Mint(invite.Code{Room: r, ID: invite.NewID(), Expires: expires, Uses: uses, Visitor: visitor, Priority: prio})
 	}
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
-		"room": r, "codes": codes, "uses": uses, "visitor": visitor,
+		"room": r, "codes": codes, "uses": uses, "visitor": visitor, "priority": prio,
 		"expiresAt": expires.UTC().Format(time.RFC3339),
 	})
 }

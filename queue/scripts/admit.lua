@@ -5,14 +5,16 @@
 -- The room's cfg hash overrides batch, ttlMs, maxMs and maxActive, and adds
 -- paused, seats and opensAt, so a change applies from the next tick on every
 -- instance.
--- Returns {taken, tick, admitted, waiting, event, head, born, draw}: taken
--- = 0 when this tick was already taken by another caller (nothing done);
--- head is the ticket of the last visitor admitted (0 when none, and under
--- the lottery, which admits out of ticket order) and born when the room's
--- state began: instances remember both, so that a Redis that lost the
--- queue does not take back tickets that were already let in (see
--- retake.lua). draw is the size of the lottery's draw after the tick (-1:
--- the room is not random), which instances remember for push.
+-- Returns {taken, tick, admitted, waiting, event, head, born, draw,
+-- phead}: taken = 0 when this tick was already taken by another caller
+-- (nothing done); head is the ticket of the last visitor admitted (0 when
+-- none, and under the lottery, which admits out of ticket order), phead
+-- the same in the priority band (now.lua; admitted in order before any
+-- lottery), and born when the room's state began: instances remember
+-- them, so that a Redis that lost the queue does not take back tickets
+-- that were already let in (see retake.lua). draw is the size of the
+-- lottery's draw after the tick (-1: the room is not random), which
+-- instances remember for push.
 local p, room, channel = ARGV[1], ARGV[2], ARGV[3]
 local tick_ms = tonumber(ARGV[4])
 local seed = tonumber(ARGV[9])
@@ -78,20 +80,31 @@ end
 
 local k = 0
 local event = ''
-local head = 0
+local head, phead = 0, 0
 if batch > 0 then
   local limit = 4 * batch + 64
   if draw_next then limit = batch end
   local popped
   if cfg.method == 'random' then
-    popped = take_random(p, cfg, KEYS[1], batch, now, limit, lottery_seed(p, seed, now), tick, draw_next)
+    -- The priority band goes before the lottery, in its order (now.lua).
+    local np = math.min(batch, redis.call('ZCOUNT', KEYS[1], '-inf', '(0'))
+    popped = take(p, cfg, KEYS[1], np, now, np)
+    local rest = batch - #popped / 2
+    if rest > 0 and np < batch then
+      local drawn = take_random(p, cfg, KEYS[1], rest, now, limit, lottery_seed(p, seed, now), tick, draw_next)
+      for i = 1, #drawn do popped[#popped + 1] = drawn[i] end
+    end
   else
     popped = take(p, cfg, KEYS[1], batch, now, limit)
   end
   k = #popped / 2
-  if k > 0 and cfg.method ~= 'random' then
-    head = tonumber(popped[#popped])
+  if k > 0 then
+    for i = 2, #popped, 2 do
+      local s, prio = ticket_of(tonumber(popped[i]))
+      if prio == 1 then phead = math.max(phead, s) elseif cfg.method ~= 'random' then head = s end
+    end
     if head > num(redis.call('HGET', stats, 'head'), 0) then redis.call('HSET', stats, 'head', head) end
+    if phead > num(redis.call('HGET', stats, 'phead'), 0) then redis.call('HSET', stats, 'phead', phead) end
   end
   -- Stratified jitter over the next tick window: slot i of k gets a random
   -- moment inside [start + i*w/k, start + (i+1)*w/k), so notBefore is never
@@ -141,4 +154,4 @@ if waiting > k then
   redis.call('HSET', stats, 'rate', string.format('%.4f', rate))
 end
 return {1, tick, k, waiting - k + aside, event, head, num(redis.call('HGET', stats, 'born'), 0),
-  lottery_size(cfg, KEYS[1], undrawn_left)}
+  lottery_size(cfg, KEYS[1], undrawn_left), phead}

@@ -1,6 +1,8 @@
 -- join: KEYS = queue; ARGV = prefix, visitor, seed, channel, ttlMs, maxMs,
--- retentionMs (and invite.lua's ARGV[8..10] when it runs first)
--- Returns {code, a, b, new, paused, settings, message, seq, now, draw}: 1 waiting
+-- retentionMs (and invite.lua's ARGV[8..11] when it runs first: with a
+-- priority code, whose use invite.lua took, a new ticket is one of the
+-- priority band, see now.lua)
+-- Returns {code, a, b, new, paused, settings, message, seq, now, draw, prio}: 1 waiting
 -- (a = 0-based rank), 2 admitted (a = notBefore, b = expiresAt), 4 in the
 -- pre-queue before opening, or not yet drawn after it (a = opensAt, or the
 -- moment of opening), 6 closed by the room's method (method.lua). new = 1
@@ -9,7 +11,8 @@
 -- message its message to the waiting ("" = none). seq is the waiting
 -- visitor's ticket (0 otherwise) and now the Redis time, which the
 -- visitor's credential carries. draw (waiting only) is the size of a
--- random room's lottery, -1 when the room is not random.
+-- random room's lottery, -1 when the room is not random; prio is 1 for a
+-- ticket of the priority band.
 local p, v = ARGV[1], ARGV[2]
 local now = now_ms()
 local cfg = load_cfg(p)
@@ -33,9 +36,15 @@ local function rank_of(r)
 end
 
 local r = redis.call('ZRANK', KEYS[1], v)
-if r then return {1, rank_of(r) + presence_ahead(p), 0, 0, paused, num(cfg.v, 0), cfg.message or '', tonumber(redis.call('ZSCORE', KEYS[1], v)), now, lottery_size(cfg, KEYS[1], undrawn_left)} end
+if r then
+  local s, prio = ticket_of(tonumber(redis.call('ZSCORE', KEYS[1], v)))
+  return {1, rank_of(r) + presence_ahead(p), 0, 0, paused, num(cfg.v, 0), cfg.message or '', s, now, lottery_size(cfg, KEYS[1], undrawn_left), prio}
+end
 local back = presence_place(p, v)
 if back then return {1, back, 0, 0, paused, num(cfg.v, 0), cfg.message or '', 0, now, lottery_size(cfg, KEYS[1], undrawn_left)} end
+if redis.call('ZSCORE', p .. 'ppre', v) then
+  return {4, num(cfg.opensAt, 0), 0, 0, paused, num(cfg.v, 0), cfg.message or ''}
+end
 redis.call('DEL', p .. 'dropped:' .. v) -- lost its place while away: a new ticket
 if draw_next then
   local at = undrawn(p, v)
@@ -44,6 +53,20 @@ end
 local by_method = join_method(p, cfg, v, now, tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
 if by_method then return by_method end
 local opens = num(cfg.opensAt, 0)
+if ARGV[11] == '1' and (ARGV[8] or '') ~= '' then
+  -- A priority ticket (invite.lua took the code's use): ahead of every
+  -- public one, in join order; held in ppre until a scheduled opening.
+  ensure_pseq(p, KEYS[1])
+  redis.call('HSETNX', p .. 'stats', 'born', now)
+  local s = redis.call('INCR', p .. 'pseq')
+  keep_while_used(p, cfg)
+  if opens > now then
+    redis.call('ZADD', p .. 'ppre', 'NX', s - PRIO_BASE, v)
+    return {4, opens, 0, 1, paused, num(cfg.v, 0), cfg.message or ''}
+  end
+  redis.call('ZADD', KEYS[1], 'NX', s - PRIO_BASE, v)
+  return {1, rank_of(redis.call('ZRANK', KEYS[1], v)) + presence_ahead(p), 0, 1, paused, num(cfg.v, 0), cfg.message or '', s, now, lottery_size(cfg, KEYS[1], undrawn_left), 1}
+end
 if opens > now then
   local added = redis.call('SADD', p .. 'pre', v)
   return {4, opens, 0, added, paused, num(cfg.v, 0), cfg.message or ''}

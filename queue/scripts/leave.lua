@@ -1,11 +1,12 @@
 -- leave: KEYS = queue; ARGV = prefix, visitor
--- Leaves the queue (or pre-queue, or the pool of a draw under way) or gives
--- back an unused token, which returns its seat. Returns 1 if anything went.
+-- Leaves the queue (or a pre-queue, priority or public, or the pool of a
+-- draw under way) or gives back an unused token, which returns its seat.
+-- Returns 1 if anything went.
 local p, v = ARGV[1], ARGV[2]
 -- A ticket given up stays given up: retake.lua must not take it back.
 local sc = redis.call('ZSCORE', KEYS[1], v)
 if sc then redis.call('SET', p .. 'left:' .. v, sc, 'PX', 86400000) end
-local n = redis.call('ZREM', KEYS[1], v) + redis.call('SREM', p .. 'pre', v) +
+local n = redis.call('ZREM', KEYS[1], v) + redis.call('SREM', p .. 'pre', v) + redis.call('ZREM', p .. 'ppre', v) +
   redis.call('SREM', p .. 'drawpool', v) + forget_presence(p, v)
 -- A visitor keyed by a draw under way but not placed yet (draw.lua).
 local dseed = redis.call('HGET', p .. 'drawc', 'seed')

@@ -76,6 +76,21 @@ local function maybe_open(p, cfg, now, seed, channel)
   if not nx then
     local opens = num(cfg.opensAt, 0)
     if opens > now then return nil end
+    -- Priority visitors held until opening take their places first, in
+    -- the order they joined (they hold their tickets since then), ahead
+    -- of the draw's.
+    if redis.call('EXISTS', p .. 'ppre') == 1 then
+      local pp = redis.call('ZRANGE', p .. 'ppre', 0, -1, 'WITHSCORES')
+      for i = 1, #pp, 2 * ZADD_CHUNK do
+        local args = {}
+        for j = i, math.min(i + 2 * ZADD_CHUNK - 1, #pp), 2 do
+          args[#args + 1] = pp[j + 1]
+          args[#args + 1] = pp[j]
+        end
+        redis.call('ZADD', p .. 'q', 'NX', unpack(args))
+      end
+      redis.call('DEL', p .. 'ppre')
+    end
     local n = redis.call('SCARD', p .. 'pre')
     if n == 0 then return nil end
     redis.call('RENAME', p .. 'pre', pool)
@@ -155,7 +170,7 @@ local idle_ms = 86400000
 local function keep_while_used(p, cfg, longest_ms)
   if next(cfg) ~= nil then return end
   local ttl = math.max(idle_ms, longest_ms or 0)
-  for _, k in ipairs({'seq', 'stats', 'active'}) do
+  for _, k in ipairs({'seq', 'pseq', 'stats', 'active'}) do
     redis.call('PEXPIRE', p .. k, ttl)
   end
 end
@@ -165,5 +180,32 @@ end
 local function ensure_seq(p, q)
   if redis.call('EXISTS', p .. 'seq') == 1 then return end
   local top = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
-  if top[2] then redis.call('SET', p .. 'seq', top[2]) end
+  if top[2] and tonumber(top[2]) > 0 then redis.call('SET', p .. 'seq', top[2]) end
+end
+
+-- The priority band: visitors who joined with a priority code hold
+-- tickets from a counter of their own (pseq), queued at score
+-- ticket - PRIO_BASE, below every public ticket (1, 2, …), so the one
+-- queue admits them first, in the order they joined, and every rank
+-- counts them ahead. Before a scheduled opening they wait in ppre (same
+-- scores) and are moved into the queue at opening (maybe_open).
+-- PRIO_BASE keeps both bands exact in doubles and in Lua's %.14g.
+local PRIO_BASE = 1000000000000
+
+-- The priority counter must stay ahead of every priority ticket, as
+-- ensure_seq does for the public one.
+local function ensure_pseq(p, q)
+  if redis.call('EXISTS', p .. 'pseq') == 1 then return end
+  local top = 0
+  for _, k in ipairs({q, p .. 'ppre'}) do
+    local t = redis.call('ZREVRANGEBYSCORE', k, '(0', '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if t[2] then top = math.max(top, tonumber(t[2]) + PRIO_BASE) end
+  end
+  if top > 0 then redis.call('SET', p .. 'pseq', top) end
+end
+
+-- The ticket a queue score stands for, and 1 when it is a priority one.
+local function ticket_of(score)
+  if score < 0 then return score + PRIO_BASE, 1 end
+  return score, 0
 end

@@ -1,18 +1,20 @@
 -- retake: KEYS = queue
--- ARGV = prefix, room, channel, head, headBorn, seqFloor, nCfg, then nCfg
---        settings field/value pairs (nCfg = -1: none remembered), then
---        visitor, seq, issuedAt for each ticket to take back.
+-- ARGV = prefix, room, channel, head, headBorn, seqFloor, pHead, pSeqFloor,
+--        nCfg, then nCfg settings field/value pairs (nCfg = -1: none
+--        remembered), then visitor, seq, issuedAt, band (0 public,
+--        1 priority) for each ticket to take back.
 -- Puts back what an instance remembers of a room whose state Redis lost (a
 -- restart without persistence, or a failover that lost the last writes):
 -- the settings when they are missing, the last admitted ticket and the
--- ticket counter, and the places of visitors who come back with a signed
--- ticket, each at its original score. Every part only ever raises or fills
--- in, so any number of instances may call it at once, any number of times.
+-- ticket counter of each band (public, and priority: now.lua), and the
+-- places of visitors who come back with a signed ticket, each at its
+-- original score in its band. Every part only ever raises or fills in, so
+-- any number of instances may call it at once, any number of times.
 -- Returns {settingsRestored, retaken, removed}.
 local p, room, channel = ARGV[1], ARGV[2], ARGV[3]
-local head, head_born, seq_floor = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local ncfg = tonumber(ARGV[7])
-local first = 8 + math.max(ncfg, 0) * 2
+local head_born = tonumber(ARGV[5])
+local ncfg = tonumber(ARGV[9])
+local first = 10 + math.max(ncfg, 0) * 2
 local now = now_ms()
 local stats = p .. 'stats'
 local retook = p .. 'retook'
@@ -21,7 +23,7 @@ local retook = p .. 'retook'
 local restored = 0
 if ncfg >= 0 and redis.call('EXISTS', p .. 'cfg') == 0 then
   redis.call('HSET', p .. 'cfg', 'v', 1)
-  if ncfg > 0 then redis.call('HSET', p .. 'cfg', unpack(ARGV, 8, first - 1)) end
+  if ncfg > 0 then redis.call('HSET', p .. 'cfg', unpack(ARGV, 10, first - 1)) end
   restored = 1
   publish(channel, '{"type":"config","room":"' .. room .. '"}')
 end
@@ -33,55 +35,73 @@ if not born then
   born = now
   redis.call('HSET', stats, 'born', born)
 end
--- floor: the last ticket admitted before the state was lost; admitted: the
--- last one admitted since.
-local floor = num(redis.call('HGET', stats, 'floor'), 0)
-local admitted = num(redis.call('HGET', stats, 'head'), 0)
-if head > 0 then
-  if head_born ~= born then
-    if head > floor then
-      floor = head
-      redis.call('HSET', stats, 'floor', floor)
-    end
-  elseif head > admitted then
-    -- Admissions of this state that Redis lost (a failover): their
-    -- visitors were told, and must not come in twice.
-    admitted = head
-    redis.call('HSET', stats, 'head', head)
-  end
-end
-
--- Visitors in the queue who were already let in: tickets at or under the
--- floor (taken back by an instance that knew less), and tickets at or
--- under the admitted head that are no late comer taken back.
+-- Each band's tickets count on their own: head and floor are tickets of
+-- the band, and its scores are ticket - base.
+local bands = {
+  [0] = {head = tonumber(ARGV[4]), seq_floor = tonumber(ARGV[6]), fh = 'head', ff = 'floor', ctr = 'seq', base = 0},
+  [1] = {head = tonumber(ARGV[7]), seq_floor = tonumber(ARGV[8]), fh = 'phead', ff = 'pfloor', ctr = 'pseq', base = PRIO_BASE},
+}
 local removed = 0
-local low = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', math.max(floor, admitted))
-for _, v in ipairs(low) do
-  local s = tonumber(redis.call('ZSCORE', KEYS[1], v))
-  if s <= floor or not redis.call('HGET', retook, v) then
-    removed = removed + redis.call('ZREM', KEYS[1], v)
+for _, b in pairs(bands) do
+  -- floor: the last ticket admitted before the state was lost; admitted:
+  -- the last one admitted since.
+  b.floor = num(redis.call('HGET', stats, b.ff), 0)
+  b.admitted = num(redis.call('HGET', stats, b.fh), 0)
+  b.top = 0
+  if b.head > 0 then
+    if head_born ~= born then
+      if b.head > b.floor then
+        b.floor = b.head
+        redis.call('HSET', stats, b.ff, b.floor)
+      end
+    elseif b.head > b.admitted then
+      -- Admissions of this state that Redis lost (a failover): their
+      -- visitors were told, and must not come in twice.
+      b.admitted = b.head
+      redis.call('HSET', stats, b.fh, b.head)
+    end
+  end
+  -- Visitors in the queue who were already let in: tickets at or under
+  -- the floor (taken back by an instance that knew less), and tickets at
+  -- or under the admitted head that are no late comer taken back.
+  local upto = math.max(b.floor, b.admitted)
+  if upto > 0 then
+    local lo = '(0'
+    if b.base > 0 then lo = '-inf' end
+    local low = redis.call('ZRANGEBYSCORE', KEYS[1], lo, upto - b.base)
+    for _, v in ipairs(low) do
+      local s = tonumber(redis.call('ZSCORE', KEYS[1], v)) + b.base
+      if s <= b.floor or not redis.call('HGET', retook, v) then
+        removed = removed + redis.call('ZREM', KEYS[1], v)
+      end
+    end
   end
 end
 
-local retaken, top = 0, 0
-for i = first, #ARGV, 3 do
+local retaken = 0
+for i = first, #ARGV, 4 do
   local v, s, iat = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  local b = bands[tonumber(ARGV[i + 3])] or bands[0]
+  local score = s - b.base
   local lost
-  if iat < born then lost = s > floor else lost = s > admitted end
-  if lost and tonumber(redis.call('GET', p .. 'left:' .. v) or '') == s then lost = false end
+  if iat < born then lost = s > b.floor else lost = s > b.admitted end
+  if lost and tonumber(redis.call('GET', p .. 'left:' .. v) or '') == score then lost = false end
   if lost and not redis.call('ZSCORE', KEYS[1], v) and redis.call('EXISTS', p .. 't:' .. v) == 0
       and redis.call('SISMEMBER', p .. 'pre', v) == 0 and redis.call('SISMEMBER', p .. 'drawpool', v) == 0
+      and not redis.call('ZSCORE', p .. 'ppre', v)
       and not redis.call('ZSCORE', p .. 'away', v) and not redis.call('ZSCORE', p .. 'back', v)
       and redis.call('EXISTS', p .. 'dropped:' .. v) == 0 then
-    redis.call('ZADD', KEYS[1], 'NX', s, v)
+    redis.call('ZADD', KEYS[1], 'NX', score, v)
     redis.call('HSET', retook, v, s)
     redis.call('PEXPIRE', retook, 86400000)
     retaken = retaken + 1
   end
-  if s > top then top = s end
+  if s > b.top then b.top = s end
 end
 
--- New tickets go behind every ticket that was ever given.
-local want = math.max(seq_floor, top, floor, admitted)
-if want > num(redis.call('GET', p .. 'seq'), 0) then redis.call('SET', p .. 'seq', want) end
+-- New tickets go behind every ticket of their band that was ever given.
+for _, b in pairs(bands) do
+  local want = math.max(b.seq_floor, b.top, b.floor, b.admitted)
+  if want > num(redis.call('GET', p .. b.ctr), 0) then redis.call('SET', p .. b.ctr, want) end
+end
 return {restored, retaken, removed}

@@ -6,7 +6,7 @@ local now = now_ms()
 local st = redis.call('HMGET', p .. 'stats', 'admitted', 'rate')
 return {
   redis.call('ZCARD', KEYS[1]),
-  redis.call('SCARD', p .. 'pre') + redis.call('SCARD', p .. 'drawpool'),
+  redis.call('SCARD', p .. 'pre') + redis.call('SCARD', p .. 'drawpool') + redis.call('ZCARD', p .. 'ppre'),
   redis.call('ZCOUNT', p .. 'active', '(' .. now, '+inf'),
   num(st[1], 0), seats_held(p, now), math.floor(num(st[2], 0) * 1000),
 }

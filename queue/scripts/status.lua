@@ -82,7 +82,7 @@ for i = 1, n do
     local nb, exp = read_token(p .. 't:' .. v)
     if nb then
       if now < exp then code, a, b = 2, nb, exp else code = 3 end
-    elseif redis.call('SISMEMBER', pre, v) == 1 then
+    elseif redis.call('SISMEMBER', pre, v) == 1 or redis.call('ZSCORE', p .. 'ppre', v) then
       code, a = 4, num(cfg.opensAt, 0)
     elseif draw_next then
       local at = undrawn(p, v)
