@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/invite"
+)
+
+// idOf is the visitor id of v's credential.
+func idOf(v *visitor) string { return strings.SplitN(v.cred, ".", 2)[0] }
+
+// pollNow is a status poll that Redis answers (not this instance's memory
+// of the last one).
+func pollNow(ts *testServer, v *visitor, room string) reply {
+	v.tb.Helper()
+	ts.polls.forget(room + "|" + idOf(v))
+	return v.status(room)
+}
+
+// Priority codes: a join with one goes ahead of every public visitor, in
+// any room; the credential carries the band, so a Redis that lost the
+// queue puts the visitor back ahead; forged, expired, reused, cross-room
+// and other visitors' codes are refused like invite codes; a plain code
+// gives no priority, and a priority code is an invitation too.
+func TestPriorityCodes(t *testing.T) {
+	eachServer(t, func(c *config) { withAdmin(c); c.OpenRooms = false; c.JoinRate = 0 }, func(t *testing.T, ts *testServer) {
+		op := newVisitor(t, ts.URL)
+		for _, body := range []string{`{"room":"drop","batch":1}`, `{"room":"other"}`, `{"room":"presale","inviteOnly":true}`} {
+			if r := op.admin("POST", "/rooms", body); r.Code != 201 {
+				t.Fatalf("create %s: %d %s", body, r.Code, r.Raw)
+			}
+		}
+		r := op.admin("POST", "/rooms/drop/invites", `{"priority":true,"uses":2}`)
+		codes, _ := r.Body["codes"].([]any)
+		if r.Code != 201 || r.Body["priority"] != true || len(codes) != 1 {
+			t.Fatalf("mint: %d %s", r.Code, r.Raw)
+		}
+		code := codes[0].(string)
+		if c, err := ts.invites.Parse(code); err != nil || !c.Priority || c.Uses != 2 {
+			t.Fatalf("minted %+v %v", c, err)
+		}
+
+		a, b, vip := newVisitor(t, ts.URL), newVisitor(t, ts.URL), newVisitor(t, ts.URL)
+		a.join("drop")
+		b.join("drop")
+		if r := joinWith(vip, "drop", code); r.Code != 200 || r.num("position") != 1 {
+			t.Fatalf("priority join: %d %s", r.Code, r.Raw)
+		}
+		if _, tk, err := ts.signer.ParseCredential(vip.cred); err != nil || !tk.Priority || tk.Seq != 1 || tk.Room != "drop" {
+			t.Fatalf("credential ticket %+v %v", tk, err)
+		}
+		if r := pollNow(ts, a, "drop"); r.num("position") != 2 {
+			t.Fatalf("public visitor behind the priority one: %s", r.Raw)
+		}
+		// One a tick: the priority visitor goes first, the earlier public
+		// joiners wait.
+		ts.admitUntil(t, vip, "drop")
+		if r := pollNow(ts, a, "drop"); r.str("status") != "waiting" || r.num("position") != 1 {
+			t.Fatalf("first public visitor after the priority one's admission: %s", r.Raw)
+		}
+
+		// Refusals, with the invite codes' stable codes.
+		other := mintOne(t, op, "other", `{"priority":true}`)
+		tampered := code[:len(code)-3] + "AAA"
+		if strings.HasSuffix(code, "AAA") {
+			tampered = code[:len(code)-3] + "BBB"
+		}
+		alien := invite.NewMinter([]byte("some-other-secret-0123456789")).Mint(invite.Code{Room: "drop", ID: "y", Expires: time.Now().Add(time.Hour), Uses: 1, Priority: true})
+		expired := ts.invites.Mint(invite.Code{Room: "drop", ID: invite.NewID(), Expires: time.Now().Add(-time.Second), Uses: 1, Priority: true})
+		forUser := mintOne(t, op, "drop", `{"priority":true,"visitor":"member-7"}`)
+		for name, tc := range map[string]struct {
+			code, want string
+			status     int
+		}{
+			"cross-room":    {other, "invite_wrong_room", 403},
+			"forged":        {tampered, "invalid_invite", 403},
+			"other secret":  {alien, "invalid_invite", 403},
+			"expired":       {expired, "invite_expired", 403},
+			"other visitor": {forUser, "invite_wrong_visitor", 403},
+		} {
+			if r := joinWith(newVisitor(t, ts.URL), "drop", tc.code); r.Code != tc.status || r.errCode() != tc.want {
+				t.Fatalf("%s: %d %s", name, r.Code, r.Raw)
+			}
+		}
+		vip2 := newVisitor(t, ts.URL)
+		if r := joinWith(vip2, "drop", code); r.Code != 200 || r.num("position") != 1 {
+			t.Fatalf("second use: %d %s", r.Code, r.Raw)
+		}
+		if r := joinWith(newVisitor(t, ts.URL), "drop", code); r.Code != 409 || r.errCode() != "invite_used" {
+			t.Fatalf("reused past its uses: %d %s", r.Code, r.Raw)
+		}
+		member := newVisitor(t, ts.URL)
+		member.cred = ts.signer.VisitorCredential("member-7")
+		mr := member.do("POST", "/api/v1/rooms/drop/join?invite="+forUser, "", "X-Visitor", member.cred)
+		if mr.Code != 200 || mr.num("position") != 2 {
+			t.Fatalf("the code's own visitor: %d %s", mr.Code, mr.Raw)
+		}
+		member.cred = mr.str("visitor")
+		// A plain invite code in a public room gives no priority.
+		plain := newVisitor(t, ts.URL)
+		if r := joinWith(plain, "drop", mintOne(t, op, "drop", `{}`)); r.Code != 200 || r.num("position") != 5 {
+			t.Fatalf("plain code in a public room: %d %s", r.Code, r.Raw)
+		}
+		// In an invite-only room a priority code is the invitation, ahead
+		// of those a plain code let in.
+		guest, partner := newVisitor(t, ts.URL), newVisitor(t, ts.URL)
+		if r := joinWith(guest, "presale", mintOne(t, op, "presale", `{}`)); r.Code != 200 || r.num("position") != 1 {
+			t.Fatalf("plain code in the presale: %d %s", r.Code, r.Raw)
+		}
+		if r := joinWith(partner, "presale", mintOne(t, op, "presale", `{"priority":true}`)); r.Code != 200 || r.num("position") != 1 {
+			t.Fatalf("priority code in the presale: %d %s", r.Code, r.Raw)
+		}
+
+		// Redis loses everything: the public visitors come back first, then
+		// the priority ones, who still go ahead of them.
+		ctx := context.Background()
+		if _, err := ts.redis.q.Do(ctx, "FLUSHALL"); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range []*visitor{a, b, plain, vip2} {
+			if r := pollNow(ts, v, "drop"); r.str("status") != "waiting" || r.num("position") < 1 || r.num("position") > int64(i+1) {
+				t.Fatalf("visitor %d after the loss: %s", i, r.Raw)
+			}
+		}
+		for _, v := range []*visitor{member, vip2, a, b, plain} {
+			pollNow(ts, v, "drop")
+		}
+		want := map[*visitor]int64{vip2: 1, member: 2, a: 3, b: 4, plain: 5}
+		for v, pos := range want {
+			if r := pollNow(ts, v, "drop"); r.num("position") != pos {
+				t.Fatalf("after the loss %s at %s, want position %d", idOf(v), r.Raw, pos)
+			}
+		}
+		// The first priority visitor was let in before the loss: not back.
+		if r := pollNow(ts, vip, "drop"); r.str("status") == "waiting" {
+			t.Fatalf("admitted priority visitor back in the queue: %s", r.Raw)
+		}
+	})
+}
