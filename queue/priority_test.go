@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,7 +71,10 @@ func TestPriorityAhead(t *testing.T) {
 		if err != nil || st.Position != 7 || tk.Priority {
 			t.Fatalf("plain code: %+v %+v %v", st, tk, err)
 		}
-		if got := positions(t, q, "drop", "vip1", "vip2", "pub0", "pub3", "plain"); !slices.Equal(got, []int64{1, 2, 3, 6, 7}) {
+		// Public visitors count the priority visitors who joined before
+		// them; those who joined later go ahead without raising their
+		// positions (which never rise).
+		if got := positions(t, q, "drop", "vip1", "vip2", "pub0", "pub3", "plain"); !slices.Equal(got, []int64{1, 2, 1, 4, 7}) {
 			t.Fatalf("positions %v", got)
 		}
 		// A public joiner after them is behind all, and a priority joiner
@@ -112,7 +116,7 @@ func TestPriorityUpgradeAndRooms(t *testing.T) {
 		if err != nil || st.Position != 1 || !tk.Priority {
 			t.Fatalf("upgrade: %+v %+v %v", st, tk, err)
 		}
-		if got := positions(t, q, "drop", "pub2", "pub0", "pub1"); !slices.Equal(got, []int64{1, 2, 3}) {
+		if got := positions(t, q, "drop", "pub2", "pub0", "pub1"); !slices.Equal(got, []int64{1, 1, 2}) {
 			t.Fatalf("after the upgrade %v", got)
 		}
 		// The public ticket it gave up is not taken back after a loss.
@@ -134,7 +138,7 @@ func TestPriorityUpgradeAndRooms(t *testing.T) {
 		if err != nil || st.Position != 1 || !tk.Priority {
 			t.Fatalf("priority code in an invite-only room: %+v %+v %v", st, tk, err)
 		}
-		if got := positions(t, q, "presale", "member", "guest"); !slices.Equal(got, []int64{1, 2}) {
+		if got := positions(t, q, "presale", "member", "guest"); !slices.Equal(got, []int64{1, 1}) {
 			t.Fatalf("presale positions %v", got)
 		}
 
@@ -259,7 +263,9 @@ func TestPriorityRetake(t *testing.T) {
 		if tk.Priority || tk.Seq != 3 {
 			t.Fatalf("new public ticket %+v, want 3", tk)
 		}
-		if got := positions(t, q, "drop", "vip4", "pub1", "pub3"); !slices.Equal(got, []int64{3, 4, 6}) {
+		// The priority visitors taken back count for every public visitor;
+		// one who joined after pub1 does not raise its position.
+		if got := positions(t, q, "drop", "vip4", "pub1", "pub3"); !slices.Equal(got, []int64{3, 3, 6}) {
 			t.Fatalf("new joiners %v", got)
 		}
 		// Another write back (a reconnect) keeps everyone.
@@ -268,6 +274,62 @@ func TestPriorityRetake(t *testing.T) {
 		}
 		if res := admitTaken(t, q, "drop"); !slices.Equal(admittedIDs(res), []string{"vip2"}) {
 			t.Fatalf("admitted after the loss %v", admittedIDs(res))
+		}
+	})
+}
+
+// TestPriorityNeverRaisesPositions: while priority visitors keep joining
+// ahead and being admitted, no public visitor's position ever rises, on a
+// poll or a refresh, and every public visitor is admitted only after the
+// priority visitors who were waiting.
+func TestPriorityNeverRaisesPositions(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		q := newQueue(t, r, fixedBatch(1, 50*time.Millisecond))
+		pubs := joinN(t, q, "drop", 6, "pub")
+		last := positions(t, q, "drop", pubs...)
+		code := prioCode("many", 100)
+		prioWaiting := 0
+		for round := range 6 {
+			for i := range 2 {
+				if _, _, err := q.JoinInvite(ctx, "drop", "vip"+strconv.Itoa(round)+"-"+strconv.Itoa(i), code); err != nil {
+					t.Fatal(err)
+				}
+				prioWaiting++
+			}
+			if round%2 == 1 {
+				// A public joiner between rounds is counted behind them.
+				pubs = append(pubs, "pub-r"+strconv.Itoa(round))
+				if st, _ := q.Join(ctx, "drop", pubs[len(pubs)-1]); st.Status != wire.StatusWaiting {
+					t.Fatalf("join: %+v", st)
+				}
+				last = append(last, 1<<30)
+			}
+			check := func(when string) {
+				t.Helper()
+				now := positions(t, q, "drop", pubs...)
+				for i, p := range now {
+					st, _ := q.Join(ctx, "drop", pubs[i])
+					if p == 0 || st.Position != p || p > last[i] {
+						t.Fatalf("round %d, %s: %s at %d (refresh %d), was %d", round, when, pubs[i], p, st.Position, last[i])
+					}
+				}
+				last = now
+			}
+			check("after the joins")
+			res := admitTaken(t, q, "drop")
+			for _, a := range res.Admitted {
+				if strings.HasPrefix(a.Visitor, "pub") && prioWaiting > 0 {
+					t.Fatalf("round %d: %s admitted with %d priority visitors waiting", round, a.Visitor, prioWaiting)
+				}
+				if strings.HasPrefix(a.Visitor, "vip") {
+					prioWaiting--
+				}
+			}
+			check("after admission")
+		}
+		if prioWaiting != 6 {
+			t.Fatalf("%d priority visitors waiting, want 6", prioWaiting)
 		}
 	})
 }

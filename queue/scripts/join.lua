@@ -37,7 +37,9 @@ end
 
 local r = redis.call('ZRANK', KEYS[1], v)
 if r then
-  local s, prio = ticket_of(tonumber(redis.call('ZSCORE', KEYS[1], v)))
+  local score = tonumber(redis.call('ZSCORE', KEYS[1], v))
+  local s, prio = ticket_of(score)
+  r = r - late_priority(p, KEYS[1], score)
   return {1, rank_of(r) + presence_ahead(p), 0, 0, paused, num(cfg.v, 0), cfg.message or '', s, now, lottery_size(cfg, KEYS[1], undrawn_left), prio}
 end
 local back = presence_place(p, v)
@@ -59,6 +61,7 @@ if ARGV[11] == '1' and (ARGV[8] or '') ~= '' then
   ensure_pseq(p, KEYS[1])
   redis.call('HSETNX', p .. 'stats', 'born', now)
   local s = redis.call('INCR', p .. 'pseq')
+  mark_priority(p, KEYS[1], s)
   keep_while_used(p, cfg)
   if opens > now then
     redis.call('ZADD', p .. 'ppre', 'NX', s - PRIO_BASE, v)

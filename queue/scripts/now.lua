@@ -170,7 +170,7 @@ local idle_ms = 86400000
 local function keep_while_used(p, cfg, longest_ms)
   if next(cfg) ~= nil then return end
   local ttl = math.max(idle_ms, longest_ms or 0)
-  for _, k in ipairs({'seq', 'pseq', 'stats', 'active'}) do
+  for _, k in ipairs({'seq', 'pseq', 'pmark', 'stats', 'active'}) do
     redis.call('PEXPIRE', p .. k, ttl)
   end
 end
@@ -202,6 +202,31 @@ local function ensure_pseq(p, q)
     if t[2] then top = math.max(top, tonumber(t[2]) + PRIO_BASE) end
   end
   if top > 0 then redis.call('SET', p .. 'pseq', top) end
+end
+
+-- Positions never rise (except at the draw): a public visitor's position
+-- counts the priority visitors who joined before it, not those who join
+-- later. Those go ahead of it all the same; its position stands still
+-- while they are admitted. pmark records, for each priority ticket (the
+-- member, zero-padded so that members of one score sort by ticket), the
+-- last public ticket given when it was taken (the score; 0 for a ticket
+-- taken back after Redis lost the queue: counted by everyone).
+local function mark_member(pticket) return string.format('%012d', pticket) end
+
+local function mark_priority(p, q, pticket)
+  if redis.call('ZCOUNT', q, '-inf', '(0') == 0 and redis.call('EXISTS', p .. 'ppre') == 0 then
+    redis.call('DEL', p .. 'pmark') -- nobody in the band: the marks are spent
+  end
+  redis.call('ZADD', p .. 'pmark', num(redis.call('GET', p .. 'seq'), 0), mark_member(pticket))
+end
+
+-- late_priority is how many priority visitors in the queue joined after
+-- the public ticket at score: they are not counted in its position.
+local function late_priority(p, q, score)
+  if score <= 0 then return 0 end
+  local before = redis.call('ZREVRANGEBYSCORE', p .. 'pmark', '(' .. score, '-inf', 'LIMIT', 0, 1)
+  local last = tonumber(before[1]) or 0
+  return redis.call('ZCOUNT', q, '(' .. (last - PRIO_BASE), '(0')
 end
 
 -- The ticket a queue score stands for, and 1 when it is a priority one.

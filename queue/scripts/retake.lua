@@ -92,6 +92,7 @@ for i = first, #ARGV, 4 do
       and not redis.call('ZSCORE', p .. 'away', v) and not redis.call('ZSCORE', p .. 'back', v)
       and redis.call('EXISTS', p .. 'dropped:' .. v) == 0 then
     redis.call('ZADD', KEYS[1], 'NX', score, v)
+    if b.base > 0 then redis.call('ZADD', p .. 'pmark', 'NX', 0, mark_member(s)) end
     redis.call('HSET', retook, v, s)
     redis.call('PEXPIRE', retook, 86400000)
     retaken = retaken + 1

@@ -68,6 +68,14 @@ if draw_next then
   end
 end
 
+-- Priority visitors who joined after a public visitor do not raise its
+-- position (now.lua).
+if redis.call('EXISTS', p .. 'pmark') == 1 and redis.call('ZCOUNT', KEYS[1], '-inf', '(0') > 0 then
+  for v, r in pairs(rank) do
+    rank[v] = r - late_priority(p, KEYS[1], tonumber(redis.call('ZSCORE', KEYS[1], v)))
+  end
+end
+
 local pre = p .. 'pre'
 local ahead = presence_ahead(p)
 for i = 1, n do
