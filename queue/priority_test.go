@@ -190,8 +190,8 @@ func TestPriorityPreQueue(t *testing.T) {
 		if res := admitTaken(t, q, "drop"); len(res.Admitted) != 0 {
 			t.Fatalf("admitted before opening: %v", admittedIDs(res))
 		}
-		if st, _ := q.Stats(ctx, "drop"); st.PreQueue != 8 {
-			t.Fatalf("pre-queue counted %d, want 8", st.PreQueue)
+		if st, _ := q.Stats(ctx, "drop"); st.PreQueue != 8 || st.Priority != 3 {
+			t.Fatalf("pre-queue counted %d (priority %d), want 8 (3)", st.PreQueue, st.Priority)
 		}
 		if err := q.SetRoomConfig(ctx, "drop", RoomConfig{}); err != nil {
 			t.Fatal(err)

@@ -365,6 +365,7 @@ type RoomStats struct {
 	AdmittedTotal int64
 	SeatsHeld     int64
 	Rate          float64 // measured admissions per second (smoothed)
+	Priority      int64   // of Waiting and PreQueue, those in the priority band
 }
 
 // Stats reads room's counters in one round trip.
@@ -380,7 +381,11 @@ func (q *Queue) Stats(ctx context.Context, room string) (RoomStats, error) {
 	if err != nil {
 		return RoomStats{}, err
 	}
-	return RoomStats{Waiting: n[0], PreQueue: n[1], ActiveTokens: n[2], AdmittedTotal: n[3], SeatsHeld: n[4], Rate: float64(n[5]) / 1000}, nil
+	st := RoomStats{Waiting: n[0], PreQueue: n[1], ActiveTokens: n[2], AdmittedTotal: n[3], SeatsHeld: n[4], Rate: float64(n[5]) / 1000}
+	if len(n) > 6 {
+		st.Priority = n[6]
+	}
+	return st, nil
 }
 
 // RoomExists reports whether an operator created room (stored settings).

@@ -567,7 +567,7 @@ func (s *server) adminStats(c *fiber.Ctx) error {
 		lagN += in.LagCount
 	}
 	return c.JSON(fiber.Map{
-		"room": r, "waiting": st.Waiting, "preQueue": st.PreQueue,
+		"room": r, "waiting": st.Waiting, "preQueue": st.PreQueue, "priority": st.Priority,
 		"admittedTotal": st.AdmittedTotal, "admittedPerSecond": st.Rate,
 		"activeTokens": st.ActiveTokens, "seats": cfg.Seats, "seatsHeld": st.SeatsHeld,
 		"paused": cfg.Paused, "strategy": eff.Strategy,

@@ -98,6 +98,9 @@ func TestPriorityCodes(t *testing.T) {
 		if r := joinWith(newVisitor(t, ts.URL), "drop", code); r.Code != 409 || r.errCode() != "invite_used" {
 			t.Fatalf("reused past its uses: %d %s", r.Code, r.Raw)
 		}
+		if st := op.admin("GET", "/rooms/drop/stats", ""); st.num("priority") != 1 || st.num("waiting") != 4 {
+			t.Fatalf("stats: %s", st.Raw)
+		}
 		member := newVisitor(t, ts.URL)
 		member.cred = ts.signer.VisitorCredential("member-7")
 		mr := member.do("POST", "/api/v1/rooms/drop/join?invite="+forUser, "", "X-Visitor", member.cred)
