@@ -149,3 +149,61 @@ func TestPriorityCodes(t *testing.T) {
 		}
 	})
 }
+
+// Before a scheduled opening a priority visitor is held like everyone (an
+// opensAt and no position); at opening it goes ahead of the drawn public
+// pre-queue, priority visitors in the order they joined.
+func TestPriorityAtOpening(t *testing.T) {
+	eachServer(t, func(c *config) { withAdmin(c); c.OpenRooms = false; c.JoinRate = 0 }, func(t *testing.T, ts *testServer) {
+		op := newVisitor(t, ts.URL)
+		opens := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+		if r := op.admin("POST", "/rooms", `{"room":"drop","batch":1,"opensAt":"`+opens+`"}`); r.Code != 201 {
+			t.Fatalf("create: %d %s", r.Code, r.Raw)
+		}
+		code := mintOne(t, op, "drop", `{"priority":true,"uses":10}`)
+		var pubs, vips []*visitor
+		for i := range 6 {
+			v := newVisitor(t, ts.URL)
+			var r reply
+			if i%2 == 0 {
+				r = v.join("drop")
+				pubs = append(pubs, v)
+			} else {
+				r = joinWith(v, "drop", code)
+				vips = append(vips, v)
+			}
+			if r.Code != 200 || r.str("status") != "waiting" || r.str("opensAt") == "" || r.Body["position"] != nil {
+				t.Fatalf("join %d before opening: %d %s", i, r.Code, r.Raw)
+			}
+		}
+		if _, err := ts.q.Admit(context.Background(), "drop"); err != nil {
+			t.Fatal(err)
+		}
+		if r := pollNow(ts, vips[0], "drop"); r.str("status") != "waiting" || r.str("opensAt") == "" {
+			t.Fatalf("priority visitor before opening: %s", r.Raw)
+		}
+		past := time.Now().Add(-time.Second).UTC().Format(time.RFC3339)
+		if r := op.admin("PUT", "/rooms/drop", `{"opensAt":"`+past+`"}`); r.Code != 200 {
+			t.Fatalf("open: %d %s", r.Code, r.Raw)
+		}
+		for i, v := range vips {
+			if r := pollNow(ts, v, "drop"); r.num("position") != int64(i+1) {
+				t.Fatalf("priority visitor %d after opening: %s", i, r.Raw)
+			}
+		}
+		seen := map[int64]bool{}
+		for i, v := range pubs {
+			p := pollNow(ts, v, "drop").num("position")
+			if p < 4 || p > 6 || seen[p] {
+				t.Fatalf("public visitor %d drawn to %d", i, p)
+			}
+			seen[p] = true
+		}
+		ts.admitUntil(t, vips[2], "drop")
+		for i, v := range pubs {
+			if r := pollNow(ts, v, "drop"); r.str("status") != "waiting" {
+				t.Fatalf("public visitor %d let in before the priority visitors: %s", i, r.Raw)
+			}
+		}
+	})
+}
