@@ -13,6 +13,9 @@
   // going (the server checks the URL and sets the session cookie).
   var returnTo = params.get("return");
   var returning = false;
+  // An invite or priority code in the link the visitor was sent
+  // (/?room=drop&invite=…) goes with the join.
+  var invite = params.get("invite") || undefined;
 
   var $ = function (id) { return document.getElementById(id); };
   var el = {
@@ -723,6 +726,7 @@
     room: room,
     base: base,
     transports: transportsParam ? transportsParam.split(",") : undefined,
+    invite: invite,
     onState: render,
     onTransport: function () { renderTransport(wr.info()); }
   });

@@ -8,6 +8,7 @@
  *       base: "https://queue.example.com",   // optional; default: this page's origin
  *       transports: ["ws", "sse", "poll"],   // optional; tried in this order
  *       remember: "auto",                    // optional; where the credential is kept (below)
+ *       invite: "inv1.…",                    // optional; an invite or priority code sent with the join
  *       onState: function (state, info) {},  // every change (see below)
  *       onTransport: function (name) {}      // "ws" | "sse" | "poll", when one goes live
  *     });
@@ -317,6 +318,9 @@
     var room = String(opts.room);
     var onState = typeof opts.onState === "function" ? opts.onState : noop;
     var onTransport = typeof opts.onTransport === "function" ? opts.onTransport : noop;
+    // An invite or priority code goes with every join: a visitor who holds
+    // a place uses nothing, so a reload costs no use.
+    var invite = opts.invite ? String(opts.invite) : "";
     var transports = (opts.transports || TRANSPORTS).filter(function (t) {
       return TRANSPORTS.indexOf(t) >= 0;
     });
@@ -556,8 +560,11 @@
     function join(freshIdentity, pow) {
       clearTimer();
       dropConn();
+      var payload = {};
+      if (pow) payload.pow = pow;
+      if (invite) payload.invite = invite;
       var init = { method: "POST", headers: headers({ "Content-Type": "application/json" }),
-        body: pow ? JSON.stringify({ pow: pow }) : "{}" };
+        body: JSON.stringify(payload) };
       if (freshIdentity) {
         // A stale cookie would win over no header: leave cookies out and
         // rely on the credential in the body from now on.
