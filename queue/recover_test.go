@@ -11,6 +11,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/wire"
+	"unsafe"
 )
 
 func TestTicketCredential(t *testing.T) {
@@ -291,4 +292,18 @@ func TestRetakeAfterLeave(t *testing.T) {
 			t.Fatalf("status after leave: %+v", st)
 		}
 	})
+}
+
+// TestRememberCopiesTheRoom: a caller's room string may alias a buffer it
+// reuses (fiber's params do); what the queue remembers of the room must
+// not move with it.
+func TestRememberCopiesTheRoom(t *testing.T) {
+	q := newQueue(t, nil, nil)
+	buf := []byte("drop")
+	aliased := unsafe.String(&buf[0], len(buf))
+	q.remember(aliased).noteHead(0, 7, 1)
+	copy(buf, "xxxx")
+	if ms := q.remember("drop").snapshot(); ms.phead != 7 {
+		t.Fatalf("remembered %+v for drop after the caller's buffer changed", ms)
+	}
 }
