@@ -229,10 +229,17 @@ func (h *Hub) Attach(ctx context.Context, room, visitor string, t Transport) (*C
 // with the visitor for as long as it has a connection here, so the Source
 // can give the place back to a visitor a Redis that lost its data no
 // longer knows (see Hub.Held). The zero value holds nothing. The hub only
-// keeps it, and keeps the newest (highest Seq) of its connections'.
+// keeps it, and keeps the newest of its connections' (the latest issued,
+// or the highest Seq of one band).
 type Held struct {
 	Seq      int64
 	IssuedAt int64
+	Priority bool // a ticket of the priority band, whose Seq counts apart
+}
+
+// newer reports whether h is a newer ticket than o.
+func (h Held) newer(o Held) bool {
+	return h.IssuedAt > o.IssuedAt || (h.Priority == o.Priority && h.Seq > o.Seq)
 }
 
 // AttachHeld is Attach for a connection whose credential carries held.
@@ -313,7 +320,7 @@ func (h *Hub) add(name, visitorID string, c *Conn, held Held) (*room, uint64, er
 			v = &visitor{id: visitorID}
 			r.visitors[visitorID] = v
 		}
-		if held.Seq > v.held.Seq {
+		if held.newer(v.held) {
 			v.held = held // a rejoin after admission took a newer ticket
 		}
 		v.conns = append(v.conns, c)

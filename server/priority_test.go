@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -204,6 +205,58 @@ func TestPriorityAtOpening(t *testing.T) {
 			if r := pollNow(ts, v, "drop"); r.str("status") != "waiting" {
 				t.Fatalf("public visitor %d let in before the priority visitors: %s", i, r.Raw)
 			}
+		}
+	})
+}
+
+// A push connection keeps its visitor's ticket with the band: when Redis
+// lost the queue, the hub's reconcile puts a priority visitor back in the
+// priority band (no poll needed).
+func TestPriorityPushRestore(t *testing.T) {
+	eachServer(t, func(c *config) { withAdmin(c); c.OpenRooms = false; c.JoinRate = 0 }, func(t *testing.T, ts *testServer) {
+		op := newVisitor(t, ts.URL)
+		if r := op.admin("POST", "/rooms", `{"room":"drop","paused":true}`); r.Code != 201 {
+			t.Fatalf("create: %d %s", r.Code, r.Raw)
+		}
+		pub, vip := newVisitor(t, ts.URL), newVisitor(t, ts.URL)
+		pub.join("drop")
+		if r := joinWith(vip, "drop", mintOne(t, op, "drop", `{"priority":true}`)); r.num("position") != 1 {
+			t.Fatalf("priority join: %s", r.Raw)
+		}
+		clients := []*pushClient{dial(t, "ws", ts.URL, "drop", pub.cred), dial(t, "sse", ts.URL, "drop", vip.cred)}
+		waitFor(t, 10*time.Second, "both push clients' first state", func() bool {
+			return len(clients[0].messages()) > 0 && len(clients[1].messages()) > 0
+		})
+		ctx := context.Background()
+		score := func(v *visitor) (float64, bool) {
+			r, err := ts.redis.q.Do(ctx, "ZSCORE", "wr:{drop}:q", idOf(v))
+			if err != nil || r == nil {
+				return 0, false
+			}
+			switch s := r.(type) {
+			case float64: // RESP3
+				return s, true
+			case string:
+				f, err := strconv.ParseFloat(s, 64)
+				return f, err == nil
+			}
+			t.Fatalf("ZSCORE answered %T %v", r, r)
+			return 0, false
+		}
+		if _, err := ts.redis.q.Do(ctx, "FLUSHALL"); err != nil {
+			t.Fatal(err)
+		}
+		// The hub reconciles every 10 s.
+		waitFor(t, 40*time.Second, "both places back", func() bool {
+			_, a := score(pub)
+			_, b := score(vip)
+			return a && b
+		})
+		if s, _ := score(vip); s >= 0 {
+			t.Fatalf("priority visitor back at score %v, not in the priority band", s)
+		}
+		if s, _ := score(pub); s != 1 {
+			t.Fatalf("public visitor back at score %v, want 1", s)
 		}
 	})
 }

@@ -47,7 +47,7 @@ func heldTicket(room string, t queue.Ticket) hub.Held {
 	if t.Room != room || t.IsZero() {
 		return hub.Held{}
 	}
-	return hub.Held{Seq: t.Seq, IssuedAt: t.IssuedAt.UnixMilli()}
+	return hub.Held{Seq: t.Seq, IssuedAt: t.IssuedAt.UnixMilli(), Priority: t.Priority}
 }
 
 // heldBy returns the ticket a push connection of visitor in room holds
@@ -58,7 +58,7 @@ func (s *server) heldBy(room, visitor string) (t queue.Ticket, adm queue.Token, 
 	if !found || held.Seq == 0 {
 		return t, adm, false
 	}
-	t = queue.Ticket{Room: room, Seq: held.Seq, IssuedAt: time.UnixMilli(held.IssuedAt)}
+	t = queue.Ticket{Room: room, Seq: held.Seq, IssuedAt: time.UnixMilli(held.IssuedAt), Priority: held.Priority}
 	if last.Status == wire.StatusAdmitted {
 		adm = queue.Token{Room: room, Visitor: visitor, NotBefore: last.NotBefore, ExpiresAt: last.ExpiresAt}
 	}
