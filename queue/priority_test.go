@@ -333,3 +333,33 @@ func TestPriorityNeverRaisesPositions(t *testing.T) {
 		}
 	})
 }
+
+// TestPriorityBeforeLottery: in a random room the priority band is admitted
+// before the lottery draws anyone, in join order; the rest of the batch is
+// drawn among the public visitors.
+func TestPriorityBeforeLottery(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		q := newQueue(t, r, fixedBatch(2, 50*time.Millisecond))
+		if err := q.SetRoomConfig(ctx, "drop", RoomConfig{Method: MethodRandom}); err != nil {
+			t.Fatal(err)
+		}
+		joinN(t, q, "drop", 20, "pub")
+		code := prioCode("lot", 3)
+		for _, v := range []string{"vip-b", "vip-a", "vip-c"} {
+			if _, tk, err := q.JoinInvite(ctx, "drop", v, code); err != nil || !tk.Priority {
+				t.Fatalf("%s: %+v %v", v, tk, err)
+			}
+		}
+		if got := admittedIDs(admitTaken(t, q, "drop")); !slices.Equal(got, []string{"vip-b", "vip-a"}) {
+			t.Fatalf("first tick %v", got)
+		}
+		got := admittedIDs(admitTaken(t, q, "drop"))
+		if len(got) != 2 || got[0] != "vip-c" || !strings.HasPrefix(got[1], "pub") {
+			t.Fatalf("second tick %v: want vip-c, then one drawn", got)
+		}
+		if got := admittedIDs(admitTaken(t, q, "drop")); len(got) != 2 || !strings.HasPrefix(got[0], "pub") {
+			t.Fatalf("third tick %v", got)
+		}
+	})
+}
