@@ -79,11 +79,25 @@ func unsentBytes(rc syscall.RawConn) (int, bool) {
 	return n, ok
 }
 
-// setUserTimeout makes the kernel end the connection when written data has
+// setPeerTimeout makes the kernel end the connection when written data has
 // gone unacknowledged for d (TCP_USER_TIMEOUT): how a peer that vanished
-// without a FIN is noticed.
-func setUserTimeout(rc syscall.RawConn, d time.Duration) {
+// without a FIN is noticed, at the next heartbeat plus d.
+//
+// It also turns the socket's TCP keepalive off (Go turns it on for every
+// accepted connection: a probe after 15 s without traffic, then every
+// 15 s). With TCP_USER_TIMEOUT set, the kernel's keepalive timer no longer
+// counts probes: it resets the connection as soon as one probe is out and
+// nothing came from the peer for d. At d = 30 s that is a single probe, or
+// its answer, lost: one dropped packet closed a quiet push connection with
+// an RST. A paused room makes it likely, since the pause message went to
+// every connection at once and their keepalive timers then fire together
+// (10,000 probes and answers in the same instant overflow the loopback's
+// backlog of 1,000 packets). The heartbeat is the probe here: it is data,
+// so a lost packet is retransmitted, and d bounds the wait for its
+// acknowledgement.
+func setPeerTimeout(rc syscall.RawConn, d time.Duration) {
 	_ = rc.Control(func(fd uintptr) {
+		_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_KEEPALIVE, 0)
 		_ = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(d.Milliseconds()))
 	})
 }

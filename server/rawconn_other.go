@@ -18,4 +18,4 @@ func setSendBuffer(syscall.RawConn, int) {}
 
 func unsentBytes(syscall.RawConn) (int, bool) { return 0, false }
 
-func setUserTimeout(syscall.RawConn, time.Duration) {}
+func setPeerTimeout(syscall.RawConn, time.Duration) {}

@@ -65,7 +65,7 @@ func (s *server) serveSSE(nc net.Conn, room, visitor string, held hub.Held, last
 	conn, err := shallow(func() (*hub.Conn, error) {
 		if t.raw = rawConnOf(nc); t.raw != nil {
 			setSendBuffer(t.raw, pushSendBuffer)
-			setUserTimeout(t.raw, pushUserTimeout)
+			setPeerTimeout(t.raw, pushUserTimeout)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), attachTimeout)
 		defer cancel()

@@ -129,7 +129,7 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string, he
 	sess := &wsSession{wc: wc, br: w.br, raw: rawConnOf(nc), t: t, conn: conn}
 	if sess.raw != nil {
 		setSendBuffer(sess.raw, pushSendBuffer)
-		setUserTimeout(sess.raw, pushUserTimeout)
+		setPeerTimeout(sess.raw, pushUserTimeout)
 	}
 	// A heartbeat message keeps a quiet connection visibly alive for the
 	// page and for proxies with idle timeouts; a peer that vanished
