@@ -50,7 +50,8 @@ type Queue struct {
 	memos       sync.Map       // room -> *memo: what to put back when Redis lost it
 	restoreLogs sync.Map       // room -> *restoreLog
 	writingBack atomic.Bool    // a background write-back is under way
-	bg          sync.WaitGroup // background write-backs, waited for by Run
+	ticking     inFlight       // rooms whose admit call of a tick is running
+	bg          sync.WaitGroup // background write-backs and slow admit calls, waited for by Run
 }
 
 // DefaultRetention is how long a token record outlives its cap by default:

@@ -102,7 +102,10 @@ func (q *Queue) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		q.tickOnce(ctx)
+		// A room whose admit call is slow (its Redis node failing over,
+		// say) is left running and skipped until it returns; the others
+		// tick on time.
+		q.tick(ctx, untilNextTick(time.Now(), tick)-tick/20)
 		t.Reset(untilNextTick(time.Now(), tick))
 	}
 }
@@ -126,13 +129,19 @@ const (
 	tickWorkers = 32
 )
 
-// tickOnce admits every room once. The rooms an operator configured that
+// tickOnce admits every room once and returns when every admit call has.
+func (q *Queue) tickOnce(ctx context.Context) { q.tick(ctx, -1) }
+
+// tick admits every room once. With wait >= 0 it returns after at most
+// wait: the calls still running go on in the background, their rooms are
+// skipped by later ticks until they return, and Run waits for them before
+// it returns. With wait < 0 it returns when every call has. The rooms an operator configured that
 // have waiting visitors are all visited, each tick, concurrently, and each
 // call has its own deadline; then a random sample of the other rooms with
 // waiting visitors (which only exist with open rooms). So a configured room's admission
 // does not depend on how many rooms visitors made, and one slow room does
 // not hold up the rest.
-func (q *Queue) tickOnce(ctx context.Context) {
+func (q *Queue) tick(ctx context.Context, wait time.Duration) {
 	tick := q.opts.Capacity.Tick
 	configured := q.configured.get(ctx, q)
 	sctx, cancel := context.WithTimeout(ctx, tick)
@@ -164,13 +173,61 @@ func (q *Queue) tickOnce(ctx context.Context) {
 	sem := make(chan struct{}, tickWorkers)
 	var wg sync.WaitGroup
 	for _, room := range rooms {
+		if !q.ticking.start(room) {
+			continue // its call of an earlier tick has not returned yet
+		}
 		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		wg.Add(1)
+		q.bg.Go(func() {
+			defer func() {
+				q.ticking.done(room)
+				<-sem
+				wg.Done()
+			}()
 			q.tickRoom(ctx, room)
 		})
 	}
-	wg.Wait()
+	if wait < 0 {
+		wg.Wait()
+		return
+	}
+	done := make(chan struct{})
+	q.bg.Go(func() {
+		wg.Wait()
+		close(done)
+	})
+	t := time.NewTimer(max(wait, 0))
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// inFlight is the set of rooms whose admit call is running.
+type inFlight struct {
+	mu    sync.Mutex
+	rooms map[string]struct{}
+}
+
+// start records room as running; false when it already is.
+func (f *inFlight) start(room string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.rooms[room]; ok {
+		return false
+	}
+	if f.rooms == nil {
+		f.rooms = make(map[string]struct{})
+	}
+	f.rooms[room] = struct{}{}
+	return true
+}
+
+func (f *inFlight) done(room string) {
+	f.mu.Lock()
+	delete(f.rooms, room)
+	f.mu.Unlock()
 }
 
 // withWaiting returns the rooms of configured that are in the waiting set

@@ -150,3 +150,84 @@ func TestIdleRoomKeysExpire(t *testing.T) {
 		}
 	})
 }
+
+// stuckRoom is a Redis whose script calls on one room's keys hang until
+// released, whatever their context says: a node that stopped answering
+// and a client that does not give up.
+type stuckRoom struct {
+	Redis
+	room    string
+	armed   atomic.Bool
+	release chan struct{}
+	hung    atomic.Int64
+}
+
+func (s *stuckRoom) Eval(ctx context.Context, sc *Script, keys []string, args ...string) (any, error) {
+	if s.armed.Load() && len(keys) > 0 && keys[0] == queueKey(s.room) {
+		s.hung.Add(1)
+		<-s.release
+	}
+	return s.Redis.Eval(ctx, sc, keys, args...)
+}
+
+// TestTickDoesNotWaitForAStuckRoom: while one room's admit call hangs,
+// the other rooms go on getting a batch each tick, the stuck room gets no
+// second call piled on the first, and Run returns only once that call has.
+func TestTickDoesNotWaitForAStuckRoom(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		const tick = 100 * time.Millisecond
+		stuck := &stuckRoom{Redis: r, room: "stuck", release: make(chan struct{})}
+		var admitted atomic.Int64
+		q := newQueue(t, stuck, &Options{Capacity: Capacity{Batch: 1, Tick: tick}, OnAdmit: func(room string, n int) {
+			if room == "moving" {
+				admitted.Add(int64(n))
+			}
+		}})
+		for _, room := range []string{"stuck", "moving"} {
+			if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+				t.Fatal(err)
+			}
+			joinN(t, q, room, 30, "v")
+		}
+		stuck.armed.Store(true)
+		rctx, cancel := context.WithCancel(ctx)
+		ran := make(chan error, 1)
+		go func() { ran <- q.Run(rctx) }()
+		released, returned := false, false
+		release := func() {
+			if !released {
+				released = true
+				close(stuck.release)
+			}
+		}
+		defer func() {
+			release()
+			cancel()
+			if !returned {
+				<-ran
+			}
+		}()
+		deadline := time.Now().Add(20 * time.Second)
+		for admitted.Load() < 10 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the other room got %d admitted while one room hung, want 10", admitted.Load())
+			}
+			time.Sleep(10 * time.Millisecond) // polling a counter the tick loop moves
+		}
+		if n := stuck.hung.Load(); n != 1 {
+			t.Fatalf("%d admit calls hung on the stuck room, want 1 (no call piled on a running one)", n)
+		}
+		cancel()
+		select {
+		case <-ran:
+			t.Fatal("Run returned while an admit call was still running")
+		case <-time.After(50 * time.Millisecond): // a negative check: Run must still be waiting
+		}
+		release()
+		returned = true
+		if err := <-ran; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
