@@ -99,14 +99,8 @@ func (q *Queue) Draw(ctx context.Context, room string, offset, limit int) (Draw,
 	if !ok || len(arr) < 7 {
 		return Draw{}, fmt.Errorf("queue: draw: unexpected reply %v", v)
 	}
-	str := func(i int) string { s, _ := arr[i].(string); return s }
-	ms := func(i int) time.Time {
-		n, err := strconv.ParseInt(str(i), 10, 64)
-		if err != nil || n == 0 {
-			return time.Time{}
-		}
-		return time.UnixMilli(n)
-	}
+	str := func(i int) string { return stringAt(arr, i) }
+	ms := func(i int) time.Time { return millisAt(arr, i) }
 	if str(0) == "" {
 		return Draw{}, ErrNoDraw
 	}

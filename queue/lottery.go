@@ -61,14 +61,8 @@ func (q *Queue) lottery(ctx context.Context, room, op string) (Lottery, error) {
 	if !ok || len(arr) < 4 {
 		return Lottery{}, fmt.Errorf("queue: lottery: unexpected reply %v", v)
 	}
-	str := func(i int) string { s, _ := arr[i].(string); return s }
-	ms := func(i int) time.Time {
-		n, err := strconv.ParseInt(str(i), 10, 64)
-		if err != nil || n == 0 {
-			return time.Time{}
-		}
-		return time.UnixMilli(n)
-	}
+	str := func(i int) string { return stringAt(arr, i) }
+	ms := func(i int) time.Time { return millisAt(arr, i) }
 	l := Lottery{Commitment: str(1), CommittedAt: ms(2), EndedAt: ms(3), Seed: str(0)}
 	l.Ended = !l.EndedAt.IsZero()
 	return l, nil

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -129,45 +128,9 @@ func TestClusterFaults(t *testing.T) {
 	var polled sync.Map // poller index -> notBefore it was told
 	var twice atomic.Int64
 	for i, pl := range pollers {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				r, _ := pl.v.try("GET", "/api/v1/rooms/"+pl.room+"/status")
-				if r.str("status") == "admitted" {
-					if nb, loaded := polled.LoadOrStore(i, r.str("notBefore")); loaded && nb != r.str("notBefore") {
-						twice.Add(1)
-					}
-				}
-				wait := min(max(time.Duration(r.num("nextPollMs"))*time.Millisecond, 200*time.Millisecond), time.Second)
-				select {
-				case <-ctx.Done():
-				case <-time.After(wait):
-				}
-			}
-		})
+		pollAdmission(ctx, &wg, pl.v, pl.room, i, &polled, &twice)
 	}
-	var readyWhileDown, notReadySeen atomic.Int64
-	for _, ts := range servers {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				before := ts.hub.Ready()
-				resp, err := noKeepAlive.Get(ts.URL + "/readyz")
-				after := ts.hub.Ready()
-				if err == nil {
-					resp.Body.Close()
-					if resp.StatusCode == http.StatusOK && !before && !after {
-						readyWhileDown.Add(1)
-					}
-					if resp.StatusCode != http.StatusOK {
-						notReadySeen.Add(1)
-					}
-				}
-				select {
-				case <-ctx.Done():
-				case <-time.After(50 * time.Millisecond):
-				}
-			}
-		})
-	}
+	readyz := watchReadyz(ctx, &wg, servers)
 
 	admittedIn := func(room string) int {
 		k := 0
@@ -284,10 +247,10 @@ func TestClusterFaults(t *testing.T) {
 		}
 	}
 	t.Logf("admission ticks missed in a row per room (pubsub kill %s, slot moved %s, master killed %s): %v", kick, move, kill, maxGap)
-	if readyWhileDown.Load() > 0 {
-		t.Fatalf("/readyz said ready %d times while a room's subscription was down", readyWhileDown.Load())
+	if readyz.readyWhileDown.Load() > 0 {
+		t.Fatalf("/readyz said ready %d times while a room's subscription was down", readyz.readyWhileDown.Load())
 	}
-	if notReadySeen.Load() == 0 {
+	if readyz.notReady.Load() == 0 {
 		t.Fatal("/readyz never said not ready while a room's master was gone")
 	}
 }

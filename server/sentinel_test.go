@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -71,47 +70,10 @@ func TestSentinelFailover(t *testing.T) {
 	var polled sync.Map // index -> notBefore of the admission it was told
 	var twice atomic.Int64
 	for i := 200; i < n; i++ {
-		v := visitors[i]
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				r, _ := v.try("GET", "/api/v1/rooms/"+room+"/status")
-				if r.str("status") == "admitted" {
-					if nb, loaded := polled.LoadOrStore(i, r.str("notBefore")); loaded && nb != r.str("notBefore") {
-						twice.Add(1)
-					}
-				}
-				wait := min(max(time.Duration(r.num("nextPollMs"))*time.Millisecond, 200*time.Millisecond), time.Second)
-				select {
-				case <-ctx.Done():
-				case <-time.After(wait):
-				}
-			}
-		})
+		pollAdmission(ctx, &wg, visitors[i], room, i, &polled, &twice)
 	}
 	// /readyz must never say ready while this instance's pub/sub is down.
-	var readyWhileDown, notReadySeen atomic.Int64
-	for _, ts := range servers {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				before := ts.hub.Ready()
-				resp, err := noKeepAlive.Get(ts.URL + "/readyz")
-				after := ts.hub.Ready()
-				if err == nil {
-					resp.Body.Close()
-					if resp.StatusCode == http.StatusOK && !before && !after {
-						readyWhileDown.Add(1)
-					}
-					if resp.StatusCode != http.StatusOK {
-						notReadySeen.Add(1)
-					}
-				}
-				select {
-				case <-ctx.Done():
-				case <-time.After(50 * time.Millisecond):
-				}
-			}
-		})
-	}
+	readyz := watchReadyz(ctx, &wg, servers)
 
 	admitted := func() int {
 		k := 0
@@ -178,10 +140,10 @@ func TestSentinelFailover(t *testing.T) {
 		gap = max(gap, ticks[i]-ticks[i-1]-1)
 	}
 	t.Logf("admission ticks missed in a row (the outage visitors saw): %d (%v)", gap, time.Duration(gap)*tick)
-	if readyWhileDown.Load() > 0 {
-		t.Fatalf("/readyz said ready %d times while pub/sub was down", readyWhileDown.Load())
+	if readyz.readyWhileDown.Load() > 0 {
+		t.Fatalf("/readyz said ready %d times while pub/sub was down", readyz.readyWhileDown.Load())
 	}
-	if notReadySeen.Load() == 0 {
+	if readyz.notReady.Load() == 0 {
 		t.Fatal("/readyz never said not ready during the failover")
 	}
 }
