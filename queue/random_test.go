@@ -66,19 +66,6 @@ func randomRoom(t *testing.T, q *Queue, room string, c RoomConfig) {
 	}
 }
 
-func zrange(t *testing.T, r Redis, key string) []string {
-	t.Helper()
-	v, err := r.Do(context.Background(), "ZRANGE", key, "0", "-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range v.([]any) {
-		out = append(out, e.(string))
-	}
-	return out
-}
-
 // TestRandomDrawsFromSeed: a random room shows its waiting visitors the
 // draw (size and chance, no place) on join and status; each tick admits
 // the picks the committed seed gives (recomputed here with LotteryRank
@@ -119,7 +106,7 @@ func TestRandomDrawsFromSeed(t *testing.T) {
 		}
 		var recs []tickRec
 		for len(recs) < 5 {
-			w := zrange(t, r, prefix(room)+"q")
+			w := queued(t, r, room)
 			res := admitTaken(t, q, room)
 			recs = append(recs, tickRec{res.Tick, w, admittedIDs(res)})
 		}
@@ -178,7 +165,7 @@ func TestRandomUniformInRedis(t *testing.T) {
 		joinN(t, q, room, 10, "v")
 		counts := make([]int, 10)
 		for i := range 300 {
-			w := zrange(t, r, prefix(room)+"q")
+			w := queued(t, r, room)
 			if len(w) != 10 {
 				t.Fatalf("%d waiting, want 10", len(w))
 			}
