@@ -164,7 +164,7 @@ func run(ctx context.Context, scenario string, args []string, progress io.Writer
 		fs.IntVar(&o.Batch, "batch", 0, "server -batch: visitors admitted per tick (default 14)")
 		fs.DurationVar(&o.Tick, "tick", 0, "server -tick (default 100ms)")
 		fs.IntVar(&o.PerProc, "per-proc", 0, "visitors per client process; more are spread over child processes (default 15000)")
-		fs.DurationVar(&o.WSPing, "ws-heartbeat", 0, "the servers' WebSocket heartbeat interval (default 25s; 3s with -quick)")
+		fs.DurationVar(&o.WSPing, "ws-heartbeat", 0, "the servers' WebSocket heartbeat interval (default 40s, the servers' default; 3s with -quick)")
 		cluster := fs.Bool("cluster", false, "on a Redis Cluster of 3 masters and 3 replicas started here, visitors spread over rooms on every master (default -n 9000, -admit 20s)")
 		rooms := fs.Int("rooms", 6, "with -cluster: rooms, spread evenly over the masters")
 		if err := fs.Parse(args); err != nil {

@@ -24,8 +24,14 @@ const (
 	scaleTargetN         = 45000
 	scaleTargetInstances = 3
 	scaleTargetCores     = 0.5   // all instances together, admitting and paused
+	scaleTargetIdleCores = 0.01  // per 10,000 connections in the idle phase
 	scaleTargetLagP99    = 0.020 // seconds
 )
+
+// scaleIdleAfter is how long into the paused phase the idle phase starts:
+// the pause message has gone to every connection, the admitted visitors'
+// connections are closed and the collector has run.
+const scaleIdleAfter = 20 * time.Second
 
 // scaleOptions configure the scale scenario.
 type scaleOptions struct {
@@ -52,7 +58,7 @@ func (o *scaleOptions) defaults() {
 		// every connection get three.
 		o.WSPing = orDur(o.WSPing, 3*time.Second)
 	}
-	o.WSPing = orDur(o.WSPing, 25*time.Second)
+	o.WSPing = orDur(o.WSPing, 40*time.Second)
 	o.N = orInt(o.N, scaleTargetN)
 	o.Admit = orDur(o.Admit, 30*time.Second)
 	o.Idle = orDur(o.Idle, 60*time.Second)
@@ -780,7 +786,23 @@ func runScale(ctx context.Context, o scaleOptions, command string) (*scaleReport
 	// Paused again: nobody is admitted and every connection sits idle.
 	fmt.Fprintf(o.Progress, "scale: paused for %v\n", o.Idle)
 	s3 := env.sample(ctx, handles)
+	// Idle: the paused phase once the pause message and the admitting
+	// phase's aftermath are over (see scaleIdleAfter).
+	var sIdle *scaleSample
+	idleDone := make(chan struct{})
+	if o.Idle >= 2*scaleIdleAfter {
+		go func() {
+			defer close(idleDone)
+			if waitPhase(ctx, s3.at.Add(scaleIdleAfter)) == nil {
+				x := env.sample(ctx, handles)
+				sIdle = &x
+			}
+		}()
+	} else {
+		close(idleDone)
+	}
 	lo3, hi3, err := runPhase("paused", s3, o.Idle)
+	<-idleDone
 	if err != nil {
 		return nil, fmt.Errorf("paused: %w", err)
 	}
@@ -789,6 +811,7 @@ func runScale(ctx context.Context, o scaleOptions, command string) (*scaleReport
 	admitting.ConnsMin, admitting.ConnsMax = lo2, hi2
 	paused.ConnsMin, paused.ConnsMax = lo3, hi3
 	tResume, tPause, tEnd := s2.at.UnixNano(), s3.at.UnixNano(), s4.at.UnixNano()
+	idleDropped := 0
 
 	var reports []scaleFleetReport
 	for i, h := range handles {
@@ -857,6 +880,9 @@ func runScale(ctx context.Context, o scaleOptions, command string) (*scaleReport
 			case d.T <= tEnd:
 				rep.DroppedPaused++
 				paused.Dropped++
+				if sIdle != nil && d.T >= sIdle.at.UnixNano() {
+					idleDropped++
+				}
 			default:
 				continue // the clients were closing
 			}
@@ -868,6 +894,12 @@ func runScale(ctx context.Context, o scaleOptions, command string) (*scaleReport
 	rep.LagP50, rep.LagP99, rep.LagMax = quantile(lags, .50), quantile(lags, .99), quantile(lags, 1)
 	rep.Repeats.AfterP50, rep.Repeats.AfterMax = quantile(after, .50), quantile(after, 1)
 	rep.Phases = []scalePhase{connect, admitting, paused}
+	if sIdle != nil {
+		idle := env.phase("idle", room, *sIdle, s4)
+		idle.ConnsMin, idle.ConnsMax = lo3, hi3
+		idle.Dropped = idleDropped
+		rep.Phases = append(rep.Phases, idle)
+	}
 
 	for i, t := range env.insts {
 		conns := s1.metrics[i]["waitroom_connections"]
@@ -906,6 +938,13 @@ func scaleChecks(rep *scaleReport) []scaleCheck {
 	for _, p := range rep.Phases[1:] {
 		cs = append(cs, scaleCheck{What: "instances' CPU, " + p.Name, Target: fmt.Sprintf("≤ %.1f cores", scaleTargetCores),
 			Measured: num(p.InstancesCores) + " cores", Met: p.InstancesCores <= scaleTargetCores})
+	}
+	for _, p := range rep.Phases {
+		if p.Name == "idle" && rep.Visitors > 0 {
+			per := p.InstancesCores / (float64(rep.Visitors) / 10000)
+			cs = append(cs, scaleCheck{What: "instances' CPU idle, per 10,000 connections", Target: fmt.Sprintf("≤ %.2f cores", scaleTargetIdleCores),
+				Measured: num(per) + " cores", Met: per <= scaleTargetIdleCores})
+		}
 	}
 	cs = append(cs,
 		scaleCheck{What: "admission lag p99", Target: "≤ " + secs(scaleTargetLagP99), Measured: secs(rep.LagP99), Met: rep.LagP99 <= scaleTargetLagP99},
@@ -985,7 +1024,7 @@ func scaleMarkdown(rep *scaleReport) string {
 - **RSS per conn** = (VmRSS once connected − VmRSS before any visitor) / the instance's waitroom_connections; **goroutines per conn** the same with go_goroutines from /metrics.
 - **Lag**: the time the client received the admitted state minus the notBefore in it, over every visitor told; per instance by the instance that pushed it. Negative lags (a push before notBefore) are counted and taken as 0. **Server-side lag p99**: the upper bound of the waitroom_delivery_lag_seconds bucket (the instance's write time minus notBefore) holding the 99th percentile over the admitting and paused phases; the difference to the client's lag is time in the kernel and in the (CPU-sharing) client processes.
 - **Told / admitted**: admitted is the sum over instances of waitroom_admissions_total for the room (each instance counts its own ticks), beside admittedTotal from the room's admin stats (Redis). Told counts visitors that received an admitted state. Admitted visitors keep their stream open until the end, so a second admitted state would be seen (told more than once) and the connection count must not fall.
-- **Pause and resume** (admin API, on the first instance) push the changed state to every visitor; that burst counts in the phase it starts. The servers send each quiet WebSocket a heartbeat message every -ws-heartbeat (25 s, the production default; 3 s with -quick): the paused phase is longer than two intervals, so every connection gets at least two in it.
+- **Pause and resume** (admin API, on the first instance) push the changed state to every visitor; that burst counts in the phase it starts. The servers send a WebSocket a heartbeat message once it has had no message for -ws-heartbeat (40 s, the production default; 3 s with -quick): the paused phase (60 s by default) is longer than an interval, so every connection gets one in it after the pause message. **Idle** is the paused phase from 20 s in: the pause message and what the admitting phase left (closing admitted visitors' connections, the garbage collector) are over, and the instances hold connections and heartbeats only.
 - **Dropped**: a stream that ended while the client had not closed it (read error, close frame or end of stream from the server), by the phase it ended in; the client then connects again after 0.2–1 s. **Server connections min–max**: the sum of waitroom_connections over the instances, scraped every few seconds during the phase; it stays at the visitor count when nothing is dropped.
 `)
 	return b.String()

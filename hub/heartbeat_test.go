@@ -20,9 +20,9 @@ func countEvent(recs []record, event string) int {
 }
 
 // TestBeat: in a paused room a quiet connection gets a heartbeat every
-// interval; one that had a message in the last half interval gets none
-// that round unless it asked for them always; a closed connection gets no
-// more, and its entry leaves the schedule.
+// interval; one that had a message gets none until an interval after it
+// unless it asked for them always; a closed connection gets no more, and
+// its entry leaves the schedule.
 func TestBeat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src, b := newSource(), newBroker()

@@ -45,6 +45,9 @@ type config struct {
 	OpenRooms   bool
 	LogLevel    string
 	DebugAddr   string
+	// GCPercent is the collector's target (GOGC) unless the environment
+	// sets GOGC.
+	GCPercent int
 	// JoinRate and JoinBurst limit joins without a valid credential per
 	// client address; JoinRate 0 turns the limit off.
 	JoinRate       float64
@@ -100,7 +103,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.DrainWindow, "drain-window", 5*time.Second, "window over which push clients are told to reconnect on shutdown")
 	fs.IntVar(&c.MaxConns, "max-conns", 50000, "push connections per instance")
 	fs.IntVar(&c.MaxPerVis, "max-conns-per-visitor", 5, "push connections per visitor")
-	fs.DurationVar(&c.WSHeartbeat, "ws-heartbeat", 25*time.Second, "interval of heartbeat messages on a quiet WebSocket (keeps proxies and the page sure it is alive)")
+	fs.DurationVar(&c.WSHeartbeat, "ws-heartbeat", 40*time.Second, "a WebSocket with no message for this long gets a heartbeat message (keeps proxies and the page sure it is alive)")
 	fs.Func("origins", "comma-separated origins (https://shop.example.com) whose pages may use the API and push with credentials (CORS, WebSocket Origin)", func(v string) error {
 		c.Origins = nil
 		for _, o := range strings.Split(v, ",") {
@@ -120,6 +123,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.BoolVar(&c.NoSSE, "no-sse", false, "refuse SSE (clients fall back to polling)")
 	fs.BoolVar(&c.OpenRooms, "open-rooms", false, "let a join create any valid room name (demos); by default rooms exist only once an operator made them")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof on this address (keep it on loopback); empty: off")
+	fs.IntVar(&c.GCPercent, "gc-percent", 50, "the garbage collector's target: the heap may grow this many percent over what is live before a collection (GOGC in the environment wins); lower keeps less memory per connection for more CPU")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Float64Var(&c.JoinRate, "join-rate", 20, "new visitors per second one client address may create, sustained (0 = no limit); a re-join with a valid credential is never limited")
 	fs.IntVar(&c.JoinBurst, "join-burst", 300, "new visitors one client address may create at once (a shared NAT of a few hundred people)")
@@ -247,6 +251,8 @@ func (c config) validate() error {
 		return errors.New("invalid -max-conns: at least 1")
 	case c.MaxPerVis < 1:
 		return errors.New("invalid -max-conns-per-visitor: at least 1")
+	case c.GCPercent < 10 || c.GCPercent > 1000:
+		return errors.New("invalid -gc-percent: between 10 and 1000")
 	case c.WSHeartbeat < 100*time.Millisecond || c.WSHeartbeat > 10*time.Minute:
 		return errors.New("invalid -ws-heartbeat: between 100ms and 10m")
 	case c.JoinRate < 0 || c.JoinRate > 1e6:

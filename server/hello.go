@@ -12,7 +12,7 @@ import (
 // and the server's clock (a page of another origin cannot read the Date
 // header of a stream, and its own clock may be off).
 //
-//	{"type":"hello","heartbeatMs":37500,"serverTime":"2026-11-30T12:00:00.123Z"}
+//	{"type":"hello","heartbeatMs":41100,"serverTime":"2026-11-30T12:00:00.123Z"}
 func hello(silence time.Duration, now time.Time) []byte {
 	b := make([]byte, 0, 96)
 	b = append(b, `{"type":"hello","heartbeatMs":`...)
@@ -21,7 +21,3 @@ func hello(silence time.Duration, now time.Time) []byte {
 	b = now.UTC().AppendFormat(b, time.RFC3339Nano)
 	return append(b, `"}`...)
 }
-
-// wsSilence is the longest a WebSocket goes without a message: a heartbeat
-// is skipped when something went out in the last half interval.
-func wsSilence(every time.Duration) time.Duration { return every + every/2 }

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -45,6 +46,12 @@ func main() {
 }
 
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
+	if os.Getenv("GOGC") == "" {
+		// A server holding connections has a large live heap that changes
+		// slowly: the default of 100 % keeps as much again in garbage,
+		// which is most of the memory a connection costs beyond its own.
+		debug.SetGCPercent(cfg.GCPercent)
+	}
 	s, err := newServer(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -102,11 +102,12 @@ func TestPushHoldsInPausedRoom(t *testing.T) {
 }
 
 // TestPushHoldsPastProductionHeartbeat is the same with the default
-// interval of 25 s: about a minute, so it runs beside the other tests.
+// interval of 40 s: about a minute and a half, so it runs beside the other
+// tests.
 func TestPushHoldsPastProductionHeartbeat(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, redistest.StartReal(t), "rueidis", withAdmin)
-	if ts.cfg.WSHeartbeat != 25*time.Second {
+	if ts.cfg.WSHeartbeat != 40*time.Second {
 		t.Fatalf("default heartbeat interval %v", ts.cfg.WSHeartbeat)
 	}
 	holdThroughHeartbeats(t, ts, 10, 2)

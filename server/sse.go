@@ -59,6 +59,7 @@ func (s *server) streamCORS(origin string) string {
 func (s *server) serveSSE(nc net.Conn, room, visitor string, held hub.Held, lastID int64, cors string) {
 	defer nc.Close()
 	t := &sseTransport{conn: nc, id: lastID, every: cmp.Or(s.cfg.sseBeat, sseHeartbeat), cors: cors}
+	t.silence = s.hub.BeatSilence(t.every)
 	// fasthttp recycles the hijacked connection once this function returns:
 	// stop waits for a write in progress and turns later ones into no-ops.
 	defer t.stop()
@@ -101,6 +102,7 @@ type sseTransport struct {
 	id       int64
 	cors     string        // CORS header lines for an embedding page's origin
 	every    time.Duration // between heartbeats
+	silence  time.Duration // the longest without a message, for the hello
 
 	raw        syscall.RawConn // the socket, to see what the peer has not taken; nil where there is none
 	lastUnsent int
@@ -153,7 +155,7 @@ func (t *sseTransport) Write(deadline time.Time, event string, data []byte) erro
 		b = append(b, "retry: "...)
 		b = strconv.AppendInt(b, 1000+rand.Int64N(2000), 10)
 		b = append(b, "\nevent: hello\ndata: "...)
-		b = append(b, hello(t.every, time.Now())...)
+		b = append(b, hello(t.silence, time.Now())...)
 		b = append(b, "\n\n"...)
 	}
 	t.id++

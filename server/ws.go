@@ -108,7 +108,7 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string, he
 	// fasthttp recycles the hijacked connection once serveWS returns, so
 	// nothing may touch it after: release waits for the hub's writes and
 	// closes, and turns later ones into no-ops.
-	t := &wsTransport{c: wc, nc: nc, silence: wsSilence(s.cfg.WSHeartbeat), beats: &s.metrics.wsHeartbeats}
+	t := &wsTransport{c: wc, nc: nc, silence: s.hub.BeatSilence(s.cfg.WSHeartbeat), beats: &s.metrics.wsHeartbeats}
 	actx, cancel := context.WithTimeout(context.Background(), attachTimeout)
 	conn, err := s.hub.AttachHeld(actx, room, visitor, t, held)
 	cancel()
@@ -137,9 +137,9 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string, he
 	// connection after pushUserTimeout. Unlike a ping it needs no answer
 	// to be read, so a quiet room costs one write per connection per
 	// interval, and a busy one (positions every few seconds) none: it is
-	// skipped when something went out in the last half interval, so a
-	// quiet connection never goes longer than 1.5 intervals silent. The
-	// hub schedules it, with no timer of the connection's own.
+	// due an interval after the last message, so no connection goes
+	// longer than an interval (and a second) silent. The hub schedules
+	// it, with no timer of the connection's own.
 	conn.Beat(s.cfg.WSHeartbeat, false)
 	return sess
 }

@@ -105,7 +105,7 @@
   var UPGRADE_BASE_MS = 5000; // from a fallback, the first try upward
   var UPGRADE_CAP_MS = 300000;
   var SKEW_IGNORE_MS = 2000; // the Date header has 1 s resolution
-  var DEFAULT_SILENCE_MS = 37500; // until the server's hello says otherwise
+  var DEFAULT_SILENCE_MS = 41100; // until the server's hello says otherwise
   var PROBE_FRESH_MS = 5000; // a probe this recent answers for the next one
   var REQUEST_TIMEOUT_MS = 15000;
 
