@@ -69,13 +69,13 @@ const maxCount = 1 << 30
 // floats (Lua's cjson writes 1.7329876544e+12) or strings of either.
 func DecodeEvent(payload []byte) (Event, error) {
 	var raw struct {
-		Type     EventType    `json:"type"`
-		Room     string       `json:"room"`
-		Tick     flexInt      `json:"tick"`
-		Count    flexInt      `json:"count"`
-		Admitted []admitEntry `json:"admitted"`
-		Text     string       `json:"text"`
-		Version  flexInt      `json:"v"`
+		Type     EventType       `json:"type"`
+		Room     string          `json:"room"`
+		Tick     flexInt         `json:"tick"`
+		Count    flexInt         `json:"count"`
+		Admitted json.RawMessage `json:"admitted"`
+		Text     string          `json:"text"`
+		Version  flexInt         `json:"v"`
 	}
 	if len(payload) > MaxEventBytes {
 		return Event{}, fmt.Errorf("event of %d bytes is too large", len(payload))
@@ -88,12 +88,90 @@ func DecodeEvent(payload []byte) (Event, error) {
 	}
 	e := Event{Type: raw.Type, Room: raw.Room, Tick: int64(raw.Tick), Count: int64(raw.Count), Text: raw.Text, Version: int64(raw.Version)}
 	if len(raw.Admitted) > 0 {
-		e.Admitted = make([]Admission, len(raw.Admitted))
-		for i, a := range raw.Admitted {
-			e.Admitted[i] = Admission(a)
+		adm, ok := scanAdmitted(raw.Admitted)
+		if !ok {
+			var entries []admitEntry
+			if err := json.Unmarshal(raw.Admitted, &entries); err != nil {
+				return Event{}, err
+			}
+			for _, a := range entries {
+				adm = append(adm, Admission(a))
+			}
 		}
+		e.Admitted = adm
 	}
 	return e, nil
+}
+
+// scanAdmitted reads the admitted list as the scripts write it, with no
+// reflection: [["id",notBeforeMs,expiresAtMs],...] with no spaces, plain
+// ASCII ids and positive integer times. It reports false for anything
+// else, which the general decoder then reads (or refuses): a tick's event
+// is decoded by every instance, and the general decoder's work per entry
+// was most of what an event cost.
+func scanAdmitted(b []byte) ([]Admission, bool) {
+	if len(b) < 2 || b[0] != '[' {
+		return nil, false
+	}
+	i := 1
+	if b[i] == ']' {
+		return nil, i+1 == len(b)
+	}
+	var out []Admission
+	for {
+		if i+1 >= len(b) || b[i] != '[' || b[i+1] != '"' {
+			return nil, false
+		}
+		i += 2
+		start := i
+		for i < len(b) && b[i] != '"' {
+			if c := b[i]; c < 0x20 || c >= 0x80 || c == '\\' {
+				return nil, false
+			}
+			i++
+		}
+		if i >= len(b) {
+			return nil, false
+		}
+		id := string(b[start:i])
+		i++ // the closing quote
+		var times [2]int64
+		for k := range times {
+			if i >= len(b) || b[i] != ',' {
+				return nil, false
+			}
+			i++
+			if i < len(b) && b[i] == '0' {
+				return nil, false // 0, or a leading zero
+			}
+			n, digits := int64(0), 0
+			for i < len(b) && b[i] >= '0' && b[i] <= '9' && digits < 18 {
+				n = n*10 + int64(b[i]-'0')
+				i++
+				digits++
+			}
+			if digits == 0 || n <= 0 {
+				return nil, false
+			}
+			times[k] = n
+		}
+		if i >= len(b) || b[i] != ']' {
+			return nil, false
+		}
+		i++
+		out = append(out, Admission{Visitor: id, NotBefore: time.UnixMilli(times[0]), ExpiresAt: time.UnixMilli(times[1])})
+		if i >= len(b) {
+			return nil, false
+		}
+		switch b[i] {
+		case ',':
+			i++
+		case ']':
+			return out, i+1 == len(b)
+		default:
+			return nil, false
+		}
+	}
 }
 
 // admitEntry is [visitorID, notBeforeUnixMs, expiresAtUnixMs].

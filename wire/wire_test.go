@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -93,6 +94,9 @@ func TestDecodeEvent(t *testing.T) {
 		`{"type":"admit","admitted":[["a",1]]}`,
 		`{"type":"admit","admitted":[["a",0,5]]}`,
 		`{"type":"admit","admitted":[[1,2,3]]}`,
+		`{"type":"admit","admitted":[["a",1,2],["b",0,5]]}`,
+		`{"type":"admit","admitted":[["a",1,2],["b",-1,5]]}`,
+		`{"type":"admit","admitted":{"a":1}}`,
 	} {
 		if _, err := DecodeEvent([]byte(bad)); err == nil {
 			t.Errorf("%s: no error", bad)
@@ -104,10 +108,30 @@ func FuzzDecodeEvent(f *testing.F) {
 	f.Add([]byte(`{"type":"admit","room":"drop","tick":1,"count":1,"admitted":[["a",1732987654400,1732987954400]]}`))
 	f.Add([]byte(`{"type":"config","room":"drop","reason":"seats_released"}`))
 	f.Add([]byte(`{"type":"open","count":"NaN"}`))
+	f.Add([]byte(`{"type":"admit","admitted":[["a",1,2],["b\u00e9",3,4],["c",05,6]]}`))
+	f.Add([]byte(`{"type":"admit","admitted":[ ["a",1,2] ]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := DecodeEvent(b)
 		if err != nil {
 			return
+		}
+		// The fast reading of the admitted list agrees with the general
+		// decoder wherever it takes the list.
+		var raw struct {
+			Admitted json.RawMessage `json:"admitted"`
+		}
+		if json.Unmarshal(b, &raw) == nil {
+			if fast, ok := scanAdmitted(raw.Admitted); ok {
+				var slow []admitEntry
+				if err := json.Unmarshal(raw.Admitted, &slow); err != nil || len(slow) != len(fast) {
+					t.Fatalf("fast %v, general %v (%v)", fast, slow, err)
+				}
+				for i := range slow {
+					if Admission(slow[i]) != fast[i] {
+						t.Fatalf("entry %d: fast %+v, general %+v", i, fast[i], slow[i])
+					}
+				}
+			}
 		}
 		if e.Count < 0 || e.Count > maxCount {
 			t.Fatalf("count %d accepted", e.Count)
@@ -148,6 +172,54 @@ func TestDrawChance(t *testing.T) {
 	} {
 		if got := DrawChance(c.size, c.rate); got != c.want {
 			t.Errorf("DrawChance(%d, %v) = %v, want %v", c.size, c.rate, got, c.want)
+		}
+	}
+}
+
+// TestScanAdmitted: the scripts' admitted lists are read by the fast path,
+// with the general decoder's result; other spellings fall back to it.
+func TestScanAdmitted(t *testing.T) {
+	e, err := DecodeEvent([]byte(`{"type":"admit","count":3,"admitted":[["v1.drop~1",1732987654400,1732987954400],["b",1,2],["c-3",1732987654401,1732987954401]]}`))
+	if err != nil || len(e.Admitted) != 3 {
+		t.Fatalf("%+v %v", e, err)
+	}
+	if a := e.Admitted[0]; a.Visitor != "v1.drop~1" || a.NotBefore.UnixMilli() != 1732987654400 || a.ExpiresAt.UnixMilli() != 1732987954400 {
+		t.Fatalf("%+v", a)
+	}
+	for _, in := range []string{`[["a",1,2]]`, `[]`, `[["a",1,2],["b",3,4]]`} {
+		if _, ok := scanAdmitted([]byte(in)); !ok {
+			t.Errorf("%s: not read by the fast path", in)
+		}
+	}
+	for _, in := range []string{`[ ["a",1,2]]`, `[["a\n",1,2]]`, `[["a",1.5,2]]`, `[["a",1e3,2]]`, `[["a","1",2]]`, `[["a",01,2]]`,
+		`[["a",1,2,3]]`, `[["a",1,2]`, `[["a",1,2]]x`, `[["é",1,2]]`, `[["a",1234567890123456789,2]]`, `null`} {
+		if _, ok := scanAdmitted([]byte(in)); ok {
+			t.Errorf("%s: read by the fast path", in)
+		}
+	}
+	// Spellings the fast path leaves alone still decode.
+	e, err = DecodeEvent([]byte(`{"type":"admit","admitted":[ ["a\u0062", 1.7329876545e+12, "1732987954500"] ]}`))
+	if err != nil || len(e.Admitted) != 1 || e.Admitted[0].Visitor != "ab" || e.Admitted[0].NotBefore.UnixMilli() != 1732987654500 {
+		t.Fatalf("%+v %v", e, err)
+	}
+}
+
+func BenchmarkDecodeEvent(b *testing.B) {
+	var p []byte
+	p = append(p, `{"type":"admit","room":"drop","tick":17329876544,"count":14,"admitted":[`...)
+	for i := range 14 {
+		if i > 0 {
+			p = append(p, ',')
+		}
+		p = append(p, `["v1.drop~`...)
+		p = strconv.AppendInt(p, int64(i), 10)
+		p = append(p, `.abcdefghijklmnop",1732987654400,1732987954400]`...)
+	}
+	p = append(p, `]}`...)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeEvent(p); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
