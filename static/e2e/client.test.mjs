@@ -73,8 +73,10 @@ test("a tab beyond the per-visitor limit polls, says another tab is open and kee
 });
 
 test("a connection that goes silent, or a device that goes offline, is noticed and recovered", T, async (t) => {
-  // A heartbeat every 300 ms: the server promises 450 ms of silence at
-  // most, the page gives up on a connection after 900 ms.
+  // A heartbeat after 300 ms without a message: the server promises
+  // 500 ms of silence at most (the interval, a flush step to go out with
+  // others and one to be served), the page gives up on a connection after
+  // 1 s.
   const srv = await startServer(["-ws-heartbeat", "300ms", "-tick", "1s", "-batch", "1"]);
   let stopped = false;
   t.after(async () => { if (stopped) process.kill(srv.pid, "SIGCONT"); await srv.stop(); });
