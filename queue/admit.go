@@ -14,6 +14,7 @@ type Result struct {
 	Tick     int64 // tick number: floor(Redis TIME / tick)
 	Admitted []wire.Admission
 	Waiting  int64 // left in the queue
+	Paused   bool  // the room is paused
 }
 
 // The admit script's reply: {taken, tick, admitted, waiting, event}.
@@ -24,10 +25,11 @@ const (
 	admitReplyWaiting
 	admitReplyEvent
 	admitReplyLen
-	admitReplyHead  = admitReplyLen     // the last admitted ticket
-	admitReplyBorn  = admitReplyLen + 1 // when the room's state began
-	admitReplyDraw  = admitReplyLen + 2 // the lottery's size, -1: not random
-	admitReplyPHead = admitReplyLen + 3 // the last admitted priority ticket
+	admitReplyHead   = admitReplyLen     // the last admitted ticket
+	admitReplyBorn   = admitReplyLen + 1 // when the room's state began
+	admitReplyDraw   = admitReplyLen + 2 // the lottery's size, -1: not random
+	admitReplyPHead  = admitReplyLen + 3 // the last admitted priority ticket
+	admitReplyPaused = admitReplyLen + 4 // 1: the room is paused
 )
 
 // Admit runs one admission tick for room: at most one batch per room per
@@ -70,6 +72,10 @@ func (q *Queue) Admit(ctx context.Context, room string) (Result, error) {
 		if head > 0 || phead > 0 {
 			q.remember(room).noteHead(head, phead, born)
 		}
+	}
+	if len(arr) > admitReplyPaused {
+		paused, _ := asInt(arr[admitReplyPaused])
+		res.Paused = paused == 1
 	}
 	if len(arr) > admitReplyDraw {
 		size, _ := asInt(arr[admitReplyDraw])

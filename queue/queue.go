@@ -51,6 +51,7 @@ type Queue struct {
 	restoreLogs sync.Map       // room -> *restoreLog
 	writingBack atomic.Bool    // a background write-back is under way
 	ticking     inFlight       // rooms whose admit call of a tick is running
+	paused      pausedRooms    // rooms the tick loop found paused
 	bg          sync.WaitGroup // background write-backs and slow admit calls, waited for by Run
 }
 

@@ -340,6 +340,9 @@ func (q *Queue) writeRoomConfig(ctx context.Context, room string, c RoomConfig, 
 	if n, _ := asInt(v); n != 1 {
 		return false, nil
 	}
+	// A resume (or any change) is admitted from the next tick here; the
+	// other instances look at a paused room once a second (pausedEvery).
+	q.paused.forget(room)
 	// A lottery that ended may show its seed; the next gets a new one.
 	if c.Method != MethodRandom {
 		if _, err := q.lottery(ctx, room, "end"); err != nil {

@@ -47,6 +47,8 @@ var (
 	commitScript  = loadScript("commit")
 	revealScript  = loadScript("reveal")
 	lotteryScript = loadScript("lottery")
+
+	tickRoomsScript = loadScript("tickrooms")
 )
 
 // roomsKey is the set of rooms that have waiting visitors (its hash tag

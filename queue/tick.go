@@ -145,13 +145,12 @@ func (q *Queue) tick(ctx context.Context, wait time.Duration) {
 	tick := q.opts.Capacity.Tick
 	configured := q.configured.get(ctx, q)
 	sctx, cancel := context.WithTimeout(ctx, tick)
-	rooms := q.withWaiting(sctx, configured)
-	v, err := q.r.Do(sctx, "SRANDMEMBER", roomsKey, strconv.Itoa(tickSample))
+	rooms, sample, err := q.tickRooms(sctx, configured)
 	cancel()
 	if err != nil && ctx.Err() == nil {
 		q.log.Warn("tick: rooms", "err", err)
 	}
-	for _, room := range validRooms(v) {
+	for _, room := range sample {
 		if _, ok := slices.BinarySearch(configured, room); !ok {
 			rooms = append(rooms, room)
 		}
@@ -172,7 +171,11 @@ func (q *Queue) tick(ctx context.Context, wait time.Duration) {
 	}
 	sem := make(chan struct{}, tickWorkers)
 	var wg sync.WaitGroup
+	now := time.Now()
 	for _, room := range rooms {
+		if wait >= 0 && q.paused.skip(room, now) {
+			continue
+		}
 		if !q.ticking.start(room) {
 			continue // its call of an earlier tick has not returned yet
 		}
@@ -204,6 +207,64 @@ func (q *Queue) tick(ctx context.Context, wait time.Duration) {
 	}
 }
 
+// pausedEvery is how often the tick loop admits a room it found paused:
+// the call admits nobody then, but it still sweeps expired tokens and
+// away visitors, and it is how a resume made on another instance is seen.
+// Every tick, a paused room cost each instance a script call ten times a
+// second for nothing. A change of settings made here is seen at once.
+const pausedEvery = time.Second
+
+// pausedRooms is when the tick loop next looks at each room it found
+// paused.
+type pausedRooms struct {
+	mu    sync.Mutex
+	rooms map[string]pausedRoom
+}
+
+type pausedRoom struct {
+	until   time.Time // skip the room's ticks until then
+	changed time.Time // when this instance last changed its settings
+}
+
+// skip reports whether room's tick is to be skipped at now.
+func (p *pausedRooms) skip(room string, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return now.Before(p.rooms[room].until)
+}
+
+// note records the outcome of room's admit call that started at start. A
+// call that started before a change of settings made here says nothing
+// of the room after it.
+func (p *pausedRooms) note(room string, paused bool, start time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, ok := p.rooms[room]
+	switch {
+	case start.Before(r.changed):
+		return
+	case !paused:
+		if ok {
+			delete(p.rooms, room)
+		}
+		return
+	}
+	if p.rooms == nil {
+		p.rooms = make(map[string]pausedRoom)
+	}
+	p.rooms[room] = pausedRoom{until: time.Now().Add(pausedEvery), changed: r.changed}
+}
+
+// forget has room admitted from the next tick on: its settings changed.
+func (p *pausedRooms) forget(room string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rooms == nil {
+		p.rooms = make(map[string]pausedRoom)
+	}
+	p.rooms[room] = pausedRoom{changed: time.Now()}
+}
+
 // inFlight is the set of rooms whose admit call is running.
 type inFlight struct {
 	mu    sync.Mutex
@@ -230,32 +291,35 @@ func (f *inFlight) done(room string) {
 	f.mu.Unlock()
 }
 
-// withWaiting returns the rooms of configured that are in the waiting set
-// (one call: both sets share a slot), so that a thousand configured rooms
-// with nobody in them cost no admit call each tick. If the call fails, it
-// returns them all.
-func (q *Queue) withWaiting(ctx context.Context, configured []string) []string {
-	if len(configured) == 0 {
-		return nil
+// tickRooms returns the rooms of configured that have waiting visitors
+// (so that a thousand configured rooms with nobody in them cost no admit
+// call each tick) and a random sample of all rooms with waiting visitors,
+// in one call. If the call fails, it returns every configured room and no
+// sample.
+func (q *Queue) tickRooms(ctx context.Context, configured []string) (waiting, sample []string, err error) {
+	args := append(make([]string, 0, len(configured)+1), strconv.Itoa(tickSample))
+	v, err := q.r.Eval(ctx, tickRoomsScript, []string{roomsKey}, append(args, configured...)...)
+	arr, _ := v.([]any)
+	if err == nil && len(arr) != len(configured)+1 {
+		err = fmt.Errorf("unexpected reply %v", v)
 	}
-	v, err := q.r.Do(ctx, append([]string{"SMISMEMBER", roomsKey}, configured...)...)
-	flags, _ := v.([]any)
-	if err != nil || len(flags) != len(configured) {
-		return slices.Clone(configured)
+	if err != nil {
+		return slices.Clone(configured), nil, err
 	}
-	out := make([]string, 0, len(configured))
-	for i, f := range flags {
+	waiting = make([]string, 0, len(configured))
+	for i, f := range arr[1:] {
 		if n, _ := asInt(f); n == 1 {
-			out = append(out, configured[i])
+			waiting = append(waiting, configured[i])
 		}
 	}
-	return out
+	return waiting, validRooms(arr[0]), nil
 }
 
 // tickRoom runs one room's admission, under a deadline of its own.
 func (q *Queue) tickRoom(ctx context.Context, room string) {
 	tctx, cancel := context.WithTimeout(ctx, q.opts.Capacity.Tick*5)
 	defer cancel()
+	start := time.Now()
 	res, err := q.Admit(tctx, room)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -268,6 +332,7 @@ func (q *Queue) tickRoom(ctx context.Context, room string) {
 		}
 		return
 	}
+	q.paused.note(room, res.Paused, start)
 	if n := len(res.Admitted); n > 0 && q.opts.OnAdmit != nil {
 		q.opts.OnAdmit(room, n)
 	}

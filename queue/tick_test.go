@@ -231,3 +231,112 @@ func TestTickDoesNotWaitForAStuckRoom(t *testing.T) {
 		}
 	})
 }
+
+// countingAdmits counts the admit calls made for one room.
+type countingAdmits struct {
+	Redis
+	room  string
+	calls atomic.Int64
+}
+
+func (c *countingAdmits) Eval(ctx context.Context, sc *Script, keys []string, args ...string) (any, error) {
+	if sc == admitScript && len(keys) > 0 && keys[0] == queueKey(c.room) {
+		c.calls.Add(1)
+	}
+	return c.Redis.Eval(ctx, sc, keys, args...)
+}
+
+// TestPausedRoomTickedOncePerSecond: the tick loop looks at a paused room
+// about once a second instead of every tick, and a resume written by
+// another instance is admitted from within about a second.
+func TestPausedRoomTickedOncePerSecond(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		const tick = 100 * time.Millisecond
+		counting := &countingAdmits{Redis: r, room: "quiet"}
+		var admitted atomic.Int64
+		q := newQueue(t, counting, &Options{Capacity: Capacity{Batch: 2, Tick: tick}, OnAdmit: func(room string, n int) {
+			if room == "quiet" {
+				admitted.Add(int64(n))
+			}
+		}})
+		other := newQueue(t, r, fixedBatch(2, tick)) // an instance without a tick loop
+		if err := other.SetRoomConfig(ctx, "quiet", RoomConfig{Paused: true}); err != nil {
+			t.Fatal(err)
+		}
+		joinN(t, q, "quiet", 10, "v")
+		rctx, cancel := context.WithCancel(ctx)
+		ran := make(chan error, 1)
+		go func() { ran <- q.Run(rctx) }()
+		defer func() {
+			cancel()
+			if err := <-ran; err != nil {
+				t.Error(err)
+			}
+		}()
+
+		// 30 ticks of a paused room: a look at the start and about one a
+		// second after (a busy machine makes fewer, never more).
+		start := time.Now()
+		time.Sleep(30 * tick) // the span counted; the loop runs on its own
+		calls, span := counting.calls.Load(), time.Since(start)
+		if limit := int64(span/pausedEvery) + 2; calls < 1 || calls > limit {
+			t.Fatalf("%d admit calls in %v of a paused room, want 1 to %d", calls, span, limit)
+		}
+		if n := admitted.Load(); n != 0 {
+			t.Fatalf("%d admitted while paused", n)
+		}
+
+		// Resumed by the other instance: admitted again.
+		if _, err := other.UpdateRoomConfig(ctx, "quiet", func(c *RoomConfig) error { c.Paused = false; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for admitted.Load() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("not admitted within 10 s of the resume")
+			}
+			time.Sleep(10 * time.Millisecond) // polling a counter the tick loop moves
+		}
+		// From then on the room is no longer skipped.
+		for admitted.Load() < 10 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of 10 admitted within 10 s of the resume", admitted.Load())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if q.paused.skip("quiet", time.Now()) {
+			t.Fatal("the resumed room is still skipped")
+		}
+	})
+}
+
+// TestPausedRoomResumedHereAtOnce: a change of settings made by the
+// instance itself has its tick loop admit the room from the next tick,
+// however recently it found the room paused.
+func TestPausedRoomResumedHereAtOnce(t *testing.T) {
+	var p pausedRooms
+	now := time.Now()
+	p.note("r", true, now)
+	after := time.Now()
+	if !p.skip("r", now.Add(pausedEvery/2)) || p.skip("r", after.Add(pausedEvery+time.Millisecond)) {
+		t.Fatal("a paused room is not skipped for pausedEvery")
+	}
+	p.forget("r")
+	if p.skip("r", time.Now()) {
+		t.Fatal("a room changed here is still skipped")
+	}
+	// A call that started before the change says nothing of the room.
+	p.note("r", true, now)
+	if p.skip("r", time.Now()) {
+		t.Fatal("a call from before the change had the room skipped")
+	}
+	p.note("r", true, time.Now())
+	if !p.skip("r", time.Now()) {
+		t.Fatal("a call after the change found it paused but it is not skipped")
+	}
+	p.note("r", false, time.Now())
+	if p.skip("r", time.Now()) || len(p.rooms) != 0 {
+		t.Fatalf("a room found open is still held: %v", p.rooms)
+	}
+}

@@ -6,7 +6,7 @@
 -- paused, seats and opensAt, so a change applies from the next tick on every
 -- instance.
 -- Returns {taken, tick, admitted, waiting, event, head, born, draw,
--- phead}: taken = 0 when this tick was already taken by another caller
+-- phead, paused}: taken = 0 when this tick was already taken by another caller
 -- (nothing done); head is the ticket of the last visitor admitted (0 when
 -- none, and under the lottery, which admits out of ticket order), phead
 -- the same in the priority band (now.lua; admitted in order before any
@@ -14,7 +14,8 @@
 -- them, so that a Redis that lost the queue does not take back tickets
 -- that were already let in (see retake.lua). draw is the size of the
 -- lottery's draw after the tick (-1: the room is not random), which
--- instances remember for push.
+-- instances remember for push; paused is 1 while the room is paused (the
+-- tick loops then look at it less often).
 local p, room, channel = ARGV[1], ARGV[2], ARGV[3]
 local tick_ms = tonumber(ARGV[4])
 local seed = tonumber(ARGV[9])
@@ -28,7 +29,9 @@ local last = tonumber(redis.call('GET', p .. 'tick') or '-1')
 if tick <= last then
   local size = -1
   if redis.call('HGET', p .. 'cfg', 'method') == 'random' then size = redis.call('ZCARD', KEYS[1]) end
-  return {0, tick, 0, redis.call('ZCARD', KEYS[1]), '', 0, 0, size}
+  local paused = 0
+  if redis.call('HGET', p .. 'cfg', 'paused') == '1' then paused = 1 end
+  return {0, tick, 0, redis.call('ZCARD', KEYS[1]), '', 0, 0, size, 0, paused}
 end
 redis.call('SET', p .. 'tick', tick, 'PX', 86400000)
 
@@ -55,7 +58,9 @@ end
 local waiting = redis.call('ZCARD', KEYS[1]) + (undrawn_left or 0) + presence_ahead(p)
 local aside = redis.call('ZCARD', p .. 'away')
 if cfg.paused == '1' or waiting == 0 then
-  return {1, tick, 0, waiting + aside, '', 0, 0, lottery_size(cfg, KEYS[1], undrawn_left)}
+  local paused = 0
+  if cfg.paused == '1' then paused = 1 end
+  return {1, tick, 0, waiting + aside, '', 0, 0, lottery_size(cfg, KEYS[1], undrawn_left), 0, paused}
 end
 
 local batch = num(cfg.batch, tonumber(ARGV[5]))
@@ -154,4 +159,4 @@ if waiting > k then
   redis.call('HSET', stats, 'rate', string.format('%.4f', rate))
 end
 return {1, tick, k, waiting - k + aside, event, head, num(redis.call('HGET', stats, 'born'), 0),
-  lottery_size(cfg, KEYS[1], undrawn_left), phead}
+  lottery_size(cfg, KEYS[1], undrawn_left), phead, 0}

@@ -1,0 +1,12 @@
+-- tickrooms: what a tick visits, in one call instead of two.
+-- KEYS = the set of rooms with waiting visitors
+-- ARGV = sample, configured rooms...
+-- Returns {sample, flags...}: up to sample rooms of the set picked at
+-- random, then for each configured room 1 when it is in the set, else 0.
+local out = {redis.call('SRANDMEMBER', KEYS[1], ARGV[1])}
+local n = #ARGV
+for i = 2, n, 1000 do
+  local flags = redis.call('SMISMEMBER', KEYS[1], unpack(ARGV, i, math.min(i + 999, n)))
+  for j = 1, #flags do out[#out + 1] = flags[j] end
+end
+return out
