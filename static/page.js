@@ -507,14 +507,17 @@
     moving = null;
     show({
       status: "waiting",
-      eyebrow: state.paused ? t("queuePaused") : t("brand"),
+      eyebrow: state.paused ? t("drawPaused") : t("brand"),
       headline: t("drawHeadline"),
       detail: text,
-      sub: state.paused ? t("pausedSub") : t("drawSub")
+      sub: state.paused ? t("drawPausedSub") : t("drawSub")
     });
     setActions("none");
-    // Said when the draw's size changes, at the calm pace of positions.
-    announce(t("drawHeadline") + ". " + text, state.paused ? "paused" : "draw", String(state.inDraw));
+    // Said when the draw's size changes, at the calm pace of positions; a
+    // pause at once. There is no place to keep: the visitor stays in the
+    // draw.
+    if (state.paused) announce(t("announceDrawPaused"), "paused");
+    else announce(t("drawHeadline") + ". " + text, "draw", String(state.inDraw));
   }
 
   // Before a scheduled opening there is no place yet: everyone who joins

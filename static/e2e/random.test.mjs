@@ -33,6 +33,12 @@ test("a random room shows the draw instead of a place, then admits", T, async (t
   await waitFor("the draw", async () => (await text(page, "headline")) === "You're in the draw", { timeout: 15000 });
   assert.match(await text(page, "detail"), /^In the draw: 5 people, about [\d.]+% chance per minute\.$/);
   assert.equal(await page.locator("#figures").isHidden(), true, "no place shown");
+  // Paused, a lottery has no place to keep: the page says the draw is
+  // paused and the visitor stays in it.
+  assert.equal(await text(page, "eyebrow"), "Draw paused");
+  assert.equal(await text(page, "sub"), "The draw is paused for a moment. You stay in it, and it starts again on its own.");
+  assert.equal(await text(page, "announce"), "The draw is paused. You stay in it.");
+  assert.doesNotMatch(await page.locator("#card").innerText(), /place/i, "no place promised");
   await shot(page, "random-draw.png");
 
   // Another joins: the page hears the draw grow (the room stays paused, so
@@ -44,6 +50,8 @@ test("a random room shows the draw instead of a place, then admits", T, async (t
 
   // Resumed, the lottery lets everyone in, one a tick; the page's turn comes.
   await settings(srv.base, room, { method: "random", paused: false });
+  await waitFor("the draw resumed", async () => (await text(page, "sub")).startsWith("The next people to go in are drawn at random"), { timeout: 15000 });
+  assert.notEqual(await text(page, "eyebrow"), "Draw paused");
   await page.waitForFunction(() => !!document.getElementById("place-order"), null, { timeout: 30000 });
   assert.deepEqual(unexpected(b.errors, [/status of 404/]), [], "console errors");
 });
