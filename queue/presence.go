@@ -82,12 +82,14 @@ type PresenceStats struct {
 	WaitingPresent     int64 // waiting (queue and back) and seen within awayAfter
 	Away               int64 // waiting but unseen for awayAfter, or set aside
 	Back               int64 // came back after being set aside: admitted next
-	ReclaimedPerMinute int64 // unused tokens whose slot was given back early
+	ReclaimedPerMinute int64 // unused tokens taken back early (presence.lua)
 	SkippedPerMinute   int64 // visitors set aside when their turn came
 	DroppedPerMinute   int64 // places lost after dropAfter
+	MadeUpPerMinute    int64 // admissions added to make up tokens taken back
 	ReclaimedTotal     int64
 	SkippedTotal       int64
 	DroppedTotal       int64
+	MadeUpTotal        int64
 }
 
 // presenceStatsLimit bounds how many unseen visitors one stats read looks
@@ -103,7 +105,7 @@ func (q *Queue) Presence(ctx context.Context, room string) (PresenceStats, error
 	if err != nil {
 		return PresenceStats{}, fmt.Errorf("queue: presence stats: %w", err)
 	}
-	n, err := asInts(v, 10)
+	n, err := asInts(v, 12)
 	if err != nil {
 		return PresenceStats{}, err
 	}
@@ -111,5 +113,6 @@ func (q *Queue) Presence(ctx context.Context, room string) (PresenceStats, error
 		On: n[0] == 1, WaitingPresent: n[1], Away: n[2], Back: n[3],
 		ReclaimedPerMinute: n[4], SkippedPerMinute: n[5], DroppedPerMinute: n[6],
 		ReclaimedTotal: n[7], SkippedTotal: n[8], DroppedTotal: n[9],
+		MadeUpPerMinute: n[10], MadeUpTotal: n[11],
 	}, nil
 }

@@ -52,7 +52,10 @@ type RoomConfig struct {
 	// Presence (see Seen): with NoPresence unset, admission skips visitors
 	// unseen for AwayAfter (default 60 s) and they lose their place after
 	// DropAfter (default 10 min); with max-active or seats, an admitted
-	// visitor unseen for AwayAfter gives its unused token's slot back.
+	// visitor unseen for AwayAfter gives its unused token's slot back
+	// (under fixed, one never seen since its admission gives its token
+	// back), and each token taken back is made up by an admission more in
+	// a later tick.
 	NoPresence bool
 	AwayAfter  time.Duration
 	DropAfter  time.Duration

@@ -579,6 +579,7 @@ func (s *server) adminStats(c *fiber.Ctx) error {
 			"reclaimedPerMinute": pres.ReclaimedPerMinute, "skippedPerMinute": pres.SkippedPerMinute,
 			"droppedPerMinute": pres.DroppedPerMinute, "reclaimedTotal": pres.ReclaimedTotal,
 			"skippedTotal": pres.SkippedTotal, "droppedTotal": pres.DroppedTotal,
+			"madeUpPerMinute": pres.MadeUpPerMinute, "madeUpTotal": pres.MadeUpTotal,
 		},
 		"at": time.Now().UTC().Format(time.RFC3339Nano),
 	})

@@ -46,7 +46,7 @@ local seats = num(cfg.seats, 0)
 redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
 local slots = seats > 0 or cfg.strategy == 'max-active' or
   (cfg.strategy ~= 'fixed' and tonumber(ARGV[10]) > 0)
-presence_sweep(p, cfg, KEYS[1], now, tonumber(ARGV[8]), slots)
+presence_sweep(p, cfg, KEYS[1], now, tonumber(ARGV[8]), slots, tick_ms)
 if redis.call('HGET', stats, 'full') and not sold_out(p, cfg, now) then
   redis.call('HDEL', stats, 'full')
   publish(channel, '{"type":"config","room":"' .. room .. '","reason":"seats_released"}')
@@ -71,6 +71,9 @@ local max_active = tonumber(ARGV[10])
 if cfg.strategy == 'max-active' then max_active = num(cfg.maxActive, max_active) end
 if cfg.strategy == 'fixed' then max_active = 0 end
 if cfg.method == 'passthrough' then batch, max_active = PASS_BATCH, 0 end
+-- Tokens taken back unused are made up, a few a tick (presence.lua).
+local rate_batch = batch
+batch = batch + owed_extra(p, cfg, batch, now)
 if max_active > 0 then
   batch = math.min(batch, max_active - redis.call('ZCARD', active))
 end
@@ -103,6 +106,7 @@ if batch > 0 then
     popped = take(p, cfg, KEYS[1], batch, now, limit)
   end
   k = #popped / 2
+  owed_paid(p, k - rate_batch, now)
   if k > 0 then
     for i = 2, #popped, 2 do
       local s, prio = ticket_of(tonumber(popped[i]))

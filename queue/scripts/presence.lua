@@ -14,6 +14,9 @@
 --                 first, in the next tick
 --   dropped:V str V was away for dropAfter and lost the place; a status
 --                 says expired (reason away) until it joins again
+--   owed    zset  tokens taken back unused (V:notBefore) -> when: each is
+--                 an admission the protected system never saw, made up by
+--                 one more admission in a later tick (owed_extra)
 --   closed  zset  visitors whose last push connection closed -> when (a
 --                 hub writes it); any other sign of life (a poll, a join,
 --                 a connection open) takes them out. One still in it when
@@ -144,11 +147,16 @@ end
 -- presence_sweep runs at the start of a tick. With presence on, visitors
 -- unseen for dropAfter lose their place (queue, away or back; the
 -- pre-queue and a draw's pool keep theirs: they may come at opening), and
--- when slots count (max-active or seats), admitted visitors unseen for
--- awayAfter give back their unused token's slot and wait as away. With
--- presence off, those set aside go back to the front. Bounded per tick.
--- keep is how long the gone marker answers.
-local function presence_sweep(p, cfg, q, now, keep, slots)
+-- admitted visitors unseen for awayAfter give back their unused token and
+-- wait as away: when slots count (max-active or seats) every such token,
+-- to free its slot; else (fixed) only the token of a visitor last seen
+-- before its admission, who never heard of it (a visitor that did may be
+-- on the protected site, whose pages need not check the token at once).
+-- Each token taken back is owed (see owed_extra). With presence off,
+-- those set aside go back to the front. Bounded per tick. keep is how
+-- long the gone marker answers; tick_ms the tick, which bounds when a
+-- token was admitted: at least a tick before its notBefore, at most two.
+local function presence_sweep(p, cfg, q, now, keep, slots, tick_ms)
   if not presence_on(cfg) then
     local a = redis.call('ZRANGE', p .. 'away', 0, SWEEP - 1)
     for _, v in ipairs(a) do
@@ -175,24 +183,54 @@ local function presence_sweep(p, cfg, q, now, keep, slots)
 
   local idle = redis.call('ZRANGEBYSCORE', p .. 'aseen', '-inf', '(' .. (now - away_ms(cfg)), 'WITHSCORES', 'LIMIT', 0, SWEEP)
   local reclaimed = 0
-  local names = {}
+  local names, owed = {}, {}
   for i = 1, #idle, 2 do
     local v = idle[i]
+    local t = tonumber(idle[i + 1])
     names[#names + 1] = v
-    if slots and redis.call('ZREM', p .. 'active', v) == 1 then
-      local nb, _, cap = read_token(p .. 't:' .. v)
-      redis.call('DEL', p .. 't:' .. v)
+    local key = p .. 't:' .. v
+    local nb, _, cap = read_token(key)
+    local unheard = nb and t < nb - 2 * tick_ms
+    if (slots or unheard) and redis.call('ZREM', p .. 'active', v) == 1 then
+      redis.call('DEL', key)
       -- A token taken back stays taken back: revive.lua must not write it
       -- back as one Redis lost.
       if nb and cap > now then redis.call('SET', p .. 'gone:' .. v, nb, 'PX', cap - now) end
-      redis.call('ZADD', p .. 'away', idle[i + 1], v)
+      redis.call('ZADD', p .. 'away', t, v)
       redis.call('HSET', p .. 'awayt', v, 0)
+      owed[#owed + 1] = now
+      owed[#owed + 1] = v .. ':' .. (nb or now)
       reclaimed = reclaimed + 1
     end
   end
   -- Tokens used, expired or given back need no watch any more.
   if #names > 0 then redis.call('ZREM', p .. 'aseen', unpack(names)) end
+  if #owed > 0 then
+    redis.call('ZADD', p .. 'owed', unpack(owed))
+    if next(cfg) == nil then redis.call('PEXPIRE', p .. 'owed', idle_ms) end
+  end
   bump(p, 'reclaimed', reclaimed, now)
+end
+
+-- owed_extra is how many admissions this tick may add to a batch of
+-- batch to make up tokens taken back unused (presence_sweep): each such
+-- token was an admission the protected system never saw. At most a
+-- quarter of the batch (at least one) a tick, so the system never gets
+-- more than a little over its rate at once, and only for tokens taken
+-- back within the last awayAfter: capacity missed long ago (before a
+-- pause, or while nobody waited) is not made up in a burst later.
+local function owed_extra(p, cfg, batch, now)
+  if not presence_on(cfg) or cfg.method == 'passthrough' then return 0 end
+  local k = p .. 'owed'
+  redis.call('ZREMRANGEBYSCORE', k, '-inf', '(' .. (now - away_ms(cfg)))
+  return math.min(redis.call('ZCARD', k), math.max(1, math.floor(batch / 4)))
+end
+
+-- owed_paid records that n of the owed admissions were made.
+local function owed_paid(p, n, now)
+  if n <= 0 then return end
+  redis.call('ZPOPMIN', p .. 'owed', n)
+  bump(p, 'madeup', n, now)
 end
 
 -- take pops up to n visitors to admit, as ZPOPMIN does ({v, score, ...}):

@@ -1,8 +1,8 @@
 -- presencestats: KEYS = queue; ARGV = prefix, limit
 -- Returns {on, waitingPresent, away, back, reclaimed/min, skipped/min,
--- dropped/min, reclaimed, skipped, dropped}. Away counts the queued
--- visitors unseen for awayAfter (looking at no more than limit unseen
--- visitors) and those set aside.
+-- dropped/min, reclaimed, skipped, dropped, madeup/min, madeup}. Away
+-- counts the queued visitors unseen for awayAfter (looking at no more than
+-- limit unseen visitors) and those set aside.
 local p = ARGV[1]
 local now = now_ms()
 local cfg = load_cfg(p)
@@ -23,7 +23,7 @@ if on == 1 then
     end
   end
 end
-local st = redis.call('HMGET', p .. 'stats', 'reclaimed', 'skipped', 'dropped')
+local st = redis.call('HMGET', p .. 'stats', 'reclaimed', 'skipped', 'dropped', 'madeup')
 return {on, queued + back - stale, stale + away, back,
   per_minute(p, 'reclaimed', now), per_minute(p, 'skipped', now), per_minute(p, 'dropped', now),
-  num(st[1], 0), num(st[2], 0), num(st[3], 0)}
+  num(st[1], 0), num(st[2], 0), num(st[3], 0), per_minute(p, 'madeup', now), num(st[4], 0)}
