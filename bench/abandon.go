@@ -95,6 +95,7 @@ type abandonRun struct {
 	AdmitPerSecond  float64        `json:"admittedPerSecond"`
 	Skipped         int64          `json:"setAsideAway"`
 	Reclaimed       int64          `json:"tokensTakenBack"`
+	MadeUp          int64          `json:"admissionsMadeUp"`
 	Errors          int            `json:"errors"`
 	FirstError      string         `json:"firstError,omitempty"`
 	Held            []abandonPoint `json:"heldOverTime"`
@@ -221,15 +222,16 @@ func abandonOnce(ctx context.Context, o abandonOptions, strategy string, presenc
 			}
 			held := max(0, float64(st.ActiveTokens-holding.Load()))
 			res.Held = append(res.Held, abandonPoint{T: time.Since(t0).Seconds(), Held: held})
-			fmt.Fprintf(o.Progress, "%s: %3.0fs waiting=%d active=%d held-by-leavers=%.0f set-aside=%d taken-back=%d done=%d/%d\n",
+			fmt.Fprintf(o.Progress, "%s: %3.0fs waiting=%d active=%d held-by-leavers=%.0f set-aside=%d taken-back=%d made-up=%d done=%d/%d\n",
 				label, time.Since(t0).Seconds(), st.Waiting, st.ActiveTokens, held,
-				st.Presence.SkippedTotal, st.Presence.ReclaimedTotal, finished.Load(), o.N)
+				st.Presence.SkippedTotal, st.Presence.ReclaimedTotal, st.Presence.MadeUpTotal, finished.Load(), o.N)
 		}
 	}
 	res.Seconds = time.Since(t0).Seconds()
 	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
 	if err := adm.call(sctx, "GET", "/rooms/"+room+"/stats", "", &st); err == nil {
 		res.Skipped, res.Reclaimed = st.Presence.SkippedTotal, st.Presence.ReclaimedTotal
+		res.MadeUp = st.Presence.MadeUpTotal
 		res.Admitted = st.AdmittedTotal
 	}
 	scancel()
@@ -251,6 +253,7 @@ type abandonStats struct {
 	Presence      struct {
 		SkippedTotal   int64 `json:"skippedTotal"`
 		ReclaimedTotal int64 `json:"reclaimedTotal"`
+		MadeUpTotal    int64 `json:"madeUpTotal"`
 	} `json:"presence"`
 }
 
@@ -454,13 +457,13 @@ func abandonMarkdown(rep *abandonReport, o abandonOptions) string {
 		}
 		rows = append(rows, []string{r.Strategy, onOff(r.Presence), ma, num(r.Capacity), num(r.OrdersPerSecond),
 			fmt.Sprintf("%.0f%%", r.OfCapacity*100), num(r.SteadyPerSecond), secs(r.StayWaitMean), secs(r.StayWaitP50), secs(r.StayWaitP95),
-			strconv.Itoa(r.NotAdmitted), num(r.PeakHeld), num(r.MeanHeld), num(r.AdmitPerSecond), fmt.Sprintf("%.0f%%", r.UsedShare*100), commas(r.Skipped), commas(r.Reclaimed),
+			strconv.Itoa(r.NotAdmitted), num(r.PeakHeld), num(r.MeanHeld), num(r.AdmitPerSecond), fmt.Sprintf("%.0f%%", r.UsedShare*100), commas(r.Skipped), commas(r.Reclaimed), commas(r.MadeUp),
 			strconv.Itoa(r.Leavers), strconv.Itoa(r.Errors), secs(r.Seconds)})
 	}
 	b.WriteString(mdTable([]string{"strategy", "presence", "max-active", "capacity /s", "orders /s", "of capacity",
 		"orders /s, middle 80%", "stayed: mean wait", "p50", "p95", "stayed, not admitted in time", "slots held by leavers: peak", "mean",
-		"admitted /s", "admissions that ordered", "set aside away", "tokens taken back", "left", "errors", "run"}, rows))
-	b.WriteString("\nOrders/s is over the whole run (first to last order, or to the end of a run that ran out of time); the middle 80% is between the 10th and the 90th percentile order. Admitted /s is every admission (the server's count) over the same span from the crowd's join: below capacity, the server missed ticks (a busy machine); admissions that ordered is orders over admissions, what presence is for. A stayer not admitted when the run ended counts with the time it had waited, so its wait is a lower bound. Slots held by leavers: live tokens minus those of visitors still there (sampled every second), drawn in abandon.svg.\n\n## Targets\n\n")
+		"admitted /s", "admissions that ordered", "set aside away", "tokens taken back", "made up", "left", "errors", "run"}, rows))
+	b.WriteString("\nOrders/s is over the whole run (first to last order, or to the end of a run that ran out of time); the middle 80% is between the 10th and the 90th percentile order. Admitted /s is every admission (the server's count) over the same span from the crowd's join: below capacity, the server missed ticks (a busy machine); admissions that ordered is orders over admissions, what presence is for. Tokens taken back are those of admitted visitors unseen for awayAfter and never used (under fixed only those never seen since their admission); made up is the admissions added to later batches for them. A stayer not admitted when the run ended counts with the time it had waited, so its wait is a lower bound. Slots held by leavers: live tokens minus those of visitors still there (sampled every second), drawn in abandon.svg.\n\n## Targets\n\n")
 	for _, t := range rep.Targets {
 		fmt.Fprintf(&b, "- %s\n", t)
 	}
