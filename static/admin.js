@@ -269,7 +269,8 @@
     set("v-tokens", numbers.format(s.activeTokens || 0));
     var pr = s.presence;
     set("n-tokens", "entries issued, not used yet" + (pr && pr.on ?
-      " · " + numbers.format(pr.reclaimedPerMinute || 0) + " taken back / min" : ""));
+      " · " + numbers.format(pr.reclaimedPerMinute || 0) + " taken back / min" +
+      (pr.madeUpPerMinute ? ", " + numbers.format(pr.madeUpPerMinute) + " made up" : "") : ""));
 
     var c = s.connections || {};
     var ws = c.ws || 0, sse = c.sse || 0;
