@@ -336,6 +336,8 @@ func TestAbandonQuick(t *testing.T) {
 			t.Errorf("%s: %d set aside and %d taken back with presence off", name, r.Skipped, r.Reclaimed)
 		case r.Presence && r.Strategy == "max-active" && r.Reclaimed == 0:
 			t.Errorf("%s: no token taken back from a visitor who left", name)
+		case r.MadeUp > r.Reclaimed:
+			t.Errorf("%s: %d admissions made up for %d tokens taken back", name, r.MadeUp, r.Reclaimed)
 		}
 	}
 }
