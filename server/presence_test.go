@@ -37,7 +37,8 @@ func TestPresenceSettingsAndStats(t *testing.T) {
 		}
 		r = v.admin("GET", "/rooms/drop/stats", "")
 		p, _ := r.Body["presence"].(map[string]any)
-		if r.Code != 200 || p["on"] != true || p["waitingPresent"] != float64(1) || p["away"] != float64(0) {
+		if r.Code != 200 || p["on"] != true || p["waitingPresent"] != float64(1) || p["away"] != float64(0) ||
+			p["madeUpTotal"] != float64(0) || p["madeUpPerMinute"] != float64(0) {
 			t.Fatalf("stats: %d %s", r.Code, r.Raw)
 		}
 		r = v.admin("PUT", "/rooms/drop", `{"presence":false}`)
