@@ -148,6 +148,12 @@ func (q *Queue) tick(ctx context.Context, wait time.Duration) {
 	rooms, sample, err := q.tickRooms(sctx, configured)
 	cancel()
 	if err != nil && ctx.Err() == nil {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			// Unreachable, not slow: Redis may come back without its
+			// data. Every tick makes this call, so a loss is noticed
+			// even when every room is paused (and not ticked).
+			q.configured.markFailed()
+		}
 		q.log.Warn("tick: rooms", "err", err)
 	}
 	for _, room := range sample {
