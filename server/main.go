@@ -47,9 +47,9 @@ func main() {
 
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	if os.Getenv("GOGC") == "" {
-		// A server holding connections has a large live heap that changes
-		// slowly: the default of 100 % keeps as much again in garbage,
-		// which is most of the memory a connection costs beyond its own.
+		// A server holding connections has a large live heap: at 100 % as
+		// much again may be garbage, most of the memory a connection costs
+		// beyond its own; lower trades that for CPU and lag (see README).
 		debug.SetGCPercent(cfg.GCPercent)
 	}
 	s, err := newServer(ctx, cfg, log)
