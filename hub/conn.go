@@ -36,9 +36,11 @@ type Conn struct {
 	// Guarded by r.mu: what this connection has been sent.
 	sentStatus wire.Status
 	sentPos    int64
-	sentNB     int64  // notBefore (UnixNano) of the admitted state sent
-	sentOpens  int64  // opensAt (UnixNano) of the pre-queue state sent
-	sentNotice uint64 // notice.seq of the room message sent
+	sentAt     int64   // when the waiting position was sent (UnixNano)
+	sentRate   float64 // the rate it was sent with; 0 when its page stands still
+	sentNB     int64   // notBefore (UnixNano) of the admitted state sent
+	sentOpens  int64   // opensAt (UnixNano) of the pre-queue state sent
+	sentNotice uint64  // notice.seq of the room message sent
 
 	// Guarded by h.beats.mu (see Beat).
 	beatAt    int64 // the wheel step its heartbeat is filed under

@@ -1,9 +1,13 @@
 package hub
 
-import "github.com/waitroom/waitroom/wire"
+import (
+	"time"
+
+	"github.com/waitroom/waitroom/wire"
+)
 
 // SetDegraded tells the hub whether the queue store is reachable. On each
-// change every waiting connection is sent what it was last shown, marked
+// change every waiting connection is sent its place as last known, marked
 // degraded (positions stand still, the place is kept) or no longer so; on
 // recovery every room is then reconciled at once. Admitted, sold-out and
 // other settled connections are not disturbed: their news does not depend
@@ -20,8 +24,18 @@ func (h *Hub) SetDegraded(on bool) {
 				var st wire.State
 				switch c.sentStatus {
 				case wire.StatusWaiting:
+					// The page stops at the place as last known (and
+					// moves on from there once the store is back).
+					if v.placed() {
+						c.sentPos = min(c.sentPos, v.position(r.head))
+					}
+					c.sentAt = time.Now().UnixNano()
 					st = wire.State{Room: r.name, Status: wire.StatusWaiting, Position: c.sentPos, Paused: c.sentPaused}
-					st.ETASeconds, st.NextPoll = h.src.Estimate(r.name, c.sentPos)
+					st.ETASeconds, st.Rate, st.NextPoll = h.src.Estimate(r.name, c.sentPos)
+					c.sentRate = st.Rate
+					if on || c.sentPaused {
+						c.sentRate = 0
+					}
 				case sentPreQueue:
 					if !v.st.PreQueue() {
 						continue

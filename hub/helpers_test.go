@@ -51,6 +51,7 @@ type msg struct {
 	Status     wire.Status `json:"status"`
 	Position   *int64      `json:"position"`
 	ETASeconds *int64      `json:"etaSeconds"`
+	Rate       float64     `json:"ratePerSecond"`
 	NextPollMs *int64      `json:"nextPollMs"`
 	OpensAt    string      `json:"opensAt"`
 	Paused     bool        `json:"paused"`
@@ -169,6 +170,7 @@ type fakeSource struct {
 	batches  []int
 	fail     error
 	nextPoll time.Duration
+	rate     float64 // the admission rate Estimate sends
 }
 
 func newSource() *fakeSource {
@@ -217,11 +219,13 @@ func (s *fakeSource) Admitted(room, visitor string, notBefore, expiresAt time.Ti
 }
 
 // Estimate is one second per place; with nextPoll set, position updates are
-// paced by it, else every flush may send one.
-func (s *fakeSource) Estimate(room string, position int64) (int64, time.Duration) {
+// paced by it, else every flush may send one. The rate sent is s.rate: 0
+// (the default) has pages stand still between updates, so every change of
+// position is news; with a rate, only a drift from it is.
+func (s *fakeSource) Estimate(room string, position int64) (int64, float64, time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return position, s.nextPoll
+	return position, s.rate, s.nextPoll
 }
 
 // entry is one admitted visitor of an admit event: visitor, notBefore and

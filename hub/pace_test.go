@@ -2,6 +2,7 @@ package hub
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -173,6 +174,85 @@ func TestUpdatesSpreadAfterStandstill(t *testing.T) {
 		}
 		if first > n/3 {
 			t.Fatalf("%d of %d updates in the first second after the standstill", first, n)
+		}
+	})
+}
+
+// TestPositionsOnlyWhenThePageDrifts: a page moves its figure on at the
+// rate it was sent, so while the queue moves at that rate a waiting
+// visitor is sent nothing after connecting; when the queue stands still or
+// runs faster, the true position goes out, no more often than nextPoll;
+// going degraded, the page is told to stop where it stands.
+func TestPositionsOnlyWhenThePageDrifts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, b := newSource(), newBroker()
+		src.nextPoll, src.rate = 5*time.Second, 140
+		h := start(t, New(b, src, nil, quiet(Options{})))
+		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 5000})
+		tr := newTransport("ws")
+		mustAttach(t, h.Hub, "drop", "a", tr)
+		synctest.Wait()
+		admit := func(ticks, each int) {
+			for range ticks {
+				b.publish(t, "drop", admitJSON("drop", each))
+				time.Sleep(100 * time.Millisecond)
+				synctest.Wait()
+			}
+		}
+		admit(200, 14) // 20 s at the rate told
+		ms := tr.msgs(t)
+		if len(ms) != 1 || ms[0].Rate != 140 || *ms[0].Position != 5000 {
+			t.Fatalf("moving at the rate told: %s", tr.records())
+		}
+
+		// The queue stands still: the page runs ahead of it and is
+		// corrected to the true place within an interval, then again at
+		// most every interval.
+		stood := time.Now()
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		recs, ms := tr.records(), tr.msgs(t)
+		if len(ms) < 3 || len(ms) > 5 {
+			t.Fatalf("%d messages in 20 s of standstill: %s", len(ms)-1, recs)
+		}
+		if first := recs[1].at.Sub(stood); first > 5*time.Second+time.Second {
+			t.Fatalf("first correction %v after the queue stopped", first)
+		}
+		for i := 1; i < len(ms); i++ {
+			if *ms[i].Position != 5000-200*14 {
+				t.Fatalf("correction %d: %s, want the true place %d", i, recs[i].data, 5000-200*14)
+			}
+			if i > 1 && recs[i].at.Sub(recs[i-1].at) < 5*time.Second {
+				t.Fatalf("corrections closer than nextPoll: %s", recs)
+			}
+		}
+
+		// Twice the rate told: corrections come, each lower, each true.
+		n0 := len(ms)
+		admit(60, 28)
+		recs, ms = tr.records(), tr.msgs(t)
+		if len(ms) < n0+1 {
+			t.Fatalf("no correction while the queue ran twice as fast: %s", recs)
+		}
+		for i := n0; i < len(ms); i++ {
+			if *ms[i].Position >= *ms[i-1].Position {
+				t.Fatalf("a correction rose: %s", recs)
+			}
+			if recs[i].at.Sub(recs[i-1].at) < 5*time.Second {
+				t.Fatalf("corrections closer than nextPoll: %s", recs)
+			}
+		}
+
+		// Degraded: the page is sent the place as last known, to stand
+		// still there, not a figure it ran ahead to.
+		time.Sleep(2 * time.Second)
+		h.SetDegraded(true)
+		synctest.Wait()
+		recs, ms = tr.records(), tr.msgs(t)
+		d := ms[len(ms)-1]
+		want := int64(5000 - 200*14 - 60*28)
+		if d.Position == nil || *d.Position != want || !strings.Contains(string(recs[len(recs)-1].data), `"degraded":true`) {
+			t.Fatalf("degraded: %s, want position %d", recs[len(recs)-1].data, want)
 		}
 	})
 }

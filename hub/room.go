@@ -96,18 +96,42 @@ func (h *Hub) apply(r *room, v *visitor, s wire.State) {
 	v.st = s
 }
 
+// shown is the position c's page shows at now: the one last sent, moved
+// on at the rate it came with. Needs r.mu.
+func (c *Conn) shown(now time.Time) int64 {
+	return wire.Shown(c.sentPos, c.sentRate, time.Duration(now.UnixNano()-c.sentAt))
+}
+
+// drifted reports whether a page showing shown, while the true position is
+// pos, should be told: with no rate to move on at, whenever they differ;
+// otherwise when they are further apart than a quarter of a second of
+// admissions or a twentieth of the position, whichever is more: a place in
+// the thousands may be off by a few seconds' worth of admissions, one near
+// the front by a quarter second's (a tick's batch or two), which is the
+// truth's own step between ticks.
+func drifted(shown, pos int64, rate float64) bool {
+	if rate <= 0 {
+		return shown != pos
+	}
+	tol := max(int64(rate/4), pos/20, 1)
+	d := shown - pos
+	return d > tol || d < -tol
+}
+
 // sentPreQueue marks a connection that was last sent a pre-queue state:
 // its first position after the draw is news, not a rise.
 const sentPreQueue wire.Status = "waiting (pre-queue)"
 
 // pushLocked queues to each connection of v whatever it has not been sent
 // of v's state: an admitted state once notBefore has come (scheduling it
-// otherwise), a new status, pause or opening at once, and a lower position
-// once v's last update is older than the nextPoll it carried, so a waiting
-// visitor hears no more often than a poll would ask. Positions sent never
-// go up, except the first one after the pre-queue's draw. It returns the
-// connections removed as slow consumers, for dropSlow after r.mu is
-// released. Needs r.mu.
+// otherwise), a new status, pause or opening at once, and a new position
+// when the one its page shows (moved on at the rate last sent, see
+// wire.Shown) has drifted from the true one (see drifted), no sooner than
+// the nextPoll its last update carried: a waiting visitor hears no more
+// often than a poll would ask, and while the queue moves at the rate it
+// was told, not at all. Positions sent never go up, except the first one
+// after the pre-queue's draw. It returns the connections removed as slow
+// consumers, for dropSlow after r.mu is released. Needs r.mu.
 func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 	var slow []*Conn
 	send := func(c *Conn, m outMsg) {
@@ -167,36 +191,48 @@ func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 		var (
 			data     []byte
 			lastPos  int64
+			rate     float64
 			nextPoll time.Duration
 			sent     bool
 			atOnce   bool
 			pending  bool
+			moving   bool // a page moves on by itself: look at it again
 		)
 		for _, c := range v.conns {
 			p := pos
 			if c.sentStatus == wire.StatusWaiting {
 				p = min(p, c.sentPos)
-				if p == c.sentPos && st.Paused == c.sentPaused {
-					continue
-				}
-				if st.Paused == c.sentPaused && !due {
-					pending = true // only the position moved: it waits its turn
-					continue
+				if st.Paused == c.sentPaused {
+					shown := c.shown(now)
+					if !drifted(shown, p, c.sentRate) {
+						moving = moving || (c.sentRate > 0 && shown > 1)
+						continue // what its page shows is close enough
+					}
+					if !due {
+						pending = true // only the position moved: it waits its turn
+						continue
+					}
 				}
 			}
 			atOnce = atOnce || c.sentStatus != wire.StatusWaiting || st.Paused != c.sentPaused
 			if data == nil || p != lastPos {
 				var eta int64
-				eta, nextPoll = h.src.Estimate(r.name, p)
-				data = make([]byte, 0, len(r.waitingPrefix)+80)
-				data = wire.AppendWaiting(append(data, r.waitingPrefix...), p, eta, nextPoll, st.Paused)
+				eta, rate, nextPoll = h.src.Estimate(r.name, p)
+				data = make([]byte, 0, len(r.waitingPrefix)+100)
+				data = wire.AppendWaiting(append(data, r.waitingPrefix...), p, eta, rate, nextPoll, st.Paused)
 				lastPos = p
 			}
 			c.sentStatus, c.sentPos, c.sentPaused = wire.StatusWaiting, p, st.Paused
+			c.sentAt, c.sentRate = now.UnixNano(), rate
+			if st.Paused {
+				c.sentRate = 0 // a paused page stands still
+			}
+			moving = moving || c.sentRate > 0
 			send(c, outMsg{event: "state", data: data})
 			sent = true
 		}
-		if sent {
+		switch {
+		case sent:
 			next := nextPoll
 			if atOnce {
 				// A message that went to everyone at once (connect,
@@ -205,8 +241,10 @@ func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 				next += rand.N(nextPoll + 1)
 			}
 			v.due, v.every = now.Add(next), nextPoll
+		case due && moving:
+			v.due = now.Add(max(v.every, h.step()))
 		}
-		if pending {
+		if pending || moving {
 			h.file(r, v, v.due)
 		} else {
 			r.rest(v)

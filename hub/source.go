@@ -23,8 +23,9 @@ type Source interface {
 	// entry of an admission event.
 	Admitted(room, visitor string, notBefore, expiresAt time.Time) wire.State
 	// Estimate returns what a poll at position in room would be told: the
-	// ETA in seconds and when to ask next.
-	Estimate(room string, position int64) (eta int64, nextPoll time.Duration)
+	// ETA in seconds, the admission rate it assumes (wire.RoundRate; 0 when
+	// there is no ETA) and when to ask next.
+	Estimate(room string, position int64) (eta int64, rate float64, nextPoll time.Duration)
 }
 
 // DrawSource is implemented by a Source whose rooms may admit by lottery:

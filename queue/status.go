@@ -158,10 +158,15 @@ func (q *Queue) ETA(room string, position int64) int64 {
 }
 
 // Estimate returns what a poll at position in room is told: the ETA in
-// seconds and when to ask next. A push transport sends the same.
-func (q *Queue) Estimate(room string, position int64) (eta int64, nextPoll time.Duration) {
-	eta = q.ETA(room, position)
-	return eta, q.opts.Capacity.nextPoll(position, eta)
+// seconds, the admission rate it assumes (rounded as the state carries it)
+// and when to ask next. A push transport sends the same.
+func (q *Queue) Estimate(room string, position int64) (eta int64, rate float64, nextPoll time.Duration) {
+	r := q.rate(room)
+	eta = etaAt(position, r)
+	if eta > 0 {
+		rate = wire.RoundRate(r)
+	}
+	return eta, rate, q.opts.Capacity.nextPoll(position, eta)
 }
 
 // etaAt is the one ETA formula: ceil(position / rate).
@@ -200,6 +205,9 @@ func (q *Queue) state(room, visitor string, h roomHeader, code, a, b int64) wire
 		} else {
 			s.Position = a + 1
 			s.ETASeconds = etaAt(s.Position, rate)
+			if s.ETASeconds > 0 {
+				s.Rate = wire.RoundRate(rate)
+			}
 			s.NextPoll = c.nextPoll(s.Position, s.ETASeconds)
 		}
 		if h.soldOut {

@@ -352,7 +352,7 @@ func (h hubSource) Admitted(room, visitor string, notBefore, expiresAt time.Time
 	return h.s.q.Admitted(room, visitor, notBefore, expiresAt)
 }
 
-func (h hubSource) Estimate(room string, position int64) (int64, time.Duration) {
+func (h hubSource) Estimate(room string, position int64) (int64, float64, time.Duration) {
 	return h.s.q.Estimate(room, position)
 }
 

@@ -40,6 +40,11 @@ type State struct {
 	Status     Status
 	Position   int64 // 1-based
 	ETASeconds int64
+	// Rate is the admissions per second ETASeconds assumes (see RoundRate),
+	// sent with a position: between two updates a page moves the position
+	// on at this rate (see Shown), so a push connection is sent a new
+	// position only when that drifts from the true one.
+	Rate float64
 	// InDraw is the size of the lottery a waiting visitor is in (0: not
 	// in one); ChancePerMinute its chance to be drawn within a minute.
 	InDraw          int64
@@ -90,7 +95,7 @@ func (s State) appendJSON(b []byte) []byte {
 		return appendMessage(b, s.Message)
 	}
 	if s.Status == StatusWaiting && !s.PreQueue() {
-		b = appendWaitingTail(b, s.Position, s.ETASeconds, s.NextPoll, s.Paused)
+		b = appendWaitingTail(b, s.Position, s.ETASeconds, s.Rate, s.NextPoll, s.Paused)
 		return appendMessage(b, s.Message)
 	}
 	if s.PreQueue() {
@@ -137,8 +142,34 @@ func WaitingPrefix(room string) []byte { return appendHead(nil, room, StatusWait
 // AppendWaiting appends to b (which holds the room's WaitingPrefix) the rest
 // of a waiting state with a place. The result equals AppendJSON of the same
 // state.
-func AppendWaiting(b []byte, position, eta int64, nextPoll time.Duration, paused bool) []byte {
-	return appendWaitingTail(b, position, eta, nextPoll, paused)
+func AppendWaiting(b []byte, position, eta int64, rate float64, nextPoll time.Duration, paused bool) []byte {
+	return appendWaitingTail(b, position, eta, rate, nextPoll, paused)
+}
+
+// RoundRate rounds an admission rate to what the state carries (3
+// decimals), so that polling, push and the hub's model of a page use the
+// same number.
+func RoundRate(rate float64) float64 {
+	if rate <= 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
+		return 0
+	}
+	return math.Round(rate*1e3) / 1e3
+}
+
+// Shown is the position a page shows elapsed after it was told position
+// at rate (ratePerSecond): moved on at that rate, rounded up, never below
+// 1. This is how a client fills the time between two updates, and what the
+// hub assumes a push client shows when it decides whether a new position
+// is news. A rate of 0 (unknown, paused, degraded) leaves it standing.
+func Shown(position int64, rate float64, elapsed time.Duration) int64 {
+	if rate <= 0 || elapsed <= 0 || position <= 1 {
+		return position
+	}
+	moved := rate * elapsed.Seconds()
+	if moved >= float64(position) {
+		return 1
+	}
+	return max(int64(math.Ceil(float64(position)-moved)), 1)
 }
 
 // AppendDraw appends to b (which holds the room's WaitingPrefix) the rest
@@ -180,11 +211,15 @@ func appendHead(b []byte, room string, st Status) []byte {
 	return append(b, '"')
 }
 
-func appendWaitingTail(b []byte, position, eta int64, nextPoll time.Duration, paused bool) []byte {
+func appendWaitingTail(b []byte, position, eta int64, rate float64, nextPoll time.Duration, paused bool) []byte {
 	b = append(b, `,"position":`...)
 	b = strconv.AppendInt(b, position, 10)
 	b = append(b, `,"etaSeconds":`...)
 	b = strconv.AppendInt(b, eta, 10)
+	if rate > 0 {
+		b = append(b, `,"ratePerSecond":`...)
+		b = strconv.AppendFloat(b, rate, 'f', -1, 64)
+	}
 	b = appendNextPoll(b, nextPoll)
 	b = append(b, `,"paused":`...)
 	b = strconv.AppendBool(b, paused)

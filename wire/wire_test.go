@@ -16,6 +16,8 @@ func TestStateJSON(t *testing.T) {
 	}{
 		{"waiting", State{Room: "drop", Status: StatusWaiting, Position: 3, ETASeconds: 1, NextPoll: 500 * time.Millisecond},
 			`{"type":"state","room":"drop","status":"waiting","position":3,"etaSeconds":1,"nextPollMs":500,"paused":false}`},
+		{"waiting with rate", State{Room: "drop", Status: StatusWaiting, Position: 700, ETASeconds: 5, Rate: 140, NextPoll: 2 * time.Second},
+			`{"type":"state","room":"drop","status":"waiting","position":700,"etaSeconds":5,"ratePerSecond":140,"nextPollMs":2000,"paused":false}`},
 		{"admitted", State{Room: "drop", Status: StatusAdmitted, Token: "t", NotBefore: time.UnixMilli(1000).UTC(), ExpiresAt: time.UnixMilli(2000)},
 			`{"type":"state","room":"drop","status":"admitted","paused":false,"token":"t","notBefore":"1970-01-01T00:00:01Z","expiresAt":"1970-01-01T00:00:02Z"}`},
 		{"pre-queue: opensAt, no position", State{Room: "drop", Status: StatusWaiting, OpensAt: opens, NextPoll: 5 * time.Second, Paused: true},
@@ -51,10 +53,43 @@ func TestAppendWaitingIsAppendJSON(t *testing.T) {
 		{Room: "drop", Status: StatusWaiting, Position: 1, ETASeconds: 0},
 		{Room: "x", Status: StatusWaiting, Position: 40000, ETASeconds: 286, NextPoll: 4567 * time.Millisecond, Paused: true},
 		{Room: "lecture-42", Status: StatusWaiting, Position: 15, ETASeconds: 1, NextPoll: 512 * time.Millisecond},
+		{Room: "drop", Status: StatusWaiting, Position: 9001, ETASeconds: 2572, Rate: 3.5, NextPoll: 5 * time.Second},
+		{Room: "drop", Status: StatusWaiting, Position: 2, ETASeconds: 3, Rate: 0.667},
 	} {
-		fast := AppendWaiting(WaitingPrefix(s.Room), s.Position, s.ETASeconds, s.NextPoll, s.Paused)
+		fast := AppendWaiting(WaitingPrefix(s.Room), s.Position, s.ETASeconds, s.Rate, s.NextPoll, s.Paused)
 		if full := s.AppendJSON(nil); string(fast) != string(full) {
 			t.Fatalf("fast %s\nfull %s", fast, full)
+		}
+	}
+}
+
+// TestShown: a page's figure between updates moves on at the rate, rounds
+// up, stops at 1, and stands without a rate.
+func TestShown(t *testing.T) {
+	for _, c := range []struct {
+		pos     int64
+		rate    float64
+		elapsed time.Duration
+		want    int64
+	}{
+		{7000, 140, 0, 7000},
+		{7000, 140, time.Second, 6860},
+		{7000, 140, 1500 * time.Millisecond, 6790},
+		{100, 140, 500 * time.Millisecond, 30},
+		{100, 140, time.Second, 1},
+		{100, 140, time.Hour, 1},
+		{10, 3, 1100 * time.Millisecond, 7}, // 10 - 3.3, rounded up
+		{10, 0, time.Minute, 10},
+		{1, 140, time.Second, 1},
+		{500, 140, -time.Second, 500},
+	} {
+		if got := Shown(c.pos, c.rate, c.elapsed); got != c.want {
+			t.Errorf("Shown(%d, %v, %v) = %d, want %d", c.pos, c.rate, c.elapsed, got, c.want)
+		}
+	}
+	for _, c := range []struct{ in, want float64 }{{140, 140}, {14 / 0.1, 140}, {2.0 / 3, 0.667}, {0, 0}, {-1, 0}} {
+		if got := RoundRate(c.in); got != c.want {
+			t.Errorf("RoundRate(%v) = %v, want %v", c.in, got, c.want)
 		}
 	}
 }
