@@ -490,10 +490,15 @@
     });
     setText(el.position, fmt.number.format(pos));
     setText(el.eta, state.paused ? t("paused") : info.degraded ? TEXT.degradedShort : duration(state.etaSeconds));
-    // Updates come about as often as a poll would (up to 5 s apart further
-    // back); between them the figures move on at the rate they imply.
-    moving = still || !(state.etaSeconds > 0) ? null :
-      { pos: pos, eta: state.etaSeconds, at: performance.now(), horizon: Math.max(state.nextPollMs || 0, 1000) + 2000 };
+    // Between updates the figures move on at the queue's rate: a live
+    // connection is sent a new position only when that drifts from the
+    // true one; a poller asks again after nextPollMs, so its figures move
+    // on no longer than until the next answer should have come.
+    var live = info.transport === "ws" || info.transport === "sse";
+    moving = still || !(state.etaSeconds > 0) ? null : {
+      state: state, eta: state.etaSeconds, start: start, at: performance.now(),
+      horizon: live ? Infinity : Math.max(state.nextPollMs || 0, 1000) + 2000
+    };
     setActions("none");
     var eta = state.paused ? t("announcePaused") : t("announceEta", { duration: durationWords(state.etaSeconds) });
     announce(t("nthInLine", { ordinal: ordinal(pos) }) + " " + eta, state.paused ? "paused" : "waiting", String(pos));
@@ -573,15 +578,15 @@
   }
 
   // interpolate moves the waiting figures on between two updates, at the
-  // admission rate the last one implied (position / ETA), for no longer than
-  // the next update should take, and never past the front.
+  // queue's rate (Waitroom.shown), never past the front.
   function interpolate() {
     if (!moving) return;
-    var dt = Math.min(performance.now() - moving.at, moving.horizon) / 1000;
-    var rate = moving.pos / moving.eta;
-    var pos = Math.max(1, Math.ceil(moving.pos - rate * dt));
+    var ms = Math.min(performance.now() - moving.at, moving.horizon);
+    var pos = Waitroom.shown(moving.state, ms);
     setText(el.position, fmt.number.format(pos));
-    setText(el.eta, duration(Math.max(0, Math.ceil(moving.eta - dt))));
+    setText(el.eta, duration(Math.max(0, Math.ceil(moving.eta - ms / 1000))));
+    if (pos > 1) setText(el.detail, t("nthInLine", { ordinal: ordinal(pos) }));
+    if (moving.start > 0) setProgress((moving.start - pos) / moving.start);
   }
 
   // One ticker redraws the countdowns and says held-back announcements;

@@ -25,6 +25,14 @@
  *                 Returns a Promise.
  *   wr.rejoin()   take a new ticket (after "expired" or "not_in_queue").
  *
+ * Waitroom.shown(state, elapsedMs) is the position a waiting state stands
+ * for elapsedMs after it arrived: the queue moves at ratePerSecond, and a
+ * live connection (ws, sse) is sent a new position only when that figure
+ * drifts from the true one (by more than a quarter second of admissions or
+ * a twentieth of the position), so a page that shows a position should
+ * move it on with this between messages. Rounded up, never below 1; it
+ * stands still while paused or degraded.
+ *
  * Waitroom.solvePow(challenge, bits) resolves to the nonce that solves a
  * proof of work challenge (what connect() does by itself for a room that
  * asks for one), for a page that joins on its own.
@@ -32,7 +40,8 @@
  * onState(state, info) is called for every state message and whenever info
  * changes. state is the server's message:
  *   { type: "state", room, status: "waiting" | "admitted" | "expired" |
- *     "not_in_queue" | "sold_out", position, etaSeconds, nextPollMs, paused,
+ *     "not_in_queue" | "sold_out", position, etaSeconds, ratePerSecond,
+ *     nextPollMs, paused,
  *     degraded, token, notBefore, expiresAt, inDraw, chancePerMinute }
  * In a room that admits by lottery a waiting state has no position: inDraw
  * is how many people are in the draw and chancePerMinute (0..1) the chance
@@ -1017,5 +1026,14 @@
     };
   }
 
-  global.Waitroom = { connect: connect, solvePow: solvePow, version: "2" };
+  // shown moves a waiting state's position on at its rate (see the top).
+  function shown(state, elapsedMs) {
+    var pos = state && state.position;
+    if (!(pos > 1)) return pos || 0;
+    var rate = state.ratePerSecond > 0 ? state.ratePerSecond : state.etaSeconds > 0 ? pos / state.etaSeconds : 0;
+    if (state.paused || state.degraded || !(rate > 0) || !(elapsedMs > 0)) return pos;
+    return Math.max(1, Math.ceil(pos - rate * elapsedMs / 1000));
+  }
+
+  global.Waitroom = { connect: connect, solvePow: solvePow, shown: shown, version: "2" };
 })(typeof window !== "undefined" ? window : this);
