@@ -13,17 +13,20 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // pushMsg is one message a push client received.
 type pushMsg struct {
 	At        time.Time
-	Type      string `json:"type"`
-	Status    string `json:"status"`
-	Position  int64  `json:"position"`
-	Token     string `json:"token"`
-	NotBefore string `json:"notBefore"`
-	AfterMs   int64  `json:"afterMs"`
+	Type      string  `json:"type"`
+	Status    string  `json:"status"`
+	Position  int64   `json:"position"`
+	Rate      float64 `json:"ratePerSecond"`
+	Paused    bool    `json:"paused"`
+	Token     string  `json:"token"`
+	NotBefore string  `json:"notBefore"`
+	AfterMs   int64   `json:"afterMs"`
 	raw       string
 }
 
@@ -57,6 +60,21 @@ func (p *pushClient) messages() []pushMsg {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]pushMsg(nil), p.msgs...)
+}
+
+// shown is the place the client's page shows now: the last waiting
+// state's position moved on at its rate (0 when the last state is not a
+// waiting one).
+func (p *pushClient) shown() int64 {
+	ms := p.messages()
+	if len(ms) == 0 || ms[len(ms)-1].Status != "waiting" {
+		return 0
+	}
+	m := ms[len(ms)-1]
+	if m.Paused || m.fields()["degraded"] == true {
+		return m.Position
+	}
+	return wire.Shown(m.Position, m.Rate, time.Since(m.At))
 }
 
 func (p *pushClient) count(status string) int {
@@ -193,11 +211,9 @@ func TestPushAcrossInstances(t *testing.T) {
 					}
 				}
 			}
-			// The other visitor moves up, and is never told it was admitted.
-			waitFor(t, 5*time.Second, "other moves to 1", func() bool {
-				msgs := other.messages()
-				return msgs[len(msgs)-1].Position == 1
-			})
+			// The other visitor moves up (its page moves on by itself at the
+			// rate it was told), and is never told it was admitted.
+			waitFor(t, 5*time.Second, "other moves to 1", func() bool { return other.shown() == 1 })
 			if other.count("admitted") != 0 {
 				t.Fatal("another visitor received the admission")
 			}
