@@ -23,19 +23,23 @@ import (
 // stream count as one request each).
 type wire struct {
 	read, written, requests atomic.Int64
+	pushed, positions       atomic.Int64 // push messages received (any), of them waiting states
 	dialRetries             atomic.Int64 // connects tried again
 }
 
 type wireTotals struct {
 	Read, Written, Requests int64
+	Pushed, Positions       int64
 }
 
 func (w *wire) totals() wireTotals {
-	return wireTotals{Read: w.read.Load(), Written: w.written.Load(), Requests: w.requests.Load()}
+	return wireTotals{Read: w.read.Load(), Written: w.written.Load(), Requests: w.requests.Load(),
+		Pushed: w.pushed.Load(), Positions: w.positions.Load()}
 }
 
 func (a wireTotals) sub(b wireTotals) wireTotals {
-	return wireTotals{Read: a.Read - b.Read, Written: a.Written - b.Written, Requests: a.Requests - b.Requests}
+	return wireTotals{Read: a.Read - b.Read, Written: a.Written - b.Written, Requests: a.Requests - b.Requests,
+		Pushed: a.Pushed - b.Pushed, Positions: a.Positions - b.Positions}
 }
 
 type countingConn struct {
@@ -121,6 +125,7 @@ type state struct {
 	Status     string    `json:"status"`
 	Position   int64     `json:"position"`
 	ETASeconds int64     `json:"etaSeconds"`
+	Rate       float64   `json:"ratePerSecond"`
 	NextPollMs int64     `json:"nextPollMs"`
 	Paused     bool      `json:"paused"`
 	Token      string    `json:"token"`
@@ -272,12 +277,16 @@ func (a *api) ws(ctx context.Context, cred string, ready func(), fn onState) err
 			return fmt.Errorf("ws read: %w", err)
 		}
 		at := time.Now()
+		a.w.pushed.Add(1)
 		var st state
 		if err := json.Unmarshal(data, &st); err != nil {
 			return fmt.Errorf("ws message: %w", err)
 		}
 		if st.Type != "state" {
 			continue
+		}
+		if st.Status == "waiting" {
+			a.w.positions.Add(1)
 		}
 		if !fn(st, at) {
 			_ = c.Close(websocket.StatusNormalClosure, "done")
@@ -307,11 +316,17 @@ func (a *api) sse(ctx context.Context, cred string, ready func(), fn onState) er
 		line := sc.Bytes()
 		switch {
 		case len(line) == 0:
+			if event != "" || data.Len() > 0 {
+				a.w.pushed.Add(1)
+			}
 			if event == "state" && data.Len() > 0 {
 				at := time.Now()
 				var st state
 				if err := json.Unmarshal(data.Bytes(), &st); err != nil {
 					return fmt.Errorf("sse message: %w", err)
+				}
+				if st.Status == "waiting" {
+					a.w.positions.Add(1)
 				}
 				if !fn(st, at) {
 					return nil

@@ -90,6 +90,8 @@ type costResult struct {
 	RequestsPerSec  float64 `json:"httpRequestsPerSec"`
 	RedisCmdsPerSec float64 `json:"redisCommandsPerSec"`
 	BytesPerSec     float64 `json:"wireBytesPerSec"`
+	PushedPerSec    float64 `json:"pushedPerSec"`    // push messages received, any kind
+	PositionsPerSec float64 `json:"positionsPerSec"` // of them waiting states
 	PollsPerSec     float64 `json:"pollsPerSec"`
 	PollMemoryShare float64 `json:"pollMemoryShare"`
 	AdmittedWindow  int     `json:"admittedInWindow"`
@@ -319,6 +321,8 @@ func costMode(ctx context.Context, o costOptions, mode string) (costResult, erro
 		w.Read += r.Wire.Read
 		w.Written += r.Wire.Written
 		w.Requests += r.Wire.Requests
+		w.Pushed += r.Wire.Pushed
+		w.Positions += r.Wire.Positions
 		polls += r.Polls
 		hits += r.PollHits
 		res.Errors += r.Errors
@@ -328,6 +332,10 @@ func costMode(ctx context.Context, o costOptions, mode string) (costResult, erro
 	}
 	res.RequestsPerSec = float64(w.Requests) / win
 	res.BytesPerSec = float64(w.Read+w.Written) / win
+	res.PushedPerSec, res.PositionsPerSec = math.NaN(), math.NaN()
+	if mode == modeWS || mode == modeSSE {
+		res.PushedPerSec, res.PositionsPerSec = float64(w.Pushed)/win, float64(w.Positions)/win
+	}
 	res.PollsPerSec = float64(polls) / win
 	res.PollMemoryShare = math.NaN()
 	if srv := m2["waitroom_polls_total"] - polls0; srv > 0 {
@@ -361,7 +369,8 @@ func costMode(ctx context.Context, o costOptions, mode string) (costResult, erro
 //   - A(t), the number admitted by t, counts admission times ≤ t; the true
 //     position at t is rank − A(t) (0 once admitted).
 //
-// The shown position is the last one the visitor received. The method is
+// The shown position is what the page shows: the last one the visitor
+// received, moved on at the queue's rate (liveVisitor.shown). The method is
 // exact up to one batch for samples within a few ms of a tick boundary.
 func costTruth(ctx context.Context, tgt *target, room string, o costOptions, reports []fleetReport, t0, t1 time.Time, res *costResult) error {
 	var all []visitorOut
@@ -539,6 +548,14 @@ func modeLabel(m string) string {
 	return m
 }
 
+// pushedCell is "all (positions)" for a push mode, "–" for polling.
+func pushedCell(r costResult) string {
+	if math.IsNaN(r.PushedPerSec) {
+		return num(r.PushedPerSec)
+	}
+	return num(r.PushedPerSec) + " (" + num(r.PositionsPerSec) + ")"
+}
+
 func costMarkdown(rep *costReport, o costOptions) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# What push costs against polling\n\n")
@@ -548,10 +565,10 @@ func costMarkdown(rep *costReport, o costOptions) string {
 	var rows [][]string
 	for _, r := range rep.Results {
 		rows = append(rows, []string{modeLabel(r.Mode), num(r.OtherCores), num(r.CPUCores), num(r.RSSMiB), num(r.RSSPerConnKiB), num(r.GoroutinesPerC),
-			num(r.RequestsPerSec), num(r.RedisCmdsPerSec), num(r.BytesPerSec / 1024), num(r.PollMemoryShare * 100)})
+			num(r.RequestsPerSec), num(r.RedisCmdsPerSec), num(r.BytesPerSec / 1024), pushedCell(r), num(r.PollMemoryShare * 100)})
 	}
 	b.WriteString(mdTable([]string{"mode", "other processes' CPU (cores)", "server CPU (cores)", "RSS (MiB)", "RSS per conn (KiB)", "goroutines per conn",
-		"HTTP req/s", "Redis cmds/s", "wire KiB/s", "polls from memory (%)"}, rows))
+		"HTTP req/s", "Redis cmds/s", "wire KiB/s", "pushed msgs/s (positions)", "polls from memory (%)"}, rows))
 	b.WriteString("\n## What the visitor sees\n\n")
 	rows = nil
 	for _, r := range rep.Results {
@@ -573,10 +590,10 @@ func costMarkdown(rep *costReport, o costOptions) string {
 
 - **Server CPU**: utime+stime of the server process (/proc/PID/stat) over the window, in cores. **RSS**: VmRSS with every visitor set up; **per conn** = (RSS with the visitors connected − RSS before any visitor) / open connections (waitroom_connections), push modes only. **Goroutines per conn** from go_goroutines in /metrics the same way.
 - **Other processes' CPU**: the machine's busy time (/proc/stat) minus the server's, its redis-server's and the bench's own, in cores: anything above a few hundredths means something else ran during the window and the row is less trustworthy.
-- **HTTP req/s** and **wire bytes/s** are counted by the clients over the window: every request (a WebSocket upgrade or SSE stream counts once when opened), and every byte read and written on their TCP connections (HTTP headers included, TCP/IP headers not). Pollers share keep-alive connections (at most 256), as behind a load balancer. **Redis cmds/s**: total_commands_processed from INFO of the redis-server the bench started (a Lua script counts as its EVALSHA plus each command it runs).
+- **HTTP req/s** and **wire bytes/s** are counted by the clients over the window: every request (a WebSocket upgrade or SSE stream counts once when opened), and every byte read and written on their TCP connections (HTTP headers included, TCP/IP headers not). Pollers share keep-alive connections (at most 256), as behind a load balancer. **Redis cmds/s**: total_commands_processed from INFO of the redis-server the bench started (a Lua script counts as its EVALSHA plus each command it runs). **Pushed msgs/s**: messages the push clients received over the window, of every kind (positions, admitted states, heartbeats, notices); in brackets the waiting states (positions) among them.
 - **Lag**: for each visitor admitted inside the window, the time its client received the admitted state minus its notBefore; 0 when a poll learned it earlier (the client then waits for notBefore). "told / admitted" counts the visitors admitted in the window that their client was told of; after the window the clients run on for 1 s (push) or the longest nextPollMs a poller can be given plus 0.5 s (polling), so each had time to be told.
 - **admitted/s**: visitors admitted inside the window per second (the configured rate is batch / tick); a lower figure means admission ticks were missed. **Server-side lag**: waitroom_delivery_lag_seconds (the server's write time minus notBefore) over the window, as the upper bounds of the histogram buckets holding p50 and p99; the difference to the client's lag is time in the kernel and in the (CPU-sharing) client.
-- **Staleness**: every second, the position shown by 500 evenly spread visitors is compared with their true position. The true position is reconstructed after the window without extra load: admission is FIFO by ticket, so sorting admitted visitors by notBefore gives their ticket order; the tick that admitted each follows from its notBefore; a final join per untold visitor (always answered from Redis) gives the notBefore or exact position of the rest. True position = ticket rank − admitted so far; the error is |shown − true|, exact to within one batch near a tick boundary. "stale p95 (time)" divides by the admission rate.
+- **Staleness**: every second, the position shown by 500 evenly spread visitors is compared with their true position. The shown position is what the page (static/page.js) shows: the last position received, moved on at its ratePerSecond (Waitroom.shown), on a push connection until the next message, for a poller until its next answer is due (nextPollMs, at least 1 s, plus 2 s). The true position is reconstructed after the window without extra load: admission is FIFO by ticket, so sorting admitted visitors by notBefore gives their ticket order; the tick that admitted each follows from its notBefore; a final join per untold visitor (always answered from Redis) gives the notBefore or exact position of the rest. True position = ticket rank − admitted so far; the error is |shown − true|, exact to within one batch near a tick boundary. "stale p95 (time)" divides by the admission rate.
 `)
 	return b.String()
 }

@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	wr "github.com/waitroom/waitroom/wire"
 )
 
 // The cost scenario's client modes.
@@ -66,8 +69,33 @@ type fleetReport struct {
 }
 
 type liveVisitor struct {
-	out   visitorOut
-	shown atomic.Int64 // -1 nothing yet, 0 told admitted, else the position shown
+	out visitorOut
+
+	mu      sync.Mutex
+	pos     int64         // -1 nothing yet, 0 told admitted, else the last position received
+	at      time.Time     // when it was received
+	rate    float64       // what the page moves it on at (0: it stands)
+	horizon time.Duration // how long the page moves it on
+}
+
+// shown is the position the visitor's page shows at now: as static/page.js
+// does, the last one received moved on at the queue's rate (waitroom's wire.Shown),
+// for a push connection until the next message, for a poller until its
+// next answer is due (nextPollMs, at least 1 s, plus 2 s). -1 nothing yet,
+// 0 told admitted.
+func (v *liveVisitor) shown(now time.Time) int64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.pos <= 0 {
+		return v.pos
+	}
+	return wr.Shown(v.pos, v.rate, min(now.Sub(v.at), v.horizon))
+}
+
+func (v *liveVisitor) set(pos int64, at time.Time, rate float64, horizon time.Duration) {
+	v.mu.Lock()
+	v.pos, v.at, v.rate, v.horizon = pos, at, rate, horizon
+	v.mu.Unlock()
 }
 
 // fleet runs its visitors until end.
@@ -114,8 +142,7 @@ func startFleet(ctx context.Context, cfg fleetConfig) (*fleet, error) {
 	var ready sync.WaitGroup
 	f.vis = make([]*liveVisitor, cfg.Count)
 	for i := range f.vis {
-		v := &liveVisitor{out: visitorOut{Index: cfg.First + i}}
-		v.shown.Store(-1)
+		v := &liveVisitor{out: visitorOut{Index: cfg.First + i}, pos: -1}
 		f.vis[i] = v
 		ready.Add(1)
 		f.wg.Add(1)
@@ -145,13 +172,24 @@ func startFleet(ctx context.Context, cfg fleetConfig) (*fleet, error) {
 func (f *fleet) observe(v *liveVisitor, st state, at time.Time) bool {
 	switch st.Status {
 	case "waiting":
-		v.shown.Store(st.Position)
+		rate := st.Rate
+		if rate <= 0 && st.ETASeconds > 0 {
+			rate = float64(st.Position) / float64(st.ETASeconds)
+		}
+		if st.Paused {
+			rate = 0
+		}
+		horizon := time.Duration(math.MaxInt64)
+		if f.cfg.Mode != modeWS && f.cfg.Mode != modeSSE {
+			horizon = max(time.Duration(st.NextPollMs)*time.Millisecond, time.Second) + 2*time.Second
+		}
+		v.set(st.Position, at, rate, horizon)
 		return true
 	case "admitted":
 		if v.out.Told == 0 {
 			v.out.Told, v.out.NB = at.UnixNano(), st.NotBefore.UnixNano()
 		}
-		v.shown.Store(0)
+		v.set(0, at, 0, 0)
 		return false
 	}
 	return true
@@ -309,7 +347,7 @@ func (f *fleet) begin() {
 			case now := <-t.C:
 				ns := now.UnixNano()
 				for _, v := range sampled {
-					if p := v.shown.Load(); p > 0 {
+					if p := v.shown(now); p > 0 {
 						f.samples = append(f.samples, sample{I: v.out.Index, T: ns, Pos: p})
 					}
 				}
