@@ -12,7 +12,7 @@ var scriptFS embed.FS
 
 // prelude is the shared start of every script, in order: the functions
 // the scripts have in common.
-var prelude = []string{"publish", "draw", "now", "presence", "method"}
+var prelude = []string{"publish", "draw", "lotlog", "now", "presence", "method"}
 
 // loadScript joins the shared prelude and the named scripts, in order, into
 // one script.
@@ -47,6 +47,7 @@ var (
 	commitScript  = loadScript("commit")
 	revealScript  = loadScript("reveal")
 	lotteryScript = loadScript("lottery")
+	lotLogScript  = loadScript("lotlogread")
 
 	tickRoomsScript = loadScript("tickrooms")
 )

@@ -37,6 +37,9 @@ redis.call('SET', p .. 'tick', tick, 'PX', 86400000)
 
 local cfg = load_cfg(p)
 seed = next_rand(seed)
+-- A random room's log (lotlog.lua): begun, and walked while it learns who
+-- waits, before anything else of the tick changes the queue.
+local lot_walking = lot_walk(p, cfg, KEYS[1], now)
 local draw_next, undrawn_left = maybe_open(p, cfg, now, seed, channel)
 local seats = num(cfg.seats, 0)
 
@@ -98,7 +101,7 @@ if batch > 0 then
     local np = math.min(batch, redis.call('ZCOUNT', KEYS[1], '-inf', '(0'))
     popped = take(p, cfg, KEYS[1], np, now, np)
     local rest = batch - #popped / 2
-    if rest > 0 and np < batch then
+    if rest > 0 and np < batch and not lot_walking then
       local drawn = take_random(p, cfg, KEYS[1], rest, now, limit, lottery_seed(p, seed, now), tick, draw_next)
       for i = 1, #drawn do popped[#popped + 1] = drawn[i] end
     end

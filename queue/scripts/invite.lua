@@ -37,7 +37,12 @@ do
       end
       if upgrade then
         -- The public ticket is given up for good (retake.lua).
-        if score then redis.call('SET', p .. 'left:' .. v, score, 'PX', 86400000) end
+        if score then
+          redis.call('SET', p .. 'left:' .. v, score, 'PX', 86400000)
+          if lot_begin(p, redis.call('HGET', p .. 'cfg', 'method')) then
+            lot_tickets('remove', 'upgrade', {score})
+          end
+        end
         redis.call('ZREM', KEYS[1], v)
         redis.call('SREM', p .. 'pre', v)
       end

@@ -16,6 +16,7 @@
 local p, v = ARGV[1], ARGV[2]
 local now = now_ms()
 local cfg = load_cfg(p)
+lot_walk(p, cfg, KEYS[1], now)
 local paused = 0
 if cfg.paused == '1' then paused = 1 end
 local draw_next, undrawn_left = maybe_open(p, cfg, now, tonumber(ARGV[3]), ARGV[4])
@@ -68,6 +69,7 @@ if ARGV[11] == '1' and (ARGV[8] or '') ~= '' then
     return {4, opens, 0, 1, paused, num(cfg.v, 0), cfg.message or ''}
   end
   redis.call('ZADD', KEYS[1], 'NX', s - PRIO_BASE, v)
+  lot_tickets('add', 'join', {s - PRIO_BASE})
   return {1, rank_of(redis.call('ZRANK', KEYS[1], v)) + presence_ahead(p), 0, 1, paused, num(cfg.v, 0), cfg.message or '', s, now, lottery_size(cfg, KEYS[1], undrawn_left), 1}
 end
 if opens > now then
@@ -80,5 +82,6 @@ ensure_seq(p, KEYS[1])
 redis.call('HSETNX', p .. 'stats', 'born', now)
 local s = redis.call('INCR', p .. 'seq')
 redis.call('ZADD', KEYS[1], 'NX', s, v)
+lot_tickets('add', 'join', {s})
 keep_while_used(p, cfg)
 return {1, rank_of(redis.call('ZRANK', KEYS[1], v)) + presence_ahead(p), 0, 1, paused, num(cfg.v, 0), cfg.message or '', s, now, lottery_size(cfg, KEYS[1], undrawn_left)}

@@ -6,8 +6,13 @@ local p, v = ARGV[1], ARGV[2]
 -- A ticket given up stays given up: retake.lua must not take it back.
 local sc = redis.call('ZSCORE', KEYS[1], v)
 if sc then redis.call('SET', p .. 'left:' .. v, sc, 'PX', 86400000) end
+local held, tk = forget_presence(p, v)
 local n = redis.call('ZREM', KEYS[1], v) + redis.call('SREM', p .. 'pre', v) + redis.call('ZREM', p .. 'ppre', v) +
-  redis.call('SREM', p .. 'drawpool', v) + forget_presence(p, v)
+  redis.call('SREM', p .. 'drawpool', v) + held
+-- The lottery's log (lotlog.lua): the ticket left the draw.
+if (sc or tk) and lot_begin(p, redis.call('HGET', p .. 'cfg', 'method')) then
+  lot_tickets('remove', 'leave', {sc or tk})
+end
 -- A visitor keyed by a draw under way but not placed yet (draw.lua).
 local dseed = redis.call('HGET', p .. 'drawc', 'seed')
 if dseed then

@@ -83,6 +83,7 @@ local function take_random(p, cfg, q, n, now, limit, seed, tick, below)
   if n <= 0 then return out end
   local b = redis.call('ZPOPMIN', p .. 'back', n)
   for i = 1, #b do out[#out + 1] = b[i] end
+  lot_returned(b)
   local need = n - #b / 2
   local on = presence_on(cfg)
   local cutoff = now - away_ms(cfg)
@@ -102,7 +103,9 @@ local function take_random(p, cfg, q, n, now, limit, seed, tick, below)
       redis.call('ZADD', p .. 'away', t, v)
       redis.call('HSET', p .. 'awayt', v, score)
       skipped = skipped + 1
+      lot_log('e', 'pick', 'tick', tick, 'i', i - 1, 'n', size, 'rank', r, 'ticket', score, 'away', 1, 'below', below or '')
     else
+      lot_log('e', 'pick', 'tick', tick, 'i', i - 1, 'n', size, 'rank', r, 'ticket', score, 'away', 0, 'below', below or '')
       out[#out + 1] = v
       out[#out + 1] = score
       need = need - 1

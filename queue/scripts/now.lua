@@ -82,12 +82,14 @@ local function maybe_open(p, cfg, now, seed, channel)
     if redis.call('EXISTS', p .. 'ppre') == 1 then
       local pp = redis.call('ZRANGE', p .. 'ppre', 0, -1, 'WITHSCORES')
       for i = 1, #pp, 2 * ZADD_CHUNK do
-        local args = {}
+        local args, ts = {}, {}
         for j = i, math.min(i + 2 * ZADD_CHUNK - 1, #pp), 2 do
           args[#args + 1] = pp[j + 1]
           args[#args + 1] = pp[j]
+          ts[#ts + 1] = pp[j + 1]
         end
         redis.call('ZADD', p .. 'q', 'NX', unpack(args))
+        lot_tickets('add', 'open', ts)
       end
       redis.call('DEL', p .. 'ppre')
     end
@@ -117,12 +119,14 @@ local function maybe_open(p, cfg, now, seed, channel)
   local keyed = redis.call('ZPOPMIN', p .. 'drawkey', budget)
   local placed = #keyed / 2
   for i = 1, placed, ZADD_CHUNK do
-    local args = {}
+    local args, ts = {}, {}
     for j = i, math.min(i + ZADD_CHUNK - 1, placed) do
       args[#args + 1] = nx + j - 1
       args[#args + 1] = string.sub(keyed[2 * j - 1], 42)
+      ts[#ts + 1] = nx + j - 1
     end
     redis.call('ZADD', p .. 'q', 'NX', unpack(args))
+    lot_tickets('add', 'open', ts)
   end
   nx = nx + placed
   local left = redis.call('ZCARD', p .. 'drawkey')

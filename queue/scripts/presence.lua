@@ -86,13 +86,16 @@ local function seen_many(p, cfg, vs, now, closing)
       redis.call('ZREM', p .. 'closed', unpack(names))
     end
     local tk = redis.call('HMGET', p .. 'awayt', unpack(names))
+    local came = {}
     for j = 1, #names do
       if tk[j] then
         redis.call('ZREM', p .. 'away', names[j])
         redis.call('HDEL', p .. 'awayt', names[j])
         redis.call('ZADD', p .. 'back', tk[j], names[j])
+        came[#came + 1] = tk[j]
       end
     end
+    lot_tickets('back', nil, came)
   end
   if next(cfg) == nil then
     redis.call('PEXPIRE', p .. 'seen', idle_ms)
@@ -132,15 +135,17 @@ local function dropped_away(p, v)
 end
 
 -- forget_presence takes v out of every presence key (a leave); it returns
--- 1 if v held a place there.
+-- 1 if v held a place there, and the ticket of that place (the lottery's
+-- log).
 local function forget_presence(p, v)
+  local tk = redis.call('HGET', p .. 'awayt', v) or redis.call('ZSCORE', p .. 'back', v)
   local n = redis.call('ZREM', p .. 'away', v) + redis.call('ZREM', p .. 'back', v)
   redis.call('HDEL', p .. 'awayt', v)
   redis.call('ZREM', p .. 'seen', v)
   redis.call('ZREM', p .. 'aseen', v)
   redis.call('ZREM', p .. 'closed', v)
   redis.call('DEL', p .. 'dropped:' .. v)
-  if n > 0 then return 1 end
+  if n > 0 then return 1, tk end
   return 0
 end
 
@@ -159,16 +164,25 @@ end
 local function presence_sweep(p, cfg, q, now, keep, slots, tick_ms)
   if not presence_on(cfg) then
     local a = redis.call('ZRANGE', p .. 'away', 0, SWEEP - 1)
+    local came = {}
     for _, v in ipairs(a) do
-      redis.call('ZADD', p .. 'back', num(redis.call('HGET', p .. 'awayt', v), 0), v)
+      local tk = redis.call('HGET', p .. 'awayt', v) or '0'
+      redis.call('ZADD', p .. 'back', tk, v)
       redis.call('ZREM', p .. 'away', v)
       redis.call('HDEL', p .. 'awayt', v)
+      came[#came + 1] = tk
     end
+    lot_tickets('back', nil, came)
     return
   end
   local stale = redis.call('ZRANGEBYSCORE', p .. 'seen', '-inf', '(' .. (now - drop_ms(cfg)), 'LIMIT', 0, SWEEP)
   local dropped = 0
+  local gone = {}
   for _, v in ipairs(stale) do
+    if lot.on then
+      gone[#gone + 1] = redis.call('ZSCORE', q, v) or redis.call('HGET', p .. 'awayt', v) or
+        redis.call('ZSCORE', p .. 'back', v) or '0'
+    end
     redis.call('ZREM', p .. 'seen', v)
     redis.call('ZREM', p .. 'aseen', v)
     redis.call('ZREM', p .. 'closed', v)
@@ -180,6 +194,7 @@ local function presence_sweep(p, cfg, q, now, keep, slots, tick_ms)
     end
   end
   bump(p, 'dropped', dropped, now)
+  lot_tickets('remove', 'drop', gone)
 
   local idle = redis.call('ZRANGEBYSCORE', p .. 'aseen', '-inf', '(' .. (now - away_ms(cfg)), 'WITHSCORES', 'LIMIT', 0, SWEEP)
   local reclaimed = 0
@@ -243,11 +258,13 @@ local function take(p, cfg, q, n, now, limit)
   if n <= 0 then return out end
   local b = redis.call('ZPOPMIN', p .. 'back', n)
   for i = 1, #b do out[#out + 1] = b[i] end
+  lot_returned(b)
   local need = n - #b / 2
   if not presence_on(cfg) then
     if need > 0 then
       local c = redis.call('ZPOPMIN', q, need)
       for i = 1, #c do out[#out + 1] = c[i] end
+      for i = 2, #c, 2 do lot_log('e', 'pop', 'ticket', c[i], 'away', 0) end
     end
     return out
   end
@@ -266,7 +283,9 @@ local function take(p, cfg, q, n, now, limit)
         redis.call('ZADD', p .. 'away', t, names[i])
         redis.call('HSET', p .. 'awayt', names[i], c[2 * i])
         skipped = skipped + 1
+        lot_log('e', 'pop', 'ticket', c[2 * i], 'away', 1)
       else
+        lot_log('e', 'pop', 'ticket', c[2 * i], 'away', 0)
         out[#out + 1] = names[i]
         out[#out + 1] = c[2 * i]
         need = need - 1

@@ -28,6 +28,9 @@ if ncfg >= 0 and redis.call('EXISTS', p .. 'cfg') == 0 then
   publish(channel, '{"type":"config","room":"' .. room .. '"}')
 end
 
+-- A random room logs what changes its draw (lotlog.lua).
+lot_begin(p, redis.call('HGET', p .. 'cfg', 'method'))
+
 -- born is when this room's state began (join sets it): a ticket taken
 -- before it was taken from state that is gone.
 local born = tonumber(redis.call('HGET', stats, 'born'))
@@ -73,6 +76,7 @@ for _, b in pairs(bands) do
       local s = tonumber(redis.call('ZSCORE', KEYS[1], v)) + b.base
       if s <= b.floor or not redis.call('HGET', retook, v) then
         removed = removed + redis.call('ZREM', KEYS[1], v)
+        lot_tickets('remove', 'restore', {s - b.base})
       end
     end
   end
@@ -92,6 +96,7 @@ for i = first, #ARGV, 4 do
       and not redis.call('ZSCORE', p .. 'away', v) and not redis.call('ZSCORE', p .. 'back', v)
       and redis.call('EXISTS', p .. 'dropped:' .. v) == 0 then
     redis.call('ZADD', KEYS[1], 'NX', score, v)
+    lot_tickets('add', 'restore', {score})
     if b.base > 0 then redis.call('ZADD', p .. 'pmark', 'NX', 0, mark_member(s)) end
     redis.call('HSET', retook, v, s)
     redis.call('PEXPIRE', retook, 86400000)

@@ -5,6 +5,7 @@
 local p = ARGV[1]
 local now = now_ms()
 local cfg = load_cfg(p)
+lot_begin(p, cfg.method)
 local vs = {}
 for i = 3, #ARGV do vs[#vs + 1] = ARGV[i] end
 seen_many(p, cfg, vs, now, ARGV[2] == 'closed')

@@ -10,6 +10,7 @@
 local p = ARGV[1]
 local now = now_ms()
 local cfg = load_cfg(p)
+lot_walk(p, cfg, KEYS[1], now)
 local draw_next, undrawn_left = maybe_open(p, cfg, now, tonumber(ARGV[2]), ARGV[3])
 local rate = num(redis.call('HGET', p .. 'stats', 'rate'), 0)
 local paused = 0

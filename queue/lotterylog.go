@@ -1,0 +1,185 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The lottery's log: in a room whose method is random, every change of who
+// waits is appended to a capped Redis stream in the room's slot, by the
+// script that makes it (scripts/lotlog.lua), so that with the seed, once
+// revealed, anyone can replay the lottery ticket by ticket: rebuild the
+// waiting tickets, recompute each pick's rank with LotteryRank and see the
+// picked ticket stand at that rank. Entries carry tickets (queue scores:
+// the ticket number, or ticket - 10^12 in the priority band), never
+// visitor ids.
+
+// LotteryLogMax is how many entries the log keeps (XADD MAXLEN ~): past
+// it the oldest go, and the log can no longer be replayed from its start,
+// which a reader sees as a first entry numbered above 1.
+const LotteryLogMax = 1000000
+
+// Kinds of lottery log entries (LotteryEntry.Event).
+const (
+	LogStart  = "start"  // the log begins: Commitment, At
+	LogSnap   = "snap"   // who waited when it began: Tickets in (After, Upto]
+	LogAdd    = "add"    // Tickets entered the queue (Why: join, open, restore)
+	LogRemove = "remove" // Tickets left the queue or the set-aside (Why: leave, drop, restore, upgrade)
+	LogPick   = "pick"   // pick I of Tick among N: Rank, Ticket, Away, Below
+	LogPop    = "pop"    // a priority Ticket admitted in order before the draw (Away)
+	LogBack   = "back"   // set-aside Tickets whose visitors came back
+	LogReturn = "return" // Tickets that came back, admitted ahead of the draw
+	LogEnd    = "end"    // the room left the random method
+)
+
+// LotteryEntry is one entry of a lottery's log. Which fields are set
+// depends on Event; a nil pointer is a field the entry does not have
+// (After and Upto: no bound).
+type LotteryEntry struct {
+	ID         int64   `json:"id"` // 1, 2, … with no gap
+	Event      string  `json:"event"`
+	Why        string  `json:"why,omitempty"`
+	Commitment *string `json:"commitment,omitempty"`
+	At         *int64  `json:"at,omitempty"` // Unix ms
+	Tick       *int64  `json:"tick,omitempty"`
+	I          *int64  `json:"i,omitempty"`
+	N          *int64  `json:"n,omitempty"`
+	Rank       *int64  `json:"rank,omitempty"`
+	Ticket     *int64  `json:"ticket,omitempty"`
+	Away       *bool   `json:"away,omitempty"`
+	Below      *int64  `json:"below,omitempty"`
+	After      *int64  `json:"after,omitempty"`
+	Upto       *int64  `json:"upto,omitempty"`
+	Tickets    []int64 `json:"tickets,omitempty"`
+}
+
+// LotteryLog is one page of a lottery's log.
+type LotteryLog struct {
+	First   int64 // the oldest entry kept (0: none); above 1 when trimmed
+	Entries []LotteryEntry
+}
+
+// ReadLotteryLog returns up to limit entries of room's lottery log after
+// the entry numbered after (0: from the start).
+func (q *Queue) ReadLotteryLog(ctx context.Context, room string, after int64, limit int) (LotteryLog, error) {
+	if !ValidRoom(room) {
+		return LotteryLog{}, ErrInvalidRoom
+	}
+	v, err := q.r.Eval(ctx, lotLogScript, []string{queueKey(room)}, prefix(room),
+		strconv.FormatInt(after, 10), strconv.Itoa(limit))
+	if err != nil {
+		return LotteryLog{}, fmt.Errorf("queue: lottery log: %w", err)
+	}
+	arr, ok := v.([]any)
+	if !ok || len(arr) < 2 {
+		return LotteryLog{}, fmt.Errorf("queue: lottery log: unexpected reply %v", v)
+	}
+	var out LotteryLog
+	if f := stringAt(arr, 0); f != "" {
+		if out.First, err = entryNumber(f); err != nil {
+			return LotteryLog{}, err
+		}
+	}
+	rows, _ := arr[1].([]any)
+	out.Entries = make([]LotteryEntry, 0, len(rows))
+	for _, row := range rows {
+		pair, _ := row.([]any)
+		if len(pair) < 2 {
+			return LotteryLog{}, fmt.Errorf("queue: lottery log: unexpected entry %v", row)
+		}
+		id, _ := pair[0].(string)
+		fields, _ := pair[1].([]any)
+		e, err := parseLotteryEntry(id, fields)
+		if err != nil {
+			return LotteryLog{}, err
+		}
+		out.Entries = append(out.Entries, e)
+	}
+	return out, nil
+}
+
+// entryNumber reads a log entry id, "N-0".
+func entryNumber(id string) (int64, error) {
+	n, _, _ := strings.Cut(id, "-")
+	v, err := strconv.ParseInt(n, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("queue: lottery log: bad entry id %q", id)
+	}
+	return v, nil
+}
+
+func parseLotteryEntry(id string, fields []any) (LotteryEntry, error) {
+	n, err := entryNumber(id)
+	if err != nil {
+		return LotteryEntry{}, err
+	}
+	e := LotteryEntry{ID: n}
+	bad := func(f, v string) (LotteryEntry, error) {
+		return LotteryEntry{}, fmt.Errorf("queue: lottery log: entry %s: bad %s %q", id, f, v)
+	}
+	num := func(f, v string) (*int64, bool) {
+		if v == "" {
+			return nil, true
+		}
+		x, err := strconv.ParseInt(v, 10, 64)
+		return &x, err == nil
+	}
+	for i := 0; i+1 < len(fields); i += 2 {
+		f, _ := fields[i].(string)
+		v, _ := fields[i+1].(string)
+		var ok = true
+		switch f {
+		case "e":
+			e.Event = v
+		case "why":
+			e.Why = v
+		case "commit":
+			c := v
+			e.Commitment = &c
+		case "at":
+			e.At, ok = num(f, v)
+		case "tick":
+			e.Tick, ok = num(f, v)
+		case "i":
+			e.I, ok = num(f, v)
+		case "n":
+			e.N, ok = num(f, v)
+		case "rank":
+			e.Rank, ok = num(f, v)
+		case "ticket":
+			e.Ticket, ok = num(f, v)
+		case "below":
+			e.Below, ok = num(f, v)
+		case "after":
+			e.After, ok = num(f, v)
+		case "upto":
+			e.Upto, ok = num(f, v)
+		case "away":
+			a := v == "1"
+			e.Away = &a
+		case "tickets":
+			if v == "" {
+				e.Tickets = []int64{}
+				break
+			}
+			parts := strings.Split(v, ",")
+			e.Tickets = make([]int64, len(parts))
+			for j, s := range parts {
+				x, err := strconv.ParseInt(s, 10, 64)
+				if err != nil {
+					return bad(f, s)
+				}
+				e.Tickets[j] = x
+			}
+		}
+		if !ok {
+			return bad(f, v)
+		}
+	}
+	if e.Event == "" {
+		return LotteryEntry{}, fmt.Errorf("queue: lottery log: entry %s has no event", id)
+	}
+	return e, nil
+}
