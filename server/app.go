@@ -177,6 +177,7 @@ func (s *server) routes() *fiber.App {
 	rooms.Post("/ticket", s.ticket)
 	rooms.Get("/draw", s.draw)
 	rooms.Get("/lottery", s.lottery)
+	rooms.Get("/lottery/log", s.lotteryLog)
 	rooms.Get("/branding", s.getBranding)
 	// Every route under this prefix is behind the entry token: the check is
 	// registered by path, so a new protected route cannot forget it.

@@ -42,3 +42,50 @@ func (s *server) lottery(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.JSON(out)
 }
+
+const (
+	lotteryLogDefault = 1000
+	lotteryLogMax     = 10000
+)
+
+// lotteryLog is the public log of a room's lottery (method random): every
+// change of the tickets waiting and every pick, in pages (after: the last
+// entry id read, limit), so that with the revealed seed anyone can replay
+// the lottery (go run ./cmd/drawcheck -lottery). It names tickets, never
+// visitors.
+func (s *server) lotteryLog(c *fiber.Ctx) error {
+	r, err := room(c)
+	if err != nil {
+		return err
+	}
+	after, err := queryInt(c, "after", 0, 0, 1<<40)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(c, "limit", lotteryLogDefault, 1, lotteryLogMax)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	l, err := s.q.ReadLottery(ctx, r)
+	if errors.Is(err, queue.ErrNoDraw) {
+		return errNoLottery
+	}
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	page, err := s.q.ReadLotteryLog(ctx, r, int64(after), limit)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	out := fiber.Map{"room": r, "state": "drawing", "first": page.First, "entries": page.Entries}
+	if l.Ended {
+		out["state"] = "revealed"
+	}
+	if len(page.Entries) == limit {
+		out["next"] = page.Entries[len(page.Entries)-1].ID
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(out)
+}
