@@ -6,6 +6,13 @@
 //	go run ./cmd/drawcheck -url https://host/api/v1/rooms/drop/draw [-visitor ID] [-print] [-save draw.json]
 //	go run ./cmd/drawcheck -file draw.json [-visitor ID] [-print]
 //
+// With -lottery it replays a room's lottery (method random) instead, from
+// the revealed seed and the lottery's log (lottery.go): every pick's n,
+// rank and ticket; -visitor then takes a ticket number or a credential.
+//
+//	go run ./cmd/drawcheck -lottery -url https://host/api/v1/rooms/drop/lottery [-visitor CREDENTIAL] [-save lottery.json]
+//	go run ./cmd/drawcheck -lottery -file lottery.json
+//
 // The function (also in the README): commitment = hex(SHA-256(seed));
 // order = ids sorted by hex(SHA-1(seed + ":" + id)) ascending, then by id;
 // the i-th in that order got the i-th place. It is written here on its own,
@@ -59,8 +66,12 @@ func run(args []string, out io.Writer) error {
 	visitor := fs.String("visitor", "", "print this visitor's place (an id, or a credential: the part before the dot)")
 	printAll := fs.Bool("print", false, "print the whole order, one id per line")
 	save := fs.String("save", "", "with -url: write the reveal to this file, for checking offline later")
+	lottery := fs.Bool("lottery", false, "check a lottery (method random): -url is the room's lottery endpoint, e.g. http://127.0.0.1:8080/api/v1/rooms/drop/lottery")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *lottery {
+		return runLottery(*u, *file, *save, *visitor, out)
 	}
 	var r reveal
 	var err error

@@ -1,0 +1,404 @@
+package main
+
+import (
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The lottery (method random) replayed from its log: the revealed seed
+// (GET …/lottery) and every entry of the log (GET …/lottery/log). The
+// replay rebuilds the tickets waiting from the log's start, and for each
+// pick checks n, the rank from the seed and that the ticket picked stood
+// at that rank. Written here on its own, like the draw's check.
+
+// lotteryReveal is what the lottery check reads: the lottery endpoint's
+// answer and every entry of its log.
+type lotteryReveal struct {
+	Room       string     `json:"room"`
+	State      string     `json:"state"`
+	Commitment string     `json:"commitment"`
+	Seed       string     `json:"seed"`
+	First      int64      `json:"first"` // the oldest entry the server still held
+	Entries    []lotEntry `json:"entries"`
+}
+
+// lotEntry is one log entry, as the log endpoint writes it.
+type lotEntry struct {
+	ID         int64   `json:"id"`
+	Event      string  `json:"event"`
+	Why        string  `json:"why,omitempty"`
+	Commitment *string `json:"commitment,omitempty"`
+	At         *int64  `json:"at,omitempty"`
+	Tick       *int64  `json:"tick,omitempty"`
+	I          *int64  `json:"i,omitempty"`
+	N          *int64  `json:"n,omitempty"`
+	Rank       *int64  `json:"rank,omitempty"`
+	Ticket     *int64  `json:"ticket,omitempty"`
+	Away       *bool   `json:"away,omitempty"`
+	Below      *int64  `json:"below,omitempty"`
+	After      *int64  `json:"after,omitempty"`
+	Upto       *int64  `json:"upto,omitempty"`
+	Tickets    []int64 `json:"tickets,omitempty"`
+}
+
+// errUnverifiable marks a log that cannot be checked (its start was
+// trimmed, or the lottery has not ended): not a proof of cheating.
+var errUnverifiable = errors.New("unverifiable")
+
+// lotteryRank is the rank of pick i of tick among n: the first 13 hex
+// digits of SHA-1(seed:tick:i) as a fraction of 2^52, times n, rounded
+// down (exact in float64).
+func lotteryRank(seed string, tick, i, n int64) int64 {
+	sum := sha1.Sum([]byte(seed + ":" + strconv.FormatInt(tick, 10) + ":" + strconv.FormatInt(i, 10)))
+	x, _ := strconv.ParseUint(hex.EncodeToString(sum[:])[:13], 16, 64)
+	return int64(float64(x) / 4503599627370496 * float64(n))
+}
+
+// replayed is what a replay found.
+type replayed struct {
+	Entries, Picks, Admitted, SetAside, Ticks int
+	Waiting                                   int              // at the end
+	Earlier                                   int              // set-aside tickets from before the log began
+	Fate                                      map[int64]string // what became of each ticket the log names
+}
+
+// replayLottery checks r and returns what it found, or the first mismatch.
+func replayLottery(r lotteryReveal) (replayed, error) {
+	out := replayed{Fate: map[int64]string{}}
+	if r.Seed == "" {
+		return out, fmt.Errorf("%w: the seed is not revealed yet (state %q): the room still draws by lottery", errUnverifiable, r.State)
+	}
+	if r.Commitment == "" {
+		return out, fmt.Errorf("%w: this lottery had no commitment published (its seed was made after Redis lost the room)", errUnverifiable)
+	}
+	sum := sha256.Sum256([]byte(r.Seed))
+	if got := hex.EncodeToString(sum[:]); got != r.Commitment {
+		return out, fmt.Errorf("the seed does not match the commitment: SHA-256 is %s, published %s", got, r.Commitment)
+	}
+	if len(r.Entries) == 0 {
+		return out, fmt.Errorf("%w: the log is empty", errUnverifiable)
+	}
+	if r.First > 1 || r.Entries[0].ID != 1 {
+		return out, fmt.Errorf("%w: the log no longer holds its start (its oldest entry is %d, the cap trimmed the rest)", errUnverifiable, max(r.First, r.Entries[0].ID))
+	}
+	start := r.Entries[0]
+	if start.Event != "start" {
+		return out, fmt.Errorf("entry 1 is %q, not the start", start.Event)
+	}
+	if start.Commitment == nil || *start.Commitment != r.Commitment {
+		return out, errors.New("the log began with another seed's commitment")
+	}
+	var waiting, aside, back ticketSet
+	// known: tickets the log has had waiting. Only a ticket it never had
+	// (set aside before the log began) may come back unannounced.
+	known := map[int64]bool{}
+	walking := true
+	var covered *int64 // the walk has listed tickets up to here (nil: none yet)
+	var lastTick, lastI int64 = -1, -1
+	ended := false
+	fail := func(e lotEntry, format string, args ...any) error {
+		return fmt.Errorf("entry %d (%s): %s", e.ID, e.Event, fmt.Sprintf(format, args...))
+	}
+	// uncovered: a ticket the walk has not reached yet, whose changes the
+	// walk's later slice settles.
+	uncovered := func(t int64) bool { return walking && (covered == nil || t > *covered) }
+	for k, e := range r.Entries {
+		if e.ID != int64(k)+1 {
+			return out, fail(e, "entry %d is missing", int64(k)+1)
+		}
+		if ended {
+			return out, fail(e, "an entry after the end")
+		}
+		out.Entries++
+		switch e.Event {
+		case "start":
+			if k > 0 {
+				return out, fail(e, "a second start")
+			}
+		case "snap":
+			if !walking {
+				return out, fail(e, "a walk slice after the walk ended")
+			}
+			if (covered == nil) != (e.After == nil) || (covered != nil && *covered != *e.After) {
+				return out, fail(e, "the slice does not follow the last one")
+			}
+			waiting.removeRange(e.After, e.Upto)
+			for _, t := range e.Tickets {
+				if !inRange(t, e.After, e.Upto) || !waiting.insert(t) {
+					return out, fail(e, "ticket %d out of the slice's range or twice", t)
+				}
+				out.Fate[t] = "waiting when the log began"
+				known[t] = true
+			}
+			if e.Upto == nil {
+				walking = false
+			} else {
+				covered = e.Upto
+			}
+		case "add":
+			for _, t := range e.Tickets {
+				if !waiting.insert(t) && !uncovered(t) {
+					return out, fail(e, "ticket %d added while waiting", t)
+				}
+				out.Fate[t] = "waiting (" + e.Why + ")"
+				known[t] = true
+			}
+		case "remove":
+			for _, t := range e.Tickets {
+				if !waiting.remove(t) && !aside.remove(t) && !back.remove(t) && !uncovered(t) {
+					if known[t] {
+						return out, fail(e, "ticket %d removed but not waiting", t)
+					}
+					out.Earlier++ // set aside before the log began
+				}
+				out.Fate[t] = "gone (" + e.Why + ")"
+			}
+		case "pick":
+			if walking {
+				return out, fail(e, "a pick before the log listed everyone waiting")
+			}
+			if e.Tick == nil || e.I == nil || e.N == nil || e.Rank == nil || e.Ticket == nil {
+				return out, fail(e, "a field is missing")
+			}
+			tick, i := *e.Tick, *e.I
+			switch {
+			case tick == lastTick && i == lastI+1:
+			case tick > lastTick && i == 0:
+				out.Ticks++
+			default:
+				return out, fail(e, "pick %d of tick %d follows pick %d of tick %d", i, tick, lastI, lastTick)
+			}
+			lastTick, lastI = tick, i
+			n := int64(waiting.len())
+			if e.Below != nil {
+				n = int64(waiting.below(*e.Below))
+			}
+			if *e.N != n {
+				return out, fail(e, "pick %d of tick %d: the log says %d waiting, the replay has %d", i, tick, *e.N, n)
+			}
+			rank := lotteryRank(r.Seed, tick, i, n)
+			if *e.Rank != rank {
+				return out, fail(e, "pick %d of tick %d: rank %d, the seed gives %d", i, tick, *e.Rank, rank)
+			}
+			if t := waiting.at(int(rank)); t != *e.Ticket {
+				return out, fail(e, "pick %d of tick %d: ticket %d picked, rank %d is ticket %d", i, tick, *e.Ticket, rank, t)
+			}
+			waiting.remove(*e.Ticket)
+			out.Picks++
+			if e.Away != nil && *e.Away {
+				aside.insert(*e.Ticket)
+				out.SetAside++
+				out.Fate[*e.Ticket] = fmt.Sprintf("picked at tick %d (pick %d of %d waiting), set aside: away", tick, i, n)
+			} else {
+				out.Admitted++
+				out.Fate[*e.Ticket] = fmt.Sprintf("picked at tick %d (pick %d of %d waiting), admitted", tick, i, n)
+			}
+		case "pop":
+			if e.Ticket == nil {
+				return out, fail(e, "no ticket")
+			}
+			t := *e.Ticket
+			if !walking && (waiting.len() == 0 || waiting.at(0) != t || t >= 0) {
+				return out, fail(e, "ticket %d is not the first priority ticket waiting", t)
+			}
+			if !waiting.remove(t) && !uncovered(t) {
+				return out, fail(e, "ticket %d admitted while not waiting", t)
+			}
+			if e.Away != nil && *e.Away {
+				aside.insert(t)
+				out.Fate[t] = "priority, set aside: away"
+			} else {
+				out.Fate[t] = "priority, admitted in order"
+			}
+		case "back":
+			for _, t := range e.Tickets {
+				if waiting.has(t) {
+					return out, fail(e, "ticket %d came back while waiting", t)
+				}
+				if !aside.remove(t) {
+					if known[t] {
+						return out, fail(e, "ticket %d came back but was never set aside", t)
+					}
+					out.Earlier++
+				}
+				back.insert(t)
+				out.Fate[t] = "came back"
+			}
+		case "return":
+			for _, t := range e.Tickets {
+				if waiting.has(t) {
+					return out, fail(e, "ticket %d admitted ahead of the draw while waiting in it", t)
+				}
+				if !back.remove(t) {
+					if known[t] {
+						return out, fail(e, "ticket %d admitted ahead of the draw but never came back", t)
+					}
+					out.Earlier++
+				}
+				out.Fate[t] = "came back, admitted ahead of the draw"
+			}
+		case "end":
+			ended = true
+		default:
+			return out, fail(e, "unknown event")
+		}
+	}
+	if walking {
+		return out, fmt.Errorf("%w: the log ends before it listed everyone waiting", errUnverifiable)
+	}
+	if !ended {
+		return out, fmt.Errorf("%w: the log has no end entry (the lottery still runs, or the log was read before it ended)", errUnverifiable)
+	}
+	out.Waiting = waiting.len()
+	return out, nil
+}
+
+// runLottery is drawcheck -lottery.
+func runLottery(u, file, save, visitor string, out io.Writer) error {
+	var r lotteryReveal
+	var err error
+	switch {
+	case u != "" && file == "":
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		r, err = fetchLottery(ctx, u)
+	case file != "" && u == "":
+		var b []byte
+		if b, err = os.ReadFile(file); err == nil {
+			if err = json.Unmarshal(b, &r); err != nil {
+				err = fmt.Errorf("%s: %w", file, err)
+			}
+		}
+	default:
+		return errors.New("give -url or -file (one of them)")
+	}
+	if err != nil {
+		return err
+	}
+	if save != "" {
+		b, _ := json.Marshal(r)
+		if err := os.WriteFile(save, b, 0o644); err != nil {
+			return err
+		}
+	}
+	res, err := replayLottery(r)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "room %s: commitment %s matches the seed; %d log entries replayed: %d picks over %d ticks agree with the seed (%d admitted, %d set aside as away), %d still waiting at the end\n",
+		r.Room, r.Commitment, res.Entries, res.Picks, res.Ticks, res.Admitted, res.SetAside, res.Waiting)
+	if res.Earlier > 0 {
+		fmt.Fprintf(out, "%d tickets set aside before the log began came back or left\n", res.Earlier)
+	}
+	if visitor != "" {
+		t, err := ticketOf(visitor)
+		if err != nil {
+			return err
+		}
+		fate, ok := res.Fate[t]
+		if !ok {
+			fate = "not named in the log (waiting when it began and never picked, or not of this lottery)"
+		}
+		fmt.Fprintf(out, "ticket %d: %s\n", t, fate)
+	}
+	return nil
+}
+
+// ticketOf reads a visitor's ticket from its credential
+// ("id.room~seq~issuedAt[~p].sig", numbers in base 36) or a plain
+// ticket number, as the log writes it (a priority ticket is seq - 10^12).
+func ticketOf(s string) (int64, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 {
+		return 0, errors.New("give a ticket number or a credential that carries a ticket (id.room~seq~time.sig)")
+	}
+	f := strings.Split(parts[1], "~")
+	if len(f) < 3 {
+		return 0, errors.New("this credential carries no ticket")
+	}
+	seq, err := strconv.ParseInt(f[1], 36, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad ticket in credential: %w", err)
+	}
+	if len(f) > 3 && f[3] == "p" {
+		return seq - 1000000000000, nil
+	}
+	return seq, nil
+}
+
+// fetchLottery reads the lottery endpoint and every page of its log.
+func fetchLottery(ctx context.Context, endpoint string) (lotteryReveal, error) {
+	var r lotteryReveal
+	if err := getJSON(ctx, endpoint, &r); err != nil {
+		return r, err
+	}
+	base, err := url.Parse(strings.TrimSuffix(endpoint, "/") + "/log")
+	if err != nil {
+		return r, err
+	}
+	var after int64
+	for page := 0; ; page++ {
+		if page > 100000 {
+			return r, errors.New("too many pages")
+		}
+		u := *base
+		q := u.Query()
+		q.Set("after", strconv.FormatInt(after, 10))
+		q.Set("limit", "10000")
+		u.RawQuery = q.Encode()
+		var p struct {
+			First   int64      `json:"first"`
+			Entries []lotEntry `json:"entries"`
+			Next    *int64     `json:"next"`
+		}
+		if err := getJSON(ctx, u.String(), &p); err != nil {
+			return r, err
+		}
+		if page == 0 {
+			r.First = p.First
+		}
+		r.Entries = append(r.Entries, p.Entries...)
+		if p.Next == nil {
+			return r, nil
+		}
+		after = *p.Next
+	}
+}
+
+func getJSON(ctx context.Context, u string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("GET %s: http %d: %s", u, resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("GET %s: %w", u, err)
+	}
+	return nil
+}
