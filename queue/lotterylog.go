@@ -18,8 +18,11 @@ import (
 
 // LotteryLogMax is how many entries the log keeps (XADD MAXLEN ~): past
 // it the oldest go, and the log can no longer be replayed from its start,
-// which a reader sees as a first entry numbered above 1.
-const LotteryLogMax = 1000000
+// which a reader sees as a first entry numbered above 1. An entry is a
+// join, a leave, … or one tick's picks: a lottery of a million joins fits
+// whole. Measured: about 32 bytes an entry of one ticket and 24 bytes a
+// pick, so a full log holds about 64 MB.
+const LotteryLogMax = 2000000
 
 // Kinds of lottery log entries (LotteryEntry.Event).
 const (
@@ -27,7 +30,7 @@ const (
 	LogSnap   = "snap"   // who waited when it began: Tickets in (After, Upto]
 	LogAdd    = "add"    // Tickets entered the queue (Why: join, open, restore)
 	LogRemove = "remove" // Tickets left the queue or the set-aside (Why: leave, drop, restore, upgrade)
-	LogPick   = "pick"   // pick I of Tick among N: Rank, Ticket, Away, Below
+	LogPicks  = "picks"  // the Picks of Tick, in order (Below)
 	LogPop    = "pop"    // a priority Ticket admitted in order before the draw (Away)
 	LogBack   = "back"   // set-aside Tickets whose visitors came back
 	LogReturn = "return" // Tickets that came back, admitted ahead of the draw
@@ -38,21 +41,30 @@ const (
 // depends on Event; a nil pointer is a field the entry does not have
 // (After and Upto: no bound).
 type LotteryEntry struct {
-	ID         int64   `json:"id"` // 1, 2, … with no gap
-	Event      string  `json:"event"`
-	Why        string  `json:"why,omitempty"`
-	Commitment *string `json:"commitment,omitempty"`
-	At         *int64  `json:"at,omitempty"` // Unix ms
-	Tick       *int64  `json:"tick,omitempty"`
-	I          *int64  `json:"i,omitempty"`
-	N          *int64  `json:"n,omitempty"`
-	Rank       *int64  `json:"rank,omitempty"`
-	Ticket     *int64  `json:"ticket,omitempty"`
-	Away       *bool   `json:"away,omitempty"`
-	Below      *int64  `json:"below,omitempty"`
-	After      *int64  `json:"after,omitempty"`
-	Upto       *int64  `json:"upto,omitempty"`
-	Tickets    []int64 `json:"tickets,omitempty"`
+	ID         int64         `json:"id"` // 1, 2, … with no gap
+	Event      string        `json:"event"`
+	Why        string        `json:"why,omitempty"`
+	Commitment *string       `json:"commitment,omitempty"`
+	At         *int64        `json:"at,omitempty"` // Unix ms
+	Tick       *int64        `json:"tick,omitempty"`
+	Ticket     *int64        `json:"ticket,omitempty"`
+	Away       *bool         `json:"away,omitempty"`
+	Below      *int64        `json:"below,omitempty"`
+	After      *int64        `json:"after,omitempty"`
+	Upto       *int64        `json:"upto,omitempty"`
+	Tickets    []int64       `json:"tickets,omitempty"`
+	Picks      []LotteryPick `json:"picks,omitempty"`
+}
+
+// LotteryPick is pick I (0-based, every pick of the tick) of a tick:
+// among N waiting (in ticket order), the ticket at Rank; Away when it was
+// set aside instead of admitted.
+type LotteryPick struct {
+	I      int64 `json:"i"`
+	N      int64 `json:"n"`
+	Rank   int64 `json:"rank"`
+	Ticket int64 `json:"ticket"`
+	Away   bool  `json:"away"`
 }
 
 // LotteryLog is one page of a lottery's log.
@@ -142,12 +154,20 @@ func parseLotteryEntry(id string, fields []any) (LotteryEntry, error) {
 			e.At, ok = num(f, v)
 		case "tick":
 			e.Tick, ok = num(f, v)
-		case "i":
-			e.I, ok = num(f, v)
-		case "n":
-			e.N, ok = num(f, v)
-		case "rank":
-			e.Rank, ok = num(f, v)
+		case "picks":
+			for j, p := range strings.Split(v, ",") {
+				var x [4]int64
+				parts := strings.Split(p, ":")
+				if len(parts) != 4 {
+					return bad(f, p)
+				}
+				for k, s := range parts {
+					if x[k], err = strconv.ParseInt(s, 10, 64); err != nil {
+						return bad(f, p)
+					}
+				}
+				e.Picks = append(e.Picks, LotteryPick{I: int64(j), N: x[0], Rank: x[1], Ticket: x[2], Away: x[3] == 1})
+			}
 		case "ticket":
 			e.Ticket, ok = num(f, v)
 		case "below":

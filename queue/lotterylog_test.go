@@ -77,12 +77,14 @@ func TestLotteryLogOnlyInRandomRooms(t *testing.T) {
 			if e.ID != int64(i+1) {
 				t.Fatalf("entry %d has id %d", i+1, e.ID)
 			}
-			if e.Event == LogPick {
-				if *e.Rank < 0 || *e.Rank >= *e.N {
-					t.Fatalf("pick %+v: rank out of range", e)
-				}
-				if !*e.Away {
-					picked = append(picked, *e.Ticket)
+			if e.Event == LogPicks {
+				for j, p := range e.Picks {
+					if p.I != int64(j) || p.Rank < 0 || p.Rank >= p.N {
+						t.Fatalf("pick %+v: out of order or range", p)
+					}
+					if !p.Away {
+						picked = append(picked, p.Ticket)
+					}
 				}
 			}
 		}
@@ -101,6 +103,14 @@ func TestLotteryLogOnlyInRandomRooms(t *testing.T) {
 		}
 		if len(mid.Entries) != 3 || mid.Entries[0].ID != 3 || mid.Entries[2].ID != 5 {
 			t.Fatalf("page after 2, limit 3: %+v", mid.Entries)
+		}
+
+		// A log the cap trimmed says where it now begins.
+		if _, err := r.Do(ctx, "XTRIM", prefix(room)+"lotlog", "MAXLEN", "4"); err != nil {
+			t.Fatal(err)
+		}
+		if tr, err := q.ReadLotteryLog(ctx, room, 0, 1000); err != nil || tr.First != int64(len(es)-3) || len(tr.Entries) != 4 {
+			t.Fatalf("trimmed to 4 of %d: %+v %v", len(es), tr, err)
 		}
 
 		// Back to fifo: an end entry, nothing more after it.
@@ -135,4 +145,15 @@ func TestLotteryLogOnlyInRandomRooms(t *testing.T) {
 			t.Fatalf("a new lottery's log: %+v", again)
 		}
 	})
+}
+
+// TestLotteryLogCapDocumented: the cap the scripts use is LotteryLogMax.
+func TestLotteryLogCapDocumented(t *testing.T) {
+	src, err := scriptFS.ReadFile("scripts/lotlog.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("local LOT_MAX = %d ", LotteryLogMax); !strings.Contains(string(src), want) {
+		t.Fatalf("lotlog.lua does not say %q", want)
+	}
 }

@@ -33,7 +33,7 @@ func TestLotteryLogEndpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		r = op.do("GET", path, "")
-		return r.Code == 200 && strings.Contains(r.Raw, `"event":"pick"`)
+		return r.Code == 200 && strings.Contains(r.Raw, `"event":"picks"`)
 	})
 	if r.str("state") != "drawing" || r.num("first") != 1 || !strings.Contains(r.Raw, `"event":"start"`) {
 		t.Fatalf("log: %s", r.Raw)

@@ -36,21 +36,28 @@ type lotteryReveal struct {
 
 // lotEntry is one log entry, as the log endpoint writes it.
 type lotEntry struct {
-	ID         int64   `json:"id"`
-	Event      string  `json:"event"`
-	Why        string  `json:"why,omitempty"`
-	Commitment *string `json:"commitment,omitempty"`
-	At         *int64  `json:"at,omitempty"`
-	Tick       *int64  `json:"tick,omitempty"`
-	I          *int64  `json:"i,omitempty"`
-	N          *int64  `json:"n,omitempty"`
-	Rank       *int64  `json:"rank,omitempty"`
-	Ticket     *int64  `json:"ticket,omitempty"`
-	Away       *bool   `json:"away,omitempty"`
-	Below      *int64  `json:"below,omitempty"`
-	After      *int64  `json:"after,omitempty"`
-	Upto       *int64  `json:"upto,omitempty"`
-	Tickets    []int64 `json:"tickets,omitempty"`
+	ID         int64     `json:"id"`
+	Event      string    `json:"event"`
+	Why        string    `json:"why,omitempty"`
+	Commitment *string   `json:"commitment,omitempty"`
+	At         *int64    `json:"at,omitempty"`
+	Tick       *int64    `json:"tick,omitempty"`
+	Ticket     *int64    `json:"ticket,omitempty"`
+	Away       *bool     `json:"away,omitempty"`
+	Below      *int64    `json:"below,omitempty"`
+	After      *int64    `json:"after,omitempty"`
+	Upto       *int64    `json:"upto,omitempty"`
+	Tickets    []int64   `json:"tickets,omitempty"`
+	Picks      []lotPick `json:"picks,omitempty"`
+}
+
+// lotPick is pick I of a tick: among N waiting, the ticket at Rank.
+type lotPick struct {
+	I      int64 `json:"i"`
+	N      int64 `json:"n"`
+	Rank   int64 `json:"rank"`
+	Ticket int64 `json:"ticket"`
+	Away   bool  `json:"away"`
 }
 
 // errUnverifiable marks a log that cannot be checked (its start was
@@ -106,7 +113,7 @@ func replayLottery(r lotteryReveal) (replayed, error) {
 	known := map[int64]bool{}
 	walking := true
 	var covered *int64 // the walk has listed tickets up to here (nil: none yet)
-	var lastTick, lastI int64 = -1, -1
+	var lastTick int64 = -1
 	ended := false
 	fail := func(e lotEntry, format string, args ...any) error {
 		return fmt.Errorf("entry %d (%s): %s", e.ID, e.Event, fmt.Sprintf(format, args...))
@@ -165,45 +172,48 @@ func replayLottery(r lotteryReveal) (replayed, error) {
 				}
 				out.Fate[t] = "gone (" + e.Why + ")"
 			}
-		case "pick":
+		case "picks":
 			if walking {
-				return out, fail(e, "a pick before the log listed everyone waiting")
+				return out, fail(e, "picks before the log listed everyone waiting")
 			}
-			if e.Tick == nil || e.I == nil || e.N == nil || e.Rank == nil || e.Ticket == nil {
-				return out, fail(e, "a field is missing")
+			if e.Tick == nil || len(e.Picks) == 0 {
+				return out, fail(e, "no tick or no picks")
 			}
-			tick, i := *e.Tick, *e.I
-			switch {
-			case tick == lastTick && i == lastI+1:
-			case tick > lastTick && i == 0:
-				out.Ticks++
-			default:
-				return out, fail(e, "pick %d of tick %d follows pick %d of tick %d", i, tick, lastI, lastTick)
+			tick := *e.Tick
+			if tick <= lastTick {
+				return out, fail(e, "tick %d after tick %d", tick, lastTick)
 			}
-			lastTick, lastI = tick, i
-			n := int64(waiting.len())
-			if e.Below != nil {
-				n = int64(waiting.below(*e.Below))
-			}
-			if *e.N != n {
-				return out, fail(e, "pick %d of tick %d: the log says %d waiting, the replay has %d", i, tick, *e.N, n)
-			}
-			rank := lotteryRank(r.Seed, tick, i, n)
-			if *e.Rank != rank {
-				return out, fail(e, "pick %d of tick %d: rank %d, the seed gives %d", i, tick, *e.Rank, rank)
-			}
-			if t := waiting.at(int(rank)); t != *e.Ticket {
-				return out, fail(e, "pick %d of tick %d: ticket %d picked, rank %d is ticket %d", i, tick, *e.Ticket, rank, t)
-			}
-			waiting.remove(*e.Ticket)
-			out.Picks++
-			if e.Away != nil && *e.Away {
-				aside.insert(*e.Ticket)
-				out.SetAside++
-				out.Fate[*e.Ticket] = fmt.Sprintf("picked at tick %d (pick %d of %d waiting), set aside: away", tick, i, n)
-			} else {
-				out.Admitted++
-				out.Fate[*e.Ticket] = fmt.Sprintf("picked at tick %d (pick %d of %d waiting), admitted", tick, i, n)
+			lastTick = tick
+			out.Ticks++
+			for j, p := range e.Picks {
+				i := int64(j)
+				if p.I != i {
+					return out, fail(e, "tick %d: pick %d is numbered %d", tick, i, p.I)
+				}
+				n := int64(waiting.len())
+				if e.Below != nil {
+					n = int64(waiting.below(*e.Below))
+				}
+				if p.N != n {
+					return out, fail(e, "pick %d of tick %d: the log says %d waiting, the replay has %d", i, tick, p.N, n)
+				}
+				rank := lotteryRank(r.Seed, tick, i, n)
+				if p.Rank != rank {
+					return out, fail(e, "pick %d of tick %d: rank %d, the seed gives %d", i, tick, p.Rank, rank)
+				}
+				if t := waiting.at(int(rank)); t != p.Ticket {
+					return out, fail(e, "pick %d of tick %d: ticket %d picked, rank %d is ticket %d", i, tick, p.Ticket, rank, t)
+				}
+				waiting.remove(p.Ticket)
+				out.Picks++
+				if p.Away {
+					aside.insert(p.Ticket)
+					out.SetAside++
+					out.Fate[p.Ticket] = fmt.Sprintf("picked at tick %d (pick %d of %d waiting), set aside: away", tick, i, n)
+				} else {
+					out.Admitted++
+					out.Fate[p.Ticket] = fmt.Sprintf("picked at tick %d (pick %d of %d waiting), admitted", tick, i, n)
+				}
 			}
 		case "pop":
 			if e.Ticket == nil {

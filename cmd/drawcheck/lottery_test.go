@@ -193,8 +193,14 @@ func admittedByLog(es []lotEntry) []int64 {
 	var out []int64
 	for _, e := range es {
 		switch {
-		case (e.Event == "pick" || e.Event == "pop") && !*e.Away:
+		case e.Event == "pop" && !*e.Away:
 			out = append(out, *e.Ticket)
+		case e.Event == "picks":
+			for _, p := range e.Picks {
+				if !p.Away {
+					out = append(out, p.Ticket)
+				}
+			}
 		case e.Event == "return":
 			out = append(out, e.Tickets...)
 		}
@@ -230,7 +236,7 @@ func TestLotteryReplayAcrossInstances(t *testing.T) {
 				for _, e := range r.Entries {
 					kinds[e.Event+"/"+e.Why] = true
 				}
-				for _, k := range []string{"start/", "snap/", "add/join", "remove/leave", "pick/", "back/", "return/", "end/"} {
+				for _, k := range []string{"start/", "snap/", "add/join", "remove/leave", "picks/", "back/", "return/", "end/"} {
 					if !kinds[k] {
 						t.Errorf("no %s entry in the log: %v", k, kinds)
 					}
@@ -239,9 +245,10 @@ func TestLotteryReplayAcrossInstances(t *testing.T) {
 				// A pick of another ticket than the one at its rank.
 				swapped := cloneReveal(r)
 				for i, e := range swapped.Entries {
-					if e.Event == "pick" && *e.N > 1 {
-						other := *e.Ticket + 1
-						swapped.Entries[i].Ticket = &other
+					if e.Event == "picks" && e.Picks[0].N > 1 {
+						ps := slices.Clone(e.Picks)
+						ps[0].Ticket++
+						swapped.Entries[i].Picks = ps
 						break
 					}
 				}

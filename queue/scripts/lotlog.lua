@@ -18,9 +18,13 @@
 --   remove  tickets that left the queue or the set-aside: why leave, drop
 --           (away past dropAfter), restore (let in before the loss),
 --           upgrade (a public ticket given up for a priority one)
---   pick    pick i of tick t among n waiting: rank, ticket, away (1: set
---           aside, not admitted); below: while a pre-queue is still being
---           placed, only the n tickets under it were in the draw
+--   picks   the picks of tick t, one per pick i = 0, 1, … in order, each
+--           "n:rank:ticket:away": n waiting, the rank drawn, the ticket
+--           there, away 1 when it was set aside (not admitted); below:
+--           while a pre-queue is still being placed, only the n tickets
+--           under it were in the draw. One entry a tick keeps the log
+--           small: a room admitting 500 a second fills it in days, not
+--           in half an hour
 --   pop     a priority ticket admitted in ticket order before the draw
 --           (away as for pick)
 --   back    tickets set aside whose visitor came back
@@ -28,7 +32,7 @@
 --   end     the room left the random method
 -- Only random rooms pay for it: a script calls lot_begin with the room's
 -- method, and lot_log does nothing unless it is random and the log began.
-local LOT_MAX = 1000000 -- entries kept (XADD MAXLEN ~)
+local LOT_MAX = 2000000 -- entries kept (XADD MAXLEN ~): queue.LotteryLogMax
 local LOT_SLICE = 2000  -- tickets a call walks when the log begins
 local LOT_GAP_MS = 20
 local LOT_KEEP_MS = 7 * 86400000 -- the log of an ended lottery is kept a week
@@ -70,6 +74,18 @@ local function lot_tickets(e, why, ts)
     lot_log('e', e, 'why', why, 'tickets', table.concat(out, ','))
   else
     lot_log('e', e, 'tickets', table.concat(out, ','))
+  end
+end
+
+-- lot_picks logs the picks of a tick, in order ("n:rank:ticket:away"
+-- each, pick i being the i-th), as one entry. below: the bound of a draw
+-- still placing a pre-queue, or nil.
+local function lot_picks(tick, picks, below)
+  if not lot.on or #picks == 0 then return end
+  if below then
+    lot_log('e', 'picks', 'tick', tick, 'below', below, 'picks', table.concat(picks, ','))
+  else
+    lot_log('e', 'picks', 'tick', tick, 'picks', table.concat(picks, ','))
   end
 end
 

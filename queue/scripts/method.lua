@@ -89,6 +89,7 @@ local function take_random(p, cfg, q, n, now, limit, seed, tick, below)
   local cutoff = now - away_ms(cfg)
   local skipped = 0
   local i = 0
+  local picks = {} -- for the lottery's log (lotlog.lua)
   while need > 0 and i < limit do
     local size
     if below then size = redis.call('ZCOUNT', q, '-inf', '(' .. below) else size = redis.call('ZCARD', q) end
@@ -103,14 +104,15 @@ local function take_random(p, cfg, q, n, now, limit, seed, tick, below)
       redis.call('ZADD', p .. 'away', t, v)
       redis.call('HSET', p .. 'awayt', v, score)
       skipped = skipped + 1
-      lot_log('e', 'pick', 'tick', tick, 'i', i - 1, 'n', size, 'rank', r, 'ticket', score, 'away', 1, 'below', below or '')
+      if lot.on then picks[#picks + 1] = size .. ':' .. r .. ':' .. score .. ':1' end
     else
-      lot_log('e', 'pick', 'tick', tick, 'i', i - 1, 'n', size, 'rank', r, 'ticket', score, 'away', 0, 'below', below or '')
+      if lot.on then picks[#picks + 1] = size .. ':' .. r .. ':' .. score .. ':0' end
       out[#out + 1] = v
       out[#out + 1] = score
       need = need - 1
     end
   end
   bump(p, 'skipped', skipped, now)
+  lot_picks(tick, picks, below)
   return out
 end
