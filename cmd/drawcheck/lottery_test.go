@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -102,13 +103,39 @@ func runLotteryRoom(t *testing.T, srv *redistest.Server, client string) lotteryR
 		join(qs[i%3], v)
 		early = append(early, v)
 	}
-	away(early[2], early[7], early[11])
+	awayVs := []string{early[2], early[7], early[11], early[12]}
+	away(awayVs...)
 	if err := qs[1].SetRoomConfig(ctx, room, queue.RoomConfig{Method: queue.MethodRandom}); err != nil {
 		t.Fatal(err)
 	}
 	var out lotteryRun
 	out.room, out.qs = room, qs
-	for k := range 10 {
+	left := map[string]bool{}
+	// seenInLog reports whether the log so far has each of kinds.
+	seenInLog := func(kinds ...string) bool {
+		t.Helper()
+		page, err := qs[0].ReadLotteryLog(ctx, room, 0, 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := map[string]bool{}
+		for _, e := range page.Entries {
+			have[e.Event+"/"+e.Why] = true
+		}
+		for _, k := range kinds {
+			if !have[k] {
+				return false
+			}
+		}
+		return true
+	}
+	// At least 10 ticks, and on until the log holds a set-aside that came
+	// back and was let in, and a leave: the seed is random, so which
+	// visitors are picked when is not known in advance.
+	for k := 0; k < 10 || !seenInLog("back/", "return/", "remove/leave"); k++ {
+		if k == 60 {
+			t.Fatal("60 ticks and still no come-back or leave in the log")
+		}
 		q := qs[k%3]
 		var res queue.Result
 		deadline := time.Now().Add(5 * time.Second)
@@ -130,25 +157,32 @@ func runLotteryRoom(t *testing.T, srv *redistest.Server, client string) lotteryR
 			}
 			out.admitted = append(out.admitted, tk)
 		}
-		// Between ticks: two join (one of them away), one leaves, and
-		// everyone set aside so far comes back on some ticks.
+		// Between ticks: two join (one of them away every other tick), one
+		// who waits and is there leaves, and every third tick those marked
+		// away show up again (those set aside come back).
 		a, b := fmt.Sprintf("n%02da", k), fmt.Sprintf("n%02db", k)
 		join(qs[(k+1)%3], a)
 		join(qs[(k+2)%3], b)
 		if k%2 == 0 {
 			away(b)
+			awayVs = append(awayVs, b)
 		}
-		if k < len(early) {
-			if _, err := qs[(k+2)%3].Leave(ctx, room, early[14-k]); err != nil {
-				t.Fatal(err)
+		for _, v := range slices.Sorted(maps.Keys(ticket)) {
+			if !slices.Contains(out.admitted, ticket[v]) && !left[v] && !slices.Contains(awayVs, v) {
+				if _, err := qs[(k+2)%3].Leave(ctx, room, v); err != nil {
+					t.Fatal(err)
+				}
+				left[v] = true
+				break
 			}
 		}
 		if k%3 == 2 {
-			for _, v := range append(slices.Clone(early), fmt.Sprintf("n%02db", k-2)) {
+			for _, v := range awayVs {
 				if _, err := qs[k%3].Status(ctx, room, v); err != nil {
 					t.Fatal(err)
 				}
 			}
+			awayVs = nil
 		}
 	}
 	if err := qs[2].SetRoomConfig(ctx, room, queue.RoomConfig{}); err != nil {

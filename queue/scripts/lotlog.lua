@@ -46,12 +46,15 @@ local function lot_begin(p, method)
 end
 
 -- lot_log appends one entry (field, value, …) when the log is on and has
--- begun; the last entry's id is read once per call.
+-- begun; the last entry's id is read once per call. With no log, the
+-- walk's state goes too, so the next join, status or tick begins a new
+-- log rather than none being written.
 local function lot_log(...)
   if not lot.on then return end
   if not lot.n then
     local last = redis.call('XREVRANGE', lot.p .. 'lotlog', '+', '-', 'COUNT', 1)
     if #last == 0 then
+      redis.call('DEL', lot.p .. 'lotl')
       lot.on = false
       return
     end
