@@ -529,3 +529,102 @@ func TestLotteryReplayAfterASlicedWalk(t *testing.T) {
 		})
 	}
 }
+
+// TestLotteryReplayAfterAFailover: a failover that lost the last writes
+// (the room's keys put back as they were a moment before: a replica's
+// copy) loses joins and their log entries together; the visitors come
+// back with their signed tickets (Retake), which the log records, and the
+// replay agrees. Real Redis (DUMP and RESTORE of a stream), both clients.
+func TestLotteryReplayAfterAFailover(t *testing.T) {
+	for _, client := range []string{"rueidis", "go-redis"} {
+		t.Run(client, func(t *testing.T) {
+			srv := redistest.StartReal(t)
+			r := newRedis(t, srv, client)
+			ctx := context.Background()
+			s, _ := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
+			q, err := queue.New(r, s, &queue.Options{Capacity: queue.Capacity{Batch: 2, Tick: 5 * time.Millisecond}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const room = "lost"
+			if err := q.SetRoomConfig(ctx, room, queue.RoomConfig{Method: queue.MethodRandom}); err != nil {
+				t.Fatal(err)
+			}
+			tick := func() {
+				t.Helper()
+				for deadline := time.Now().Add(5 * time.Second); ; {
+					res, err := q.Admit(ctx, room)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Taken {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("no tick taken")
+					}
+					time.Sleep(time.Millisecond) // the next tick boundary
+				}
+			}
+			for i := range 6 {
+				if _, err := q.Join(ctx, room, fmt.Sprintf("v%d", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tick()
+			// The replica's copy of the room, then writes it never got.
+			keys, err := r.Do(ctx, "KEYS", "wr:{"+room+"}:*")
+			if err != nil {
+				t.Fatal(err)
+			}
+			dumps := map[string]string{}
+			for _, k := range keys.([]any) {
+				d, err := r.Do(ctx, "DUMP", k.(string))
+				if err != nil {
+					t.Fatal(err)
+				}
+				dumps[k.(string)] = d.(string)
+			}
+			var lost []string
+			var tickets []queue.Ticket
+			for i := range 3 {
+				v := fmt.Sprintf("w%d", i)
+				_, tk, err := q.JoinTicket(ctx, room, v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lost, tickets = append(lost, v), append(tickets, tk)
+			}
+			// The failover: the room is as the replica had it.
+			now, err := r.Do(ctx, "KEYS", "wr:{"+room+"}:*")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range now.([]any) {
+				if _, err := r.Do(ctx, "DEL", k.(string)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for k, d := range dumps {
+				if _, err := r.Do(ctx, "RESTORE", k, "0", d, "REPLACE"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := q.Retake(ctx, room, lost, tickets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Tickets != 3 {
+				t.Fatalf("retake: %+v, want 3 places back", got)
+			}
+			for range 3 {
+				tick()
+			}
+			log, res := replayRoom(t, q, room)
+			if n := count(log.Entries, "add", "restore"); n != len(lost) {
+				t.Fatalf("%d restore entries, want %d", n, len(lost))
+			}
+			t.Logf("replay: %d picks over %d ticks, %d waiting at the end", res.Picks, res.Ticks, res.Waiting)
+		})
+	}
+}
