@@ -371,7 +371,11 @@ func TestDrawcheckLotteryOverHTTP(t *testing.T) {
 		t.Fatalf("output:\n%s", out.String())
 	}
 	out.Reset()
-	if err := run([]string{"-lottery", "-file", saved}, &out); err != nil || !strings.Contains(out.String(), "agree with the seed") {
+	// Offline, and the visitor's own credential says which ticket it held.
+	signer, _ := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
+	cred := signer.TicketCredential("visitor-id", queue.Ticket{Room: lr.room, Seq: picked, IssuedAt: time.Now()})
+	if err := run([]string{"-lottery", "-file", saved, "-visitor", cred}, &out); err != nil ||
+		!strings.Contains(out.String(), "agree with the seed") || !strings.Contains(out.String(), fmt.Sprintf("ticket %d: picked", picked)) {
 		t.Fatalf("offline: %v\n%s", err, out.String())
 	}
 }
