@@ -26,7 +26,7 @@ const LotteryLogMax = 2000000
 
 // Kinds of lottery log entries (LotteryEntry.Event).
 const (
-	LogStart  = "start"  // the log begins: Commitment, At
+	LogStart  = "start"  // the log begins: Commitment, At, Aside, Back
 	LogSnap   = "snap"   // who waited when it began: Tickets in (After, Upto]
 	LogAdd    = "add"    // Tickets entered the queue (Why: join, open, restore)
 	LogRemove = "remove" // Tickets left the queue or the set-aside (Why: leave, drop, restore, upgrade)
@@ -54,6 +54,10 @@ type LotteryEntry struct {
 	Upto       *int64        `json:"upto,omitempty"`
 	Tickets    []int64       `json:"tickets,omitempty"`
 	Picks      []LotteryPick `json:"picks,omitempty"`
+	// Aside and Back (start): the tickets set aside and come back when
+	// the log began; nil when there were too many to list.
+	Aside *[]int64 `json:"aside,omitempty"`
+	Back  *[]int64 `json:"back,omitempty"`
 }
 
 // LotteryPick is pick I (0-based, every pick of the tick) of a tick:
@@ -179,19 +183,18 @@ func parseLotteryEntry(id string, fields []any) (LotteryEntry, error) {
 		case "away":
 			a := v == "1"
 			e.Away = &a
-		case "tickets":
-			if v == "" {
-				e.Tickets = []int64{}
-				break
+		case "tickets", "aside", "back":
+			ts, err := parseTickets(v)
+			if err != nil {
+				return bad(f, v)
 			}
-			parts := strings.Split(v, ",")
-			e.Tickets = make([]int64, len(parts))
-			for j, s := range parts {
-				x, err := strconv.ParseInt(s, 10, 64)
-				if err != nil {
-					return bad(f, s)
-				}
-				e.Tickets[j] = x
+			switch f {
+			case "tickets":
+				e.Tickets = ts
+			case "aside":
+				e.Aside = &ts
+			default:
+				e.Back = &ts
 			}
 		}
 		if !ok {
@@ -202,4 +205,21 @@ func parseLotteryEntry(id string, fields []any) (LotteryEntry, error) {
 		return LotteryEntry{}, fmt.Errorf("queue: lottery log: entry %s has no event", id)
 	}
 	return e, nil
+}
+
+// parseTickets reads a comma-separated list of tickets ("" = none).
+func parseTickets(v string) ([]int64, error) {
+	if v == "" {
+		return []int64{}, nil
+	}
+	parts := strings.Split(v, ",")
+	out := make([]int64, len(parts))
+	for i, s := range parts {
+		x, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = x
+	}
+	return out, nil
 }

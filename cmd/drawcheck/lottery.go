@@ -49,6 +49,8 @@ type lotEntry struct {
 	Upto       *int64    `json:"upto,omitempty"`
 	Tickets    []int64   `json:"tickets,omitempty"`
 	Picks      []lotPick `json:"picks,omitempty"`
+	Aside      *[]int64  `json:"aside,omitempty"` // start: set aside then (nil: not listed)
+	Back       *[]int64  `json:"back,omitempty"`  // start: come back then
 }
 
 // lotPick is pick I of a tick: among N waiting, the ticket at Rank.
@@ -109,14 +111,35 @@ func replayLottery(r lotteryReveal) (replayed, error) {
 	}
 	var waiting, aside, back ticketSet
 	// known: tickets the log has had waiting. Only a ticket it never had
-	// (set aside before the log began) may come back unannounced.
+	// (set aside before the log began) may come back unannounced, and only
+	// when the start did not list those set aside then (strict).
 	known := map[int64]bool{}
+	strict := start.Aside != nil && start.Back != nil
+	if strict {
+		for _, t := range *start.Aside {
+			aside.insert(t)
+			known[t] = true
+		}
+		for _, t := range *start.Back {
+			back.insert(t)
+			known[t] = true
+		}
+	}
 	walking := true
 	var covered *int64 // the walk has listed tickets up to here (nil: none yet)
 	var lastTick int64 = -1
 	ended := false
 	fail := func(e lotEntry, format string, args ...any) error {
 		return fmt.Errorf("entry %d (%s): %s", e.ID, e.Event, fmt.Sprintf(format, args...))
+	}
+	// earlier accepts a ticket the log never had, set aside before it
+	// began, unless the start listed those (strict).
+	earlier := func(e lotEntry, t int64, what string) error {
+		if known[t] || strict {
+			return fail(e, "ticket %d %s", t, what)
+		}
+		out.Earlier++
+		return nil
 	}
 	// uncovered: a ticket the walk has not reached yet, whose changes the
 	// walk's later slice settles.
@@ -165,10 +188,9 @@ func replayLottery(r lotteryReveal) (replayed, error) {
 		case "remove":
 			for _, t := range e.Tickets {
 				if !waiting.remove(t) && !aside.remove(t) && !back.remove(t) && !uncovered(t) {
-					if known[t] {
-						return out, fail(e, "ticket %d removed but not waiting", t)
+					if err := earlier(e, t, "removed but not waiting"); err != nil {
+						return out, err
 					}
-					out.Earlier++ // set aside before the log began
 				}
 				out.Fate[t] = "gone (" + e.Why + ")"
 			}
@@ -238,10 +260,9 @@ func replayLottery(r lotteryReveal) (replayed, error) {
 					return out, fail(e, "ticket %d came back while waiting", t)
 				}
 				if !aside.remove(t) {
-					if known[t] {
-						return out, fail(e, "ticket %d came back but was never set aside", t)
+					if err := earlier(e, t, "came back but was never set aside"); err != nil {
+						return out, err
 					}
-					out.Earlier++
 				}
 				back.insert(t)
 				out.Fate[t] = "came back"
@@ -252,10 +273,9 @@ func replayLottery(r lotteryReveal) (replayed, error) {
 					return out, fail(e, "ticket %d admitted ahead of the draw while waiting in it", t)
 				}
 				if !back.remove(t) {
-					if known[t] {
-						return out, fail(e, "ticket %d admitted ahead of the draw but never came back", t)
+					if err := earlier(e, t, "admitted ahead of the draw but never came back"); err != nil {
+						return out, err
 					}
-					out.Earlier++
 				}
 				out.Fate[t] = "came back, admitted ahead of the draw"
 			}

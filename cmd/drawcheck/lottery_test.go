@@ -632,3 +632,82 @@ func TestLotteryReplayAfterAFailover(t *testing.T) {
 		})
 	}
 }
+
+// TestLotteryReplayKnowsWhoWasSetAside: a visitor set aside under fifo
+// before the room turned random is listed by the log's start, so its
+// come-back and admission ahead of the draw are checked like any other;
+// a come-back of a ticket never set aside fails.
+func TestLotteryReplayKnowsWhoWasSetAside(t *testing.T) {
+	for _, kind := range redistest.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			srv := redistest.Start(t, kind)
+			r := newRedis(t, srv, "rueidis")
+			ctx := context.Background()
+			s, _ := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
+			q, err := queue.New(r, s, &queue.Options{Capacity: queue.Capacity{Batch: 2, Tick: 5 * time.Millisecond}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const room = "aside"
+			tick := func() queue.Result {
+				t.Helper()
+				for deadline := time.Now().Add(5 * time.Second); ; {
+					res, err := q.Admit(ctx, room)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Taken {
+						return res
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("no tick taken")
+					}
+					time.Sleep(time.Millisecond) // the next tick boundary
+				}
+			}
+			var a0 int64
+			for i := range 6 {
+				_, tk, err := q.JoinTicket(ctx, room, fmt.Sprintf("a%d", i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 {
+					a0 = tk.Seq
+				}
+			}
+			at := strconv.FormatInt(time.Now().Add(-2*time.Minute).UnixMilli(), 10)
+			if _, err := r.Do(ctx, "ZADD", "wr:{"+room+"}:seen", at, "a0"); err != nil {
+				t.Fatal(err)
+			}
+			if res := tick(); len(res.Admitted) != 2 || res.Admitted[0].Visitor == "a0" {
+				t.Fatalf("fifo tick: %+v, want a0 set aside", res.Admitted)
+			}
+			if err := q.SetRoomConfig(ctx, room, queue.RoomConfig{Method: queue.MethodRandom}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.Join(ctx, room, "b0"); err != nil { // the log begins
+				t.Fatal(err)
+			}
+			if _, err := q.Status(ctx, room, "a0"); err != nil { // a0 comes back
+				t.Fatal(err)
+			}
+			if res := tick(); len(res.Admitted) == 0 || res.Admitted[0].Visitor != "a0" {
+				t.Fatalf("after a0 came back: %+v, want a0 first", res.Admitted)
+			}
+			tick()
+			log, res := replayRoom(t, q, room)
+			if st := log.Entries[0]; st.Aside == nil || !slices.Equal(*st.Aside, []int64{a0}) || res.Earlier != 0 {
+				t.Fatalf("start %+v, %d earlier: want a0's ticket %d set aside", st, res.Earlier, a0)
+			}
+			forged := cloneReveal(log)
+			for i, e := range forged.Entries {
+				if e.Event == "back" {
+					forged.Entries[i].Tickets = []int64{999}
+				}
+			}
+			if _, err := replayLottery(forged); err == nil || !strings.Contains(err.Error(), "never set aside") {
+				t.Fatalf("a come-back of a ticket never set aside: %v", err)
+			}
+		})
+	}
+}

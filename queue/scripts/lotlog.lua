@@ -9,7 +9,9 @@
 -- trimmed away. Tickets are queue scores (a ticket, or ticket - PRIO_BASE
 -- in the priority band), never visitor ids. Entries (field e):
 --   start   the log begins (the first call after the room turned random):
---           commit (the seed's commitment), at (ms)
+--           commit (the seed's commitment), at (ms); aside and back: the
+--           tickets set aside and come back then (absent when more than
+--           LOT_SLICE: not listed)
 --   snap    who waited when the log began, walked in slices (lot_walk):
 --           the tickets in (after, upto] ("" = no bound) at this point of
 --           the log; while a walk is under way the lottery does not draw
@@ -117,7 +119,22 @@ local function lot_walk(p, cfg, q, now)
   if not st[1] then
     redis.call('DEL', p .. 'lotlog')
     lot.n = 0
-    lot_log('e', 'start', 'commit', redis.call('HGET', p .. 'lotc', 'commit') or '', 'at', now)
+    local f = {'e', 'start', 'commit', redis.call('HGET', p .. 'lotc', 'commit') or '', 'at', now}
+    -- Tickets set aside, or back and due first, when the log begins, so
+    -- that their return is checked too; when there are too many to list
+    -- in one call, the entry says nothing of them.
+    if redis.call('HLEN', p .. 'awayt') + redis.call('ZCARD', p .. 'back') <= LOT_SLICE then
+      local aside, back = {}, {}
+      for _, s in ipairs(redis.call('HVALS', p .. 'awayt')) do
+        if tonumber(s) ~= 0 then aside[#aside + 1] = s end
+      end
+      local b = redis.call('ZRANGE', p .. 'back', 0, -1, 'WITHSCORES')
+      for i = 2, #b, 2 do
+        if tonumber(b[i]) ~= 0 then back[#back + 1] = b[i] end
+      end
+      for _, x in ipairs({'aside', table.concat(aside, ','), 'back', table.concat(back, ',')}) do f[#f + 1] = x end
+    end
+    lot_log(unpack(f))
     redis.call('HSET', l, 'n', 1)
     cur = ''
   elseif not cur then
