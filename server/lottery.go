@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -13,6 +14,19 @@ const lotteryFunction = "commitment = hex(SHA-256(seed)); pick i (0-based, every
 
 var errNoLottery = errorf(404, "no_lottery", "this room has never admitted by lottery")
 
+// readLottery reads room r's lottery record, answering 404 no_lottery for
+// a room that was never random.
+func (s *server) readLottery(ctx context.Context, c *fiber.Ctx, r string) (queue.Lottery, error) {
+	l, err := s.q.ReadLottery(ctx, r)
+	if errors.Is(err, queue.ErrNoDraw) {
+		return l, errNoLottery
+	}
+	if err != nil {
+		return l, s.storeError(c, err)
+	}
+	return l, nil
+}
+
 // lottery is the public commit-reveal record of a room's lottery (method
 // random): while the room draws, the commitment only; once it left the
 // random method, the seed too.
@@ -23,12 +37,9 @@ func (s *server) lottery(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
-	l, err := s.q.ReadLottery(ctx, r)
-	if errors.Is(err, queue.ErrNoDraw) {
-		return errNoLottery
-	}
+	l, err := s.readLottery(ctx, c, r)
 	if err != nil {
-		return s.storeError(c, err)
+		return err
 	}
 	out := fiber.Map{"room": r, "commitment": l.Commitment, "function": lotteryFunction, "state": "drawing"}
 	if !l.CommittedAt.IsZero() {
@@ -68,12 +79,9 @@ func (s *server) lotteryLog(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
-	l, err := s.q.ReadLottery(ctx, r)
-	if errors.Is(err, queue.ErrNoDraw) {
-		return errNoLottery
-	}
+	l, err := s.readLottery(ctx, c, r)
 	if err != nil {
-		return s.storeError(c, err)
+		return err
 	}
 	page, err := s.q.ReadLotteryLog(ctx, r, int64(after), limit)
 	if err != nil {

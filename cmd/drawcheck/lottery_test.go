@@ -421,6 +421,20 @@ func count(es []lotEntry, event, why string) int {
 	return n
 }
 
+// newLotteryQueue is a queue on r admitting batch a tick.
+func newLotteryQueue(t *testing.T, r queue.Redis, batch int, tick time.Duration) *queue.Queue {
+	t.Helper()
+	s, err := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := queue.New(r, s, &queue.Options{Capacity: queue.Capacity{Batch: batch, Tick: tick}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
 // TestLotteryReplayAfterASlicedWalk: a room that turns random with more
 // waiting than one slice of the log's walk holds its draw until the walk
 // is done, while joins (priority ones too, admitted in order before the
@@ -432,11 +446,7 @@ func TestLotteryReplayAfterASlicedWalk(t *testing.T) {
 			srv := redistest.Start(t, kind)
 			r := newRedis(t, srv, "rueidis")
 			ctx := context.Background()
-			s, _ := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
-			q, err := queue.New(r, s, &queue.Options{Capacity: queue.Capacity{Batch: 4, Tick: 5 * time.Millisecond}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			q := newLotteryQueue(t, r, 4, 5*time.Millisecond)
 			const room = "walk"
 			if err := q.SetRoomConfig(ctx, room, queue.RoomConfig{Paused: true}); err != nil {
 				t.Fatal(err)
@@ -545,11 +555,7 @@ func TestLotteryReplayAfterAFailover(t *testing.T) {
 			srv := redistest.StartReal(t)
 			r := newRedis(t, srv, client)
 			ctx := context.Background()
-			s, _ := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
-			q, err := queue.New(r, s, &queue.Options{Capacity: queue.Capacity{Batch: 2, Tick: 5 * time.Millisecond}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			q := newLotteryQueue(t, r, 2, 5*time.Millisecond)
 			const room = "lost"
 			if err := q.SetRoomConfig(ctx, room, queue.RoomConfig{Method: queue.MethodRandom}); err != nil {
 				t.Fatal(err)
@@ -643,11 +649,7 @@ func TestLotteryReplayKnowsWhoWasSetAside(t *testing.T) {
 			srv := redistest.Start(t, kind)
 			r := newRedis(t, srv, "rueidis")
 			ctx := context.Background()
-			s, _ := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
-			q, err := queue.New(r, s, &queue.Options{Capacity: queue.Capacity{Batch: 2, Tick: 5 * time.Millisecond}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			q := newLotteryQueue(t, r, 2, 5*time.Millisecond)
 			const room = "aside"
 			tick := func() queue.Result {
 				t.Helper()
