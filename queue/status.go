@@ -150,16 +150,11 @@ func (q *Queue) rate(room string) float64 {
 	return q.opts.Capacity.TPS()
 }
 
-// ETA estimates the wait in seconds for a 1-based position in room from
-// the measured admission rate (so it stays honest under max-active limits),
-// falling back to the configured rate before anything was measured.
-func (q *Queue) ETA(room string, position int64) int64 {
-	return etaAt(position, q.rate(room))
-}
-
 // Estimate returns what a poll at position in room is told: the ETA in
-// seconds, the admission rate it assumes (rounded as the state carries it)
-// and when to ask next. A push transport sends the same.
+// seconds from the measured admission rate (so it stays honest under
+// max-active limits; the configured rate before anything was measured),
+// that rate (rounded as the state carries it) and when to ask next. A push
+// transport sends the same.
 func (q *Queue) Estimate(room string, position int64) (eta int64, rate float64, nextPoll time.Duration) {
 	r := q.rate(room)
 	eta = etaAt(position, r)
