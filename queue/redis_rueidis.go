@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -20,12 +21,24 @@ func (r *rueidisRedis) Eval(ctx context.Context, s *Script, keys []string, args 
 	if !ok {
 		l, _ = r.scripts.LoadOrStore(s, rueidis.NewLuaScript(s.Src))
 	}
-	return rueidisReply(l.(*rueidis.Lua).Exec(ctx, r.c, keys, args))
+	return rueidisReply(l.(*rueidis.Lua).Exec(pipelined{ctx}, r.c, keys, args))
 }
 
 func (r *rueidisRedis) Do(ctx context.Context, args ...string) (any, error) {
-	return rueidisReply(r.c.Do(ctx, r.c.B().Arbitrary(args...).Build()))
+	return rueidisReply(r.c.Do(pipelined{ctx}, r.c.B().Arbitrary(args...).Build()))
 }
+
+// pipelined hides a context's deadline from rueidis and keeps its
+// cancellation. On a connection with nothing in flight, rueidis writes a
+// call that has a deadline directly and, when the deadline passes before
+// the reply, closes the connection: every call that queued behind it then
+// fails with "context deadline exceeded". A tick bounded by its interval
+// would so fail the joins and polls that happened to run beside it. A call
+// without a deadline goes through the pipeline instead, where running out
+// of time (ctx.Done) abandons that call alone and the connection stays.
+type pipelined struct{ context.Context }
+
+func (pipelined) Deadline() (time.Time, bool) { return time.Time{}, false }
 
 func rueidisReply(res rueidis.RedisResult) (any, error) {
 	v, err := res.ToAny()
