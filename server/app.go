@@ -39,6 +39,7 @@ type server struct {
 	polls   *pollCache
 	uses    *tokenUses
 	readers *workpool.Pool // the reads of idle WebSocket connections
+	poll    *poller        // where idle WebSocket connections wait; nil: each in its goroutine
 	db      *dbPool
 	app     *fiber.App
 	metrics *metrics
@@ -241,6 +242,11 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 			}
 		})
 	}
+	if p, err := newPoller(s.readers); err == nil {
+		s.poll = p
+	} else {
+		s.log.Debug("websocket connections wait in goroutines", "err", err)
+	}
 	start("hub", s.hub.Run)
 	start("polls", func(ctx context.Context) error { return s.polls.Run(ctx, 2*time.Second) })
 	start("housekeeping", func(ctx context.Context) error { return s.housekeeping(ctx, 2*time.Second) })
@@ -276,6 +282,10 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	}
 	stopBG()
 	bgWG.Wait()
+	if s.poll != nil {
+		// Ends whatever is still waiting after the deadline.
+		s.poll.stop()
+	}
 	waitGroup(dctx, &s.wg)
 	s.readers.Stop()
 	s.redis.Close()

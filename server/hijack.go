@@ -120,16 +120,20 @@ func readsThroughBuffer(nc net.Conn) bool {
 
 // serveHijacked runs serve for a hijacked connection, off the hijack
 // handler when that is safe (see readsThroughBuffer). done is called when
-// serve returns.
-func serveHijacked(nc net.Conn, serve func(net.Conn), done func()) {
+// serve returns, unless serve reports that it kept the connection past its
+// return, which it may only when mayLeave is set: it then calls done
+// itself once the connection is over.
+func serveHijacked(nc net.Conn, serve func(nc net.Conn, mayLeave bool) (kept bool), done func()) {
 	if readsThroughBuffer(nc) {
-		defer done()
-		serve(nc)
+		if !serve(nc, false) {
+			done()
+		}
 		return
 	}
 	go func() {
-		defer done()
-		serve(nc)
+		if !serve(nc, true) {
+			done()
+		}
 	}()
 }
 

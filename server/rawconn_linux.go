@@ -57,6 +57,29 @@ func waitReadable(rc syscall.RawConn) error {
 	return werr
 }
 
+// readNow reads what the socket holds without waiting for more: 0 and no
+// error when it holds nothing, io.EOF once the peer has closed its side.
+func readNow(rc syscall.RawConn, b []byte) (int, error) {
+	n := 0
+	var rerr error
+	err := rc.Read(func(fd uintptr) bool {
+		n, rerr = syscall.Read(int(fd), b)
+		switch {
+		case rerr == syscall.EAGAIN || rerr == syscall.EINTR:
+			n, rerr = 0, nil
+		case rerr != nil:
+			n = 0
+		case n == 0 && len(b) > 0:
+			rerr = io.EOF
+		}
+		return true // never wait
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, rerr
+}
+
 // setSendBuffer bounds the kernel's send buffer of the socket: a push
 // connection sends small messages, and a peer that stops reading then makes
 // writes block (and time out) instead of parking up to megabytes in the

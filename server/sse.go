@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,7 +40,9 @@ func (s *server) sse(c *fiber.Ctx) error {
 	c.Context().HijackSetNoResponse(true)
 	held := heldTicket(r, t)
 	c.Context().Hijack(func(nc net.Conn) {
-		serveHijacked(nc, func(nc net.Conn) { s.serveSSE(nc, r, id, held, lastID, cors) }, s.wg.Done)
+		serveHijacked(nc, func(nc net.Conn, mayLeave bool) bool {
+			return s.serveSSE(nc, r, id, held, lastID, cors, mayLeave, s.wg.Done)
+		}, s.wg.Done)
 	})
 	return nil
 }
@@ -56,13 +59,13 @@ func (s *server) streamCORS(origin string) string {
 	return ""
 }
 
-func (s *server) serveSSE(nc net.Conn, room, visitor string, held hub.Held, lastID int64, cors string) {
-	defer nc.Close()
+// serveSSE attaches the stream to the hub, then waits for its client to
+// go: in the server's epoll set with no goroutine of its own when there is
+// one and mayLeave allows (it then returns true, and done is called when
+// the stream ends), else on this goroutine.
+func (s *server) serveSSE(nc net.Conn, room, visitor string, held hub.Held, lastID int64, cors string, mayLeave bool, done func()) (kept bool) {
 	t := &sseTransport{conn: nc, id: lastID, every: cmp.Or(s.cfg.sseBeat, sseHeartbeat), cors: cors}
 	t.silence = s.hub.BeatSilence(t.every)
-	// fasthttp recycles the hijacked connection once this function returns:
-	// stop waits for a write in progress and turns later ones into no-ops.
-	defer t.stop()
 	conn, err := shallow(func() (*hub.Conn, error) {
 		if t.raw = rawConnOf(nc); t.raw != nil {
 			setSendBuffer(t.raw, pushSendBuffer)
@@ -74,19 +77,35 @@ func (s *server) serveSSE(nc net.Conn, room, visitor string, held hub.Held, last
 	})
 	if err != nil {
 		t.refuse(attachError(err))
-		return
+		t.stop()
+		nc.Close()
+		return false
 	}
-	defer conn.Close()
 	// Busy or not: the heartbeat is also when a peer that takes nothing is
 	// found (see Write).
 	conn.Beat(t.every, true)
-
+	// fasthttp recycles the hijacked connection once the stream is over:
+	// stop waits for a write in progress and turns later ones into no-ops.
+	end := func() {
+		conn.Close()
+		t.stop()
+		nc.Close()
+	}
+	if t.raw != nil && mayLeave && s.poll != nil {
+		w := s.poll.prepare(t.raw, t.readGone, func() { end(); done() })
+		// A close by the hub closes the socket, which leaves the set
+		// without an event: the transport finishes the wait then.
+		t.wait.Store(w)
+		w.start()
+		return true
+	}
+	defer end()
 	// Nothing is expected from the client: any read result means it is gone
 	// (or the hub closed the connection).
 	var b [1]byte
 	for {
 		if _, err := nc.Read(b[:]); err != nil {
-			return
+			return false
 		}
 	}
 }
@@ -107,6 +126,26 @@ type sseTransport struct {
 	raw        syscall.RawConn // the socket, to see what the peer has not taken; nil where there is none
 	lastUnsent int
 	stalled    int // heartbeats in a row at which the peer took nothing
+
+	// wait is the stream's wait in the epoll set, if it waits there: a
+	// close by the hub ends it.
+	wait atomic.Pointer[pollWait]
+}
+
+// readGone reads and drops what the client sent (a stream takes nothing
+// from it) without waiting for more; false once the stream is over: the
+// client went, or the socket failed or was closed.
+func (t *sseTransport) readGone() bool {
+	var b [64]byte
+	for {
+		n, err := readNow(t.raw, b[:])
+		if err != nil {
+			return false
+		}
+		if n < len(b) {
+			return true
+		}
+	}
 }
 
 // pushSendBuffer is the kernel send buffer of a push connection: room for
@@ -220,11 +259,16 @@ func (t *sseTransport) stop() {
 	t.mu.Unlock()
 }
 
-// Close ends the stream; the reading goroutine then returns.
+// Close ends the stream: the reading goroutine then returns, or its wait
+// in the epoll set is finished here (a closed socket leaves the set
+// without an event).
 func (t *sseTransport) Close(string) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.endLocked()
+	t.mu.Unlock()
+	if w := t.wait.Load(); w != nil {
+		w.finish()
+	}
 }
 
 func (t *sseTransport) Kind() string { return "sse" }

@@ -51,29 +51,49 @@ func (s *server) ws(c *fiber.Ctx) error {
 	cell := &reqCell{req: req}
 	held := heldTicket(r, t)
 	c.Context().Hijack(func(nc net.Conn) {
-		serveHijacked(nc, func(nc net.Conn) { s.serveWS(nc, cell, r, id, held) }, s.wg.Done)
+		serveHijacked(nc, func(nc net.Conn, mayLeave bool) bool {
+			return s.serveWS(nc, cell, r, id, held, mayLeave, s.wg.Done)
+		}, s.wg.Done)
 	})
 	return nil
 }
 
-// serveWS runs on the connection's one goroutine: it reads (for close
-// frames, pongs and dead peers) while the hub writes. The setup runs on a
-// short-lived goroutine and the loop in a small frame, so the long-lived
-// stack stays shallow enough for the GC to shrink it.
-func (s *server) serveWS(nc net.Conn, cell *reqCell, room, visitor string, held hub.Held) {
-	defer nc.Close()
+// serveWS serves the read side of the connection (close frames, pongs,
+// dead peers) while the hub writes. Once set up, the connection waits for
+// its client in the server's epoll set with no goroutine of its own, when
+// there is one and mayLeave allows: serveWS then returns true, and done is
+// called when the connection ends. Otherwise it waits on this goroutine;
+// the setup runs on a short-lived goroutine and the loop in a small frame,
+// so the long-lived stack stays shallow enough for the GC to shrink it.
+func (s *server) serveWS(nc net.Conn, cell *reqCell, room, visitor string, held hub.Held, mayLeave bool, done func()) (kept bool) {
 	req := cell.req
 	cell.req = nil
 	sess, _ := shallow(func() (*wsSession, error) { return s.openWS(nc, req, room, visitor, held), nil })
 	if sess == nil {
-		return
+		nc.Close()
+		return false
 	}
+	if sess.raw != nil && mayLeave && s.poll != nil {
+		w := s.poll.prepare(sess.raw, sess.readWaiting, func() {
+			sess.wc.CloseNow()
+			sess.end()
+			nc.Close()
+			done()
+		})
+		// A close by the hub closes the socket, which leaves the set
+		// without an event: the transport finishes the wait then.
+		sess.t.onClose.Store(w)
+		w.start()
+		return true
+	}
+	defer nc.Close()
 	defer sess.end()
 	if sess.raw != nil {
-		s.wsWaitLoop(sess.wc, nc, sess.br, sess.raw)
-		return
+		s.wsWaitLoop(sess, sess.raw)
+		return false
 	}
 	wsReadLoop(sess.wc)
+	return false
 }
 
 type reqCell struct{ req *http.Request }
@@ -81,6 +101,7 @@ type reqCell struct{ req *http.Request }
 // wsSession is what a live WebSocket connection holds beyond its loop.
 type wsSession struct {
 	wc   *websocket.Conn
+	nc   net.Conn
 	br   *bufio.Reader   // the library's read buffer
 	raw  syscall.RawConn // the socket, to wait on; nil where there is none
 	t    *wsTransport
@@ -126,7 +147,7 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string, he
 	}
 	// Found here, on the setup goroutine: reflection would grow the
 	// long-lived goroutine's stack for good.
-	sess := &wsSession{wc: wc, br: w.br, raw: rawConnOf(nc), t: t, conn: conn}
+	sess := &wsSession{wc: wc, nc: nc, br: w.br, raw: rawConnOf(nc), t: t, conn: conn}
 	if sess.raw != nil {
 		setSendBuffer(sess.raw, pushSendBuffer)
 		setPeerTimeout(sess.raw, pushUserTimeout)
@@ -153,41 +174,55 @@ func (sess *wsSession) end() {
 // comes whole in far less.
 const wsFrameWait = 2 * time.Second
 
-// wsWaitLoop serves the read side while keeping the connection's one
-// long-lived goroutine on its first 2 KiB stack: it waits for the socket to
-// become readable without reading, then lets the library read what came (a
-// pong, a close, a message to discard) on a pooled worker, under a short
-// deadline, and goes back to waiting once all was read whole. The
-// library's own read loop, parked in a goroutine for the connection's
-// life, would hold a stack of 4 KiB that the GC never shrinks: most of an
-// idle connection's cost.
-func (s *server) wsWaitLoop(wc *websocket.Conn, nc net.Conn, br *bufio.Reader, rc syscall.RawConn) {
-	defer wc.CloseNow()
-	stuck := false
+// wsWaitLoop serves the read side where the epoll set cannot, while
+// keeping the connection's one long-lived goroutine on its first 2 KiB
+// stack: it waits for the socket to become readable without reading, then
+// lets the library read what came on a pooled worker (see readWaiting).
+// The library's own read loop, parked in a goroutine for the connection's
+// life, would hold a stack of 4 KiB that the GC never shrinks.
+func (s *server) wsWaitLoop(sess *wsSession, rc syscall.RawConn) {
+	defer sess.wc.CloseNow()
 	for {
-		if br.Buffered() == 0 {
+		if sess.br.Buffered() == 0 {
 			if err := waitReadable(rc); err != nil {
 				return
 			}
 		}
-		var err error
-		s.readers.Do(func() {
-			_ = nc.SetReadDeadline(time.Now().Add(wsFrameWait))
-			_, _, err = wc.Read(context.Background())
-			// The wait for readability honours the read deadline too.
-			_ = nc.SetReadDeadline(time.Time{})
-		})
-		if err == nil {
-			stuck = false
-			continue
-		}
-		// A deadline at a frame boundary is the normal way back to
-		// waiting; bytes left over twice mean a frame that does not come
-		// whole, and anything else is the end.
-		if !errors.Is(err, os.ErrDeadlineExceeded) || (br.Buffered() > 0 && stuck) {
+		ok := false
+		s.readers.Do(func() { ok = sess.readWaiting() })
+		if !ok {
 			return
 		}
-		stuck = br.Buffered() > 0
+	}
+}
+
+// readWaiting reads what a waiting connection's client sent (a pong, a
+// ping, a close, a message to discard), each frame under a short deadline,
+// until nothing is left in the read buffer. It reports false once the
+// connection is over. A control frame sets the deadline to now once
+// handled (see openWS), so the read returns at the next frame boundary
+// instead of waiting out wsFrameWait; a deadline at a frame boundary is
+// the normal way back to waiting, bytes left over twice mean a frame that
+// does not come whole, and any other error is the end.
+func (sess *wsSession) readWaiting() bool {
+	nc := sess.nc
+	stuck := false
+	for {
+		_ = nc.SetReadDeadline(time.Now().Add(wsFrameWait))
+		_, _, err := sess.wc.Read(context.Background())
+		// The wait for readability honours the read deadline too.
+		_ = nc.SetReadDeadline(time.Time{})
+		switch {
+		case err == nil:
+			stuck = false
+		case !errors.Is(err, os.ErrDeadlineExceeded) || (sess.br.Buffered() > 0 && stuck):
+			return false
+		default:
+			stuck = sess.br.Buffered() > 0
+		}
+		if sess.br.Buffered() == 0 {
+			return true
+		}
 	}
 }
 
@@ -218,6 +253,9 @@ type wsTransport struct {
 
 	mu       sync.RWMutex // held shared while the connection is used
 	released bool
+	// onClose is the connection's wait in the epoll set, if it waits
+	// there: a close by the hub ends it.
+	onClose atomic.Pointer[pollWait]
 }
 
 // use runs f unless the connection was released.
@@ -276,10 +314,17 @@ func attachError(err error) *apiError {
 	return errUnavailable
 }
 
-// Close starts the close handshake without blocking the hub; the reading
-// goroutine sees the peer's answer and returns.
+// Close starts the close handshake without blocking the hub. The library
+// closes the socket once the peer answers (or after its own timeout); a
+// connection waiting in the epoll set is then ended here, since a closed
+// socket leaves the set without an event.
 func (t *wsTransport) Close(reason string) {
-	go t.use(func() { _ = t.c.Close(websocket.StatusGoingAway, reason) })
+	go func() {
+		t.use(func() { _ = t.c.Close(websocket.StatusGoingAway, reason) })
+		if w := t.onClose.Load(); w != nil {
+			w.finish()
+		}
+	}()
 }
 
 func (t *wsTransport) Kind() string { return "ws" }
