@@ -16,17 +16,18 @@ import (
 // metrics are the instance's Prometheus metrics (names waitroom_*). Each
 // server has its own registry so several can live in one test process.
 type metrics struct {
-	reg          *prometheus.Registry
-	polls        *prometheus.CounterVec
-	orders       *prometheus.CounterVec
-	redisErr     prometheus.Counter
-	deliverLag   *prometheus.HistogramVec
-	failOpen     *prometheus.CounterVec
-	admissions   *prometheus.CounterVec
-	redisCalls   *prometheus.HistogramVec
-	redisFails   *prometheus.CounterVec
-	restored     *prometheus.CounterVec
-	wsHeartbeats atomic.Int64 // heartbeats queued to WebSocket connections
+	reg           *prometheus.Registry
+	polls         *prometheus.CounterVec
+	orders        *prometheus.CounterVec
+	redisErr      prometheus.Counter
+	deliverLag    *prometheus.HistogramVec
+	lagWS, lagSSE prometheus.Observer // deliverLag's two series, looked up once
+	failOpen      *prometheus.CounterVec
+	admissions    *prometheus.CounterVec
+	redisCalls    *prometheus.HistogramVec
+	redisFails    *prometheus.CounterVec
+	restored      *prometheus.CounterVec
+	wsHeartbeats  atomic.Int64 // heartbeats queued to WebSocket connections
 }
 
 // newMetrics makes the counters and histograms; watch adds the gauges that
@@ -49,6 +50,7 @@ func newMetrics() *metrics {
 	}, []string{"op"})
 	m.redisFails = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_redis_call_errors_total", Help: "Redis calls that failed, by operation."}, []string{"op"})
 	m.restored = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_redis_state_restored_total", Help: "State Redis had lost that this instance put back, by kind (settings, tickets, removed, tokens)."}, []string{"what"})
+	m.lagWS, m.lagSSE = m.deliverLag.WithLabelValues("ws"), m.deliverLag.WithLabelValues("sse")
 	m.reg.MustRegister(m.polls, m.orders, m.redisErr, m.deliverLag, m.failOpen, m.admissions, m.redisCalls, m.redisFails, m.restored)
 	return m
 }
@@ -85,8 +87,14 @@ func (m *metrics) watch(db *dbPool, polls *pollCache, h hubStats, rooms roomSnap
 	)
 }
 
+// observeDelivery runs for every admission pushed: the series of the two
+// transports are looked up once, not at each call.
 func (m *metrics) observeDelivery(kind string, lag time.Duration) {
-	m.deliverLag.WithLabelValues(kind).Observe(lag.Seconds())
+	o := m.lagSSE
+	if kind == "ws" {
+		o = m.lagWS
+	}
+	o.Observe(lag.Seconds())
 }
 
 // handler serves the text exposition format.

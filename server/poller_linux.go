@@ -70,7 +70,8 @@ func newPoller(readers *workpool.Pool) (*poller, error) {
 // that whoever may close the connection can be handed it first: read is
 // called on a reader whenever the connection has bytes (or an error, or
 // the peer's end), end once: when read reports the end, when finish is
-// called, or when the connection cannot wait in the set. start adds it.
+// called, or when the connection cannot wait in the set. end must close
+// the socket. start adds it.
 func (p *poller) prepare(rc syscall.RawConn, read func() bool, end func()) *pollWait {
 	return &pollWait{p: p, rc: rc, read: read, end: end}
 }
@@ -124,11 +125,13 @@ func (w *pollWait) serve() {
 	w.finish()
 }
 
-// finish takes w out of the set and ends it; only the first call does
-// anything, and a call made from end (closing the connection closes its
-// transport, which finishes its wait) returns at once. Closing a socket
-// takes it out of the kernel's set without an event, so whoever closes a
-// waiting connection calls finish.
+// finish ends w; only the first call does anything, and a call made from
+// end (closing the connection closes its transport, which finishes its
+// wait) returns at once. end closes the socket, which takes it out of the
+// kernel's set (no descriptor of it is left), so no EPOLL_CTL_DEL is
+// needed; an event that comes in between finds no wait under its id. A
+// socket closed by anyone else leaves the set without an event too: whoever
+// closes a waiting connection calls finish.
 func (w *pollWait) finish() {
 	p := w.p
 	p.mu.Lock()
@@ -139,7 +142,6 @@ func (w *pollWait) finish() {
 	w.finished = true
 	delete(p.waits, w.id)
 	p.mu.Unlock()
-	_ = w.rc.Control(func(fd uintptr) { _ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(fd), nil) })
 	w.end()
 }
 

@@ -165,9 +165,11 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string, he
 	return sess
 }
 
+// end lets the connection go: released first, so the hub's close that
+// detaching brings has nothing left to do.
 func (sess *wsSession) end() {
-	sess.conn.Close()
 	sess.t.release()
+	sess.conn.Close()
 }
 
 // wsFrameWait bounds a read once bytes have arrived: a client's frame
@@ -319,6 +321,12 @@ func attachError(err error) *apiError {
 // connection waiting in the epoll set is then ended here, since a closed
 // socket leaves the set without an event.
 func (t *wsTransport) Close(reason string) {
+	t.mu.RLock()
+	released := t.released
+	t.mu.RUnlock()
+	if released {
+		return // the connection is over already
+	}
 	go func() {
 		t.use(func() { _ = t.c.Close(websocket.StatusGoingAway, reason) })
 		if w := t.onClose.Load(); w != nil {
