@@ -52,6 +52,8 @@ type Queue struct {
 	writingBack atomic.Bool    // a background write-back is under way
 	ticking     inFlight       // rooms whose admit call of a tick is running
 	paused      pausedRooms    // rooms the tick loop found paused
+	wake        chan struct{}  // cap 1: a room may need ticks now (see poke)
+	quiet       time.Duration  // quietEvery; longer in tests
 	bg          sync.WaitGroup // background write-backs and slow admit calls, waited for by Run
 }
 
@@ -94,7 +96,7 @@ func New(r Redis, signer *Signer, opts *Options) (*Queue, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Queue{r: r, signer: signer, opts: o, log: o.Logger}, nil
+	return &Queue{r: r, signer: signer, opts: o, log: o.Logger, wake: make(chan struct{}, 1), quiet: quietEvery}, nil
 }
 
 // Capacity returns the queue's capacity settings.

@@ -166,6 +166,7 @@ func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tick
 		if _, err := q.r.Do(ctx, "SADD", roomsKey, room); err != nil {
 			return r, fmt.Errorf("queue: retake: %w", err)
 		}
+		q.poke()
 	}
 	return r, nil
 }

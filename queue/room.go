@@ -360,6 +360,7 @@ func (q *Queue) writeRoomConfig(ctx context.Context, room string, c RoomConfig, 
 	if _, err := q.r.Do(ctx, "SADD", roomsKey, room); err != nil {
 		return true, fmt.Errorf("queue: set room config: %w", err)
 	}
+	q.poke()
 	return true, nil
 }
 

@@ -58,6 +58,13 @@ var (
 // joins is gone.
 const roomsKey = "wr:{rooms}:waiting"
 
+// aliveKey is there while Redis holds what the instances wrote: the tick
+// loop writes it after it put back what it remembers, and a Redis that
+// comes back without its data lacks it, which the next look at the rooms
+// sees whether or not a call failed in between (a restart shorter than
+// the time between two looks fails none). Same slot as roomsKey.
+const aliveKey = "wr:{rooms}:alive"
+
 // configuredRoomsKey lists rooms that have stored settings.
 const configuredRoomsKey = "wr:{rooms}:configured"
 

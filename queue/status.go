@@ -62,6 +62,7 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 		if _, err := q.r.Do(ctx, "SADD", roomsKey, room); err != nil {
 			return wire.State{}, Ticket{}, fmt.Errorf("queue: join: %w", err)
 		}
+		q.poke()
 	}
 	h := roomHeader{rate: q.rate(room), paused: n[4] == 1, settings: n[5], message: stringAt(v, 6), draw: -1}
 	if len(n) >= 10 && n[0] == replyWaiting {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -91,22 +92,64 @@ func (q *Queue) keepSwept(ctx context.Context, room string) error {
 // Run admits visitors of every room with waiting visitors once per tick
 // until ctx ends. Ticks fire just after each tick boundary; the script's
 // tick record makes sure that several instances admit one batch per tick.
+// While no room needs a tick (every room it found is paused, or there is
+// none), the loop looks at the rooms every quietEvery instead; a join or a
+// change of settings made here wakes it for the next tick.
 func (q *Queue) Run(ctx context.Context) error {
 	tick := q.opts.Capacity.Tick
 	t := time.NewTimer(untilNextTick(time.Now(), tick))
 	defer t.Stop()
 	defer q.bg.Wait()
+	var wake <-chan struct{} // q.wake while quiet
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-wake:
+			// At the next boundary, as any tick.
+			t.Reset(untilNextTick(time.Now(), tick))
+			wake = nil
+			continue
+		}
+		// What this tick looks at covers every poke made before it.
+		select {
+		case <-q.wake:
+		default:
 		}
 		// A room whose admit call is slow (its Redis node failing over,
 		// say) is left running and skipped until it returns; the others
 		// tick on time.
-		q.tick(ctx, untilNextTick(time.Now(), tick)-tick/20)
-		t.Reset(untilNextTick(time.Now(), tick))
+		busy := q.tick(ctx, untilNextTick(time.Now(), tick)-tick/20)
+		next := untilNextTick(time.Now(), tick)
+		wake = nil
+		if !busy {
+			next += quietTicks(q.quiet, tick) * tick
+			wake = q.wake
+		}
+		t.Reset(next)
+	}
+}
+
+// quietEvery is how often the tick loop looks at the rooms while none
+// needs a tick. Ten looks a second at rooms that are all paused were
+// about half of what an idle instance cost. A room that needs ticks again
+// because of something done on another instance (a join, a resume) is
+// ticked there from its next tick, and here within quietEvery; a loss of
+// Redis's data is seen here within quietEvery too (aliveKey).
+const quietEvery = 500 * time.Millisecond
+
+// quietTicks is how many ticks more than one the loop waits while quiet.
+func quietTicks(quiet, tick time.Duration) time.Duration {
+	return time.Duration(max(int64(quiet/tick)-1, 0))
+}
+
+// poke has a quiet tick loop tick at the next boundary: a room may need
+// ticks now (a join, a change of settings, places given back).
+func (q *Queue) poke() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -140,18 +183,30 @@ func (q *Queue) tickOnce(ctx context.Context) { q.tick(ctx, -1) }
 // call has its own deadline; then a random sample of the other rooms with
 // waiting visitors (which only exist with open rooms). So a configured room's admission
 // does not depend on how many rooms visitors made, and one slow room does
-// not hold up the rest.
-func (q *Queue) tick(ctx context.Context, wait time.Duration) {
+// not hold up the rest. It reports whether any room needs the next tick: a
+// room called is not paused, or its call failed or still runs, or Redis
+// could not be asked.
+func (q *Queue) tick(ctx context.Context, wait time.Duration) (busy bool) {
 	tick := q.opts.Capacity.Tick
 	configured := q.configured.get(ctx, q)
 	sctx, cancel := context.WithTimeout(ctx, tick)
-	rooms, sample, err := q.tickRooms(sctx, configured)
+	rooms, sample, lost, err := q.tickRooms(sctx, configured)
 	cancel()
+	if lost && err == nil {
+		// Redis came back without its data, whether or not a call failed
+		// meanwhile: put back what this instance remembers before
+		// anything is admitted, then look again.
+		q.configured.markFailed()
+		configured = q.configured.get(ctx, q)
+		sctx, cancel := context.WithTimeout(ctx, tick)
+		rooms, sample, _, err = q.tickRooms(sctx, configured)
+		cancel()
+	}
 	if err != nil && ctx.Err() == nil {
+		busy = true
 		if !errors.Is(err, context.DeadlineExceeded) {
 			// Unreachable, not slow: Redis may come back without its
-			// data. Every tick makes this call, so a loss is noticed
-			// even when every room is paused (and not ticked).
+			// data.
 			q.configured.markFailed()
 		}
 		q.log.Warn("tick: rooms", "err", err)
@@ -177,12 +232,14 @@ func (q *Queue) tick(ctx context.Context, wait time.Duration) {
 	}
 	sem := make(chan struct{}, tickWorkers)
 	var wg sync.WaitGroup
+	var need atomic.Bool // a room called is not paused, or its call failed
 	now := time.Now()
 	for _, room := range rooms {
 		if wait >= 0 && q.paused.skip(room, now) {
 			continue
 		}
 		if !q.ticking.start(room) {
+			busy = true
 			continue // its call of an earlier tick has not returned yet
 		}
 		sem <- struct{}{}
@@ -193,12 +250,14 @@ func (q *Queue) tick(ctx context.Context, wait time.Duration) {
 				<-sem
 				wg.Done()
 			}()
-			q.tickRoom(ctx, room)
+			if q.tickRoom(ctx, room) {
+				need.Store(true)
+			}
 		})
 	}
 	if wait < 0 {
 		wg.Wait()
-		return
+		return busy || need.Load()
 	}
 	done := make(chan struct{})
 	q.bg.Go(func() {
@@ -209,7 +268,9 @@ func (q *Queue) tick(ctx context.Context, wait time.Duration) {
 	defer t.Stop()
 	select {
 	case <-done:
+		return busy || need.Load()
 	case <-t.C:
+		return true // a call still runs
 	}
 }
 
@@ -300,29 +361,32 @@ func (f *inFlight) done(room string) {
 // tickRooms returns the rooms of configured that have waiting visitors
 // (so that a thousand configured rooms with nobody in them cost no admit
 // call each tick) and a random sample of all rooms with waiting visitors,
-// in one call. If the call fails, it returns every configured room and no
-// sample.
-func (q *Queue) tickRooms(ctx context.Context, configured []string) (waiting, sample []string, err error) {
+// in one call, and whether Redis has lost its data (aliveKey is gone). If
+// the call fails, it returns every configured room and no sample.
+func (q *Queue) tickRooms(ctx context.Context, configured []string) (waiting, sample []string, lost bool, err error) {
 	args := append(make([]string, 0, len(configured)+1), strconv.Itoa(tickSample))
-	v, err := q.r.Eval(ctx, tickRoomsScript, []string{roomsKey}, append(args, configured...)...)
+	v, err := q.r.Eval(ctx, tickRoomsScript, []string{roomsKey, aliveKey}, append(args, configured...)...)
 	arr, _ := v.([]any)
-	if err == nil && len(arr) != len(configured)+1 {
+	if err == nil && len(arr) != len(configured)+2 {
 		err = fmt.Errorf("unexpected reply %v", v)
 	}
 	if err != nil {
-		return slices.Clone(configured), nil, err
+		return slices.Clone(configured), nil, false, err
 	}
 	waiting = make([]string, 0, len(configured))
-	for i, f := range arr[1:] {
+	for i, f := range arr[2:] {
 		if n, _ := asInt(f); n == 1 {
 			waiting = append(waiting, configured[i])
 		}
 	}
-	return waiting, validRooms(arr[0]), nil
+	alive, _ := asInt(arr[1])
+	return waiting, validRooms(arr[0]), alive != 1, nil
 }
 
-// tickRoom runs one room's admission, under a deadline of its own.
-func (q *Queue) tickRoom(ctx context.Context, room string) {
+// tickRoom runs one room's admission, under a deadline of its own. It
+// reports whether the room needs the next tick: it is not paused, or the
+// call failed.
+func (q *Queue) tickRoom(ctx context.Context, room string) (need bool) {
 	tctx, cancel := context.WithTimeout(ctx, q.opts.Capacity.Tick*5)
 	defer cancel()
 	start := time.Now()
@@ -336,7 +400,7 @@ func (q *Queue) tickRoom(ctx context.Context, room string) {
 			}
 			q.log.Warn("tick: admit", "room", room, "err", err)
 		}
-		return
+		return true
 	}
 	q.paused.note(room, res.Paused, start)
 	if n := len(res.Admitted); n > 0 && q.opts.OnAdmit != nil {
@@ -347,6 +411,7 @@ func (q *Queue) tickRoom(ctx context.Context, room string) {
 			q.log.Warn("tick: forget room", "room", room, "err", err)
 		}
 	}
+	return !res.Paused
 }
 
 // roomList is the configured rooms as last read, sorted, re-read at most
@@ -404,6 +469,15 @@ func (l *roomList) get(ctx context.Context, q *Queue) []string {
 			rooms = validRooms(v)
 			slices.Sort(rooms)
 		}
+	}
+	if l.failed {
+		// What this instance remembers is back (the rest of it is on its
+		// way): a Redis that loses its data again lacks the marker again.
+		// If this write fails, the next look finds it missing and puts
+		// back again, which only ever fills in.
+		actx, cancel := context.WithTimeout(ctx, q.opts.Capacity.Tick)
+		_, _ = q.r.Do(actx, "SET", aliveKey, "1")
+		cancel()
 	}
 	l.rooms, l.at, l.failed = rooms, time.Now(), false
 	return l.rooms
