@@ -63,7 +63,7 @@ func (h *Hub) fileBeat(c *Conn, at time.Time) {
 	b := &h.beats
 	step := h.step()
 	if b.flushed == 0 {
-		b.flushed = stepOf(time.Now(), step) - 1
+		b.flushed = max(stepOf(time.Now(), step)-1, h.marks.served.Load())
 	}
 	g := int64(beatGrain(c.beatEvery, step))
 	ns := at.UnixNano()
@@ -76,6 +76,7 @@ func (h *Hub) fileBeat(c *Conn, at time.Time) {
 	c.beatAt = n
 	s := &b.slots[n%wheelSlots]
 	*s = append(*s, c)
+	h.marks.mark(n)
 }
 
 // serveBeats writes the heartbeats due up to now.

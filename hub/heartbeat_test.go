@@ -90,3 +90,48 @@ func TestBeat(t *testing.T) {
 		}
 	})
 }
+
+// TestFlushLoopSleepsUntilDue: with nothing due but heartbeats, the flush
+// loop wakes for them, not every step; a position filed earlier than its
+// sleep (the head moved) wakes it, and the update goes out at its due.
+func TestFlushLoopSleepsUntilDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, b := newSource(), newBroker()
+		src.nextPoll = 2 * time.Second
+		h := start(t, New(b, src, nil, quiet(Options{})))
+		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 100, Paused: true})
+		tr := newTransport("ws")
+		c := mustAttach(t, h.Hub, "drop", "a", tr)
+		const every = 20 * time.Second
+		c.Beat(every, false)
+		synctest.Wait()
+		p0 := h.marks.passes.Load()
+
+		// 60 s paused: three heartbeats, and a pass for each (one step
+		// is 100 ms: an awake loop would make 600).
+		time.Sleep(60 * time.Second)
+		synctest.Wait()
+		if n := countEvent(tr.records(), "heartbeat"); n != 3 {
+			t.Fatalf("%d heartbeats in 60 s at 20 s, want 3: %v", n, tr.records())
+		}
+		if p := h.marks.passes.Load() - p0; p > 6 {
+			t.Fatalf("%d serving passes in 60 s with a heartbeat every 20 s", p)
+		}
+
+		// Resumed and moving, with the next heartbeat 20 s away: the
+		// position update due within nextPoll wakes the loop.
+		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 100})
+		b.publish(t, "drop", `{"type":"config"}`)
+		synctest.Wait()
+		n0 := len(tr.msgs(t))
+		src.rate = 0 // the page stands still: any move is news
+		b.publish(t, "drop", admitJSON("drop", 10))
+		synctest.Wait()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		ms := tr.msgs(t)
+		if len(ms) <= n0 || ms[len(ms)-1].Position == nil || *ms[len(ms)-1].Position != 90 {
+			t.Fatalf("no position update within 5 s of the head moving: %v", tr.records())
+		}
+	})
+}

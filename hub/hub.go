@@ -113,6 +113,7 @@ type Hub struct {
 	bulk     bulk           // bulk flush jobs and their writers
 
 	beats   beats
+	marks   marks // the steps the flush loop has anything to serve at
 	sched   scheduler
 	recon   reconcileQueue
 	metrics metrics
@@ -136,6 +137,7 @@ func New(b Broker, src Source, log *slog.Logger, opts *Options) *Hub {
 		flushers: workpool.New(),
 	}
 	h.sched.init()
+	h.marks.init()
 	h.recon.init()
 	h.metrics.init()
 	h.pres.init()

@@ -268,21 +268,49 @@ func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 	return slow
 }
 
-// flushLoop sends due positions and heartbeats, one wheel step every
-// PositionEvery/flushSteps.
+// flushLoop sends due positions and heartbeats: it serves the steps up to
+// now, then sleeps until the first step anything is filed under (at most
+// maxFlushSleep), woken sooner when something is filed before that.
 func (h *Hub) flushLoop(ctx context.Context) {
-	t := time.NewTicker(h.step())
+	step := int64(h.step())
+	t := time.NewTimer(time.Duration(step))
 	defer t.Stop()
+	served := time.Now().UnixNano()/step - 1
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			h.flushPositions()
-			h.serveBeats(time.Now())
+		case <-h.marks.wake:
 		}
+		h.marks.sleep.Store(0)
+		now := time.Now()
+		last := now.UnixNano() / step
+		if last > served {
+			h.marks.unmark(served+1, last)
+			h.flushPositions()
+			h.serveBeats(now)
+			served = last
+			h.marks.served.Store(served)
+			h.marks.passes.Add(1)
+		}
+		next := h.marks.next(served)
+		if next == 0 {
+			next = served + maxFlushSleep
+		}
+		h.marks.sleep.Store(next)
+		// A mark made before the store above did not wake the loop.
+		if n := h.marks.next(served); n != 0 && n < next {
+			next = n
+			h.marks.sleep.Store(next)
+		}
+		t.Reset(time.Until(time.Unix(0, next*step)))
 	}
 }
+
+// maxFlushSleep is the most steps the flush loop sleeps with nothing
+// filed: less than the wheels' span.
+const maxFlushSleep = wheelSlots / 2
 
 // flushChunk is how many visitors a position flush serves per hold of a
 // room's lock, so admissions and attaches of a big room are not held up.

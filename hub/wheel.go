@@ -1,6 +1,9 @@
 package hub
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // The position flush finds the visitors due for a new position without
 // looking at the others. A visitor whose place moved and who may hear of it
@@ -21,6 +24,64 @@ const flushSteps = 5
 // first update is spread) at the default step. A later due is filed in the
 // last slot and filed again from there.
 const wheelSlots = 256
+
+// marks notes which steps (modulo wheelSlots) have anything filed under
+// them, in any room's wheel or in the heartbeats', so that the flush loop
+// sleeps until the first of them instead of waking every step: ten wakes a
+// second for nothing were most of what the hub cost an idle instance.
+type marks struct {
+	bits  [wheelSlots / 64]atomic.Uint64
+	sleep atomic.Int64  // the step the flush loop sleeps until; 0 while it serves
+	// served is the last step the flush loop served: a wheel begun after
+	// it starts there, so that nothing is filed under a step the loop has
+	// passed (at a step boundary, stepOf(now)-1 is one step before).
+	served atomic.Int64
+	passes atomic.Int64 // serving passes made, for tests
+	wake  chan struct{} // cap 1: something was filed before sleep
+}
+
+func (m *marks) init() { m.wake = make(chan struct{}, 1) }
+
+func markBit(n int64) (word int, bit uint64) {
+	i := uint64(n) % wheelSlots
+	return int(i / 64), 1 << (i % 64)
+}
+
+// mark notes that something is filed under step n, and wakes the flush
+// loop if it sleeps past n.
+func (m *marks) mark(n int64) {
+	w, bit := markBit(n)
+	if m.bits[w].Load()&bit == 0 {
+		m.bits[w].Or(bit)
+	}
+	if s := m.sleep.Load(); s != 0 && n < s {
+		select {
+		case m.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// unmark forgets the marks of steps from..to, before they are served:
+// what is filed under them while they are served is taken by the serving,
+// or filed later and marked again.
+func (m *marks) unmark(from, to int64) {
+	for n := from; n <= to && n < from+wheelSlots; n++ {
+		w, bit := markBit(n)
+		m.bits[w].And(^bit)
+	}
+}
+
+// next returns the first marked step after last (within wheelSlots), or 0.
+func (m *marks) next(last int64) int64 {
+	for n := last + 1; n <= last+wheelSlots; n++ {
+		w, bit := markBit(n)
+		if m.bits[w].Load()&bit != 0 {
+			return n
+		}
+	}
+	return 0
+}
 
 // wheel is a room's schedule of position updates. Guarded by the room's mu.
 type wheel struct {
@@ -48,7 +109,7 @@ func (h *Hub) file(r *room, v *visitor, at time.Time) {
 	w := &r.wheel
 	n := stepOf(at, h.step())
 	if w.flushed == 0 {
-		w.flushed = stepOf(time.Now(), h.step()) - 1
+		w.flushed = max(stepOf(time.Now(), h.step())-1, h.marks.served.Load())
 	}
 	n = min(max(n, w.flushed+1), w.flushed+wheelSlots)
 	if v.filed == n {
@@ -57,6 +118,7 @@ func (h *Hub) file(r *room, v *visitor, at time.Time) {
 	v.filed, v.idle = n, false
 	s := &w.slots[n%wheelSlots]
 	*s = append(*s, v)
+	h.marks.mark(n)
 }
 
 // rest moves v to r's idle list: it was told its place, and only a moving
