@@ -31,13 +31,13 @@ const wheelSlots = 256
 // second for nothing were most of what the hub cost an idle instance.
 type marks struct {
 	bits  [wheelSlots / 64]atomic.Uint64
-	sleep atomic.Int64  // the step the flush loop sleeps until; 0 while it serves
+	sleep atomic.Int64 // the step the flush loop sleeps until; 0 while it serves
 	// served is the last step the flush loop served: a wheel begun after
 	// it starts there, so that nothing is filed under a step the loop has
 	// passed (at a step boundary, stepOf(now)-1 is one step before).
 	served atomic.Int64
-	passes atomic.Int64 // serving passes made, for tests
-	wake  chan struct{} // cap 1: something was filed before sleep
+	passes atomic.Int64  // serving passes made, for tests
+	wake   chan struct{} // cap 1: something was filed before sleep
 }
 
 func (m *marks) init() { m.wake = make(chan struct{}, 1) }
