@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"os"
 	"sync"
 	"syscall"
 
@@ -21,7 +22,11 @@ import (
 
 // poller is the epoll set of the waiting push connections.
 type poller struct {
-	epfd    int
+	epfd int
+	// file is epfd as a file of Go's own poller: the loop waits for the
+	// set to have events by parking there, like any read, instead of in an
+	// epoll_wait that would hold a thread.
+	file    *os.File
 	wakefd  int // an eventfd, written to stop the loop
 	readers *workpool.Pool
 	done    chan struct{}
@@ -61,8 +66,21 @@ func newPoller(readers *workpool.Pool) (*poller, error) {
 		unix.Close(wakefd)
 		return nil, err
 	}
-	p := &poller{epfd: epfd, wakefd: wakefd, readers: readers, done: make(chan struct{}), waits: make(map[uint64]*pollWait)}
-	go p.loop()
+	// Non-blocking, so that os.NewFile hands it to Go's poller.
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		unix.Close(wakefd)
+		return nil, err
+	}
+	f := os.NewFile(uintptr(epfd), "epoll")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		unix.Close(wakefd)
+		return nil, err
+	}
+	p := &poller{epfd: epfd, file: f, wakefd: wakefd, readers: readers, done: make(chan struct{}), waits: make(map[uint64]*pollWait)}
+	go p.loop(rc)
 	return p, nil
 }
 
@@ -145,14 +163,21 @@ func (w *pollWait) finish() {
 	w.end()
 }
 
-// loop hands each readable connection to a reader until stop.
-func (p *poller) loop() {
+// loop hands each readable connection to a reader until stop. rc is the
+// set as a file of Go's poller: a look that finds no event parks the loop
+// there until the set has one.
+func (p *poller) loop(rc syscall.RawConn) {
 	defer close(p.done)
 	evs := make([]unix.EpollEvent, 128)
 	for {
-		n, err := unix.EpollWait(p.epfd, evs, -1)
-		if errors.Is(err, unix.EINTR) {
-			continue
+		var n int
+		var werr error
+		err := rc.Read(func(fd uintptr) bool {
+			n, werr = unix.EpollWait(int(fd), evs, 0)
+			return n > 0 || (werr != nil && !errors.Is(werr, unix.EINTR))
+		})
+		if err == nil {
+			err = werr
 		}
 		if err != nil {
 			return
@@ -204,6 +229,6 @@ func (p *poller) stop() {
 	}
 	// Every connection that waited is closed now, and a connection that
 	// starts after this is ended before it is armed: nothing uses epfd.
-	unix.Close(p.epfd)
+	p.file.Close()
 	unix.Close(p.wakefd)
 }

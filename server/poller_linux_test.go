@@ -17,7 +17,24 @@ import (
 func waitLoops() int {
 	buf := make([]byte, 1<<22)
 	buf = buf[:runtime.Stack(buf, true)]
-	return strings.Count(string(buf), "main.(*server).wsWaitLoop(") + strings.Count(string(buf), "main.(*server).serveSSE(")
+	return strings.Count(string(buf), ".(*server).wsWaitLoop(") + strings.Count(string(buf), ".(*server).serveSSE(")
+}
+
+// loopState is the state of the epoll set's loop goroutine as a stack
+// dump shows it ("IO wait", "syscall", "runnable"...), "" if none runs.
+func loopState() string {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, ".(*poller).loop(") {
+			head, _, _ := strings.Cut(g, "\n")
+			if i, j := strings.Index(head, "["), strings.Index(head, "]"); i >= 0 && j > i {
+				state, _, _ := strings.Cut(head[i+1:j], ",")
+				return state
+			}
+		}
+	}
+	return ""
 }
 
 // TestPushConnectionsWaitInTheEpollSet: a waiting WebSocket or SSE
@@ -50,6 +67,9 @@ func TestPushConnectionsWaitInTheEpollSet(t *testing.T) {
 			if got := waitLoops(); got != 0 {
 				t.Fatalf("%d connections wait in a goroutine of their own", got)
 			}
+			// The set's loop waits in Go's poller, holding no thread in a
+			// system call.
+			waitFor(t, 5*time.Second, "the set's loop parked in Go's poller", func() bool { return loopState() == "IO wait" })
 
 			if kind == "ws" {
 				// Each read puts the connection back in the set.
