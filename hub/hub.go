@@ -33,8 +33,8 @@ type Options struct {
 	SendQueue int
 	// WriteTimeout bounds each Transport.Write. Default 5s.
 	WriteTimeout time.Duration
-	// PositionEvery sets the resolution of the position flush, which runs
-	// every PositionEvery/5. A visitor is sent a new position no more
+	// PositionEvery sets the resolution of the position flush: steps of
+	// PositionEvery/5, of which it serves those with anything due. A visitor is sent a new position no more
 	// often than the nextPoll its last update carried (what a poll there
 	// is told: 500 ms at the front, up to 5 s further back). Default 500ms.
 	PositionEvery time.Duration

@@ -38,8 +38,8 @@ type server struct {
 	hub     *hub.Hub
 	polls   *pollCache
 	uses    *tokenUses
-	readers *workpool.Pool // the reads of idle WebSocket connections
-	poll    *poller        // where idle WebSocket connections wait; nil: each in its goroutine
+	readers *workpool.Pool // the reads of waiting push connections
+	poll    *poller        // where waiting push connections wait; nil: each in its goroutine
 	db      *dbPool
 	app     *fiber.App
 	metrics *metrics
@@ -245,7 +245,7 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	if p, err := newPoller(s.readers); err == nil {
 		s.poll = p
 	} else {
-		s.log.Debug("websocket connections wait in goroutines", "err", err)
+		s.log.Debug("push connections wait in goroutines of their own", "err", err)
 	}
 	start("hub", s.hub.Run)
 	start("polls", func(ctx context.Context) error { return s.polls.Run(ctx, 2*time.Second) })
