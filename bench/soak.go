@@ -193,7 +193,7 @@ func (r *soakRun) startRedis(t *target, ctx context.Context) error {
 	return t.startRedisOn(ctx, port, r.redisArgs()...)
 }
 
-// redisArgs is the persistence the README recommends: AOF, fsync every
+// redisArgs is the persistence docs/operations.md recommends: AOF, fsync every
 // second, no RDB snapshots.
 func (r *soakRun) redisArgs() []string {
 	return []string{"--dir", r.aofDir, "--appendonly", "yes", "--appendfsync", "everysec", "--save", ""}

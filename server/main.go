@@ -49,7 +49,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	if os.Getenv("GOGC") == "" {
 		// A server holding connections has a large live heap: at 100 % as
 		// much again may be garbage, most of the memory a connection costs
-		// beyond its own; lower trades that for CPU and lag (see README).
+		// beyond its own; lower trades that for CPU and lag (see docs/configuration.md).
 		debug.SetGCPercent(cfg.GCPercent)
 	}
 	s, err := newServer(ctx, cfg, log)

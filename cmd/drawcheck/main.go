@@ -13,7 +13,7 @@
 //	go run ./cmd/drawcheck -lottery -url https://host/api/v1/rooms/drop/lottery [-visitor CREDENTIAL] [-save lottery.json]
 //	go run ./cmd/drawcheck -lottery -file lottery.json
 //
-// The function (also in the README): commitment = hex(SHA-256(seed));
+// The function (also in docs/draw-and-lottery.md): commitment = hex(SHA-256(seed));
 // order = ids sorted by hex(SHA-1(seed + ":" + id)) ascending, then by id;
 // the i-th in that order got the i-th place. It is written here on its own,
 // with nothing imported from the server, so the check does not rest on the
