@@ -1,7 +1,7 @@
 // Proof of work on join, in Chromium: the page solves the room's challenge
 // in Web Workers and joins with the solution. With WAITROOM_POW_MEASURE=1 it
 // also times the default strength (18 bits) on a phone-class CPU (Chromium
-// throttled 4×), the figure docs/performance.md quotes.
+// throttled 4×), the figure docs/rooms.md quotes.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ADMIN_KEY, build, openBrowser, startServer, unexpected, waitFor } from "./harness.mjs";
