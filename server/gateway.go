@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"net/url"
 	"os"
@@ -55,6 +56,9 @@ func (s *server) newGateway(secret []byte) error {
 			return err
 		}
 		cfg.Routes = append(cfg.Routes, rt)
+	}
+	if err := cfg.NameCookies(); err != nil {
+		return fmt.Errorf("routes: %w", err)
 	}
 	g := &gatewayMode{
 		routes: cfg, sessions: gateway.NewSigner(secret), cache: gateway.NewCache(sessionCacheSize),
@@ -203,8 +207,12 @@ func (s *server) decide(ctx context.Context, o *original) verdict {
 	if raw := o.cookie(rt.Cookie); raw != "" {
 		sess, err := g.sessions.Parse(raw)
 		switch {
-		case err != nil || sess.Room != rt.Room:
+		case err != nil:
 			clear = s.sessionCookie(rt.Cookie, "", -1, o.proto)
+		case sess.Room != rt.Room:
+			// Another room's session under this room's name (the routes
+			// changed since it was set): not for here, and not ours to
+			// clear.
 		case g.cache.Revoked(sess.Key()) || !now.Before(sess.ExpiresAt):
 			clear = s.sessionCookie(rt.Cookie, "", -1, o.proto)
 		case now.Before(sess.NotBefore):
@@ -440,10 +448,7 @@ func (s *server) enter(c *fiber.Ctx) error {
 	if !ok || !time.Now().Before(exp) {
 		return c.Redirect(s.gw.page+"?room="+url.QueryEscape(r)+"&return="+url.QueryEscape(c.Query("return")), fiber.StatusFound)
 	}
-	name := gateway.DefaultCookie
-	if rt := s.gw.routes.Room(r); rt != nil {
-		name = rt.Cookie
-	}
+	name := s.gw.cookieName(r)
 	sess := gateway.Session{Room: r, Visitor: id, NotBefore: nb, ExpiresAt: exp, SlidAt: time.Now()}
 	proto := "http"
 	if s.secure(c) {
@@ -455,6 +460,15 @@ func (s *server) enter(c *fiber.Ctx) error {
 	return c.Redirect(ret, fiber.StatusFound)
 }
 
+// cookieName is the session cookie of room: its routes' (see
+// gateway.Config.NameCookies), else the default name of the room.
+func (g *gatewayMode) cookieName(room string) string {
+	if rt := g.routes.Room(room); rt != nil {
+		return rt.Cookie
+	}
+	return gateway.SessionCookie(room)
+}
+
 // endOwnSession is DELETE /api/v1/rooms/{room}/session: a visitor ends
 // their own session (the cookie is sent by the browser), which frees the
 // place for the next one. 204.
@@ -463,10 +477,7 @@ func (s *server) endOwnSession(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	name := gateway.DefaultCookie
-	if rt := s.gw.routes.Room(r); rt != nil {
-		name = rt.Cookie
-	}
+	name := s.gw.cookieName(r)
 	sess, err := s.gw.sessions.Parse(c.Cookies(name))
 	if err != nil || sess.Room != r {
 		return errorf(401, "missing_session", "no gateway session for this room in this request")

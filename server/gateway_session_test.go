@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -104,4 +106,54 @@ func TestGatewayUpgradeRefused(t *testing.T) {
 	if up.calls["/about"] != 2 || up.seen["/about"].Get("X-Waitroom-Visitor") != "" {
 		t.Fatalf("the app saw /about %d times, the last with X-Waitroom-Visitor %q", up.calls["/about"], up.seen["/about"].Get("X-Waitroom-Visitor"))
 	}
+}
+
+// TestGatewayCookiePerRoom: each room has its own session cookie, so a
+// visitor with sessions in two rooms visiting both alternately keeps both;
+// a route's cookie: still names the room's cookie.
+func TestGatewayCookiePerRoom(t *testing.T) {
+	up := newUpstreamApp(t)
+	ts := startServer(t, nil, "rueidis", func(c *config) {
+		c.Upstream = up.URL
+		c.Routes = []string{"{match: '*/a/*', room: ra}", "{match: '*/b/*', room: rb}", "{match: '*/c/*', room: rc, cookie: shop_c}"}
+	})
+	v := newBrowser(t, ts.URL)
+	for _, r := range []string{"ra", "rb", "rc"} {
+		gatewayAdmit(t, ts, v, r, ts.URL+"/"+r[1:]+"/x")
+	}
+	names := map[string]string{"a": "wr_session_ra", "b": "wr_session_rb", "c": "shop_c"}
+	for name, ck := range names {
+		if cookieValue(v, ck) == "" {
+			t.Fatalf("no cookie %s for /%s/ after entering", ck, name)
+		}
+	}
+	for i := range 12 {
+		p := []string{"a", "b", "c"}[i%3]
+		if resp, body := v.get("GET", "/"+p+"/x"); resp.StatusCode != 200 || body != "page /"+p+"/x" {
+			t.Fatalf("visit %d of /%s/: %d %q", i, p, resp.StatusCode, body)
+		}
+		for name, ck := range names {
+			if cookieValue(v, ck) == "" {
+				t.Fatalf("visit %d of /%s/ lost the session of /%s/ (%s)", i, p, name, ck)
+			}
+		}
+	}
+	if err := routesError(t, "{match: '*/x/*', room: one, cookie: same}", "{match: '*/y/*', room: two, cookie: same}"); err == nil || !strings.Contains(err.Error(), `cookie "same"`) {
+		t.Fatalf("two rooms with one cookie: %v", err)
+	}
+}
+
+// routesError is the error of a server start with these inline routes.
+func routesError(t *testing.T, routes ...string) error {
+	t.Helper()
+	cfg, err := parseConfig([]string{"-secret", testSecret}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Routes = routes
+	s, err := newServer(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err == nil {
+		s.redis.Close()
+	}
+	return err
 }
