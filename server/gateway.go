@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -217,6 +218,11 @@ func (s *server) decide(ctx context.Context, o *original) verdict {
 			clear = s.sessionCookie(rt.Cookie, "", -1, o.proto)
 		case now.Before(sess.NotBefore):
 			// Not valid yet: the waiting page counts down and comes back.
+		case !s.holdsSession(o, sess):
+			// A copied cookie without its visitor's credential: denied
+			// like no session, and left alone (clearing it would let
+			// whoever can make a browser send another credential end
+			// that visitor's session).
 		default:
 			if v, ok := s.validSession(ctx, rt, sess, now, o.proto); ok {
 				return v
@@ -229,6 +235,22 @@ func (s *server) decide(ctx context.Context, o *original) verdict {
 		v.cookie = clear
 	}
 	return v
+}
+
+// holdsSession reports whether the request carries the credential of the
+// session's visitor (header X-Visitor for API clients, else cookie
+// wr_visitor), as an entry token must: a session cookie alone is a value
+// anyone who saw it could send. One HMAC, no Redis.
+func (s *server) holdsSession(o *original, sess gateway.Session) bool {
+	cred := o.header("X-Visitor")
+	if cred == "" {
+		cred = o.cookie(visitorCookie)
+	}
+	if cred == "" {
+		return false
+	}
+	id, err := s.signer.ParseVisitor(cred)
+	return err == nil && id == sess.Visitor
 }
 
 // validSession passes a valid session, sliding its idle expiry when its
@@ -283,7 +305,7 @@ func (s *server) deny(ctx context.Context, rt *gateway.Route, o *original) verdi
 	}
 	if wantsJSON(o.header("Accept")) {
 		st := wire.State{Room: rt.Room, Status: wire.StatusNotInQueue}
-		if cred := o.cookie(visitorCookie); cred != "" {
+		if cred := cmpStr(o.header("X-Visitor"), o.cookie(visitorCookie)); cred != "" {
 			if id, err := s.signer.ParseVisitor(cred); err == nil {
 				rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 				got, err := s.q.Status(rctx, rt.Room, id)
@@ -460,6 +482,11 @@ func (s *server) enter(c *fiber.Ctx) error {
 	return c.Redirect(ret, fiber.StatusFound)
 }
 
+var (
+	errSessionNoVisitor    = errorf(401, "missing_visitor", "the session must come with the visitor credential it was issued to (cookie wr_visitor or X-Visitor)")
+	errSessionWrongVisitor = errorf(403, "wrong_visitor", "the session belongs to another visitor")
+)
+
 // cookieName is the session cookie of room: its routes' (see
 // gateway.Config.NameCookies), else the default name of the room.
 func (g *gatewayMode) cookieName(room string) string {
@@ -470,8 +497,8 @@ func (g *gatewayMode) cookieName(room string) string {
 }
 
 // endOwnSession is DELETE /api/v1/rooms/{room}/session: a visitor ends
-// their own session (the cookie is sent by the browser), which frees the
-// place for the next one. 204.
+// their own session (the browser sends the session cookie and the visitor
+// credential it belongs to), which frees the place for the next one. 204.
 func (s *server) endOwnSession(c *fiber.Ctx) error {
 	r, err := room(c)
 	if err != nil {
@@ -481,6 +508,21 @@ func (s *server) endOwnSession(c *fiber.Ctx) error {
 	sess, err := s.gw.sessions.Parse(c.Cookies(name))
 	if err != nil || sess.Room != r {
 		return errorf(401, "missing_session", "no gateway session for this room in this request")
+	}
+	// Only its visitor ends a session: a copy of the cookie alone must not
+	// end someone else's.
+	cred := c.Get("X-Visitor")
+	if cred == "" {
+		cred = c.Cookies(visitorCookie)
+	}
+	if cred == "" {
+		return errSessionNoVisitor
+	}
+	if err := s.holds(cred, queue.Token{Room: r, Visitor: sess.Visitor}); err != nil {
+		if errors.Is(err, errWrongVisitor) {
+			return errSessionWrongVisitor
+		}
+		return err
 	}
 	if err := s.endSession(c.UserContext(), sess); err != nil {
 		return s.storeError(c, err)

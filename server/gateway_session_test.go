@@ -3,13 +3,20 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/redistest"
 )
 
 // Gateway sessions and the built-in proxy's tunnel, tried the way an
@@ -105,6 +112,167 @@ func TestGatewayUpgradeRefused(t *testing.T) {
 	}
 	if up.calls["/about"] != 2 || up.seen["/about"].Get("X-Waitroom-Visitor") != "" {
 		t.Fatalf("the app saw /about %d times, the last with X-Waitroom-Visitor %q", up.calls["/about"], up.seen["/about"].Get("X-Waitroom-Visitor"))
+	}
+}
+
+// sessionOnly sends a request with the given Cookie header (and more
+// header pairs) and no cookie jar; it returns the status and body.
+func sessionOnly(base, method, path, cookie string, hdr ...string) (int, string, error) {
+	req, _ := http.NewRequest(method, base+path, nil)
+	req.Header.Set("Accept", "text/html")
+	if cookie != "" {
+		req.Header.Set("Cookie", cookie)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), nil
+}
+
+// TestGatewaySessionNeedsVisitor: a session cookie passes only with the
+// credential of the visitor it was issued to, on every instance. Twenty
+// clients in parallel on two instances (one real redis-server) sending A's
+// session alone, or with B's credential, are denied as if they had no
+// session (302 to the waiting page, 429 with the state for an API client)
+// and never reach the app; A passes with its cookie or with X-Visitor. Only
+// A ends A's session.
+func TestGatewaySessionNeedsVisitor(t *testing.T) {
+	srv := redistest.StartReal(t)
+	up := newUpstreamApp(t)
+	mutate := func(c *config) {
+		c.Upstream = up.URL
+		c.Routes = []string{"{match: '*/checkout/*', room: gw}"}
+	}
+	one := startServer(t, srv, "rueidis", mutate)
+	two := startServer(t, srv, "go-redis", mutate)
+	a, b := newBrowser(t, one.URL), newBrowser(t, two.URL)
+	aID := gatewayAdmit(t, one, a, "gw", one.URL+"/checkout/a")
+	gatewayAdmit(t, two, b, "gw", two.URL+"/checkout/b")
+	session := cookieValue(a, "wr_session_gw")
+	aCred, bCred := cookieValue(a, visitorCookie), cookieValue(b, visitorCookie)
+	if session == "" || aCred == "" || bCred == "" {
+		t.Fatalf("session %q, credentials %q %q", session, aCred, bCred)
+	}
+
+	for _, ts := range []*testServer{one, two} {
+		if code, body, err := sessionOnly(ts.URL, "GET", "/checkout/a", "wr_session_gw="+session+"; wr_visitor="+aCred); err != nil || code != 200 || body != "page /checkout/a" {
+			t.Fatalf("A with its credential: %d %q %v", code, body, err)
+		}
+		if code, _, err := sessionOnly(ts.URL, "GET", "/checkout/a", "wr_session_gw="+session, "X-Visitor", aCred, "Accept", "application/json"); err != nil || code != 200 {
+			t.Fatalf("A with X-Visitor: %d %v", code, err)
+		}
+	}
+	if v := up.header("/checkout/a", "X-Waitroom-Visitor"); v != aID {
+		t.Fatalf("the app saw visitor %q, want %q", v, aID)
+	}
+
+	// Thieves: A's session alone, with B's credential (cookie or header),
+	// or with a forged one; browsers and API clients; both instances.
+	thefts := []struct {
+		name, cookie string
+		hdr          []string
+		want         int
+	}{
+		{"session alone", "wr_session_gw=" + session, nil, 302},
+		{"session alone, API", "wr_session_gw=" + session, []string{"Accept", "application/json"}, 429},
+		{"another visitor's cookie", "wr_session_gw=" + session + "; wr_visitor=" + bCred, nil, 302},
+		{"another visitor's header", "wr_session_gw=" + session, []string{"X-Visitor", bCred, "Accept", "application/json"}, 429},
+		{"another visitor's header over A's cookie", "wr_session_gw=" + session + "; wr_visitor=" + aCred, []string{"X-Visitor", bCred}, 302},
+		{"a forged credential", "wr_session_gw=" + session + "; wr_visitor=" + aID + ".AAAAAAAAAAAAAAAAAAAAAA", nil, 302},
+	}
+	const clients = 20
+	errs := make(chan error, clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() {
+			ts := []*testServer{one, two}[i%2]
+			for round := range 5 {
+				th := thefts[(i+round)%len(thefts)]
+				code, body, err := sessionOnly(ts.URL, "GET", "/checkout/stolen", th.cookie, th.hdr...)
+				if err != nil || code != th.want {
+					errs <- fmt.Errorf("client %d, %s: %d %q %v, want %d", i, th.name, code, body, err, th.want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	up.mu.Lock()
+	stolen := up.calls["/checkout/stolen"]
+	up.mu.Unlock()
+	if stolen != 0 {
+		t.Fatalf("the app served %d requests of a copied session, as %q", stolen, up.header("/checkout/stolen", "X-Waitroom-Visitor"))
+	}
+
+	// A copy of the cookie alone does not end A's session; A does.
+	for _, tc := range []struct {
+		cookie, code string
+		status       int
+	}{
+		{"wr_session_gw=" + session, "missing_visitor", 401},
+		{"wr_session_gw=" + session + "; wr_visitor=" + bCred, "wrong_visitor", 403},
+	} {
+		code, body, err := sessionOnly(two.URL, "DELETE", "/waitroom/api/v1/rooms/gw/session", tc.cookie)
+		if err != nil || code != tc.status || !strings.Contains(body, `"code":"`+tc.code+`"`) {
+			t.Fatalf("end with %q: %d %s %v, want %d %s", tc.cookie, code, body, err, tc.status, tc.code)
+		}
+	}
+	if _, _, ok, err := one.q.Session(context.Background(), "gw", aID); err != nil || !ok {
+		t.Fatalf("A's session after the thieves' attempts to end it: %v %v", ok, err)
+	}
+	if resp, body := a.get("DELETE", "/waitroom/api/v1/rooms/gw/session"); resp.StatusCode != 204 {
+		t.Fatalf("A ends its session: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestGatewaySessionNeedsVisitorNginx: through the real nginx recipe, a
+// copied session cookie without its visitor's credential is sent to the
+// waiting page; the visitor's browser passes.
+func TestGatewaySessionNeedsVisitorNginx(t *testing.T) {
+	srv := redistest.StartReal(t)
+	up := newUpstreamApp(t)
+	routes := filepath.Join(t.TempDir(), "routes.yaml")
+	if err := os.WriteFile(routes, []byte("routes:\n  - {match: '*/checkout/*', room: gw}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, srv, "rueidis", func(c *config) { c.RoutesFile = routes })
+	u, _ := url.Parse(ts.URL)
+	appURL, _ := url.Parse(up.URL)
+	base := startGatewayProcess(t, "nginx", u.Host, appURL.Host)
+	a := newBrowser(t, base)
+	aID := gatewayAdmit(t, ts, a, "gw", base+"/checkout/a")
+	if resp, body := a.get("GET", "/checkout/a"); resp.StatusCode != 200 || body != "page /checkout/a" || up.header("/checkout/a", "X-Waitroom-Visitor") != aID {
+		t.Fatalf("the visitor: %d %q as %q", resp.StatusCode, body, up.header("/checkout/a", "X-Waitroom-Visitor"))
+	}
+	session := cookieValue(a, "wr_session_gw")
+	req, _ := http.NewRequest("GET", base+"/checkout/stolen", nil)
+	req.Header.Set("Accept", "text/html")
+	req.Header.Set("Cookie", "wr_session_gw="+session)
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 302 || !strings.HasPrefix(resp.Header.Get("Location"), "/waitroom/?room=gw") {
+		t.Fatalf("a copied session through nginx: %d %q, want 302 to the waiting page", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if code, _, err := sessionOnly(base, "GET", "/checkout/stolen", "wr_session_gw="+session, "Accept", "application/json"); err != nil || code != 429 {
+		t.Fatalf("a copied session through nginx, API: %d %v", code, err)
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if n := up.calls["/checkout/stolen"]; n != 0 {
+		t.Fatalf("nginx passed a copied session %d times", n)
 	}
 }
 
