@@ -23,12 +23,11 @@ import (
 // gatewayMode puts rooms in front of an unchanged app: the forward-auth
 // check, the session cookie and, with -upstream, the built-in proxy.
 type gatewayMode struct {
-	routes     *gateway.Config
-	sessions   *gateway.Signer
-	cache      *gateway.Cache
-	page       string // the waiting page's path prefix, e.g. /waitroom/
-	slideEvery time.Duration
-	broker     hub.Broker // revocations from other instances; nil without routes
+	routes   *gateway.Config
+	sessions *gateway.Signer
+	cache    *gateway.Cache
+	page     string     // the waiting page's path prefix, e.g. /waitroom/
+	broker   hub.Broker // revocations from other instances; nil without routes
 	// down is set while the revocation feed has lost Redis (not before
 	// its first connection: a starting instance is not in an outage).
 	down  atomic.Bool
@@ -37,6 +36,10 @@ type gatewayMode struct {
 
 // sessionCacheSize bounds the revocations and slide marks held (each kind).
 const sessionCacheSize = 1 << 18
+
+// maxSlideEvery caps the interval between two slides of a session, so a
+// room with a long idle TTL still sees its sessions in use.
+const maxSlideEvery = 30 * time.Second
 
 // newGateway loads the routes and builds the gateway mode. secret signs
 // session cookies.
@@ -64,9 +67,6 @@ func (s *server) newGateway(secret []byte) error {
 	g := &gatewayMode{
 		routes: cfg, sessions: gateway.NewSigner(secret), cache: gateway.NewCache(sessionCacheSize),
 		page: s.cfg.GatewayPage,
-		// A session slides at most this often, so a page with fifty assets
-		// makes no Redis write at all most of the time.
-		slideEvery: min(s.cfg.TokenTTL/10, 30*time.Second),
 	}
 	if len(cfg.Routes) > 0 {
 		if s.redis.rue != nil {
@@ -108,7 +108,7 @@ func (s *server) runGateway(ctx context.Context) error {
 		case <-ctx.Done():
 			return <-done
 		case now := <-t.C:
-			g.cache.Prune(now, g.slideEvery)
+			g.cache.Prune(now, maxSlideEvery)
 		}
 	}
 }
@@ -211,9 +211,8 @@ func (s *server) decide(ctx context.Context, o *original) verdict {
 		case err != nil:
 			clear = s.sessionCookie(rt.Cookie, "", -1, o.proto)
 		case sess.Room != rt.Room:
-			// Another room's session under this room's name (the routes
-			// changed since it was set): not for here, and not ours to
-			// clear.
+			// Another room's session (a name the routes no longer give
+			// this room alone): not for here, and not ours to clear.
 		case g.cache.Revoked(sess.Key()) || !now.Before(sess.ExpiresAt):
 			clear = s.sessionCookie(rt.Cookie, "", -1, o.proto)
 		case now.Before(sess.NotBefore):
@@ -253,14 +252,28 @@ func (s *server) holdsSession(o *original, sess gateway.Session) bool {
 	return err == nil && id == sess.Visitor
 }
 
+// slideEvery is how often at most a session of room slides: a tenth of the
+// room's idle TTL (its tokenTtlSeconds, else -token-ttl), at most
+// maxSlideEvery. A page with fifty assets then makes no Redis write most
+// of the time, and a session in use slides long before its idle TTL ends,
+// however short the room's. From the room settings in memory: no Redis.
+func (s *server) slideEvery(room string) time.Duration {
+	ttl := s.rooms.tokenTTL(room)
+	if ttl <= 0 {
+		ttl = s.cfg.TokenTTL
+	}
+	return min(ttl/10, maxSlideEvery)
+}
+
 // validSession passes a valid session, sliding its idle expiry when its
-// last slide is older than slideEvery (once per instance per interval). ok
-// is false when Redis says the session is over (ended elsewhere and the
-// message lost, or past its cap).
+// last slide is older than the room's slide interval (once per instance
+// per interval). ok is false when Redis says the session is over (ended
+// elsewhere and the message lost, or past its cap).
 func (s *server) validSession(ctx context.Context, rt *gateway.Route, sess gateway.Session, now time.Time, proto string) (verdict, bool) {
 	g := s.gw
 	v := verdict{pass: true, room: sess.Room, visitor: sess.Visitor, session: &sess}
-	if now.Sub(sess.SlidAt) < g.slideEvery || !g.cache.ClaimSlide(sess.Key(), now, g.slideEvery) {
+	every := s.slideEvery(sess.Room)
+	if now.Sub(sess.SlidAt) < every || !g.cache.ClaimSlide(sess.Key(), now, every) {
 		return v, true
 	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/queue"
 )
 
 // Gateway sessions and the built-in proxy's tunnel, tried the way an
@@ -273,6 +274,76 @@ func TestGatewaySessionNeedsVisitorNginx(t *testing.T) {
 	defer up.mu.Unlock()
 	if n := up.calls["/checkout/stolen"]; n != 0 {
 		t.Fatalf("nginx passed a copied session %d times", n)
+	}
+}
+
+// TestGatewaySlideShortRoom: in a room whose idle TTL (5 s) is far under
+// -token-ttl (300 s), a session used every half second slides (new
+// cookies) and keeps passing well past its TTL; its slide interval is the
+// room's, so between two slides a valid session still touches no Redis.
+func TestGatewaySlideShortRoom(t *testing.T) {
+	srv := redistest.StartReal(t)
+	up := newUpstreamApp(t)
+	ts := startServer(t, srv, "rueidis", func(c *config) {
+		c.Upstream = up.URL
+		c.Routes = []string{"{match: '*/short/*', room: short}", "{match: '*/long/*', room: long}"}
+	})
+	ctx := context.Background()
+	const ttl = 5 * time.Second
+	for room, d := range map[string]time.Duration{"short": ttl, "long": 100 * time.Second} {
+		if err := ts.q.SetRoomConfig(ctx, room, queue.RoomConfig{TokenTTL: d}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, room+"'s settings in memory", func() bool { return ts.rooms.tokenTTL(room) == d })
+	}
+	if ts.cfg.TokenTTL != 300*time.Second {
+		t.Fatalf("-token-ttl is %s, want the default", ts.cfg.TokenTTL)
+	}
+
+	a := newBrowser(t, ts.URL)
+	gatewayAdmit(t, ts, a, "short", ts.URL+"/short/x")
+	first, err := ts.gw.sessions.Parse(cookieValue(a, "wr_session_short"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Used every half second until a whole TTL past the first expiry.
+	until := first.ExpiresAt.Add(ttl)
+	slides, last := 0, cookieValue(a, "wr_session_short")
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for now := range tick.C {
+		if resp, body := a.get("GET", "/short/x"); resp.StatusCode != 200 {
+			t.Fatalf("%s after the first expiry (%d slides): %d %q", now.Sub(first.ExpiresAt).Round(time.Millisecond), slides, resp.StatusCode, body)
+		}
+		if v := cookieValue(a, "wr_session_short"); v != last {
+			slides, last = slides+1, v
+		}
+		if now.After(until) {
+			break
+		}
+	}
+	if slides < 3 {
+		t.Fatalf("%d slid cookies in two TTLs of use", slides)
+	}
+
+	// A session that needs no slide touches no Redis (the long room slides
+	// every 10 s).
+	b := newBrowser(t, ts.URL)
+	gatewayAdmit(t, ts, b, "long", ts.URL+"/long/x")
+	if resp, _ := b.get("GET", "/long/x"); resp.StatusCode != 200 {
+		t.Fatalf("long: %d", resp.StatusCode)
+	}
+	before := redisCalls(t, srv.Addr)
+	const n = 100
+	for range n {
+		if resp, _ := b.get("GET", "/long/x"); resp.StatusCode != 200 {
+			t.Fatalf("long: %d", resp.StatusCode)
+		}
+	}
+	d := redisCalls(t, srv.Addr) - before - 1
+	t.Logf("%d requests with a valid session: %d Redis calls (background included)", n, d)
+	if d > n/5 {
+		t.Fatalf("%d requests with a valid session made %d Redis calls", n, d)
 	}
 }
 
