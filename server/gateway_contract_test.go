@@ -144,7 +144,9 @@ func TestCheckEnvoy(t *testing.T) {
 // cookie carrying the later expiry; its end (here by the admin) is seen by
 // the check at once.
 func TestCheckSlides(t *testing.T) {
-	ts, session, cred := gatewayServer(t, nil, func(c *config) { c.TokenTTL = 2 * time.Second; withAdmin(c) })
+	// A slide interval of 1 s (TTL/10) leaves a busy machine room to ask
+	// twice within one.
+	ts, session, cred := gatewayServer(t, nil, func(c *config) { c.TokenTTL = 10 * time.Second; withAdmin(c) })
 	check := func(cookie string) *http.Response {
 		resp, _ := checkReq(t, "GET", ts.URL+"/api/v1/check", map[string]string{"X-Forwarded-Host": "shop.example.com",
 			"X-Forwarded-Uri": "/checkout/a", "Cookie": "wr_session_gw=" + cookie + "; wr_visitor=" + cred, "Accept": "text/html"})
