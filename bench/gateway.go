@@ -118,7 +118,7 @@ func runGateway(ctx context.Context, o gatewayOptions, command string) (*gateway
 		req.Header.Set("X-Forwarded-Uri", "/checkout/cart?item=42")
 		req.Header.Set("X-Forwarded-Proto", "https")
 		req.Header.Set("Accept", "text/html")
-		req.Header.SetCookie("wr_session", sessions[i%len(sessions)])
+		req.Header.Set("Cookie", sessions[i%len(sessions)])
 	}
 	var errs atomic.Int64
 	var firstErr atomic.Value
@@ -150,11 +150,11 @@ func runGateway(ctx context.Context, o gatewayOptions, command string) (*gateway
 	defer proxied.CloseIdleConnections()
 	series := func(path string) (d, p []float64, err error) {
 		for i := 0; i < o.Samples && ctx.Err() == nil; i++ {
-			dl, err := timed(direct, appURL+path, "", "")
+			dl, err := timed(direct, appURL+path, "")
 			if err != nil {
 				return nil, nil, fmt.Errorf("direct: %w", err)
 			}
-			pl, err := timed(proxied, tgt.URL+path, "wr_session", sessions[0])
+			pl, err := timed(proxied, tgt.URL+path, sessions[0])
 			if err != nil {
 				return nil, nil, fmt.Errorf("proxy: %w", err)
 			}
@@ -188,7 +188,9 @@ func runGateway(ctx context.Context, o gatewayOptions, command string) (*gateway
 }
 
 // gatewaySessions joins n visitors through the gateway prefix, waits until
-// each is admitted, and enters: it returns their session cookies.
+// each is admitted, and enters: it returns, for each, the Cookie header a
+// browser sends (the room's session cookie and the visitor credential,
+// without which a session does not pass).
 func gatewaySessions(ctx context.Context, base string, n int) ([]string, error) {
 	c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	defer c.CloseIdleConnections()
@@ -222,8 +224,8 @@ func gatewaySessions(ctx context.Context, base string, n int) ([]string, error) 
 			}
 			resp.Body.Close()
 			for _, ck := range resp.Cookies() {
-				if ck.Name == "wr_session" && ck.Value != "" && resp.Header.Get("Location") == "/checkout/" {
-					out[i] = ck.Value
+				if ck.Name == "wr_session_gw" && ck.Value != "" && resp.Header.Get("Location") == "/checkout/" {
+					out[i] = "wr_session_gw=" + ck.Value + "; wr_visitor=" + cred
 				}
 			}
 			if out[i] == "" {
@@ -241,7 +243,7 @@ func gatewaySessions(ctx context.Context, base string, n int) ([]string, error) 
 			req, _ := http.NewRequestWithContext(ctx, "GET", base+"/api/v1/check", nil)
 			req.Header.Set("X-Forwarded-Host", "shop.example.com")
 			req.Header.Set("X-Forwarded-Uri", "/checkout/")
-			req.Header.Set("Cookie", "wr_session="+s)
+			req.Header.Set("Cookie", s)
 			resp, err := c.Do(req)
 			if err != nil {
 				return false
@@ -292,13 +294,13 @@ func closedLoop(ctx context.Context, hc *fasthttp.HostClient, conns int, d time.
 }
 
 // timed sends one GET and returns its latency in seconds.
-func timed(hc *fasthttp.HostClient, url, cookie, value string) (float64, error) {
+func timed(hc *fasthttp.HostClient, url, cookie string) (float64, error) {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	req.SetRequestURI(url)
 	if cookie != "" {
-		req.Header.SetCookie(cookie, value)
+		req.Header.Set("Cookie", cookie)
 	}
 	start := time.Now()
 	if err := hc.Do(req, resp); err != nil {

@@ -37,16 +37,17 @@ func mustParse(t *testing.T) *Config {
 func TestRouteMatch(t *testing.T) {
 	c := mustParse(t)
 	for _, tc := range []struct{ method, host, path, room, cookie string }{
-		{"GET", "shop.example.com", "/checkout/pay", "drop", "wr_session"},
-		{"GET", "Shop.Example.com:8443", "/checkout", "drop", "wr_session"},
+		// A room has one cookie: the one a route of it names.
+		{"GET", "shop.example.com", "/checkout/pay", "drop", "wr_drop"},
+		{"GET", "Shop.Example.com:8443", "/checkout", "drop", "wr_drop"},
 		{"GET", "shop.example.com", "/checkoutx", "", ""},
 		{"GET", "other.example.com", "/checkout/pay", "", ""},
 		{"POST", "shop.example.com", "/api/cart", "drop", "wr_drop"},
 		{"GET", "shop.example.com", "/api/cart", "", ""},
-		{"GET", "a.tickets.example.com", "/events/42/buy", "tickets", "wr_session"},
+		{"GET", "a.tickets.example.com", "/events/42/buy", "tickets", "wr_session_tickets"},
 		{"GET", "tickets.example.com", "/events/42/buy", "", ""},
 		{"GET", "a.tickets.example.com", "/events/42/43/buy", "", ""},
-		{"GET", "anything", "/lecture/x/y", "lecture-42", "wr_session"},
+		{"GET", "anything", "/lecture/x/y", "lecture-42", "wr_session_lecture-42"},
 		{"GET", "anything", "/", "", ""},
 	} {
 		r := c.Route(tc.method, tc.host, tc.path)

@@ -14,9 +14,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// DefaultCookie is the session cookie of a route that names none.
-const DefaultCookie = "wr_session"
-
 // Route maps requests to a room: a host and a path pattern, optionally
 // only some methods.
 type Route struct {
@@ -25,7 +22,9 @@ type Route struct {
 	Path    string   // path pattern (see MatchPath)
 	Room    string   // the room whose queue guards it
 	Methods []string // upper case; empty = every method
-	Cookie  string   // session cookie name
+	Cookie  string   // the room's session cookie (see NameCookies)
+
+	cookieSet bool // Cookie was written in the route, not derived
 }
 
 // Bypass rules let a request skip the queue.
@@ -86,6 +85,9 @@ func Parse(name string, data []byte) (*Config, error) {
 			return nil, fmt.Errorf("%s:%d: %v", name, f.Routes[i].Line, err)
 		}
 		cfg.Routes = append(cfg.Routes, r)
+	}
+	if i, err := cfg.nameCookies(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %v", name, f.Routes[i].Line, err)
 	}
 	if f.Bypass.Kind != 0 {
 		var b fileBypass
@@ -150,9 +152,8 @@ func parseRouteNode(n *yaml.Node) (Route, error) {
 	}
 	cookie := fr.Cookie
 	if cookie == "" {
-		cookie = DefaultCookie
-	}
-	if !cookieRE.MatchString(cookie) {
+		cookie = SessionCookie(fr.Room)
+	} else if !cookieRE.MatchString(cookie) {
 		return Route{}, fmt.Errorf("cookie %q: letters, digits, _ and - only", cookie)
 	}
 	var methods []string
@@ -163,7 +164,7 @@ func parseRouteNode(n *yaml.Node) (Route, error) {
 		}
 		methods = append(methods, m)
 	}
-	return Route{Match: fr.Match, Host: host, Path: "/" + p, Room: fr.Room, Methods: methods, Cookie: cookie}, nil
+	return Route{Match: fr.Match, Host: host, Path: "/" + p, Room: fr.Room, Methods: methods, Cookie: cookie, cookieSet: fr.Cookie != ""}, nil
 }
 
 func (b *Bypass) set(f fileBypass) error {

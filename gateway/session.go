@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -93,4 +94,48 @@ func (g *Signer) Parse(v string) (Session, error) {
 	}
 	return Session{Room: p[1], Visitor: p[2], NotBefore: time.UnixMilli(ts[0]),
 		ExpiresAt: time.UnixMilli(ts[1]), SlidAt: time.UnixMilli(ts[2])}, nil
+}
+
+// SessionCookie is the default session cookie name of room. Each room has
+// its own, so a visitor holds a session in several rooms at once (one
+// shared name would hold one session, and visiting another room's path
+// would replace or clear it).
+func SessionCookie(room string) string { return "wr_session_" + room }
+
+// NameCookies gives every route its room's one session cookie: the name
+// that one of the room's routes writes (cookie:), else SessionCookie of the
+// room. It refuses a room whose routes write two names, and a name given
+// to two rooms. Parse calls it; call it again after adding routes.
+func (c *Config) NameCookies() error {
+	_, err := c.nameCookies()
+	return err
+}
+
+// nameCookies is NameCookies; on error it also returns the index of the
+// route at fault.
+func (c *Config) nameCookies() (int, error) {
+	named := map[string]int{} // room -> index of the route that wrote its name
+	for i, r := range c.Routes {
+		if !r.cookieSet {
+			continue
+		}
+		if j, ok := named[r.Room]; ok && c.Routes[j].Cookie != r.Cookie {
+			return i, fmt.Errorf("cookie %q: room %q already has the session cookie %q; a room has one", r.Cookie, r.Room, c.Routes[j].Cookie)
+		}
+		named[r.Room] = i
+	}
+	owner := map[string]string{} // cookie -> room
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		if j, ok := named[r.Room]; ok {
+			r.Cookie = c.Routes[j].Cookie
+		} else {
+			r.Cookie = SessionCookie(r.Room)
+		}
+		if room, ok := owner[r.Cookie]; ok && room != r.Room {
+			return i, fmt.Errorf("cookie %q: already the session cookie of room %q; each room needs its own, or a visit to one would end the session of the other", r.Cookie, room)
+		}
+		owner[r.Cookie] = r.Room
+	}
+	return 0, nil
 }

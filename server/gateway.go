@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/netip"
 	"net/url"
 	"os"
@@ -21,12 +23,11 @@ import (
 // gatewayMode puts rooms in front of an unchanged app: the forward-auth
 // check, the session cookie and, with -upstream, the built-in proxy.
 type gatewayMode struct {
-	routes     *gateway.Config
-	sessions   *gateway.Signer
-	cache      *gateway.Cache
-	page       string // the waiting page's path prefix, e.g. /waitroom/
-	slideEvery time.Duration
-	broker     hub.Broker // revocations from other instances; nil without routes
+	routes   *gateway.Config
+	sessions *gateway.Signer
+	cache    *gateway.Cache
+	page     string     // the waiting page's path prefix, e.g. /waitroom/
+	broker   hub.Broker // revocations from other instances; nil without routes
 	// down is set while the revocation feed has lost Redis (not before
 	// its first connection: a starting instance is not in an outage).
 	down  atomic.Bool
@@ -35,6 +36,10 @@ type gatewayMode struct {
 
 // sessionCacheSize bounds the revocations and slide marks held (each kind).
 const sessionCacheSize = 1 << 18
+
+// maxSlideEvery caps the interval between two slides of a session, so a
+// room with a long idle TTL still sees its sessions in use.
+const maxSlideEvery = 30 * time.Second
 
 // newGateway loads the routes and builds the gateway mode. secret signs
 // session cookies.
@@ -56,12 +61,12 @@ func (s *server) newGateway(secret []byte) error {
 		}
 		cfg.Routes = append(cfg.Routes, rt)
 	}
+	if err := cfg.NameCookies(); err != nil {
+		return fmt.Errorf("routes: %w", err)
+	}
 	g := &gatewayMode{
 		routes: cfg, sessions: gateway.NewSigner(secret), cache: gateway.NewCache(sessionCacheSize),
 		page: s.cfg.GatewayPage,
-		// A session slides at most this often, so a page with fifty assets
-		// makes no Redis write at all most of the time.
-		slideEvery: min(s.cfg.TokenTTL/10, 30*time.Second),
 	}
 	if len(cfg.Routes) > 0 {
 		if s.redis.rue != nil {
@@ -103,7 +108,7 @@ func (s *server) runGateway(ctx context.Context) error {
 		case <-ctx.Done():
 			return <-done
 		case now := <-t.C:
-			g.cache.Prune(now, g.slideEvery)
+			g.cache.Prune(now, maxSlideEvery)
 		}
 	}
 }
@@ -203,12 +208,20 @@ func (s *server) decide(ctx context.Context, o *original) verdict {
 	if raw := o.cookie(rt.Cookie); raw != "" {
 		sess, err := g.sessions.Parse(raw)
 		switch {
-		case err != nil || sess.Room != rt.Room:
+		case err != nil:
 			clear = s.sessionCookie(rt.Cookie, "", -1, o.proto)
+		case sess.Room != rt.Room:
+			// Another room's session (a name the routes no longer give
+			// this room alone): not for here, and not ours to clear.
 		case g.cache.Revoked(sess.Key()) || !now.Before(sess.ExpiresAt):
 			clear = s.sessionCookie(rt.Cookie, "", -1, o.proto)
 		case now.Before(sess.NotBefore):
 			// Not valid yet: the waiting page counts down and comes back.
+		case !s.holdsSession(o, sess):
+			// A copied cookie without its visitor's credential: denied
+			// like no session, and left alone (clearing it would let
+			// whoever can make a browser send another credential end
+			// that visitor's session).
 		default:
 			if v, ok := s.validSession(ctx, rt, sess, now, o.proto); ok {
 				return v
@@ -223,14 +236,44 @@ func (s *server) decide(ctx context.Context, o *original) verdict {
 	return v
 }
 
+// holdsSession reports whether the request carries the credential of the
+// session's visitor (header X-Visitor for API clients, else cookie
+// wr_visitor), as an entry token must: a session cookie alone is a value
+// anyone who saw it could send. One HMAC, no Redis.
+func (s *server) holdsSession(o *original, sess gateway.Session) bool {
+	cred := o.header("X-Visitor")
+	if cred == "" {
+		cred = o.cookie(visitorCookie)
+	}
+	if cred == "" {
+		return false
+	}
+	id, err := s.signer.ParseVisitor(cred)
+	return err == nil && id == sess.Visitor
+}
+
+// slideEvery is how often at most a session of room slides: a tenth of the
+// room's idle TTL (its tokenTtlSeconds, else -token-ttl), at most
+// maxSlideEvery. A page with fifty assets then makes no Redis write most
+// of the time, and a session in use slides long before its idle TTL ends,
+// however short the room's. From the room settings in memory: no Redis.
+func (s *server) slideEvery(room string) time.Duration {
+	ttl := s.rooms.tokenTTL(room)
+	if ttl <= 0 {
+		ttl = s.cfg.TokenTTL
+	}
+	return min(ttl/10, maxSlideEvery)
+}
+
 // validSession passes a valid session, sliding its idle expiry when its
-// last slide is older than slideEvery (once per instance per interval). ok
-// is false when Redis says the session is over (ended elsewhere and the
-// message lost, or past its cap).
+// last slide is older than the room's slide interval (once per instance
+// per interval). ok is false when Redis says the session is over (ended
+// elsewhere and the message lost, or past its cap).
 func (s *server) validSession(ctx context.Context, rt *gateway.Route, sess gateway.Session, now time.Time, proto string) (verdict, bool) {
 	g := s.gw
 	v := verdict{pass: true, room: sess.Room, visitor: sess.Visitor, session: &sess}
-	if now.Sub(sess.SlidAt) < g.slideEvery || !g.cache.ClaimSlide(sess.Key(), now, g.slideEvery) {
+	every := s.slideEvery(sess.Room)
+	if now.Sub(sess.SlidAt) < every || !g.cache.ClaimSlide(sess.Key(), now, every) {
 		return v, true
 	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -275,7 +318,7 @@ func (s *server) deny(ctx context.Context, rt *gateway.Route, o *original) verdi
 	}
 	if wantsJSON(o.header("Accept")) {
 		st := wire.State{Room: rt.Room, Status: wire.StatusNotInQueue}
-		if cred := o.cookie(visitorCookie); cred != "" {
+		if cred := cmpStr(o.header("X-Visitor"), o.cookie(visitorCookie)); cred != "" {
 			if id, err := s.signer.ParseVisitor(cred); err == nil {
 				rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 				got, err := s.q.Status(rctx, rt.Room, id)
@@ -440,10 +483,7 @@ func (s *server) enter(c *fiber.Ctx) error {
 	if !ok || !time.Now().Before(exp) {
 		return c.Redirect(s.gw.page+"?room="+url.QueryEscape(r)+"&return="+url.QueryEscape(c.Query("return")), fiber.StatusFound)
 	}
-	name := gateway.DefaultCookie
-	if rt := s.gw.routes.Room(r); rt != nil {
-		name = rt.Cookie
-	}
+	name := s.gw.cookieName(r)
 	sess := gateway.Session{Room: r, Visitor: id, NotBefore: nb, ExpiresAt: exp, SlidAt: time.Now()}
 	proto := "http"
 	if s.secure(c) {
@@ -455,21 +495,47 @@ func (s *server) enter(c *fiber.Ctx) error {
 	return c.Redirect(ret, fiber.StatusFound)
 }
 
+var (
+	errSessionNoVisitor    = errorf(401, "missing_visitor", "the session must come with the visitor credential it was issued to (cookie wr_visitor or X-Visitor)")
+	errSessionWrongVisitor = errorf(403, "wrong_visitor", "the session belongs to another visitor")
+)
+
+// cookieName is the session cookie of room: its routes' (see
+// gateway.Config.NameCookies), else the default name of the room.
+func (g *gatewayMode) cookieName(room string) string {
+	if rt := g.routes.Room(room); rt != nil {
+		return rt.Cookie
+	}
+	return gateway.SessionCookie(room)
+}
+
 // endOwnSession is DELETE /api/v1/rooms/{room}/session: a visitor ends
-// their own session (the cookie is sent by the browser), which frees the
-// place for the next one. 204.
+// their own session (the browser sends the session cookie and the visitor
+// credential it belongs to), which frees the place for the next one. 204.
 func (s *server) endOwnSession(c *fiber.Ctx) error {
 	r, err := room(c)
 	if err != nil {
 		return err
 	}
-	name := gateway.DefaultCookie
-	if rt := s.gw.routes.Room(r); rt != nil {
-		name = rt.Cookie
-	}
+	name := s.gw.cookieName(r)
 	sess, err := s.gw.sessions.Parse(c.Cookies(name))
 	if err != nil || sess.Room != r {
 		return errorf(401, "missing_session", "no gateway session for this room in this request")
+	}
+	// Only its visitor ends a session: a copy of the cookie alone must not
+	// end someone else's.
+	cred := c.Get("X-Visitor")
+	if cred == "" {
+		cred = c.Cookies(visitorCookie)
+	}
+	if cred == "" {
+		return errSessionNoVisitor
+	}
+	if err := s.holds(cred, queue.Token{Room: r, Visitor: sess.Visitor}); err != nil {
+		if errors.Is(err, errWrongVisitor) {
+			return errSessionWrongVisitor
+		}
+		return err
 	}
 	if err := s.endSession(c.UserContext(), sess); err != nil {
 		return s.storeError(c, err)

@@ -39,8 +39,8 @@ var noRedirect = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transp
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // gatewayServer runs waitroom with one protected route and returns a valid
-// session cookie value for room gw.
-func gatewayServer(t *testing.T, srv *redistest.Server, mutate func(*config)) (*testServer, string) {
+// session cookie value for room gw and the credential of its visitor.
+func gatewayServer(t *testing.T, srv *redistest.Server, mutate func(*config)) (*testServer, string, string) {
 	t.Helper()
 	ts := startServer(t, srv, "rueidis", func(c *config) {
 		c.Routes = []string{"{match: 'shop.example.com/checkout/*', room: gw}", "{match: 'shop.example.com/api/cart', room: gw, methods: [POST]}"}
@@ -50,7 +50,7 @@ func gatewayServer(t *testing.T, srv *redistest.Server, mutate func(*config)) (*
 	})
 	b := newBrowser(t, ts.URL)
 	gatewayAdmit(t, ts, b, "gw", ts.URL+"/checkout/x")
-	return ts, cookieValue(b, "wr_session")
+	return ts, cookieValue(b, "wr_session_gw"), cookieValue(b, visitorCookie)
 }
 
 // TestCheckTraefik: Traefik's ForwardAuth sends GET to the address with the
@@ -59,14 +59,14 @@ func gatewayServer(t *testing.T, srv *redistest.Server, mutate func(*config)) (*
 // room and visitor onto the request; addAuthCookiesToResponse the slid
 // cookie); any other answer goes to the visitor as is.
 func TestCheckTraefik(t *testing.T) {
-	ts, session := gatewayServer(t, nil, nil)
+	ts, session, cred := gatewayServer(t, nil, nil)
 	traefik := func(method, uri, accept, cookie string) (*http.Response, string) {
 		h := map[string]string{
 			"X-Forwarded-Method": method, "X-Forwarded-Proto": "https", "X-Forwarded-Host": "shop.example.com",
 			"X-Forwarded-Uri": uri, "X-Forwarded-For": "203.0.113.9", "Accept": accept, "User-Agent": "Mozilla/5.0",
 		}
 		if cookie != "" {
-			h["Cookie"] = "wr_session=" + cookie
+			h["Cookie"] = "wr_session_gw=" + cookie + "; wr_visitor=" + cred
 		}
 		return checkReq(t, "GET", ts.URL+"/api/v1/check", h)
 	}
@@ -95,7 +95,7 @@ func TestCheckTraefik(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("X-Waitroom-Room") != "gw" || resp.Header.Get("X-Waitroom-Visitor") == "" {
 		t.Fatalf("with a session: %d %v", resp.StatusCode, resp.Header)
 	}
-	if resp, _ = traefik("GET", "/checkout/pay", page, session+"x"); resp.StatusCode != 302 || !strings.Contains(resp.Header.Get("Set-Cookie"), "wr_session=;") {
+	if resp, _ = traefik("GET", "/checkout/pay", page, session+"x"); resp.StatusCode != 302 || !strings.Contains(resp.Header.Get("Set-Cookie"), "wr_session_gw=;") {
 		t.Fatalf("forged session: %d %q", resp.StatusCode, resp.Header.Get("Set-Cookie"))
 	}
 }
@@ -108,12 +108,12 @@ func TestCheckTraefik(t *testing.T) {
 // is the denied response, with allowed_client_headers (Location,
 // Retry-After, Set-Cookie) and the body.
 func TestCheckEnvoy(t *testing.T) {
-	ts, session := gatewayServer(t, nil, nil)
+	ts, session, cred := gatewayServer(t, nil, nil)
 	envoy := func(method, path, accept, cookie string) (*http.Response, string) {
 		h := map[string]string{"Host": "shop.example.com", "Accept": accept, "X-Forwarded-Proto": "https",
 			"X-Forwarded-For": "203.0.113.9", "Content-Length": "0", "X-Envoy-Expected-Rq-Timeout-Ms": "2000"}
 		if cookie != "" {
-			h["Cookie"] = "wr_session=" + cookie
+			h["Cookie"] = "wr_session_gw=" + cookie + "; wr_visitor=" + cred
 		}
 		return checkReq(t, method, ts.URL+"/api/v1/check"+path, h)
 	}
@@ -144,10 +144,12 @@ func TestCheckEnvoy(t *testing.T) {
 // cookie carrying the later expiry; its end (here by the admin) is seen by
 // the check at once.
 func TestCheckSlides(t *testing.T) {
-	ts, session := gatewayServer(t, nil, func(c *config) { c.TokenTTL = 2 * time.Second; withAdmin(c) })
+	// A slide interval of 1 s (TTL/10) leaves a busy machine room to ask
+	// twice within one.
+	ts, session, cred := gatewayServer(t, nil, func(c *config) { c.TokenTTL = 10 * time.Second; withAdmin(c) })
 	check := func(cookie string) *http.Response {
 		resp, _ := checkReq(t, "GET", ts.URL+"/api/v1/check", map[string]string{"X-Forwarded-Host": "shop.example.com",
-			"X-Forwarded-Uri": "/checkout/a", "Cookie": "wr_session=" + cookie, "Accept": "text/html"})
+			"X-Forwarded-Uri": "/checkout/a", "Cookie": "wr_session_gw=" + cookie + "; wr_visitor=" + cred, "Accept": "text/html"})
 		return resp
 	}
 	old, _ := ts.gw.sessions.Parse(session)
@@ -158,7 +160,7 @@ func TestCheckSlides(t *testing.T) {
 			t.Fatalf("session refused: %d", resp.StatusCode)
 		}
 		for _, c := range resp.Cookies() {
-			if c.Name == "wr_session" && c.Value != "" {
+			if c.Name == "wr_session_gw" && c.Value != "" {
 				slid = c.Value
 			}
 		}
@@ -187,10 +189,10 @@ func TestCheckFailMode(t *testing.T) {
 	for _, mode := range []string{queue.FailOpen, queue.FailClosed} {
 		t.Run(mode, func(t *testing.T) {
 			srv := redistest.StartReal(t)
-			ts, session := gatewayServer(t, srv, func(c *config) { c.FailMode = mode })
+			ts, session, cred := gatewayServer(t, srv, func(c *config) { c.FailMode = mode })
 			check := func(cookie string) *http.Response {
 				resp, _ := checkReq(t, "GET", ts.URL+"/api/v1/check", map[string]string{"X-Forwarded-Host": "shop.example.com",
-					"X-Forwarded-Uri": "/checkout/a", "Cookie": "wr_session=" + cookie, "Accept": "text/html"})
+					"X-Forwarded-Uri": "/checkout/a", "Cookie": "wr_session_gw=" + cookie + "; wr_visitor=" + cred, "Accept": "text/html"})
 				return resp
 			}
 			srv.Stop()

@@ -285,12 +285,12 @@ func testRealGateway(t *testing.T, kind string) {
 	}
 
 	// A slid session's new cookie comes back through the gateway.
-	first := cookieValue(a, "wr_session")
+	first := cookieValue(a, "wr_session_gw")
 	waitFor(t, 10*time.Second, "a slid session cookie through "+kind, func() bool {
 		if resp, _ := a.get("GET", "/checkout/page"); resp.StatusCode != 200 {
 			t.Fatalf("with a session: %d", resp.StatusCode)
 		}
-		return cookieValue(a, "wr_session") != first
+		return cookieValue(a, "wr_session_gw") != first
 	})
 
 	// b waits while a holds the only slot, for several ticks.

@@ -199,7 +199,7 @@ func TestGatewayProxy(t *testing.T) {
 				t.Fatalf("admitted %v with the only slot held (%v)", res.Admitted, err)
 			}
 		}
-		oldCookie := cookieValue(a, "wr_session")
+		oldCookie := cookieValue(a, "wr_session_gw")
 		resp, body = a.get("POST", "/checkout/pay")
 		if resp.StatusCode != 200 || body != "paid" || resp.Header.Get("Waitroom-Session") != "" {
 			t.Fatalf("pay: %d %q header %q", resp.StatusCode, body, resp.Header.Get("Waitroom-Session"))
@@ -212,7 +212,7 @@ func TestGatewayProxy(t *testing.T) {
 			return len(res.Admitted) == 1
 		})
 		// a's session is over, even replayed by hand.
-		resp, _ = a.get("GET", "/checkout/page", "Cookie", "wr_session="+oldCookie)
+		resp, _ = a.get("GET", "/checkout/page", "Cookie", "wr_session_gw="+oldCookie)
 		if resp.StatusCode != 302 {
 			t.Fatalf("ended session replayed: %d", resp.StatusCode)
 		}
@@ -220,7 +220,8 @@ func TestGatewayProxy(t *testing.T) {
 		// b enters; a stream comes through as it is written.
 		b2 := gatewayAdmit(t, ts, b, "gw", ts.URL+"/checkout/stream")
 		req, _ := http.NewRequest("GET", ts.URL+"/checkout/stream", nil)
-		req.Header.Set("Cookie", "wr_session="+cookieValue(b, "wr_session"))
+		bCookies := "wr_session_gw=" + cookieValue(b, "wr_session_gw") + "; wr_visitor=" + cookieValue(b, visitorCookie)
+		req.Header.Set("Cookie", bCookies)
 		sresp, err := http.DefaultClient.Do(req)
 		if err != nil || sresp.StatusCode != 200 {
 			t.Fatalf("stream: %v %v", sresp, err)
@@ -240,7 +241,7 @@ func TestGatewayProxy(t *testing.T) {
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		h := http.Header{}
-		h.Set("Cookie", "wr_session="+cookieValue(b, "wr_session"))
+		h.Set("Cookie", bCookies)
 		wc, _, err := websocket.Dial(wctx, "ws"+strings.TrimPrefix(ts.URL, "http")+"/checkout/ws", &websocket.DialOptions{HTTPHeader: h})
 		if err != nil {
 			t.Fatalf("ws dial: %v", err)

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -147,19 +149,29 @@ func (s *server) serveProxy(ctx *fasthttp.RequestCtx) {
 		upstreamDown(ctx, wantsJSON(o.header("Accept")))
 		return
 	}
-	s.sessionEnd(ctx, resp, &v)
+	s.relay(ctx, resp, &v, nil)
+}
+
+// relay hands the upstream's resp to the client, with the verdict's
+// cookie, acting on Waitroom-Session. It takes resp over; up, when not
+// nil, is closed once the body has gone.
+func (s *server) relay(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, v *verdict, up io.Closer) {
+	s.sessionEnd(ctx, resp, v)
 	resp.Header.CopyTo(&ctx.Response.Header)
-	writeVerdict(&ctx.Response, &v)
+	writeVerdict(&ctx.Response, v)
 	if body := resp.BodyStream(); body != nil {
 		n := resp.Header.ContentLength()
 		if n < 0 {
 			n = -1
 		}
-		ctx.Response.SetBodyStream(&streamBody{r: body, resp: resp, conn: ctx.Conn()}, n)
+		ctx.Response.SetBodyStream(&streamBody{r: body, resp: resp, conn: ctx.Conn(), up: up}, n)
 		return
 	}
 	ctx.Response.SetBody(resp.Body())
 	fasthttp.ReleaseResponse(resp)
+	if up != nil {
+		up.Close()
+	}
 }
 
 // sessionEnd acts on the upstream's Waitroom-Session: end: the header goes,
@@ -214,6 +226,7 @@ type streamBody struct {
 	r    io.Reader
 	resp *fasthttp.Response
 	conn net.Conn
+	up   io.Closer // the upstream connection of this response alone; nil for a pooled one
 }
 
 func (b *streamBody) Read(p []byte) (int, error) {
@@ -227,6 +240,9 @@ func (b *streamBody) Read(p []byte) (int, error) {
 func (b *streamBody) Close() error {
 	err := b.resp.CloseBodyStream()
 	fasthttp.ReleaseResponse(b.resp)
+	if b.up != nil {
+		b.up.Close()
+	}
 	return err
 }
 
@@ -234,10 +250,17 @@ func isUpgrade(req *fasthttp.Request) bool {
 	return bytes.EqualFold(req.Header.Peek("Upgrade"), []byte("websocket"))
 }
 
-// tunnel passes a WebSocket upgrade through: the request goes to the
-// upstream as is, and from then on bytes flow both ways untouched (the
-// upstream's 101 and every frame). fasthttp's client cannot upgrade, so
-// this is the one place that speaks to the upstream over a bare connection.
+// upgradeWait bounds how long the upstream may take to answer an upgrade.
+const upgradeWait = 10 * time.Second
+
+// tunnel passes a WebSocket upgrade through. The request goes to the
+// upstream as is over a connection of its own (fasthttp's client cannot
+// upgrade), and the connection becomes a tunnel only once the upstream
+// answers 101: its answer and every frame after it then flow both ways
+// untouched. Any other answer is relayed as an ordinary response and the
+// client's connection goes back to request handling, so the next request
+// on it is checked like any other (tunnelling on a refused upgrade would
+// let it reach the upstream unchecked).
 func (s *server) tunnel(ctx *fasthttp.RequestCtx, v *verdict) {
 	p := s.gw.proxy
 	var up net.Conn
@@ -256,6 +279,12 @@ func (s *server) tunnel(ctx *fasthttp.RequestCtx, v *verdict) {
 		}
 		_ = up.SetWriteDeadline(time.Time{})
 	}
+	var resp *fasthttp.Response
+	var head []byte
+	var br *bufio.Reader
+	if err == nil {
+		resp, head, br, err = readUpgradeAnswer(up, ctx.IsHead())
+	}
 	if err != nil {
 		if up != nil {
 			up.Close()
@@ -264,6 +293,14 @@ func (s *server) tunnel(ctx *fasthttp.RequestCtx, v *verdict) {
 		upstreamDown(ctx, false)
 		return
 	}
+	if resp.StatusCode() != fasthttp.StatusSwitchingProtocols {
+		// A refused upgrade: relayed like any response; the connection to
+		// the upstream was for this request only.
+		resp.Header.ResetConnectionClose()
+		s.relay(ctx, resp, v, up)
+		return
+	}
+	fasthttp.ReleaseResponse(resp)
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
 		p.mu.Lock()
@@ -278,7 +315,11 @@ func (s *server) tunnel(ctx *fasthttp.RequestCtx, v *verdict) {
 		_ = c.SetDeadline(time.Time{})
 		done := make(chan struct{})
 		go func() {
-			_, _ = io.Copy(c, up)
+			// The upstream's 101 as it sent it, then what it buffered and
+			// everything after.
+			if _, err := c.Write(head); err == nil {
+				_, _ = io.Copy(c, br)
+			}
 			// Wakes the copy below. Closing c here would hand it back to
 			// fasthttp's pool while that copy still reads it.
 			_ = c.SetReadDeadline(time.Now())
@@ -292,4 +333,71 @@ func (s *server) tunnel(ctx *fasthttp.RequestCtx, v *verdict) {
 		p.mu.Unlock()
 		c.Close()
 	})
+}
+
+// maxUpgradeHead bounds the upstream's response head to an upgrade.
+const maxUpgradeHead = 16 << 10
+
+// readUpgradeAnswer reads the upstream's answer to an upgrade request from
+// up: informational answers other than 101 are skipped. On 101, head is
+// the answer's head exactly as sent and br holds what followed it. Any
+// other answer comes with its body to stream from br (none for HEAD).
+func readUpgradeAnswer(up net.Conn, isHead bool) (resp *fasthttp.Response, head []byte, br *bufio.Reader, err error) {
+	_ = up.SetReadDeadline(time.Now().Add(upgradeWait))
+	rec := &headRecorder{r: up}
+	br = bufio.NewReaderSize(rec, maxUpgradeHead)
+	resp = fasthttp.AcquireResponse()
+	resp.Header.DisableNormalizing()
+	for range 8 {
+		start := len(rec.buf) - br.Buffered()
+		if err = resp.Header.Read(br); err != nil {
+			break
+		}
+		code := resp.StatusCode()
+		if code == fasthttp.StatusSwitchingProtocols {
+			head = rec.buf[start : len(rec.buf)-br.Buffered()]
+			rec.stop = true
+			_ = up.SetReadDeadline(time.Time{})
+			return resp, head, br, nil
+		}
+		if code >= 200 {
+			_ = up.SetReadDeadline(time.Time{})
+			rec.stop, rec.buf = true, nil
+			resp.StreamBody = true
+			if !isHead && code != fasthttp.StatusNoContent && code != fasthttp.StatusNotModified {
+				// Bodies past this stream (chunked always does); one
+				// delimited by the close must fit.
+				limit := 64 << 10
+				if resp.Header.ContentLength() == -2 {
+					limit = 8 << 20
+				}
+				err = resp.ReadBody(br, limit)
+			}
+			if err == nil {
+				return resp, nil, br, nil
+			}
+			break
+		}
+	}
+	if err == nil {
+		err = errors.New("too many informational answers")
+	}
+	fasthttp.ReleaseResponse(resp)
+	return nil, nil, nil, fmt.Errorf("upgrade answer: %w", err)
+}
+
+// headRecorder keeps the bytes read through it until stop, so the 101's
+// head can be passed on byte for byte.
+type headRecorder struct {
+	r    io.Reader
+	buf  []byte
+	stop bool
+}
+
+func (h *headRecorder) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if !h.stop {
+		h.buf = append(h.buf, p[:n]...)
+	}
+	return n, err
 }

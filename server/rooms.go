@@ -83,6 +83,13 @@ func (rc *roomCache) failMode(room string) string {
 	return rc.defFail
 }
 
+// tokenTTL is room's own idle token lifetime (0 when it has none).
+func (rc *roomCache) tokenTTL(room string) time.Duration {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	return rc.cfg[room].TokenTTL
+}
+
 // exists reports whether an operator created room: from the cache, or from
 // Redis for a room the cache does not know yet (remembered either way).
 func (rc *roomCache) exists(ctx context.Context, room string) (bool, error) {
