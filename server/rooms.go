@@ -100,20 +100,48 @@ func (rc *roomCache) exists(ctx context.Context, room string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if ok {
+		// Its settings now, not the defaults: a gate must never act on an
+		// empty config of a room that has settings.
+		return true, rc.reload(ctx, room)
+	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	if ok {
-		delete(rc.missing, room)
-		if _, known := rc.cfg[room]; !known {
-			rc.cfg[room] = queue.RoomConfig{} // settings come with the next refresh
-		}
-		return true, nil
-	}
 	if len(rc.missing) >= maxMissing {
 		clear(rc.missing)
 	}
 	rc.missing[room] = time.Now().Add(missingFor)
 	return false, nil
+}
+
+// version is the version of room's settings the cache holds (0 for a
+// room it holds none of): the join checks it against the stored one
+// (queue.JoinAt), so the gates that read the cache never pass a join on
+// settings older than the last change.
+func (rc *roomCache) version(room string) int64 {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	return rc.cfg[room].Version()
+}
+
+// reload reads room's settings from Redis into the cache now, for a join
+// that found them changed (or a room seen for the first time).
+func (rc *roomCache) reload(ctx context.Context, room string) error {
+	cfg, err := rc.q.RoomConfig(ctx, room)
+	if err != nil {
+		return err
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.cfg[room] = cfg
+	rc.read[room] = true
+	delete(rc.missing, room)
+	if l := rc.limiters[room]; l != nil {
+		lim, burst := rc.admissionRate(cfg)
+		l.SetLimit(lim)
+		l.SetBurst(burst)
+	}
+	return nil
 }
 
 // admissionRate is this instance's share of the room's configured rate
