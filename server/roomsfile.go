@@ -43,7 +43,7 @@ func loadOpsFiles(cfg config) (*opsFiles, error) {
 func loadAdminKeysFlags(cfg config) (adminKeys, error) {
 	var keys adminKeys
 	if cfg.AdminKey != "" {
-		keys = adminKeys{{label: "admin", key: []byte(cfg.AdminKey)}}
+		keys = adminKeys{{label: "admin", key: []byte(cfg.AdminKey), role: roleAdmin}}
 	}
 	if cfg.AdminKeysFile != "" {
 		ks, err := loadAdminKeys(cfg.AdminKeysFile)
