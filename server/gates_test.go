@@ -56,6 +56,22 @@ func TestGatesHoldOnEveryInstanceAtOnce(t *testing.T) {
 			}
 		}
 	})
+	t.Run("settings kept when Redis lost them", func(t *testing.T) {
+		create(`{"room":"kept","message":"Doors at nine.","joinRate":50}`)
+		seen("kept")
+		redisCmd(t, srv.Addr)("FLUSHALL")
+		// The join finds the settings changed (gone) and reads them again:
+		// B keeps what it read, to gate with and to write back.
+		if r := joinB("kept"); r.Code != 200 {
+			t.Fatalf("join after the loss: %d %s", r.Code, r.Raw)
+		}
+		if c, ok := b.rooms.RoomSettings("kept"); !ok || c.Message != "Doors at nine." || c.JoinRate != 50 {
+			t.Fatalf("remembered settings: %+v %v", c, ok)
+		}
+		if rate, _ := b.rooms.joinLimit("kept"); rate != 50 {
+			t.Fatalf("join limit after the loss: %v", rate)
+		}
+	})
 	t.Run("join limit by a change", func(t *testing.T) {
 		create(`{"room":"limited"}`)
 		seen("limited")

@@ -31,6 +31,7 @@ type roomCache struct {
 	limiters map[string]*rate.Limiter    // configured rooms
 	other    *rate.Limiter               // every other room (open rooms), together
 	missing  map[string]time.Time        // rooms found not to exist, until when to believe it
+	lost     map[string]int64            // rooms whose settings Redis lost: the version a join checks
 }
 
 // missingFor is how long a room found not to exist is believed gone; a room
@@ -44,7 +45,7 @@ func newRoomCache(q *queue.Queue, defFail string) *roomCache {
 	rc := &roomCache{
 		q: q, defFail: defFail, capacity: q.Capacity(),
 		cfg: map[string]queue.RoomConfig{}, stats: map[string]queue.RoomStats{}, read: map[string]bool{},
-		limiters: map[string]*rate.Limiter{}, missing: map[string]time.Time{},
+		limiters: map[string]*rate.Limiter{}, missing: map[string]time.Time{}, lost: map[string]int64{},
 	}
 	rc.instances.Store(1)
 	lim, burst := rc.admissionRate(queue.RoomConfig{})
@@ -121,11 +122,17 @@ func (rc *roomCache) exists(ctx context.Context, room string) (bool, error) {
 func (rc *roomCache) version(room string) int64 {
 	rc.mu.RLock()
 	defer rc.mu.RUnlock()
+	if v, ok := rc.lost[room]; ok {
+		return v
+	}
 	return rc.cfg[room].Version()
 }
 
 // reload reads room's settings from Redis into the cache now, for a join
-// that found them changed (or a room seen for the first time).
+// that found them changed (or a room seen for the first time). When Redis
+// has none of a room whose settings were read before (it lost them), the
+// settings read before stay, to be written back (RoomSettings) and to
+// gate joins until then; only the version the join checks follows Redis.
 func (rc *roomCache) reload(ctx context.Context, room string) error {
 	cfg, err := rc.q.RoomConfig(ctx, room)
 	if err != nil {
@@ -133,6 +140,11 @@ func (rc *roomCache) reload(ctx context.Context, room string) error {
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	if cfg.Version() == 0 && rc.read[room] {
+		rc.lost[room] = 0
+		return nil
+	}
+	delete(rc.lost, room)
 	rc.cfg[room] = cfg
 	rc.read[room] = true
 	delete(rc.missing, room)
@@ -239,6 +251,7 @@ func (rc *roomCache) refresh(ctx context.Context) error {
 		}
 		rc.cfg[r.room], rc.stats[r.room] = r.cfg, r.st
 		rc.read[r.room] = true
+		delete(rc.lost, r.room)
 		delete(rc.missing, r.room)
 	}
 	rc.rerateLocked()
