@@ -154,7 +154,7 @@ type applyError struct {
 }
 
 func (e *applyError) Error() string {
-	what := "nothing was written"
+	what := "no room before it was written"
 	if n := e.applied.changed(); n > 0 {
 		what = fmt.Sprintf("%d rooms were written (created %d, updated %d; %s)", n,
 			len(e.applied.created), len(e.applied.updated), strings.Join(append(slices.Clone(e.applied.created), e.applied.updated...), ", "))
@@ -319,9 +319,11 @@ func (s *server) reload(ctx context.Context) error {
 	}
 	var partial *applyError
 	switch {
-	case errors.As(rerr, &partial) && partial.applied.changed() > 0:
+	case errors.As(rerr, &partial) && (partial.applied.changed() > 0 || partial.written != "no"):
+		// The failed room's own write may have landed: never "nothing".
 		s.log.Error("rooms file applied in part: the rooms listed were written, the previous file's pins stay",
-			"err", rerr, "created", partial.applied.created, "updated", partial.applied.updated)
+			"err", rerr, "created", partial.applied.created, "updated", partial.applied.updated,
+			"failed", partial.failed.Name, "failedWritten", partial.written)
 	case rerr != nil:
 		s.log.Error("rooms file reload refused: nothing was written, the settings in force stay", "err", rerr)
 	default:

@@ -210,6 +210,25 @@ func TestRoomsFileFailsPartWay(t *testing.T) {
 	}
 }
 
+// A failure at the first room whose write landed anyway is not logged as
+// "nothing was written".
+func TestRoomsFileFailsAtFirstRoom(t *testing.T) {
+	srv := redistest.StartReal(t)
+	rooms := filepath.Join(t.TempDir(), "rooms.yaml")
+	writeFile(t, rooms, "rooms:\n  r0:\n    batch: 3\n")
+	ts, logs := startServerLog(t, srv, func(c *config) { withAdmin(c); c.RoomsFile = rooms; c.OpenRooms = false })
+	writeFile(t, rooms, roomsFileOf(3, 7))
+	hook := func(string) error { return errors.New("the reply was lost") }
+	err := ts.reload(context.WithValue(context.Background(), roomAppliedKey{}, hook))
+	if err == nil || !strings.Contains(err.Error(), "room r0 (1 of 3): the reply was lost; applied in part: no room before it was written, 0 already matched; room r0 written: yes; the 2 rooms after it were not applied") {
+		t.Fatalf("reload: %v", err)
+	}
+	log := logs.String()
+	if !strings.Contains(log, "rooms file applied in part") || !strings.Contains(log, "failed=r0 failedWritten=yes") || strings.Contains(log, "nothing was written") {
+		t.Fatalf("log:\n%s", log)
+	}
+}
+
 // A bad rooms file does not keep a removed admin key working: each file
 // reloads on its own, through the function SIGHUP calls.
 func TestReloadKeysDespiteBadRoomsFile(t *testing.T) {
