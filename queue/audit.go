@@ -9,17 +9,37 @@ import (
 // AuditKeep is how many audit entries are kept per room.
 const AuditKeep = 100
 
+// adminAuditKey holds the audit entries of no room (a credential minted
+// for a user id, say).
+const adminAuditKey = "wr:{admin}:audit"
+
 // AppendAudit records entry (an encoded audit record) as room's newest,
 // keeping the last AuditKeep.
 func (q *Queue) AppendAudit(ctx context.Context, room string, entry []byte) error {
 	if !ValidRoom(room) {
 		return ErrInvalidRoom
 	}
-	key := prefix(room) + "audit"
+	return q.appendAudit(ctx, prefix(room)+"audit", entry)
+}
+
+// AppendAdminAudit records entry as the newest of the instance-wide audit
+// trail, keeping the last AdminAuditKeep.
+func (q *Queue) AppendAdminAudit(ctx context.Context, entry []byte) error {
+	return q.appendAudit(ctx, adminAuditKey, entry)
+}
+
+// AdminAuditKeep is how many entries the instance-wide audit trail keeps.
+const AdminAuditKeep = 1000
+
+func (q *Queue) appendAudit(ctx context.Context, key string, entry []byte) error {
+	keep := AuditKeep
+	if key == adminAuditKey {
+		keep = AdminAuditKeep
+	}
 	if _, err := q.r.Do(ctx, "LPUSH", key, string(entry)); err != nil {
 		return fmt.Errorf("queue: audit: %w", err)
 	}
-	if _, err := q.r.Do(ctx, "LTRIM", key, "0", strconv.Itoa(AuditKeep-1)); err != nil {
+	if _, err := q.r.Do(ctx, "LTRIM", key, "0", strconv.Itoa(keep-1)); err != nil {
 		return fmt.Errorf("queue: audit: %w", err)
 	}
 	return nil
@@ -30,7 +50,16 @@ func (q *Queue) Audit(ctx context.Context, room string) ([]string, error) {
 	if !ValidRoom(room) {
 		return nil, ErrInvalidRoom
 	}
-	v, err := q.r.Do(ctx, "LRANGE", prefix(room)+"audit", "0", strconv.Itoa(AuditKeep-1))
+	return q.readAudit(ctx, prefix(room)+"audit", AuditKeep)
+}
+
+// AdminAudit returns the instance-wide audit entries, newest first.
+func (q *Queue) AdminAudit(ctx context.Context) ([]string, error) {
+	return q.readAudit(ctx, adminAuditKey, AdminAuditKeep)
+}
+
+func (q *Queue) readAudit(ctx context.Context, key string, keep int) ([]string, error) {
+	v, err := q.r.Do(ctx, "LRANGE", key, "0", strconv.Itoa(keep-1))
 	if err != nil {
 		return nil, fmt.Errorf("queue: audit: %w", err)
 	}

@@ -47,6 +47,8 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 		q.remember(room).noteTicket(t)
 	}
 	switch n[0] {
+	case replySettingsChanged:
+		return wire.State{}, Ticket{}, ErrSettingsChanged
 	case replyInviteRequired:
 		return wire.State{}, Ticket{}, ErrInviteRequired
 	case replyInviteUsed:

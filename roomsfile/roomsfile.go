@@ -16,6 +16,7 @@
 package roomsfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -37,8 +38,14 @@ var Fields = []string{
 	"brandTitle", "brandLogo", "brandAccent", "brandBackground", "brandFooter",
 }
 
-// MaxBytes bounds the file.
-const MaxBytes = 4 << 20
+// The file's limits. Every instance applies the whole file at start and
+// on SIGHUP, a few Redis round trips per room, so the limits keep one
+// apply within the deadline the server gives it (see docs/rooms-file.md
+// for the time the largest file takes).
+const (
+	MaxBytes = 1 << 20 // 1 MiB
+	MaxRooms = 10000
+)
 
 // Error is a problem in the file, at a line.
 type Error struct {
@@ -152,7 +159,8 @@ func Load(path string) (*File, error) {
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
 	if len(data) > MaxBytes {
-		return nil, &Error{File: path, Msg: "is larger than 4 MiB"}
+		line := 1 + bytes.Count(data[:MaxBytes], []byte("\n"))
+		return nil, &Error{File: path, Line: line, Msg: fmt.Sprintf("the file is larger than %d bytes (1 MiB), the limit, from this line on; split the rooms across instances or remove some", MaxBytes)}
 	}
 	return Parse(path, data)
 }
@@ -207,6 +215,9 @@ func Parse(path string, data []byte) (*File, error) {
 		}
 		if _, dup := f.rooms[name]; dup {
 			return nil, fail(k.Line, where, "is declared twice")
+		}
+		if len(f.order) == MaxRooms {
+			return nil, fail(k.Line, where, "is room %d: a rooms file declares at most %d rooms", MaxRooms+1, MaxRooms)
 		}
 		r, err := parseRoom(path, name, k.Line, v)
 		if err != nil {

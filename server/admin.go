@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -18,18 +19,100 @@ import (
 var errAdminKey = errorf(401, "invalid_admin_key", "a valid admin key is required (Authorization: Bearer <admin key>)")
 
 // adminAuth guards /api/v1/admin with the admin keys, compared in constant
-// time; the key's label names who made a change in the audit trail.
+// time; the key's label names who made a change in the audit trail, and
+// its role must be at least the route's (adminRoutes).
 func (s *server) adminAuth(c *fiber.Ctx) error {
+	k, err := s.adminKeyOf(c)
+	if err != nil {
+		return err
+	}
+	c.Locals("adminLabel", k.label)
+	c.Locals("adminRole", k.role)
+	if err := needRole(c, routeRole(c.Method(), c.Path())); err != nil {
+		return err
+	}
+	return c.Next()
+}
+
+// adminKeyOf is the admin key the request's bearer token is.
+func (s *server) adminKeyOf(c *fiber.Ctx) (adminKey, error) {
 	key, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
 	if !ok {
-		return errAdminKey
+		return adminKey{}, errAdminKey
 	}
-	label, ok := s.opsNow().keys.match([]byte(strings.TrimSpace(key)))
+	k, ok := s.opsNow().keys.match([]byte(strings.TrimSpace(key)))
 	if !ok {
-		return errAdminKey
+		return adminKey{}, errAdminKey
 	}
-	c.Locals("adminLabel", label)
-	return c.Next()
+	return k, nil
+}
+
+// adminRoutes is the least role that may call each admin route (method
+// and path under /api/v1/admin, as registered); a route not listed needs
+// admin. An operator's PUT of a room's settings may change only paused and
+// message (adminPutRoom).
+var adminRoutes = map[string]role{
+	"GET /whoami":                 roleReadOnly,
+	"GET /audit":                  roleReadOnly,
+	"GET /rooms":                  roleReadOnly,
+	"GET /rooms/:room":            roleReadOnly,
+	"GET /rooms/:room/stats":      roleReadOnly,
+	"GET /rooms/:room/audit":      roleReadOnly,
+	"POST /rooms/:room/pause":     roleOperator,
+	"POST /rooms/:room/resume":    roleOperator,
+	"PUT /rooms/:room/message":    roleOperator,
+	"DELETE /rooms/:room/message": roleOperator,
+	"POST /rooms/:room/preview":   roleOperator,
+	"PUT /rooms/:room":            roleOperator,
+
+	"POST /rooms":                           roleAdmin,
+	"POST /rooms/:room/invites":             roleAdmin,
+	"POST /visitors":                        roleAdmin,
+	"DELETE /rooms/:room/sessions/:visitor": roleAdmin,
+}
+
+// routeRole is the least role for a request to path (under /api/v1/admin)
+// by method: the path is matched as the router matches it (any case, a
+// trailing slash ignored), with the room and visitor segments as
+// parameters. Anything it cannot place needs admin.
+func routeRole(method, path string) role {
+	rest, ok := strings.CutPrefix(strings.ToLower(path), "/api/v1/admin")
+	if !ok {
+		return roleAdmin
+	}
+	rest = strings.TrimSuffix(rest, "/")
+	segs := strings.Split(strings.TrimPrefix(rest, "/"), "/")
+	if len(segs) >= 2 && segs[0] == "rooms" {
+		segs[1] = ":room"
+	}
+	if len(segs) >= 4 && segs[2] == "sessions" {
+		segs[3] = ":visitor"
+	}
+	if method == fiber.MethodHead {
+		method = fiber.MethodGet
+	}
+	if r, ok := adminRoutes[method+" /"+strings.Join(segs, "/")]; ok {
+		return r
+	}
+	return roleAdmin
+}
+
+// needRole refuses a request whose key's role is below need: 403
+// forbidden, naming the role needed.
+func needRole(c *fiber.Ctx, need role) error {
+	if have := adminRole(c); have < need {
+		return errorf(403, "forbidden", "this needs the "+need.String()+" role; the key "+adminLabel(c)+" has the "+have.String()+" role")
+	}
+	return nil
+}
+
+// adminWhoami tells the dashboard who its key is and what it may do.
+func (s *server) adminWhoami(c *fiber.Ctx) error {
+	r := adminRole(c)
+	return c.JSON(fiber.Map{
+		"label": adminLabel(c), "role": r.String(),
+		"may": fiber.Map{"read": true, "steer": r >= roleOperator, "configure": r >= roleAdmin},
+	})
 }
 
 // metricsGate guards /metrics on the main listener: it lists room names.
@@ -42,7 +125,10 @@ func (s *server) metricsGate(c *fiber.Ctx) error {
 	case s.cfg.PublicMetrics:
 		return c.Next()
 	}
-	return s.adminAuth(c)
+	if _, err := s.adminKeyOf(c); err != nil {
+		return err // any role may read them
+	}
+	return c.Next()
 }
 
 // roomConfigJSON is a room's settings on the wire.
@@ -179,6 +265,14 @@ type roomPatch struct {
 	BrandFooter *string `json:"brandFooter"`
 
 	opensAt time.Time
+}
+
+// steerOnly reports whether p changes nothing but paused and message:
+// what an operator may change.
+func (p roomPatch) steerOnly() bool {
+	q := p
+	q.Paused, q.Message = nil, nil
+	return reflect.ValueOf(q).IsZero()
 }
 
 // decodeStrict decodes a JSON object body into dst, refusing unknown
@@ -351,6 +445,11 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 	p, err := readPatch(c.Body())
 	if err != nil {
 		return err
+	}
+	if !p.steerOnly() {
+		if err := needRole(c, roleAdmin); err != nil {
+			return err
+		}
 	}
 	cfg, err := s.changeRoom(c, r, "update", &p)
 	if err != nil {
@@ -599,5 +698,8 @@ func (s *server) adminVisitor(c *fiber.Ctx) error {
 	if !queue.ValidVisitor(in.ID) {
 		return fieldError("id", "must match ^[A-Za-z0-9_-]{1,64}$")
 	}
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	s.auditEvent(ctx, "", adminLabel(c), auditEntry{Action: "mint-visitor", Visitor: in.ID})
 	return c.JSON(fiber.Map{"id": in.ID, "visitor": s.signer.VisitorCredential(in.ID)})
 }

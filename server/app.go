@@ -193,6 +193,8 @@ func (s *server) routes() *fiber.App {
 	rooms.Delete("/session", s.endOwnSession)
 
 	admin := api.Group("/admin", s.adminAuth)
+	admin.Get("/whoami", s.adminWhoami)
+	admin.Get("/audit", s.adminAuditAll)
 	admin.Get("/rooms", s.adminRooms)
 	admin.Get("/rooms/:room", s.adminGetRoom)
 	admin.Put("/rooms/:room", s.adminPutRoom)

@@ -574,5 +574,6 @@ func (s *server) adminEndSession(c *fiber.Ctx) error {
 	if err := s.endSession(ctx, gateway.Session{Room: r, Visitor: id, NotBefore: nb, ExpiresAt: exp}); err != nil {
 		return s.storeError(c, err)
 	}
+	s.auditEvent(ctx, r, adminLabel(c), auditEntry{Action: "end-session", Visitor: id})
 	return c.SendStatus(fiber.StatusNoContent)
 }

@@ -90,7 +90,8 @@ func (s *server) join(c *fiber.Ctx) error {
 			cred = ""
 		}
 	}
-	if handled, err := s.requireProof(c, r, id); handled || err != nil {
+	known := id // "" for a new visitor
+	if handled, err := s.requireProof(c, r, known); handled || err != nil {
 		return err
 	}
 	if cred == "" {
@@ -102,9 +103,15 @@ func (s *server) join(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
-	st, t, err := s.q.JoinInvite(ctx, r, id, inv)
+	st, t, err := s.joinGated(c, ctx, r, id, known, inv)
 	if err != nil {
-		if e := inviteError(err); e != nil {
+		var ae *apiError
+		switch e := inviteError(err); {
+		case errors.Is(err, errHandled):
+			return nil
+		case errors.As(err, &ae):
+			return err // a gate's refusal, checked again
+		case e != nil:
 			return e
 		}
 		return s.storeError(c, err)

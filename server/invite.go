@@ -134,6 +134,11 @@ func (s *server) adminInvites(c *fiber.Ctx) error {
 	for i := range codes {
 		codes[i] = s.invites.Mint(invite.Code{Room: r, ID: invite.NewID(), Expires: expires, Uses: uses, Visitor: visitor, Priority: prio})
 	}
+	ctx, cancel := s.redisCtx(c)
+	defer cancel()
+	s.auditEvent(ctx, r, adminLabel(c), auditEntry{Action: "mint-invites", Visitor: visitor, Invites: &inviteAudit{
+		Count: count, Uses: uses, Priority: prio, ExpiresAt: expires.UTC().Format(time.RFC3339),
+	}})
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
 		"room": r, "codes": codes, "uses": uses, "visitor": visitor, "priority": prio,
 		"expiresAt": expires.UTC().Format(time.RFC3339),

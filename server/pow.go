@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -113,9 +114,13 @@ func proof(c *fiber.Ctx) (ch, nonce string, err error) {
 // solution, which it spends. Otherwise it answers 428 pow_required with a
 // fresh challenge and reports handled. A credential alone is not enough:
 // credentials are free to get from any other room.
+//
+// What it let the join through with is kept in the request (powProven),
+// for regate.
 func (s *server) requireProof(c *fiber.Ctx, r, visitor string) (handled bool, err error) {
 	n := s.rooms.powBits(r)
 	if n == 0 {
+		c.Locals(powProvenKey, 0)
 		return false, nil
 	}
 	ch, nonce, err := proof(c)
@@ -131,6 +136,7 @@ func (s *server) requireProof(c *fiber.Ctx, r, visitor string) (handled bool, er
 			return false, s.storeError(c, err)
 		}
 		if st.Status == wire.StatusWaiting || st.Status == wire.StatusAdmitted {
+			c.Locals(powProvenKey, math.MaxInt) // holds a place: no proof needed
 			return false, nil
 		}
 	}
@@ -155,5 +161,11 @@ func (s *server) requireProof(c *fiber.Ctx, r, visitor string) (handled bool, er
 		}
 		return false, s.storeError(c, err)
 	}
+	c.Locals(powProvenKey, n)
 	return false, nil
 }
+
+// powProvenKey holds, in a join's request, the proof of work requireProof
+// let it through with: the bits proven (0 when the room asked for none,
+// math.MaxInt for a visitor who holds a place).
+const powProvenKey = "powProven"

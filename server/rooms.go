@@ -31,6 +31,7 @@ type roomCache struct {
 	limiters map[string]*rate.Limiter    // configured rooms
 	other    *rate.Limiter               // every other room (open rooms), together
 	missing  map[string]time.Time        // rooms found not to exist, until when to believe it
+	lost     map[string]int64            // rooms whose settings Redis lost: the version a join checks
 }
 
 // missingFor is how long a room found not to exist is believed gone; a room
@@ -44,7 +45,7 @@ func newRoomCache(q *queue.Queue, defFail string) *roomCache {
 	rc := &roomCache{
 		q: q, defFail: defFail, capacity: q.Capacity(),
 		cfg: map[string]queue.RoomConfig{}, stats: map[string]queue.RoomStats{}, read: map[string]bool{},
-		limiters: map[string]*rate.Limiter{}, missing: map[string]time.Time{},
+		limiters: map[string]*rate.Limiter{}, missing: map[string]time.Time{}, lost: map[string]int64{},
 	}
 	rc.instances.Store(1)
 	lim, burst := rc.admissionRate(queue.RoomConfig{})
@@ -107,20 +108,59 @@ func (rc *roomCache) exists(ctx context.Context, room string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if ok {
+		// Its settings now, not the defaults: a gate must never act on an
+		// empty config of a room that has settings.
+		return true, rc.reload(ctx, room)
+	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	if ok {
-		delete(rc.missing, room)
-		if _, known := rc.cfg[room]; !known {
-			rc.cfg[room] = queue.RoomConfig{} // settings come with the next refresh
-		}
-		return true, nil
-	}
 	if len(rc.missing) >= maxMissing {
 		clear(rc.missing)
 	}
 	rc.missing[room] = time.Now().Add(missingFor)
 	return false, nil
+}
+
+// version is the version of room's settings the cache holds (0 for a
+// room it holds none of): the join checks it against the stored one
+// (queue.JoinAt), so the gates that read the cache never pass a join on
+// settings older than the last change.
+func (rc *roomCache) version(room string) int64 {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	if v, ok := rc.lost[room]; ok {
+		return v
+	}
+	return rc.cfg[room].Version()
+}
+
+// reload reads room's settings from Redis into the cache now, for a join
+// that found them changed (or a room seen for the first time). When Redis
+// has none of a room whose settings were read before (it lost them), the
+// settings read before stay, to be written back (RoomSettings) and to
+// gate joins until then; only the version the join checks follows Redis.
+func (rc *roomCache) reload(ctx context.Context, room string) error {
+	cfg, err := rc.q.RoomConfig(ctx, room)
+	if err != nil {
+		return err
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if cfg.Version() == 0 && rc.read[room] {
+		rc.lost[room] = 0
+		return nil
+	}
+	delete(rc.lost, room)
+	rc.cfg[room] = cfg
+	rc.read[room] = true
+	delete(rc.missing, room)
+	if l := rc.limiters[room]; l != nil {
+		lim, burst := rc.admissionRate(cfg)
+		l.SetLimit(lim)
+		l.SetBurst(burst)
+	}
+	return nil
 }
 
 // admissionRate is this instance's share of the room's configured rate
@@ -218,6 +258,7 @@ func (rc *roomCache) refresh(ctx context.Context) error {
 		}
 		rc.cfg[r.room], rc.stats[r.room] = r.cfg, r.st
 		rc.read[r.room] = true
+		delete(rc.lost, r.room)
 		delete(rc.missing, r.room)
 	}
 	rc.rerateLocked()

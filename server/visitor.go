@@ -114,6 +114,10 @@ func (s *server) setCookie(c *fiber.Ctx, name, value string, maxAge int) {
 // are forgotten first (see limit.Table).
 const joinTableSize = 1 << 16
 
+// joinLimitKey holds, in a join's request that limitJoins checked, its
+// check (a func() error) for the join to run again.
+const joinLimitKey = "joinLimit"
+
 var errRateLimited = errorf(429, "rate_limited", "too many new visitors from this address; retry after the time in Retry-After")
 
 // limitJoins refuses a join that would create a new visitor when the
@@ -131,18 +135,27 @@ func (s *server) limitJoins(t *limit.Table) fiber.Handler {
 				return c.Next()
 			}
 		}
-		var ok bool
-		var wait time.Duration
-		key := limit.Key(s.clientAddr(c))
-		if rate, burst := s.rooms.joinLimit(c.Params("room")); rate > 0 {
-			ok, wait = roomTable.AllowRate(c.Params("room")+"|"+key, time.Now(), rate, burst)
-		} else {
-			ok, wait = t.Allow(key, time.Now())
+		check := func() error {
+			var ok bool
+			var wait time.Duration
+			key := limit.Key(s.clientAddr(c))
+			if rate, burst := s.rooms.joinLimit(c.Params("room")); rate > 0 {
+				ok, wait = roomTable.AllowRate(c.Params("room")+"|"+key, time.Now(), rate, burst)
+			} else {
+				ok, wait = t.Allow(key, time.Now())
+			}
+			if !ok {
+				c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
+				return errRateLimited
+			}
+			return nil
 		}
-		if !ok {
-			c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
-			return errRateLimited
+		if err := check(); err != nil {
+			return err
 		}
+		// The join checks again if the room's limit changed since it was
+		// read (regate).
+		c.Locals(joinLimitKey, check)
 		return c.Next()
 	}
 }

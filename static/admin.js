@@ -26,6 +26,13 @@
   var session = 0; // bumped on key change
   var lastOK = 0;
   var totals = []; // { t, total } over the last RATE_WINDOW_MS
+  // The key's role (GET /whoami): what the dashboard offers. Until it is
+  // known, nothing that changes anything is shown; the server enforces it
+  // either way.
+  var RANK = { "read-only": 1, "operator": 2, "admin": 3 };
+  var role = "read-only", keyLabel = "";
+  // The settings an operator may change; the rest need admin.
+  var STEER_FIELDS = { paused: true, message: true };
 
   function readKey() {
     try { return sessionStorage.getItem(KEY_STORE) || ""; } catch (e) { return ""; }
@@ -73,6 +80,7 @@
     $("rooms-panel").hidden = true;
     $("board").hidden = true;
     $("forget").hidden = true;
+    $("role-note").hidden = true;
     message(text || "");
     $("key").focus();
   }
@@ -101,6 +109,40 @@
     key = "";
     showSignIn("");
   });
+
+  // ---------- role ----------
+
+  function may(need) { return (RANK[role] || 0) >= RANK[need]; }
+
+  // roleLock is why the key's role may not change field ("" when it may).
+  function roleLock(field) {
+    if (may("admin") || (may("operator") && STEER_FIELDS[field])) return "";
+    return "your key (" + keyLabel + ") has the " + role + " role; this needs " + (STEER_FIELDS[field] ? "operator" : "admin") + ".";
+  }
+
+  function applyRole() {
+    var els = document.querySelectorAll("[data-needs]");
+    for (var i = 0; i < els.length; i++) els[i].hidden = !may(els[i].getAttribute("data-needs"));
+    var note = $("role-note");
+    note.hidden = may("admin");
+    note.textContent = may("admin") ? "" : may("operator")
+      ? "Signed in as " + keyLabel + " (operator): you may pause, resume and set the message; other settings are read-only."
+      : "Signed in as " + keyLabel + " (read-only): you may look, not change.";
+    if (settings) fillSettings(settings);
+  }
+
+  function loadRole() {
+    var my = session;
+    return api("GET", "/whoami").then(function (r) {
+      if (my !== session) return;
+      if (r.status === 401) return unauthorized(r);
+      if (r.status === 200 && r.body) {
+        role = r.body.role;
+        keyLabel = r.body.label;
+      }
+      applyRole();
+    });
+  }
 
   // ---------- rooms ----------
 
@@ -596,7 +638,7 @@
       var input = inputOf(f), lock = $("s-" + f.name + "-lock");
       input.value = shown(f, cfg[f.name]);
       input.removeAttribute("aria-invalid");
-      var reason = locks[f.name];
+      var reason = locks[f.name] || roleLock(f.name);
       lock.hidden = !reason;
       lock.textContent = reason ? "Read-only: " + reason : "";
       if (input.tagName === "SELECT") input.disabled = !!reason;
@@ -778,6 +820,11 @@
         var what = (e.changes || []).map(function (c) {
           return c.field + " " + valueText(c.from) + " \u2192 " + valueText(c.to);
         }).join("; ");
+        if (e.invites) {
+          what = e.invites.count + " code" + (e.invites.count === 1 ? "" : "s") + ", " + e.invites.uses + " use" +
+            (e.invites.uses === 1 ? "" : "s") + " each" + (e.invites.priority ? ", priority" : "") + ", until " + e.invites.expiresAt;
+        }
+        if (e.visitor) what += (what ? "; " : "") + "visitor " + e.visitor;
         cell(tr, e.action + (what ? ": " + what : ""));
         body.appendChild(tr);
       });
@@ -802,6 +849,9 @@
     $("room-panel").hidden = false;
     $("rooms-panel").hidden = false;
     $("forget").hidden = false;
+    role = "read-only";
+    applyRole();
+    loadRole();
     fillRooms();
     loadRooms();
     if (room) { pollNow(); loadSettings(); }

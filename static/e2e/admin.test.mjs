@@ -204,3 +204,43 @@ test("a message reaches every waiting page at once over WebSocket, SSE and polli
   }
   assert.deepEqual(unexpected(b.errors, [/status of 400/]), [], "console errors");
 });
+
+test("a read-only key sees the rooms, the stats, the settings and the audit trail, with no control to change them", T, async (t) => {
+  const VIEW_KEY = "wall-viewer-key-0123456789";
+  const keys = tempFile("keys.yaml", `wall: {key: ${VIEW_KEY}, role: read-only}\n`);
+  const srv = await startServer(["-tick", "1s", "-batch", "14", "-admin-keys", keys]);
+  t.after(() => srv.stop());
+  assert.equal((await admin(srv.base, "POST", "/rooms", { room: "sale", message: "Doors at nine." })).status, 201);
+  const b = await openBrowser({ viewport: { width: 1200, height: 1000 } });
+  t.after(() => b.close());
+  const { page } = b;
+
+  await page.goto(`${srv.base}/admin?room=sale`);
+  await page.locator("#key").fill(VIEW_KEY);
+  await page.locator("#use-key").click();
+  await page.locator("#rooms-panel").waitFor({ state: "visible", timeout: 10000 });
+  await waitFor("the role note", async () => /wall \(read-only\)/.test(await text(page, "#role-note")));
+  await page.locator('#rooms-table tr[data-room="sale"]').waitFor({ timeout: 10000 });
+  await waitFor("its settings", async () => (await page.locator("#s-message").inputValue()) === "Doors at nine.");
+  await waitFor("its stats", async () => (await page.locator("#board").isVisible()));
+
+  // No control that changes anything is offered.
+  for (const sel of ["#create-form", "#pause", "#resume", "#review", "#revert"]) {
+    assert.equal(await page.locator(sel).isVisible(), false, sel + " is shown");
+  }
+  for (const f of ["batch", "message", "seats"]) {
+    assert.equal(await page.locator(`#s-${f}`).getAttribute("readonly"), "", f + " is editable");
+  }
+  assert.equal(await page.locator("#s-method").isDisabled(), true);
+  assert.match(await text(page, "#s-batch-lock"), /Read-only: your key \(wall\) has the read-only role; this needs admin/);
+  assert.match(await text(page, "#s-message-lock"), /this needs operator/);
+  await waitFor("the audit trail", async () => /create/.test(await text(page, "#audit-table tbody")));
+  await shot(page, "admin-read-only.png");
+
+  // The server refuses what the page does not offer.
+  const res = await fetch(`${srv.base}/api/v1/admin/rooms/sale/pause`, { method: "POST", headers: { Authorization: "Bearer " + VIEW_KEY } });
+  assert.equal(res.status, 403);
+  assert.equal((await res.json()).error.code, "forbidden");
+  assert.equal((await admin(srv.base, "GET", "/rooms/sale")).body.paused, false);
+  assert.deepEqual(unexpected(b.errors, []), [], "console errors");
+});
