@@ -148,7 +148,7 @@ func TestAdminKeysRoleSyntax(t *testing.T) {
 // Minting invite codes (priority ones too), a credential for a user id and
 // ending a session are audited, without the secret minted.
 func TestAuditOfAccessActions(t *testing.T) {
-	ts, session := gatewayServer(t, redistest.StartReal(t), withAdmin)
+	ts, session, _ := gatewayServer(t, redistest.StartReal(t), withAdmin)
 	v := newVisitor(t, ts.URL)
 	r := v.admin("POST", "/rooms/gw/invites", `{"count":3,"uses":2,"priority":true}`)
 	if r.Code != 201 {
