@@ -40,6 +40,10 @@ func (q *Queue) Admit(ctx context.Context, room string) (Result, error) {
 		return Result{}, ErrInvalidRoom
 	}
 	c := q.opts.Capacity
+	lseed, err := newLotterySeed()
+	if err != nil {
+		return Result{}, fmt.Errorf("queue: admit: %w", err)
+	}
 	v, err := q.r.Eval(ctx, admitScript, []string{queueKey(room)},
 		prefix(room), room, q.channel(room),
 		strconv.FormatInt(c.Tick.Milliseconds(), 10),
@@ -50,6 +54,7 @@ func (q *Queue) Admit(ctx context.Context, room string) (Result, error) {
 		seed(),
 		strconv.Itoa(q.opts.MaxActive),
 		jitterArg(q.opts.NoJitter),
+		lseed, Commitment(lseed),
 	)
 	if err != nil {
 		return Result{}, fmt.Errorf("queue: admit: %w", err)

@@ -1,7 +1,9 @@
 -- admit: the leaderless tick.
 -- KEYS = queue
 -- ARGV = prefix, room, channel, tickMs, batch, ttlMs, maxMs, retentionMs,
---        seed, maxActive, jitter (1/0)
+--        seed, maxActive, jitter (1/0), lotterySeed, lotteryCommit (a fresh
+--        256-bit seed and its commitment, used only by a random room whose
+--        seed Redis lost)
 -- The room's cfg hash overrides batch, ttlMs, maxMs and maxActive, and adds
 -- paused, seats and opensAt, so a change applies from the next tick on every
 -- instance.
@@ -37,6 +39,9 @@ redis.call('SET', p .. 'tick', tick, 'PX', 86400000)
 
 local cfg = load_cfg(p)
 seed = next_rand(seed)
+-- A random room draws only with a committed seed (method.lua): one
+-- ARGV[12] (with its commitment ARGV[13]) when Redis lost the room's.
+if cfg.method == 'random' then lottery_commit(p, ARGV[12], ARGV[13], now) end
 -- A random room's log (lotlog.lua): begun, and walked while it learns who
 -- waits, before anything else of the tick changes the queue.
 local lot_walking = lot_walk(p, cfg, KEYS[1], now)
@@ -101,8 +106,9 @@ if batch > 0 then
     local np = math.min(batch, redis.call('ZCOUNT', KEYS[1], '-inf', '(0'))
     popped = take(p, cfg, KEYS[1], np, now, np)
     local rest = batch - #popped / 2
-    if rest > 0 and np < batch and not lot_walking then
-      local drawn = take_random(p, cfg, KEYS[1], rest, now, limit, lottery_seed(p, seed, now), tick, draw_next)
+    local lseed = lottery_seed(p)
+    if rest > 0 and np < batch and not lot_walking and lseed then
+      local drawn = take_random(p, cfg, KEYS[1], rest, now, limit, lseed, tick, draw_next)
       for i = 1, #drawn do popped[#popped + 1] = drawn[i] end
     end
   else
