@@ -288,6 +288,13 @@ func TestRetakeAfterLeave(t *testing.T) {
 		if res, err := q.Retake(ctx, "drop", []string{"v"}, []Ticket{tk}); err != nil || res.Tickets != 0 {
 			t.Fatalf("retake after leave: %+v %v", res, err)
 		}
+		// Nor once the left marker (a day) is gone.
+		if _, err := r.Do(ctx, "DEL", prefix("drop")+"left:v"); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := q.Retake(ctx, "drop", []string{"v"}, []Ticket{tk}); err != nil || res.Tickets != 0 {
+			t.Fatalf("retake after leave, the marker gone: %+v %v", res, err)
+		}
 		if st, _ := q.Status(ctx, "drop", "v"); st.Status != wire.StatusNotInQueue {
 			t.Fatalf("status after leave: %+v", st)
 		}
