@@ -30,6 +30,7 @@ const (
 	admitReplyDraw   = admitReplyLen + 2 // the lottery's size, -1: not random
 	admitReplyPHead  = admitReplyLen + 3 // the last admitted priority ticket
 	admitReplyPaused = admitReplyLen + 4 // 1: the room is paused
+	admitReplyDone   = admitReplyLen + 5 // the scores of the tickets done with, comma-separated
 )
 
 // Admit runs one admission tick for room: at most one batch per room per
@@ -40,6 +41,10 @@ func (q *Queue) Admit(ctx context.Context, room string) (Result, error) {
 		return Result{}, ErrInvalidRoom
 	}
 	c := q.opts.Capacity
+	lseed, err := newLotterySeed()
+	if err != nil {
+		return Result{}, fmt.Errorf("queue: admit: %w", err)
+	}
 	v, err := q.r.Eval(ctx, admitScript, []string{queueKey(room)},
 		prefix(room), room, q.channel(room),
 		strconv.FormatInt(c.Tick.Milliseconds(), 10),
@@ -50,6 +55,7 @@ func (q *Queue) Admit(ctx context.Context, room string) (Result, error) {
 		seed(),
 		strconv.Itoa(q.opts.MaxActive),
 		jitterArg(q.opts.NoJitter),
+		lseed, Commitment(lseed),
 	)
 	if err != nil {
 		return Result{}, fmt.Errorf("queue: admit: %w", err)
@@ -71,6 +77,15 @@ func (q *Queue) Admit(ctx context.Context, room string) (Result, error) {
 		}
 		if head > 0 || phead > 0 {
 			q.remember(room).noteHead(head, phead, born)
+		}
+	}
+	if len(arr) > admitReplyDone {
+		if d := stringAt(arr, admitReplyDone); d != "" {
+			scores, err := parseTickets(d)
+			if err != nil {
+				return res, fmt.Errorf("queue: admit: bad done list %q", d)
+			}
+			q.remember(room).noteDone(scores)
 		}
 	}
 	if len(arr) > admitReplyPaused {

@@ -33,9 +33,22 @@ func LotteryRank(seed string, tick, i, n int64) int64 {
 	return int64(float64(x) / 4503599627370496 * float64(n))
 }
 
+// newLotterySeed is a lottery seed: 256 bits from crypto/rand as 64 hex
+// digits. Every admit call carries a fresh one (with its commitment) for
+// a random room whose seed Redis lost, so that the lottery goes on with
+// a committed secret seed, never one a reader of the log could search
+// for.
+func newLotterySeed() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("lottery seed: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
 // Lottery is a room's lottery seed record.
 type Lottery struct {
-	Commitment  string    // hex SHA-256 of the seed; "" for a seed made without one
+	Commitment  string    // hex SHA-256 of the seed
 	CommittedAt time.Time // when the seed was picked
 	Ended       bool      // the room left the random method: the seed may be shown
 	EndedAt     time.Time
@@ -47,11 +60,10 @@ type Lottery struct {
 func (q *Queue) lottery(ctx context.Context, room, op string) (Lottery, error) {
 	seed := ""
 	if op == "commit" {
-		var b [32]byte
-		if _, err := rand.Read(b[:]); err != nil {
+		var err error
+		if seed, err = newLotterySeed(); err != nil {
 			return Lottery{}, err
 		}
-		seed = hex.EncodeToString(b[:])
 	}
 	v, err := q.r.Eval(ctx, lotteryScript, []string{queueKey(room)}, prefix(room), op, seed, Commitment(seed))
 	if err != nil {

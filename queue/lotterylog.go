@@ -75,45 +75,105 @@ type LotteryPick struct {
 type LotteryLog struct {
 	First   int64 // the oldest entry kept (0: none); above 1 when trimmed
 	Entries []LotteryEntry
+	// More is true when the page stopped at its limit or its byte bound
+	// with entries left after it: the next page reads on after the last.
+	More bool
 }
 
+// Bounds of one page of the log. An entry is small (a join) to tens of KB
+// (a snap of LOT_SLICE tickets, a big tick's picks), so a page is bounded
+// in bytes as well as in entries: lotteryPageBytes of entry data (about
+// 2.5 times that as JSON at most, picks being the wordiest), read with
+// plain XRANGE calls of lotteryCallBytes each at most, so that no single
+// call holds Redis for more than a fraction of a millisecond and readers
+// of a big log interleave with the ticks.
+const (
+	lotteryPageBytes = 1 << 20
+	lotteryCallBytes = 128 << 10
+	lotteryCallMax   = 512 // entries per XRANGE call
+)
+
 // ReadLotteryLog returns up to limit entries of room's lottery log after
-// the entry numbered after (0: from the start).
+// the entry numbered after (0: from the start), fewer when they add up to
+// more than the page's byte bound (More says whether entries remain).
+// It reads with bounded XRANGE calls, not a script.
 func (q *Queue) ReadLotteryLog(ctx context.Context, room string, after int64, limit int) (LotteryLog, error) {
 	if !ValidRoom(room) {
 		return LotteryLog{}, ErrInvalidRoom
 	}
-	v, err := q.r.Eval(ctx, lotLogScript, []string{queueKey(room)}, prefix(room),
-		strconv.FormatInt(after, 10), strconv.Itoa(limit))
+	key := prefix(room) + "lotlog"
+	var out LotteryLog
+	// The oldest entry kept: XINFO would send the first and last entries
+	// whole; an XRANGE of one sends only the first.
+	v, err := q.r.Do(ctx, "XRANGE", key, "-", "+", "COUNT", "1")
 	if err != nil {
 		return LotteryLog{}, fmt.Errorf("queue: lottery log: %w", err)
 	}
-	arr, ok := v.([]any)
-	if !ok || len(arr) < 2 {
-		return LotteryLog{}, fmt.Errorf("queue: lottery log: unexpected reply %v", v)
-	}
-	var out LotteryLog
-	if f := stringAt(arr, 0); f != "" {
-		if out.First, err = entryNumber(f); err != nil {
-			return LotteryLog{}, err
-		}
-	}
-	rows, _ := arr[1].([]any)
-	out.Entries = make([]LotteryEntry, 0, len(rows))
-	for _, row := range rows {
-		pair, _ := row.([]any)
-		if len(pair) < 2 {
-			return LotteryLog{}, fmt.Errorf("queue: lottery log: unexpected entry %v", row)
-		}
-		id, _ := pair[0].(string)
-		fields, _ := pair[1].([]any)
-		e, err := parseLotteryEntry(id, fields)
+	if rows, _ := v.([]any); len(rows) > 0 {
+		e, _, err := streamEntry(rows[0])
 		if err != nil {
 			return LotteryLog{}, err
 		}
-		out.Entries = append(out.Entries, e)
+		out.First = e.ID
+	}
+	out.Entries = make([]LotteryEntry, 0, min(limit, 64))
+	from := after + 1
+	// The first call reads a few entries, which tell the size of the next
+	// calls.
+	used, biggest := 0, lotteryCallBytes/8
+	for len(out.Entries) < limit {
+		if used >= lotteryPageBytes {
+			out.More = true
+			break
+		}
+		n := min(limit-len(out.Entries), lotteryCallMax, max(1, min(lotteryCallBytes, lotteryPageBytes-used)/biggest))
+		v, err := q.r.Do(ctx, "XRANGE", key, strconv.FormatInt(from, 10)+"-0", "+", "COUNT", strconv.Itoa(n))
+		if err != nil {
+			return LotteryLog{}, fmt.Errorf("queue: lottery log: %w", err)
+		}
+		rows, _ := v.([]any)
+		for _, row := range rows {
+			e, size, err := streamEntry(row)
+			if err != nil {
+				return LotteryLog{}, err
+			}
+			out.Entries = append(out.Entries, e)
+			used += size
+			biggest = max(biggest, size)
+			from = e.ID + 1
+		}
+		if len(rows) < n {
+			return out, nil // the end of the log
+		}
+	}
+	if !out.More {
+		// At the limit: whether anything follows.
+		v, err := q.r.Do(ctx, "XRANGE", key, strconv.FormatInt(from, 10)+"-0", "+", "COUNT", "1")
+		if err != nil {
+			return LotteryLog{}, fmt.Errorf("queue: lottery log: %w", err)
+		}
+		rows, _ := v.([]any)
+		out.More = len(rows) > 0
 	}
 	return out, nil
+}
+
+// streamEntry parses one XRANGE row ([id, [field, value, …]]) and returns
+// its size in bytes (of the id, fields and values).
+func streamEntry(row any) (LotteryEntry, int, error) {
+	pair, _ := row.([]any)
+	if len(pair) < 2 {
+		return LotteryEntry{}, 0, fmt.Errorf("queue: lottery log: unexpected entry %v", row)
+	}
+	id, _ := pair[0].(string)
+	fields, _ := pair[1].([]any)
+	size := len(id)
+	for _, f := range fields {
+		s, _ := f.(string)
+		size += len(s) + 1
+	}
+	e, err := parseLotteryEntry(id, fields)
+	return e, size, err
 }
 
 // entryNumber reads a log entry id, "N-0".

@@ -157,3 +157,64 @@ func TestLotteryLogCapDocumented(t *testing.T) {
 		t.Fatalf("lotlog.lua does not say %q", want)
 	}
 }
+
+// TestLotteryLogPageBounded: a log of big entries (a snap lists 2,000
+// tickets) is served in pages bounded in bytes, whatever the limit asks,
+// and the pages read on one after another give every entry once, in
+// order.
+func TestLotteryLogPageBounded(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		const room = "big"
+		q := newQueue(t, r, nil)
+		ts := make([]string, 2000)
+		for i := range ts {
+			ts[i] = fmt.Sprint(10_000_000 + i)
+		}
+		list := strings.Join(ts, ",")
+		const n = 300 // about 5 MB
+		key := prefix(room) + "lotlog"
+		for i := 1; i <= n; i++ {
+			if _, err := r.Do(ctx, "XADD", key, fmt.Sprintf("%d-0", i), "e", "snap", "after", "", "upto", "", "tickets", list); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var after int64
+		seen := 0
+		for pages := 0; ; pages++ {
+			if pages > n {
+				t.Fatal("too many pages")
+			}
+			page, err := q.ReadLotteryLog(ctx, room, after, 10000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(page.Entries)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b) > 2<<20 {
+				t.Fatalf("a page of %d entries is %d bytes of JSON", len(page.Entries), len(b))
+			}
+			for _, e := range page.Entries {
+				if e.ID != after+1 || len(e.Tickets) != len(ts) {
+					t.Fatalf("entry %d (%d tickets) after %d", e.ID, len(e.Tickets), after)
+				}
+				after = e.ID
+				seen++
+			}
+			if page.First != 1 {
+				t.Fatalf("first %d", page.First)
+			}
+			if !page.More {
+				break
+			}
+			if len(page.Entries) == 0 {
+				t.Fatal("an empty page says more follows")
+			}
+		}
+		if seen != n {
+			t.Fatalf("read %d entries of %d", seen, n)
+		}
+	})
+}

@@ -314,3 +314,85 @@ func TestPresenceKeepsUsedTokens(t *testing.T) {
 		}
 	})
 }
+
+// TestDroppedStaysDropped: a visitor dropped for being away does not get
+// its place back with its signed ticket, neither once the dropped marker
+// (which lives the token retention, shortened here) has expired nor after
+// Redis lost everything; it joins again at the back, behind those who
+// stayed.
+func TestDroppedStaysDropped(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		const room = "drop"
+		opts := fixedBatch(1, 5*time.Millisecond)
+		opts.Retention = 50 * time.Millisecond
+		opts.Settings = settingsOf{room: {Paused: true}}
+		q := newQueue(t, r, opts)
+		if err := q.SetRoomConfig(ctx, room, RoomConfig{Paused: true}); err != nil {
+			t.Fatal(err)
+		}
+		var tickets []Ticket
+		for _, v := range []string{"a", "b", "c"} {
+			_, tk, err := q.JoinTicket(ctx, room, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tickets = append(tickets, tk)
+		}
+		lastSeen(t, r, room, "seen", 20*time.Minute, "a")
+		admitTaken(t, q, room)
+		if st := mustStatus(t, q, room, "a"); st.Status != wire.StatusExpired {
+			t.Fatalf("a after the drop: %+v, want expired", st)
+		}
+		marker := prefix(room) + "dropped:a"
+		if v, err := r.Do(ctx, "PTTL", marker); err != nil {
+			t.Fatal(err)
+		} else if ms, _ := asInt(v); ms <= 0 || ms > 50 {
+			t.Fatalf("the dropped marker lives %d ms, want the retention (50 ms)", ms)
+		}
+		if srv.Kind == "mini" {
+			// miniredis expires keys only when told to: the marker goes
+			// as its expiry would take it.
+			if _, err := r.Do(ctx, "DEL", marker); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			v, err := r.Do(ctx, "EXISTS", marker)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := asInt(v); n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the dropped marker did not expire")
+			}
+			waitUntil(t, time.Now().Add(10*time.Millisecond))
+		}
+		if res, err := q.Retake(ctx, room, []string{"a"}, tickets[:1]); err != nil || res.Tickets != 0 {
+			t.Fatalf("retake of a dropped ticket once its marker expired: %+v %v", res, err)
+		}
+		if st := mustStatus(t, q, room, "a"); st.Status != wire.StatusNotInQueue {
+			t.Fatalf("a after its marker expired: %+v, want not_in_queue", st)
+		}
+		// Redis loses everything: b and c come back, a does not.
+		if _, err := r.Do(ctx, "FLUSHALL"); err != nil {
+			t.Fatal(err)
+		}
+		q.configured.markFailed()
+		q.configured.get(ctx, q)
+		res, err := q.Retake(ctx, room, []string{"a", "b", "c"}, tickets)
+		if err != nil || res.Tickets != 2 {
+			t.Fatalf("retake after the loss: %+v %v, want b and c back", res, err)
+		}
+		st, tk, err := q.JoinTicket(ctx, room, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status != wire.StatusWaiting || tk.Seq <= tickets[2].Seq || st.Position != 3 {
+			t.Fatalf("a joins again: %+v ticket %d, want at the back (3rd)", st, tk.Seq)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -261,6 +262,87 @@ func TestRandomKeepsLimits(t *testing.T) {
 		}
 		if st.Status == wire.StatusWaiting && st.InDraw != 17 {
 			t.Fatalf("m000 after 3 admitted: %+v, want in a draw of 17", st)
+		}
+	})
+}
+
+// TestRandomSeedAfterLoss: Redis loses a random room. The lottery that
+// goes on draws with a seed of 256 bits whose commitment is stored and
+// begins the log before the first pick; once the room leaves random, the
+// revealed seed matches that commitment and gives every pick logged since.
+func TestRandomSeedAfterLoss(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		const room = "lottery"
+		opts := fixedBatch(3, 5*time.Millisecond)
+		opts.Settings = settingsOf{room: {Method: MethodRandom}}
+		q := newQueue(t, r, opts)
+		randomRoom(t, q, room, RoomConfig{})
+		before, err := q.ReadLottery(ctx, room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs := joinN(t, q, room, 30, "v")
+		admitTaken(t, q, room)
+		if _, err := r.Do(ctx, "FLUSHALL"); err != nil {
+			t.Fatal(err)
+		}
+		// The visitors come back with their tickets; the settings with
+		// them.
+		var tickets []Ticket
+		for i := range vs {
+			tickets = append(tickets, Ticket{Room: room, Seq: int64(i + 1), IssuedAt: time.Now().Add(-time.Minute)})
+		}
+		if res, err := q.Retake(ctx, room, vs, tickets); err != nil || !res.Settings || res.Tickets == 0 {
+			t.Fatalf("retake: %+v %v", res, err)
+		}
+		picked := 0
+		for range 4 {
+			picked += len(admitTaken(t, q, room).Admitted)
+		}
+		if picked == 0 {
+			t.Fatal("nothing drawn after the loss")
+		}
+		during, err := q.ReadLottery(ctx, room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(during.Commitment) != 64 || during.Commitment == before.Commitment || during.Seed != "" {
+			t.Fatalf("lottery after the loss: %+v (before: %s), want a new commitment and no seed", during, before.Commitment)
+		}
+		log, err := q.ReadLotteryLog(ctx, room, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(log.Entries) == 0 || log.Entries[0].Event != LogStart || log.Entries[0].Commitment == nil ||
+			*log.Entries[0].Commitment != during.Commitment {
+			t.Fatalf("the log after the loss does not begin with the commitment %s: %+v", during.Commitment, log.Entries)
+		}
+		if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		l, err := q.ReadLottery(ctx, room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := hex.DecodeString(l.Seed)
+		if err != nil || len(raw) != 32 {
+			t.Fatalf("seed %q is not 256 bits of hex", l.Seed)
+		}
+		if Commitment(l.Seed) != during.Commitment {
+			t.Fatalf("revealed seed does not match the commitment %s", during.Commitment)
+		}
+		checked := 0
+		for _, e := range log.Entries {
+			for _, pk := range e.Picks {
+				if got := LotteryRank(l.Seed, *e.Tick, pk.I, pk.N); got != pk.Rank {
+					t.Fatalf("tick %d pick %d: rank %d logged, the seed gives %d", *e.Tick, pk.I, pk.Rank, got)
+				}
+				checked++
+			}
+		}
+		if checked < picked {
+			t.Fatalf("checked %d picks, %d admitted", checked, picked)
 		}
 	})
 }

@@ -39,6 +39,82 @@ type memo struct {
 	born  int64
 	seq   atomic.Int64
 	pseq  atomic.Int64
+	// done and pdone are the tickets of each band this instance saw done
+	// with (admitted or dropped, by its own admit calls), as Redis stores
+	// a bitmap (bit n is byte n/8, most significant bit first): a lottery
+	// admits out of ticket order, so no head says which were let in.
+	done, pdone []byte
+}
+
+// maxDoneTicket bounds the tickets a memo's bitmaps hold (and SETBIT's
+// offsets): 2^32 - 1 bits, 512 MiB, which no room reaches.
+const maxDoneTicket = 1<<32 - 1
+
+// noteDone remembers the tickets of scores (queue scores: a ticket, or
+// ticket - priorityBase in the priority band) as done with.
+func (m *memo) noteDone(scores []int64) {
+	if len(scores) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, sc := range scores {
+		t := scoreTicket(sc)
+		// The ticket was given: a counter put back goes past it.
+		m.noteTicket(t)
+		bits := &m.done
+		if t.Priority {
+			bits = &m.pdone
+		}
+		setBit(bits, t.Seq)
+	}
+}
+
+// isDone reports whether this instance saw t done with.
+func (m *memo) isDone(t Ticket) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t.Priority {
+		return bit(m.pdone, t.Seq)
+	}
+	return bit(m.done, t.Seq)
+}
+
+// doneBitmaps returns copies of the bitmaps of both bands.
+func (m *memo) doneBitmaps() (done, pdone string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return string(m.done), string(m.pdone)
+}
+
+func setBit(b *[]byte, n int64) {
+	if n < 1 || n > maxDoneTicket {
+		return
+	}
+	i := int(n / 8)
+	if i >= len(*b) {
+		*b = append(*b, make([]byte, i+1-len(*b))...)
+	}
+	(*b)[i] |= 0x80 >> (n % 8)
+}
+
+func bit(b []byte, n int64) bool {
+	if n < 1 || n > maxDoneTicket || int(n/8) >= len(b) {
+		return false
+	}
+	return b[n/8]&(0x80>>(n%8)) != 0
+}
+
+// priorityBase is the offset of the priority band's queue scores
+// (PRIO_BASE in scripts/now.lua): a priority ticket s is at s - 10^12.
+const priorityBase = 1_000_000_000_000
+
+// scoreTicket is the ticket a queue score stands for.
+func scoreTicket(score int64) Ticket {
+	if score < 0 {
+		return Ticket{Seq: score + priorityBase, Priority: true}
+	}
+	return Ticket{Seq: score}
 }
 
 func (m *memo) noteHead(head, phead, born int64) {
@@ -128,12 +204,19 @@ func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tick
 		}
 	}
 	ms := m.snapshot()
+	// What this instance knows of tickets done with goes to Redis when it
+	// writes back (no tickets: after a loss, or a room missing); a
+	// visitor's own retake skips a ticket it knows is done.
+	var done, pdone string
+	if len(tickets) == 0 {
+		done, pdone = m.doneBitmaps()
+	}
 	args := []string{prefix(room), room, q.channel(room),
 		strconv.FormatInt(ms.head, 10), strconv.FormatInt(ms.born, 10), strconv.FormatInt(ms.seq, 10),
-		strconv.FormatInt(ms.phead, 10), strconv.FormatInt(ms.pseq, 10)}
+		strconv.FormatInt(ms.phead, 10), strconv.FormatInt(ms.pseq, 10), done, pdone}
 	args = append(args, q.settingsArgs(room)...)
 	for i, t := range tickets {
-		if t.Room != room || t.IsZero() || i >= len(visitors) || !ValidVisitor(visitors[i]) {
+		if t.Room != room || t.IsZero() || i >= len(visitors) || !ValidVisitor(visitors[i]) || m.isDone(t) {
 			continue
 		}
 		band := "0"

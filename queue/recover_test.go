@@ -288,6 +288,13 @@ func TestRetakeAfterLeave(t *testing.T) {
 		if res, err := q.Retake(ctx, "drop", []string{"v"}, []Ticket{tk}); err != nil || res.Tickets != 0 {
 			t.Fatalf("retake after leave: %+v %v", res, err)
 		}
+		// Nor once the left marker (a day) is gone.
+		if _, err := r.Do(ctx, "DEL", prefix("drop")+"left:v"); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := q.Retake(ctx, "drop", []string{"v"}, []Ticket{tk}); err != nil || res.Tickets != 0 {
+			t.Fatalf("retake after leave, the marker gone: %+v %v", res, err)
+		}
 		if st, _ := q.Status(ctx, "drop", "v"); st.Status != wire.StatusNotInQueue {
 			t.Fatalf("status after leave: %+v", st)
 		}
@@ -306,4 +313,59 @@ func TestRememberCopiesTheRoom(t *testing.T) {
 	if ms := q.remember("drop").snapshot(); ms.phead != 7 {
 		t.Fatalf("remembered %+v for drop after the caller's buffer changed", ms)
 	}
+}
+
+// TestRestoreEveryInstanceWritesBack: Redis loses everything and one
+// instance puts back first, writing the alive marker again; the other,
+// which admitted a lottery's picks, still sees the loss (the marker's
+// value changed) and writes back what it remembers, so a ticket it let in
+// is not taken back through the first, while one never admitted is.
+func TestRestoreEveryInstanceWritesBack(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		const room = "lot"
+		opts := fixedBatch(10, 5*time.Millisecond)
+		opts.Settings = settingsOf{room: {Method: MethodRandom, Batch: 10}}
+		a, b := newQueue(t, r, opts), newQueue(t, r, opts)
+		if err := a.SetRoomConfig(ctx, room, RoomConfig{Method: MethodRandom, Batch: 10}); err != nil {
+			t.Fatal(err)
+		}
+		b.tickOnce(ctx) // b writes the marker; nobody waits yet
+		var tickets []Ticket
+		for _, v := range []string{"x", "y", "z"} {
+			_, tk, err := a.JoinTicket(ctx, room, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tickets = append(tickets, tk)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for n := 0; n < 3; {
+			if time.Now().After(deadline) {
+				t.Fatalf("a admitted %d of 3", n)
+			}
+			res, err := a.Admit(ctx, room)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(res.Admitted)
+		}
+		a.tickOnce(ctx)
+		_, w, err := a.JoinTicket(ctx, room, "w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Do(ctx, "FLUSHALL"); err != nil {
+			t.Fatal(err)
+		}
+		b.tickOnce(ctx) // puts back first: it knows of no admission
+		a.tickOnce(ctx) // sees the marker changed
+		res, err := b.Retake(ctx, room, []string{"x", "y", "z", "w"}, append(tickets, w))
+		if err != nil || res.Tickets != 1 {
+			t.Fatalf("retake through the other instance: %+v %v, want only w back", res, err)
+		}
+		if got := queueOrder(t, r, room); len(got) != 1 || !strings.HasPrefix(got[0], "w:") {
+			t.Fatalf("queue %v, want w only", got)
+		}
+	})
 }

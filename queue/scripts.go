@@ -47,7 +47,6 @@ var (
 	commitScript  = loadScript("commit")
 	revealScript  = loadScript("reveal")
 	lotteryScript = loadScript("lottery")
-	lotLogScript  = loadScript("lotlogread")
 
 	tickRoomsScript = loadScript("tickrooms")
 )

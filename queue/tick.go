@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
@@ -190,9 +191,9 @@ func (q *Queue) tick(ctx context.Context, wait time.Duration) (busy bool) {
 	tick := q.opts.Capacity.Tick
 	configured := q.configured.get(ctx, q)
 	sctx, cancel := context.WithTimeout(ctx, tick)
-	rooms, sample, lost, err := q.tickRooms(sctx, configured)
+	rooms, sample, alive, err := q.tickRooms(sctx, configured)
 	cancel()
-	if lost && err == nil {
+	if q.configured.lost(alive) && err == nil {
 		// Redis came back without its data, whether or not a call failed
 		// meanwhile: put back what this instance remembers before
 		// anything is admitted, then look again.
@@ -361,9 +362,10 @@ func (f *inFlight) done(room string) {
 // tickRooms returns the rooms of configured that have waiting visitors
 // (so that a thousand configured rooms with nobody in them cost no admit
 // call each tick) and a random sample of all rooms with waiting visitors,
-// in one call, and whether Redis has lost its data (aliveKey is gone). If
-// the call fails, it returns every configured room and no sample.
-func (q *Queue) tickRooms(ctx context.Context, configured []string) (waiting, sample []string, lost bool, err error) {
+// in one call, and the alive marker's value ("" when it is gone: Redis has
+// lost its data). If the call fails, it returns every configured room and
+// no sample.
+func (q *Queue) tickRooms(ctx context.Context, configured []string) (waiting, sample []string, alive string, err error) {
 	args := append(make([]string, 0, len(configured)+1), strconv.Itoa(tickSample))
 	v, err := q.r.Eval(ctx, tickRoomsScript, []string{roomsKey, aliveKey}, append(args, configured...)...)
 	arr, _ := v.([]any)
@@ -371,7 +373,7 @@ func (q *Queue) tickRooms(ctx context.Context, configured []string) (waiting, sa
 		err = fmt.Errorf("unexpected reply %v", v)
 	}
 	if err != nil {
-		return slices.Clone(configured), nil, false, err
+		return slices.Clone(configured), nil, "", err
 	}
 	waiting = make([]string, 0, len(configured))
 	for i, f := range arr[2:] {
@@ -379,8 +381,8 @@ func (q *Queue) tickRooms(ctx context.Context, configured []string) (waiting, sa
 			waiting = append(waiting, configured[i])
 		}
 	}
-	alive, _ := asInt(arr[1])
-	return waiting, validRooms(arr[0]), alive != 1, nil
+	alive, _ = arr[1].(string)
+	return waiting, validRooms(arr[0]), alive, nil
 }
 
 // tickRoom runs one room's admission, under a deadline of its own. It
@@ -421,6 +423,26 @@ type roomList struct {
 	rooms  []string
 	at     time.Time
 	failed bool // the last read failed: Redis may come back without its data
+	// alive is the alive marker's value as this instance last saw it (""
+	// before it saw one). Each write-back after a loss writes a new value
+	// unless another instance wrote one first, so an instance that sees
+	// another value than its own knows Redis lost its data even though the
+	// marker is there again: it puts back what it remembers too.
+	alive string
+}
+
+// lost reports whether the marker's value alive says that Redis lost its
+// data since this instance last looked: it is gone, or it changed.
+func (l *roomList) lost(alive string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if alive == "" {
+		return true
+	}
+	if l.alive == "" {
+		l.alive = alive
+	}
+	return alive != l.alive
 }
 
 func (l *roomList) get(ctx context.Context, q *Queue) []string {
@@ -476,7 +498,12 @@ func (l *roomList) get(ctx context.Context, q *Queue) []string {
 		// If this write fails, the next look finds it missing and puts
 		// back again, which only ever fills in.
 		actx, cancel := context.WithTimeout(ctx, q.opts.Capacity.Tick)
-		_, _ = q.r.Do(actx, "SET", aliveKey, "1")
+		// Another instance that put back first wrote its value: it stands.
+		if _, err := q.r.Do(actx, "SET", aliveKey, strconv.FormatUint(rand.Uint64(), 36), "NX"); err == nil {
+			if v, err := q.r.Do(actx, "GET", aliveKey); err == nil {
+				l.alive, _ = v.(string)
+			}
+		}
 		cancel()
 	}
 	l.rooms, l.at, l.failed = rooms, time.Now(), false

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -57,13 +58,41 @@ func (s *server) lottery(c *fiber.Ctx) error {
 const (
 	lotteryLogDefault = 1000
 	lotteryLogMax     = 10000
+	// lotteryLogReaders is how many log pages one instance reads from Redis
+	// at once; more readers wait their turn outside (503 with
+	// Retry-After), so a crowd of auditors never queues up Redis time that
+	// the ticks of every room need.
+	lotteryLogReaders = 4
+	// lotteryLogImmutable is the Cache-Control of a page whose range is
+	// complete: entries are never rewritten, so the page is the same
+	// forever (its state and first are as of when it was served).
+	lotteryLogImmutable = "public, max-age=31536000, immutable"
+	// lotteryLogLast is the Cache-Control of the log's last page, which
+	// grows while the room draws.
+	lotteryLogLast = "public, max-age=2"
 )
+
+var errLotteryLogBusy = errorf(503, "lottery_log_busy", "too many readers of lottery logs on this instance right now; retry after the Retry-After seconds")
+
+// logReaders holds each server's semaphore of log readers.
+var logReaders sync.Map // *server -> chan struct{}
+
+func (s *server) logReaders() chan struct{} {
+	if v, ok := logReaders.Load(s); ok {
+		return v.(chan struct{})
+	}
+	v, _ := logReaders.LoadOrStore(s, make(chan struct{}, lotteryLogReaders))
+	return v.(chan struct{})
+}
 
 // lotteryLog is the public log of a room's lottery (method random): every
 // change of the tickets waiting and every pick, in pages (after: the last
 // entry id read, limit), so that with the revealed seed anyone can replay
 // the lottery (go run ./cmd/drawcheck -lottery). It names tickets, never
-// visitors.
+// visitors. A page is bounded in entries (limit) and in bytes (about 1 MiB
+// of entry data, see queue.ReadLotteryLog): next is set whenever entries
+// remain after it. At most lotteryLogReaders pages are read at once per
+// instance.
 func (s *server) lotteryLog(c *fiber.Ctx) error {
 	r, err := room(c)
 	if err != nil {
@@ -76,6 +105,15 @@ func (s *server) lotteryLog(c *fiber.Ctx) error {
 	limit, err := queryInt(c, "limit", lotteryLogDefault, 1, lotteryLogMax)
 	if err != nil {
 		return err
+	}
+	sem := s.logReaders()
+	select {
+	case sem <- struct{}{}:
+		defer func() { <-sem }()
+	default:
+		c.Set(fiber.HeaderRetryAfter, "1")
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		return errLotteryLogBusy
 	}
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
@@ -91,9 +129,16 @@ func (s *server) lotteryLog(c *fiber.Ctx) error {
 	if l.Ended {
 		out["state"] = "revealed"
 	}
-	if len(page.Entries) == limit {
+	cache := lotteryLogLast
+	if page.More && len(page.Entries) > 0 {
 		out["next"] = page.Entries[len(page.Entries)-1].ID
+		// The entries after `after` up to next, every one of them: the
+		// same answer forever. A page that began past `after` (the log's
+		// start was trimmed) would begin later on a later read.
+		if page.Entries[0].ID == int64(after)+1 {
+			cache = lotteryLogImmutable
+		}
 	}
-	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set(fiber.HeaderCacheControl, cache)
 	return c.JSON(out)
 }

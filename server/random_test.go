@@ -161,3 +161,57 @@ func TestLotteryEndpoint(t *testing.T) {
 		t.Fatalf("after the lottery: %d %s (committed %s)", r.Code, r.Raw, commit)
 	}
 }
+
+// TestLotteryOneJoinOneAdmission: in a random room, one join is one
+// admission. After the order spends the token, the visitor's polls (which
+// take a lost place back with the signed ticket) say not_in_queue, and no
+// later tick draws the visitor again.
+func TestLotteryOneJoinOneAdmission(t *testing.T) {
+	ts := startServer(t, nil, "rueidis", withAdmin)
+	op := newVisitor(t, ts.URL)
+	if r := op.admin("PUT", "/rooms/drop", `{"method":"random","batch":1}`); r.Code != 200 {
+		t.Fatalf("put random: %d %s", r.Code, r.Raw)
+	}
+	v := newVisitor(t, ts.URL)
+	v.join("drop")
+	for range 5 {
+		newVisitor(t, ts.URL).join("drop")
+	}
+	ctx := context.Background()
+	var tok string
+	waitFor(t, 10*time.Second, "the visitor drawn", func() bool {
+		if _, err := ts.q.Admit(ctx, "drop"); err != nil {
+			t.Fatal(err)
+		}
+		st := v.status("drop")
+		tok = st.str("token")
+		return st.str("status") == "admitted"
+	})
+	waitFor(t, 5*time.Second, "the order", func() bool {
+		r := v.do("POST", "/api/v1/rooms/drop/orders", "", "Authorization", "Bearer "+tok)
+		return r.Code == 201
+	})
+	// Ticks go on until everyone else was drawn, polled after each.
+	admissions, taken := 1, 0
+	waitFor(t, 20*time.Second, "every other visitor drawn", func() bool {
+		res, err := ts.q.Admit(ctx, "drop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Taken {
+			taken++
+		}
+		st := v.status("drop")
+		if st.str("status") == "admitted" && st.str("token") != tok {
+			admissions++
+			tok = st.str("token")
+		}
+		if s := st.str("status"); s != "admitted" && s != "not_in_queue" {
+			t.Fatalf("after its order the visitor is %s: %s", s, st.Raw)
+		}
+		return taken >= 10 && res.Taken && res.Waiting == 0
+	})
+	if admissions != 1 {
+		t.Fatalf("one join was admitted %d times", admissions)
+	}
+}

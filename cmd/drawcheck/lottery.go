@@ -410,19 +410,37 @@ func fetchLottery(ctx context.Context, endpoint string) (lotteryReveal, error) {
 	}
 }
 
+// getJSON reads u into v. A server with too many readers of lottery logs
+// answers 503 (or 429) with Retry-After: the read waits that long and
+// tries again, a few times.
 func getJSON(ctx context.Context, u string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	resp.Body.Close()
-	if err != nil {
-		return err
+	var resp *http.Response
+	var body []byte
+	for try := 0; ; try++ {
+		req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err = http.DefaultClient.Do(req); err != nil {
+			return err
+		}
+		body, err = io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		busy := resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests
+		wait, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if !busy || err != nil || wait < 0 || wait > 60 || try >= 10 {
+			break
+		}
+		t := time.NewTimer(time.Duration(wait)*time.Second + 100*time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
 	}
 	if resp.StatusCode != 200 {
 		return fmt.Errorf("GET %s: http %d: %s", u, resp.StatusCode, strings.TrimSpace(string(body)))

@@ -346,7 +346,15 @@ func TestDrawcheckLotteryOverHTTP(t *testing.T) {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"room": lr.room, "state": "revealed", "commitment": l.Commitment, "seed": l.Seed})
 	})
+	busy := 2 // the first reads find the server busy, as a crowd of readers would
 	mux.HandleFunc("/lottery/log", func(w http.ResponseWriter, r *http.Request) {
+		if busy > 0 {
+			busy--
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":{"code":"lottery_log_busy","message":"busy"}}`))
+			return
+		}
 		after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
 		page, err := q.ReadLotteryLog(r.Context(), lr.room, after, 5) // pages smaller than asked
 		if err != nil {
@@ -354,7 +362,7 @@ func TestDrawcheckLotteryOverHTTP(t *testing.T) {
 			return
 		}
 		out := map[string]any{"first": page.First, "entries": page.Entries}
-		if len(page.Entries) == 5 {
+		if page.More {
 			out["next"] = page.Entries[4].ID
 		}
 		_ = json.NewEncoder(w).Encode(out)

@@ -1,12 +1,14 @@
 -- admit: the leaderless tick.
 -- KEYS = queue
 -- ARGV = prefix, room, channel, tickMs, batch, ttlMs, maxMs, retentionMs,
---        seed, maxActive, jitter (1/0)
+--        seed, maxActive, jitter (1/0), lotterySeed, lotteryCommit (a fresh
+--        256-bit seed and its commitment, used only by a random room whose
+--        seed Redis lost)
 -- The room's cfg hash overrides batch, ttlMs, maxMs and maxActive, and adds
 -- paused, seats and opensAt, so a change applies from the next tick on every
 -- instance.
 -- Returns {taken, tick, admitted, waiting, event, head, born, draw,
--- phead, paused}: taken = 0 when this tick was already taken by another caller
+-- phead, paused, done}: taken = 0 when this tick was already taken by another caller
 -- (nothing done); head is the ticket of the last visitor admitted (0 when
 -- none, and under the lottery, which admits out of ticket order), phead
 -- the same in the priority band (now.lua; admitted in order before any
@@ -15,7 +17,9 @@
 -- that were already let in (see retake.lua). draw is the size of the
 -- lottery's draw after the tick (-1: the room is not random), which
 -- instances remember for push; paused is 1 while the room is paused (the
--- tick loops then look at it less often).
+-- tick loops then look at it less often). done lists the queue scores of
+-- the tickets this tick was done with (admitted or dropped: mark_done in
+-- now.lua), comma-separated, for the instance to remember.
 local p, room, channel = ARGV[1], ARGV[2], ARGV[3]
 local tick_ms = tonumber(ARGV[4])
 local seed = tonumber(ARGV[9])
@@ -37,6 +41,9 @@ redis.call('SET', p .. 'tick', tick, 'PX', 86400000)
 
 local cfg = load_cfg(p)
 seed = next_rand(seed)
+-- A random room draws only with a committed seed (method.lua): one
+-- ARGV[12] (with its commitment ARGV[13]) when Redis lost the room's.
+if cfg.method == 'random' then lottery_commit(p, ARGV[12], ARGV[13], now) end
 -- A random room's log (lotlog.lua): begun, and walked while it learns who
 -- waits, before anything else of the tick changes the queue.
 local lot_walking = lot_walk(p, cfg, KEYS[1], now)
@@ -63,7 +70,8 @@ local aside = redis.call('ZCARD', p .. 'away')
 if cfg.paused == '1' or waiting == 0 then
   local paused = 0
   if cfg.paused == '1' then paused = 1 end
-  return {1, tick, 0, waiting + aside, '', 0, 0, lottery_size(cfg, KEYS[1], undrawn_left), 0, paused}
+  return {1, tick, 0, waiting + aside, '', 0, num(redis.call('HGET', stats, 'born'), 0),
+    lottery_size(cfg, KEYS[1], undrawn_left), 0, paused, table.concat(done_now, ',')}
 end
 
 local batch = num(cfg.batch, tonumber(ARGV[5]))
@@ -101,8 +109,9 @@ if batch > 0 then
     local np = math.min(batch, redis.call('ZCOUNT', KEYS[1], '-inf', '(0'))
     popped = take(p, cfg, KEYS[1], np, now, np)
     local rest = batch - #popped / 2
-    if rest > 0 and np < batch and not lot_walking then
-      local drawn = take_random(p, cfg, KEYS[1], rest, now, limit, lottery_seed(p, seed, now), tick, draw_next)
+    local lseed = lottery_seed(p)
+    if rest > 0 and np < batch and not lot_walking and lseed then
+      local drawn = take_random(p, cfg, KEYS[1], rest, now, limit, lseed, tick, draw_next)
       for i = 1, #drawn do popped[#popped + 1] = drawn[i] end
     end
   else
@@ -112,6 +121,7 @@ if batch > 0 then
   owed_paid(p, k - rate_batch, now)
   if k > 0 then
     for i = 2, #popped, 2 do
+      mark_done(p, popped[i])
       local s, prio = ticket_of(tonumber(popped[i]))
       if prio == 1 then phead = math.max(phead, s) elseif cfg.method ~= 'random' then head = s end
     end
@@ -166,4 +176,4 @@ if waiting > k then
   redis.call('HSET', stats, 'rate', string.format('%.4f', rate))
 end
 return {1, tick, k, waiting - k + aside, event, head, num(redis.call('HGET', stats, 'born'), 0),
-  lottery_size(cfg, KEYS[1], undrawn_left), phead, 0}
+  lottery_size(cfg, KEYS[1], undrawn_left), phead, 0, table.concat(done_now, ',')}

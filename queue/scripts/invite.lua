@@ -39,6 +39,7 @@ do
         -- The public ticket is given up for good (retake.lua).
         if score then
           redis.call('SET', p .. 'left:' .. v, score, 'PX', 86400000)
+          mark_done(p, score)
           if lot_begin(p, redis.call('HGET', p .. 'cfg', 'method')) then
             lot_tickets('remove', 'upgrade', {score})
           end

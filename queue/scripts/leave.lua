@@ -5,7 +5,10 @@
 local p, v = ARGV[1], ARGV[2]
 -- A ticket given up stays given up: retake.lua must not take it back.
 local sc = redis.call('ZSCORE', KEYS[1], v)
-if sc then redis.call('SET', p .. 'left:' .. v, sc, 'PX', 86400000) end
+if sc then
+  redis.call('SET', p .. 'left:' .. v, sc, 'PX', 86400000)
+  mark_done(p, sc) -- for as long as the room's state lasts (now.lua)
+end
 local held, tk = forget_presence(p, v)
 local n = redis.call('ZREM', KEYS[1], v) + redis.call('SREM', p .. 'pre', v) + redis.call('ZREM', p .. 'ppre', v) +
   redis.call('SREM', p .. 'drawpool', v) + held

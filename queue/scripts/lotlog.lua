@@ -117,9 +117,17 @@ local function lot_walk(p, cfg, q, now)
   local st = redis.call('HMGET', l, 'n', 'snap', 'last')
   local cur = st[2]
   if not st[1] then
+    -- The log begins with the seed's commitment: with none stored yet
+    -- (a Redis that lost the room), it waits for the tick, which commits
+    -- one (lottery_commit, method.lua), and nothing is drawn meanwhile.
+    local commit = redis.call('HGET', p .. 'lotc', 'commit')
+    if not commit or commit == '' or redis.call('HEXISTS', p .. 'lotc', 'endedAt') == 1 then
+      lot.on = false
+      return true
+    end
     redis.call('DEL', p .. 'lotlog')
     lot.n = 0
-    local f = {'e', 'start', 'commit', redis.call('HGET', p .. 'lotc', 'commit') or '', 'at', now}
+    local f = {'e', 'start', 'commit', commit, 'at', now}
     -- Tickets set aside, or back and due first, when the log begins, so
     -- that their return is checked too; when there are too many to list
     -- in one call, the entry says nothing of them.

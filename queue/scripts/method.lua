@@ -36,17 +36,30 @@ local function join_method(p, cfg, v, now, ttl_ms, max_ms, keep_ms)
   return {2, now, exp, 1, paused, num(cfg.v, 0), cfg.message or ''}
 end
 
--- The lottery's seed: the room's committed one (lotc: seed, commit, at;
--- the queue stores it when the room turns random, before any tick of the
--- lottery), or, when none is stored, an uncommitted one made from
--- fallback (said so by an empty commit).
-local function lottery_seed(p, fallback, now)
+-- lottery_commit makes sure a random room holds a committed seed before
+-- anything of its lottery happens (the log's start names the commitment,
+-- and no tick draws without one): when the room's lotc has no seed, or an
+-- uncommitted one, or one whose lottery ended, it stores seed (256 bits
+-- from the caller's cryptographic source, as 64 hex digits) with commit
+-- (its SHA-256), and begins a new log, whose start names that commitment.
+-- The room turning random commits a seed first (queue.SetRoomConfig); this
+-- is for a Redis that lost it. Returns the seed in force.
+local function lottery_commit(p, seed, commit, now)
   local c = p .. 'lotc'
-  local s = redis.call('HGET', c, 'seed')
-  if s then return s end
-  s = 'x' .. fallback
-  redis.call('HSET', c, 'seed', s, 'commit', '', 'at', now)
-  return s
+  local d = redis.call('HMGET', c, 'seed', 'commit', 'endedAt')
+  if d[1] and d[2] and d[2] ~= '' and not d[3] then return d[1] end
+  if not seed or #seed ~= 64 or not commit or #commit ~= 64 then return nil end
+  redis.call('DEL', c, p .. 'lotl', p .. 'lotlog')
+  redis.call('HSET', c, 'seed', seed, 'commit', commit, 'at', now)
+  return seed
+end
+
+-- The lottery's seed: the room's committed one (lotc: seed, commit, at),
+-- nil when there is none (no draw then).
+local function lottery_seed(p)
+  local d = redis.call('HMGET', p .. 'lotc', 'seed', 'commit')
+  if d[2] and d[2] ~= '' then return d[1] end
+  return nil
 end
 
 -- lottery_rank is the i-th pick (0-based) of tick among n: the first 13

@@ -174,7 +174,7 @@ local idle_ms = 86400000
 local function keep_while_used(p, cfg, longest_ms)
   if next(cfg) ~= nil then return end
   local ttl = math.max(idle_ms, longest_ms or 0)
-  for _, k in ipairs({'seq', 'pseq', 'pmark', 'stats', 'active'}) do
+  for _, k in ipairs({'seq', 'pseq', 'pmark', 'stats', 'active', 'done', 'pdone'}) do
     redis.call('PEXPIRE', p .. k, ttl)
   end
 end
@@ -237,4 +237,38 @@ end
 local function ticket_of(score)
   if score < 0 then return score + PRIO_BASE, 1 end
   return score, 0
+end
+
+-- Tickets done with: admitted (under every method), or dropped by
+-- presence for being away (presence.lua). Each band keeps a bitmap of
+-- its tickets (done: public, offset = the ticket; pdone: priority), set
+-- once the ticket is done, which retake.lua reads: a signed ticket whose
+-- record is gone (its token spent, given back or expired, or the visitor
+-- dropped) never comes back, so a ticket is admitted at most once and a
+-- dropped visitor joins again at the back. The bitmaps live as long as
+-- the room's state (keep_while_used); a Redis that lost them gets back
+-- what the instances remember (queue.Retake). done_now lists the scores
+-- this call marked, for the caller to remember.
+local DONE_MAX = 4294967295 -- SETBIT's last offset
+local done_now = {}
+
+local function done_bit(p, score)
+  local s, prio = ticket_of(score)
+  if prio == 1 then return p .. 'pdone', s end
+  return p .. 'done', s
+end
+
+local function mark_done(p, score)
+  local sc = tonumber(score)
+  if not sc or sc == 0 then return end -- 0: a token's place, no ticket
+  local k, s = done_bit(p, sc)
+  if s < 1 or s > DONE_MAX then return end
+  redis.call('SETBIT', k, s, 1)
+  done_now[#done_now + 1] = score
+end
+
+local function is_done(p, score)
+  local k, s = done_bit(p, score)
+  if s < 1 or s > DONE_MAX then return false end
+  return redis.call('GETBIT', k, s) == 1
 end

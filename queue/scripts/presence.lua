@@ -179,17 +179,20 @@ local function presence_sweep(p, cfg, q, now, keep, slots, tick_ms)
   local dropped = 0
   local gone = {}
   for _, v in ipairs(stale) do
-    if lot.on then
-      gone[#gone + 1] = redis.call('ZSCORE', q, v) or redis.call('HGET', p .. 'awayt', v) or
-        redis.call('ZSCORE', p .. 'back', v) or '0'
-    end
+    local tk = redis.call('ZSCORE', q, v) or redis.call('HGET', p .. 'awayt', v) or
+      redis.call('ZSCORE', p .. 'back', v) or '0'
+    gone[#gone + 1] = tk
     redis.call('ZREM', p .. 'seen', v)
     redis.call('ZREM', p .. 'aseen', v)
     redis.call('ZREM', p .. 'closed', v)
     redis.call('HDEL', p .. 'awayt', v)
     local n = redis.call('ZREM', q, v) + redis.call('ZREM', p .. 'away', v) + redis.call('ZREM', p .. 'back', v)
     if n > 0 then
+      -- The marker says why (a status reads expired, reason away) for a
+      -- while; the ticket is done for good (mark_done, now.lua): its
+      -- signed credential never takes the place back.
       redis.call('SET', p .. 'dropped:' .. v, '1', 'PX', keep)
+      mark_done(p, tk)
       dropped = dropped + 1
     end
   end

@@ -1,7 +1,9 @@
 -- retake: KEYS = queue
 -- ARGV = prefix, room, channel, head, headBorn, seqFloor, pHead, pSeqFloor,
---        nCfg, then nCfg settings field/value pairs (nCfg = -1: none
---        remembered), then visitor, seq, issuedAt, band (0 public,
+--        done, pDone (bitmaps of the tickets the instance knows were done
+--        with, as Redis stores bitmaps, "" for none: see mark_done in
+--        now.lua), nCfg, then nCfg settings field/value pairs (nCfg = -1:
+--        none remembered), then visitor, seq, issuedAt, band (0 public,
 --        1 priority) for each ticket to take back.
 -- Puts back what an instance remembers of a room whose state Redis lost (a
 -- restart without persistence, or a failover that lost the last writes):
@@ -13,8 +15,8 @@
 -- Returns {settingsRestored, retaken, removed}.
 local p, room, channel = ARGV[1], ARGV[2], ARGV[3]
 local head_born = tonumber(ARGV[5])
-local ncfg = tonumber(ARGV[9])
-local first = 10 + math.max(ncfg, 0) * 2
+local ncfg = tonumber(ARGV[11])
+local first = 12 + math.max(ncfg, 0) * 2
 local now = now_ms()
 local stats = p .. 'stats'
 local retook = p .. 'retook'
@@ -23,13 +25,37 @@ local retook = p .. 'retook'
 local restored = 0
 if ncfg >= 0 and redis.call('EXISTS', p .. 'cfg') == 0 then
   redis.call('HSET', p .. 'cfg', 'v', 1)
-  if ncfg > 0 then redis.call('HSET', p .. 'cfg', unpack(ARGV, 10, first - 1)) end
+  if ncfg > 0 then redis.call('HSET', p .. 'cfg', unpack(ARGV, 12, first - 1)) end
   restored = 1
   publish(channel, '{"type":"config","room":"' .. room .. '"}')
 end
 
 -- A random room logs what changes its draw (lotlog.lua).
 lot_begin(p, redis.call('HGET', p .. 'cfg', 'method'))
+
+-- The tickets the instance knows were done with join those Redis knows.
+-- A visitor taken back since the loss (retook) whose ticket turns out done
+-- leaves the queue again: an instance that knew less let it back in.
+local merged = false
+for i, k in ipairs({'done', 'pdone'}) do
+  if ARGV[8 + i] ~= '' then
+    redis.call('SET', p .. 'donein', ARGV[8 + i])
+    redis.call('BITOP', 'OR', p .. k, p .. k, p .. 'donein')
+    redis.call('DEL', p .. 'donein')
+    merged = true
+  end
+end
+local removed = 0
+if merged then
+  local back = redis.call('HGETALL', retook)
+  for i = 1, #back, 2 do
+    local v, score = back[i], tonumber(back[i + 1])
+    if tonumber(redis.call('ZSCORE', KEYS[1], v)) == score and is_done(p, score) then
+      removed = removed + redis.call('ZREM', KEYS[1], v)
+      lot_tickets('remove', 'restore', {score})
+    end
+  end
+end
 
 -- born is when this room's state began (join sets it): a ticket taken
 -- before it was taken from state that is gone.
@@ -44,7 +70,6 @@ local bands = {
   [0] = {head = tonumber(ARGV[4]), seq_floor = tonumber(ARGV[6]), fh = 'head', ff = 'floor', ctr = 'seq', base = 0},
   [1] = {head = tonumber(ARGV[7]), seq_floor = tonumber(ARGV[8]), fh = 'phead', ff = 'pfloor', ctr = 'pseq', base = PRIO_BASE},
 }
-local removed = 0
 for _, b in pairs(bands) do
   -- floor: the last ticket admitted before the state was lost; admitted:
   -- the last one admitted since.
@@ -90,6 +115,12 @@ for i = first, #ARGV, 4 do
   local lost
   if iat < born then lost = s > b.floor else lost = s > b.admitted end
   if lost and tonumber(redis.call('GET', p .. 'left:' .. v) or '') == score then lost = false end
+  -- Admitted or dropped once: never again (mark_done, now.lua).
+  if lost and is_done(p, score) then lost = false end
+  -- A room no operator configured keeps its state (and so what it knows
+  -- of done tickets) a day past its last use (keep_while_used): a ticket
+  -- older than that may be one whose state is gone, and is not taken back.
+  if lost and iat < now - idle_ms and next(load_cfg(p)) == nil then lost = false end
   if lost and not redis.call('ZSCORE', KEYS[1], v) and redis.call('EXISTS', p .. 't:' .. v) == 0
       and redis.call('SISMEMBER', p .. 'pre', v) == 0 and redis.call('SISMEMBER', p .. 'drawpool', v) == 0
       and not redis.call('ZSCORE', p .. 'ppre', v)
@@ -98,7 +129,7 @@ for i = first, #ARGV, 4 do
     redis.call('ZADD', KEYS[1], 'NX', score, v)
     lot_tickets('add', 'restore', {score})
     if b.base > 0 then redis.call('ZADD', p .. 'pmark', 'NX', 0, mark_member(s)) end
-    redis.call('HSET', retook, v, s)
+    redis.call('HSET', retook, v, score)
     redis.call('PEXPIRE', retook, 86400000)
     retaken = retaken + 1
   end

@@ -2,10 +2,12 @@
 -- KEYS = the set of rooms with waiting visitors, the alive marker
 -- ARGV = sample, configured rooms...
 -- Returns {sample, alive, flags...}: up to sample rooms of the set picked
--- at random; 1 when the alive marker is there (0: Redis has lost its data
--- since an instance last put back what it remembers); then for each
--- configured room 1 when it is in the set, else 0.
-local out = {redis.call('SRANDMEMBER', KEYS[1], ARGV[1]), redis.call('EXISTS', KEYS[2])}
+-- at random; the alive marker ("" when it is gone: Redis has lost its data
+-- since an instance last put back what it remembers; another value than
+-- the one an instance saw last: Redis lost it and another instance put
+-- back first); then for each configured room 1 when it is in the set,
+-- else 0.
+local out = {redis.call('SRANDMEMBER', KEYS[1], ARGV[1]), redis.call('GET', KEYS[2]) or ''}
 local n = #ARGV
 for i = 2, n, 1000 do
   local flags = redis.call('SMISMEMBER', KEYS[1], unpack(ARGV, i, math.min(i + 999, n)))
