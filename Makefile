@@ -139,14 +139,17 @@ VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo d
 COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS     = -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-# goreleaser check, then the four release binaries and checksums, offline:
-# --snapshot needs no tag and publishes nothing; the config has no hooks.
+# goreleaser check, then a snapshot release offline: the four binaries,
+# their archives and checksums.txt. --snapshot needs no tag and publishes
+# nothing; the config has no hooks. (A superset of `goreleaser build
+# --snapshot`: the same builds, then the archive and checksum steps.)
 release-check: $(GORELEASER) $(BUILD_DIR)/.gitignore
 	$(GORELEASER) check
-	nice -n 19 $(GORELEASER) build --snapshot --clean
-	@test -s $(BUILD_DIR)/dist/artifacts.json && \
-	  for p in linux_amd64 linux_arm64 darwin_amd64 darwin_arm64; do \
-	    ls $(BUILD_DIR)/dist/waitroom_$${p}*/waitroom >/dev/null || exit 1; done
+	nice -n 19 $(GORELEASER) release --snapshot --clean
+	@for p in linux_amd64 linux_arm64 darwin_amd64 darwin_arm64; do \
+	  ls $(BUILD_DIR)/dist/waitroom_$${p}*/waitroom >/dev/null || exit 1; \
+	  grep -q "waitroom_.*_$${p}.tar.gz" $(BUILD_DIR)/dist/checksums.txt || { echo "no $$p archive in checksums.txt"; exit 1; }; done
+	@(cd $(BUILD_DIR)/dist && sha256sum --quiet -c checksums.txt) && echo "release-check: 4 binaries, archives and checksums.txt verified"
 
 # The container image (Dockerfile: scratch, the host-built binary, the CA
 # bundle). buildah comes from Debian; vfs storage and chroot isolation need
