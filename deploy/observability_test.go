@@ -31,11 +31,40 @@ var pending = map[string]string{
 	"waitroom_http_request_duration_seconds_bucket": "HTTP request latency histogram by route",
 	"waitroom_pubsub_up":                            "1 while this instance's Redis pub/sub is subscribed",
 	"waitroom_max_connections":                      "the -max-conns value, for the connections-near-limit alert",
-	// These exist but are absent until their first event: they go once the
-	// labelled counters are initialised at start.
-	"waitroom_redis_call_errors_total":    "initialised at start",
-	"waitroom_fail_open_total":            "initialised at start",
-	"waitroom_redis_state_restored_total": "initialised at start",
+}
+
+// lazy are labelled counters the server exports only after their first
+// event (a Redis error can happen on a healthy start, so they may or may
+// not be there). Until they are initialised at start (issue 27) a name
+// here counts as exported when a scrape shows it or package main declares
+// it; then its line goes and the scrape alone decides.
+var lazy = map[string]bool{
+	"waitroom_redis_call_errors_total":    true,
+	"waitroom_fail_open_total":            true,
+	"waitroom_redis_state_restored_total": true,
+}
+
+// declared reports whether package main names metric in a metric
+// declaration (`Name: "metric"`).
+func declared(t *testing.T, metric string) bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(deploytest.RepoRoot(t), "server", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), `Name: "`+metric+`"`) {
+			return true
+		}
+	}
+	return false
 }
 
 // prometheusOwn are series Prometheus makes itself, never the server.
@@ -263,8 +292,17 @@ func TestMetricsTheRulesAndDashboardName(t *testing.T) {
 			if have[n] {
 				landed = append(landed, n)
 			}
+		case lazy[n] && !have[n]:
+			if !declared(t, n) {
+				missing = append(missing, n+" (not declared in server/ either; used by "+strings.Join(dedupe(where), ", ")+")")
+			}
 		case !have[n]:
 			missing = append(missing, n+" (used by "+strings.Join(dedupe(where), ", ")+")")
+		}
+	}
+	for n := range lazy {
+		if used[n] == nil {
+			t.Errorf("lazy metric %s is used by no rule or panel: drop it from the list", n)
 		}
 	}
 	for n := range pending {
