@@ -159,13 +159,15 @@ IMAGE         ?= localhost/waitroom:dev
 BUILDAH       ?= buildah --storage-driver vfs
 IMAGE_CONTEXT  = $(BUILD_DIR)/image
 
+# buildah builds; the smoke test reads the image config with jq, checks
+# the binary with readelf (binutils) and asks it with curl.
 deps-image:
-	@command -v buildah >/dev/null 2>&1 || { \
+	@for p in buildah:buildah jq:jq readelf:binutils curl:curl; do \
+	  command -v $${p%%:*} >/dev/null 2>&1 && continue; \
 	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
-	  echo "installing buildah" && \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq buildah >/dev/null; }
-	@command -v buildah >/dev/null
-	@command -v jq >/dev/null 2>&1 || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null
+	  echo "installing $${p#*:}" && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $${p#*:} >/dev/null || exit 1; \
+	  command -v $${p%%:*} >/dev/null || exit 1; done
 
 image: deps-image $(BUILD_DIR)/.gitignore
 	@mkdir -p $(IMAGE_CONTEXT)

@@ -35,7 +35,8 @@ files=$(cd "$work/rootfs" && find . -type f | sort | tr '\n' ' ')
 [[ $files == "./etc/ssl/certs/ca-certificates.crt ./waitroom " ]] || fail "unexpected files in the image: $files"
 [[ -s $work/rootfs/etc/ssl/certs/ca-certificates.crt ]] || fail "empty CA bundle"
 # A static binary: no program interpreter (ld.so) to look for in scratch.
-if readelf -l "$work/rootfs/waitroom" 2>/dev/null | grep -q 'program interpreter'; then
+readelf -l "$work/rootfs/waitroom" >"$work/elf" || fail "readelf: not an ELF binary"
+if grep -q "program interpreter" "$work/elf"; then
   fail "the binary is dynamically linked"
 fi
 
