@@ -190,24 +190,27 @@ test-image: image
 # the oldest version the chart supports (the preStop sleep needs 1.30).
 KUBE_VERSION = 1.30.0
 
-chart-check: $(HELM)
+chart-check: $(HELM) deps-redis
 	$(HELM) lint --strict deploy/helm/waitroom
 	$(HELM) lint --strict deploy/helm/waitroom -f deploy/helm/values/sentinel.yaml
 	$(HELM) lint --strict deploy/helm/waitroom -f deploy/helm/values/cluster.yaml
 	@$(HELM) template shop deploy/helm/waitroom --kube-version $(KUBE_VERSION) >/dev/null
 	@$(HELM) template shop deploy/helm/waitroom --kube-version $(KUBE_VERSION) -f deploy/helm/values/sentinel.yaml >/dev/null
 	@$(HELM) template shop deploy/helm/waitroom --kube-version $(KUBE_VERSION) -f deploy/helm/values/cluster.yaml >/dev/null
+	$(GO) vet -tags deploy ./deploy/helm/
+	WAITROOM_HELM=$(HELM) $(GO) test -tags deploy -count=1 ./deploy/helm/
 
 rules-check: $(PROMTOOL)
 	$(PROMTOOL) check rules deploy/prometheus/alerts.yaml
 	cd deploy/prometheus && $(PROMTOOL) test rules alerts_test.yaml
 
-# The chart decoded strictly and run as rendered, the rules' and the
-# dashboard's metrics against a running server: Go tests behind the deploy
-# build tag, since they need helm (and go test ./... must not).
-test-deploy-go: $(HELM) deps-redis
-	$(GO) vet -tags deploy ./deploy/...
-	WAITROOM_HELM=$(HELM) $(GO) test -tags deploy -count=1 ./deploy/...
+# The rules' and the dashboard's metrics against a running server, and the
+# deploy guide's variables against the binary's flags. These Go tests (and
+# the chart's, run by chart-check: they need helm) sit behind the deploy
+# build tag, so go test ./... leaves them to make test-deploy.
+test-deploy-go:
+	$(GO) vet -tags deploy ./deploy/
+	$(GO) test -tags deploy -count=1 ./deploy/
 
 # systemd-analyze verify wants ExecStart to exist: it checks a copy of the
 # unit whose ExecStart is the static binary; then the offline security
