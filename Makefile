@@ -1,7 +1,9 @@
 # waitroom: `make run` starts the server on the embedded Redis; `make test`
 # installs what the tests need (redis-server, Chromium, the e2e npm
 # packages) and runs every test: Go with -race, the bench's quick runs, and
-# the browser tests.
+# the browser tests, then the deployment files' checks (make test-deploy:
+# the chart, the alert rules, the dashboard, systemd, the image, a release
+# snapshot).
 GO         ?= go
 ARGS       ?=
 BENCH      ?= cost herd clients gateway abandon
@@ -9,7 +11,9 @@ BENCH_ARGS ?=
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_UPDATED = /tmp/.waitroom-apt-updated
 
-.PHONY: run build test test-go e2e deps deps-redis deps-browser deps-gateway vet bench clean
+.PHONY: run build test test-go e2e deps deps-redis deps-browser deps-gateway vet bench clean \
+	test-deploy test-deploy-go release-check chart-check rules-check systemd-check image test-image \
+	deps-image static-binary tool-goreleaser tool-helm tool-promtool
 
 # The demo lets any room name work (-open-rooms); in production rooms exist
 # once an operator made them (admin API).
@@ -64,7 +68,7 @@ vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 
-test: deps vet test-go e2e
+test: deps vet test-go e2e test-deploy
 
 test-go: deps-redis deps-gateway
 	$(GO) test -race -count=1 -timeout 30m ./...
@@ -81,3 +85,152 @@ bench: deps-redis
 
 clean:
 	rm -rf waitroom results static/e2e/shots
+
+# ---- Deployment files: release, image, chart, rules, dashboard, systemd ----
+#
+# make test-deploy runs each check below on its own and names those that
+# failed, so one missing tool does not hide the others' results.
+
+# Release, chart and rules tools, built from the Go module proxy only when
+# missing, into a cache outside the work tree, so reruns and later clones on
+# the machine reuse them. The versions are pinned here: a bump changes the
+# file name, so the next run builds the new one. nice keeps a first build
+# (minutes each) from starving other work on the machine.
+TOOLS_BIN         ?= $(HOME)/.cache/waitroom/bin
+GORELEASER_VERSION = v2.15.1
+HELM_VERSION       = v3.22.0
+PROMTOOL_VERSION   = v0.316.0
+GORELEASER        := $(TOOLS_BIN)/goreleaser-$(GORELEASER_VERSION)
+HELM              := $(TOOLS_BIN)/helm-$(HELM_VERSION)
+PROMTOOL          := $(TOOLS_BIN)/promtool-$(PROMTOOL_VERSION)
+
+# $(call go-tool,PACKAGE@VERSION,TARGET FILE[,GO INSTALL FLAGS])
+define go-tool
+	@mkdir -p $(TOOLS_BIN)
+	@echo "building $(notdir $(2)) from the Go module proxy (once per machine, cached in $(TOOLS_BIN))"
+	@tmp=$$(mktemp -d) && start=$$(date +%s) && \
+	  GOBIN=$$tmp CGO_ENABLED=0 GOFLAGS=-buildvcs=false nice -n 19 $(GO) install $(3) $(1) && \
+	  mv $$tmp/* $(2) && rmdir $$tmp && \
+	  echo "built $(notdir $(2)) in $$(( $$(date +%s) - start )) s"
+endef
+
+$(GORELEASER):
+	$(call go-tool,github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION),$@)
+$(HELM):
+	$(call go-tool,helm.sh/helm/v3/cmd/helm@$(HELM_VERSION),$@)
+# Rule checks and rule unit tests need no service discovery: without it
+# (remove_all_sd) promtool skips the cloud SDKs, a third of its build.
+$(PROMTOOL):
+	$(call go-tool,github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION),$@,-tags remove_all_sd)
+
+tool-goreleaser: $(GORELEASER)
+tool-helm: $(HELM)
+tool-promtool: $(PROMTOOL)
+
+# Build outputs (image context, release snapshot) live in .build/, which
+# ignores itself.
+BUILD_DIR = .build
+$(BUILD_DIR)/.gitignore:
+	@mkdir -p $(BUILD_DIR) && echo '*' > $@
+
+# The released binary's flags: static, no cgo, version and commit in
+# package main.
+VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS     = -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
+# goreleaser check, then a snapshot release offline: the four binaries,
+# their archives and checksums.txt. --snapshot needs no tag and publishes
+# nothing; the config has no hooks. (A superset of `goreleaser build
+# --snapshot`: the same builds, then the archive and checksum steps.)
+release-check: $(GORELEASER) $(BUILD_DIR)/.gitignore
+	$(GORELEASER) check
+	nice -n 19 $(GORELEASER) release --snapshot --clean
+	@for p in linux_amd64 linux_arm64 darwin_amd64 darwin_arm64; do \
+	  ls $(BUILD_DIR)/dist/waitroom_$${p}*/waitroom >/dev/null || exit 1; \
+	  grep -q "waitroom_.*_$${p}.tar.gz" $(BUILD_DIR)/dist/checksums.txt || { echo "no $$p archive in checksums.txt"; exit 1; }; done
+	@(cd $(BUILD_DIR)/dist && sha256sum --quiet -c checksums.txt) && echo "release-check: 4 binaries, archives and checksums.txt verified"
+
+# The container image (Dockerfile: scratch, the host-built binary, the CA
+# bundle). buildah comes from Debian; vfs storage and chroot isolation need
+# no overlay mount and no user namespace, so it builds inside a container
+# too. Nothing is pulled.
+IMAGE         ?= localhost/waitroom:dev
+BUILDAH       ?= buildah --storage-driver vfs
+IMAGE_CONTEXT  = $(BUILD_DIR)/image
+
+# buildah builds; the smoke test reads the image config with jq, checks
+# the binary with readelf (binutils) and asks it with curl.
+deps-image:
+	@for p in buildah:buildah jq:jq readelf:binutils curl:curl; do \
+	  command -v $${p%%:*} >/dev/null 2>&1 && continue; \
+	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
+	  echo "installing $${p#*:}" && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $${p#*:} >/dev/null || exit 1; \
+	  command -v $${p%%:*} >/dev/null || exit 1; done
+
+# The static binary as released, into the image context (systemd-check
+# uses it too). Phony: the go command decides what is stale.
+static-binary: $(BUILD_DIR)/.gitignore
+	@mkdir -p $(IMAGE_CONTEXT)
+	CGO_ENABLED=0 nice -n 19 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_CONTEXT)/waitroom ./server
+
+image: deps-image static-binary
+	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_CONTEXT)/
+	$(BUILDAH) bud --isolation chroot --layers=false -q -f Dockerfile -t $(IMAGE) $(IMAGE_CONTEXT) >/dev/null
+	@-$(BUILDAH) rmi --prune >/dev/null 2>&1
+	@echo "image $(IMAGE): $$($(BUILDAH) images --format '{{.Size}}' $(IMAGE))"
+
+# Containers may not run here: the smoke test copies the image's root file
+# system out of a created container's mount and runs the binary from it.
+test-image: image
+	deploy/image-smoke.sh "$(IMAGE)" "$(BUILDAH)"
+
+# helm built by go install reports Kubernetes 1.20 unless told: render for
+# the oldest version the chart supports (the preStop sleep needs 1.30).
+KUBE_VERSION = 1.30.0
+
+chart-check: $(HELM) deps-redis
+	$(HELM) lint --strict deploy/helm/waitroom
+	$(HELM) lint --strict deploy/helm/waitroom -f deploy/helm/values/sentinel.yaml
+	$(HELM) lint --strict deploy/helm/waitroom -f deploy/helm/values/cluster.yaml
+	@$(HELM) template shop deploy/helm/waitroom --kube-version $(KUBE_VERSION) >/dev/null
+	@$(HELM) template shop deploy/helm/waitroom --kube-version $(KUBE_VERSION) -f deploy/helm/values/sentinel.yaml >/dev/null
+	@$(HELM) template shop deploy/helm/waitroom --kube-version $(KUBE_VERSION) -f deploy/helm/values/cluster.yaml >/dev/null
+	$(GO) vet -tags deploy ./deploy/helm/
+	WAITROOM_HELM=$(HELM) $(GO) test -tags deploy -count=1 ./deploy/helm/
+
+rules-check: $(PROMTOOL)
+	$(PROMTOOL) check rules deploy/prometheus/alerts.yaml
+	cd deploy/prometheus && $(PROMTOOL) test rules alerts_test.yaml
+
+# The rules' and the dashboard's metrics against a running server, and the
+# deploy guide's variables against the binary's flags. These Go tests (and
+# the chart's, run by chart-check: they need helm) sit behind the deploy
+# build tag, so go test ./... leaves them to make test-deploy.
+test-deploy-go:
+	$(GO) vet -tags deploy ./deploy/
+	$(GO) test -tags deploy -count=1 ./deploy/
+
+# systemd-analyze verify wants ExecStart to exist: it checks a copy of the
+# unit whose ExecStart is the static binary; then the offline security
+# audit, at most 2.0 ("OK") exposure.
+systemd-check: static-binary
+	@command -v systemd-analyze >/dev/null 2>&1 || { \
+	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
+	  echo "installing systemd (for systemd-analyze)" && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null; }
+	@tmp=$$(mktemp -d) && \
+	  sed 's|^ExecStart=/usr/local/bin/waitroom|ExecStart=$(CURDIR)/$(IMAGE_CONTEXT)/waitroom|' \
+	    deploy/systemd/waitroom.service > $$tmp/waitroom.service && \
+	  systemd-analyze verify $$tmp/waitroom.service && \
+	  systemd-analyze security --offline=yes --threshold=20 $$tmp/waitroom.service | tail -n 1; \
+	  rc=$$?; rm -rf $$tmp; exit $$rc
+
+DEPLOY_CHECKS = chart-check rules-check test-deploy-go systemd-check test-image release-check
+
+test-deploy:
+	@failed=; for t in $(DEPLOY_CHECKS); do \
+	  echo "== $$t"; $(MAKE) --no-print-directory $$t || failed="$$failed $$t"; done; \
+	  if [ -n "$$failed" ]; then echo "test-deploy: failed:$$failed"; exit 1; fi; \
+	  echo "test-deploy: all of $(DEPLOY_CHECKS) passed"

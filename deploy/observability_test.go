@@ -1,0 +1,333 @@
+//go:build deploy
+
+// The alert rules and the dashboard name metrics; these tests check each
+// name against what a running server exports. They need nothing but the Go
+// toolchain; `make test-deploy` runs them (go test -tags deploy ./deploy/...).
+package deploy_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/waitroom/waitroom/deploy/deploytest"
+)
+
+// pending are metrics the rules or the dashboard use that the server does
+// not export yet (issue 27's package-main work). Each one is checked to be
+// absent: when it lands this test fails, and its line goes.
+var pending = map[string]string{
+	"waitroom_build_info":                           "build info gauge {version,revision,goversion}",
+	"waitroom_http_requests_total":                  "HTTP request metrics by route, method and code",
+	"waitroom_http_request_duration_seconds_bucket": "HTTP request latency histogram by route",
+	"waitroom_pubsub_up":                            "1 while this instance's Redis pub/sub is subscribed",
+	"waitroom_max_connections":                      "the -max-conns value, for the connections-near-limit alert",
+}
+
+// lazy are labelled counters the server exports only after their first
+// event (a Redis error can happen on a healthy start, so they may or may
+// not be there). Until they are initialised at start (issue 27) a name
+// here counts as exported when a scrape shows it or package main declares
+// it; then its line goes and the scrape alone decides.
+var lazy = map[string]bool{
+	"waitroom_redis_call_errors_total":    true,
+	"waitroom_fail_open_total":            true,
+	"waitroom_redis_state_restored_total": true,
+}
+
+// declared reports whether package main names metric in a metric
+// declaration (`Name: "metric"`).
+func declared(t *testing.T, metric string) bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(deploytest.RepoRoot(t), "server", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), `Name: "`+metric+`"`) {
+			return true
+		}
+	}
+	return false
+}
+
+// prometheusOwn are series Prometheus makes itself, never the server.
+var prometheusOwn = map[string]bool{"up": true}
+
+var metricName = regexp.MustCompile(`\b(?:waitroom|process|go)_[a-z0-9_]+\b|\bup\b`)
+
+type ruleFile struct {
+	Groups []struct {
+		Name  string `yaml:"name"`
+		Rules []struct {
+			Alert string `yaml:"alert"`
+			Expr  string `yaml:"expr"`
+		} `yaml:"rules"`
+	} `yaml:"groups"`
+}
+
+// ruleMetrics returns the metric names each alert's expression uses.
+func ruleMetrics(t *testing.T) map[string][]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("prometheus", "alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rf ruleFile
+	if err := yaml.Unmarshal(b, &rf); err != nil {
+		t.Fatalf("alerts.yaml: %v", err)
+	}
+	used := map[string][]string{}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			names := metricName.FindAllString(r.Expr, -1)
+			if len(names) == 0 {
+				t.Errorf("alert %s: no metric in %q", r.Alert, r.Expr)
+			}
+			for _, n := range names {
+				used[n] = append(used[n], "alert "+r.Alert)
+			}
+		}
+	}
+	if len(used) == 0 {
+		t.Fatal("alerts.yaml names no metric")
+	}
+	return used
+}
+
+type dashboard struct {
+	Title      string `json:"title"`
+	UID        string `json:"uid"`
+	Templating struct {
+		List []struct {
+			Name  string `json:"name"`
+			Type  string `json:"type"`
+			Query any    `json:"query"`
+		} `json:"list"`
+	} `json:"templating"`
+	Panels []struct {
+		Title      string `json:"title"`
+		Type       string `json:"type"`
+		Datasource *struct {
+			UID string `json:"uid"`
+		} `json:"datasource"`
+		Targets []struct {
+			Expr string `json:"expr"`
+		} `json:"targets"`
+	} `json:"panels"`
+}
+
+var dashVar = regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)`)
+
+// dashboardMetrics returns the metric names the dashboard's panels and
+// variables use, and checks that every $variable they name is defined.
+func dashboardMetrics(t *testing.T) map[string][]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("grafana", "waitroom.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dashboard
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("waitroom.json: %v", err)
+	}
+	if d.UID == "" || d.Title == "" {
+		t.Errorf("dashboard without uid or title")
+	}
+	vars := map[string]bool{}
+	var queries []string
+	for _, v := range d.Templating.List {
+		vars[v.Name] = true
+		if q, ok := v.Query.(map[string]any); ok {
+			if s, ok := q["query"].(string); ok {
+				queries = append(queries, s)
+			}
+		}
+	}
+	for _, want := range []string{"datasource", "room", "instance"} {
+		if !vars[want] {
+			t.Errorf("dashboard has no $%s variable", want)
+		}
+	}
+	used := map[string][]string{}
+	check := func(where, expr string) {
+		for _, m := range dashVar.FindAllStringSubmatch(expr, -1) {
+			if !vars[m[1]] && !strings.HasPrefix(m[1], "__") {
+				t.Errorf("%s: $%s is not a dashboard variable", where, m[1])
+			}
+		}
+		for _, n := range metricName.FindAllString(expr, -1) {
+			used[n] = append(used[n], where)
+		}
+	}
+	for _, q := range queries {
+		check("variable query "+q, q)
+	}
+	panels := 0
+	for _, p := range d.Panels {
+		if p.Type == "row" {
+			continue
+		}
+		panels++
+		if p.Datasource == nil || p.Datasource.UID != "${datasource}" {
+			t.Errorf("panel %q does not use the $datasource variable", p.Title)
+		}
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			if tg.Expr == "" {
+				t.Errorf("panel %q: empty query", p.Title)
+			}
+			check("panel "+p.Title, tg.Expr)
+		}
+	}
+	if panels < 10 {
+		t.Errorf("dashboard has %d panels", panels)
+	}
+	return used
+}
+
+// exported starts the server on the embedded Redis with room demo in a
+// rooms file (per-room series are only for rooms an operator made), joins
+// it once and returns the sample names on /metrics once the room's series
+// and its first admission are there.
+func exported(t *testing.T) map[string]bool {
+	t.Helper()
+	bin := deploytest.Binary(t)
+	rooms := filepath.Join(t.TempDir(), "rooms.yaml")
+	if err := os.WriteFile(rooms, []byte("rooms:\n  demo:\n    batch: 5\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := deploytest.Start(t, bin, nil, "-addr", "127.0.0.1:0", "-rooms", rooms, "-public-metrics")
+	base := "http://" + s.Addr
+	resp, err := http.Post(base+"/api/v1/rooms/demo/join", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var joined struct{ Visitor string }
+	err = json.NewDecoder(resp.Body).Decode(&joined)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || err != nil || joined.Visitor == "" {
+		t.Fatalf("join: %d %v %+v", resp.StatusCode, err, joined)
+	}
+	// One status poll, so the poll counter has a series.
+	req, _ := http.NewRequest("GET", base+"/api/v1/rooms/demo/status", nil)
+	req.Header.Set("X-Visitor", joined.Visitor)
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status: %d", resp.StatusCode)
+	}
+	var names map[string]bool
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		names = scrape(t, base+"/metrics")
+		if names["waitroom_waiting"] && names["waitroom_admissions_total"] && names["waitroom_polls_total"] {
+			return names
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no waitroom_waiting, waitroom_admissions_total and waitroom_polls_total series within 20 s of a join and a poll; have %d names\n%s", len(names), s.Log())
+		}
+		time.Sleep(100 * time.Millisecond) // the next scrape; the room cache refreshes on its own tick
+	}
+}
+
+func scrape(t *testing.T, url string) map[string]bool {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	names := map[string]bool{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if i := strings.IndexAny(line, "{ "); i > 0 {
+			names[line[:i]] = true
+		}
+	}
+	return names
+}
+
+// TestMetricsTheRulesAndDashboardName: every metric an alert or a panel
+// names is on a running server's /metrics, except those listed as pending,
+// which must still be absent.
+func TestMetricsTheRulesAndDashboardName(t *testing.T) {
+	used := ruleMetrics(t)
+	for n, where := range dashboardMetrics(t) {
+		used[n] = append(used[n], where...)
+	}
+	have := exported(t)
+
+	var missing, landed []string
+	for n, where := range used {
+		switch {
+		case prometheusOwn[n]:
+		case pending[n] != "":
+			if have[n] {
+				landed = append(landed, n)
+			}
+		case lazy[n] && !have[n]:
+			if !declared(t, n) {
+				missing = append(missing, n+" (not declared in server/ either; used by "+strings.Join(dedupe(where), ", ")+")")
+			}
+		case !have[n]:
+			missing = append(missing, n+" (used by "+strings.Join(dedupe(where), ", ")+")")
+		}
+	}
+	for n := range lazy {
+		if used[n] == nil {
+			t.Errorf("lazy metric %s is used by no rule or panel: drop it from the list", n)
+		}
+	}
+	for n := range pending {
+		if used[n] == nil {
+			t.Errorf("pending metric %s is used by no rule or panel: drop it from the list", n)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(landed)
+	for _, m := range missing {
+		t.Errorf("not exported: %s", m)
+	}
+	for _, n := range landed {
+		t.Errorf("%s is exported now: remove it from the pending list", n)
+	}
+}
+
+func dedupe(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range s {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
