@@ -23,12 +23,14 @@ var ErrAmbiguousPath = errors.New("ambiguous request path")
 //
 // It fails with an error wrapping ErrAmbiguousPath for what apps disagree
 // on or what only an attack sends: an invalid percent escape, an encoded
-// slash (%2F: one segment for some apps, two for others), a backslash
+// slash (%2F: one segment for some apps, two for others), an encoded #
+// (%23: what a gateway such as Caddy makes of a raw # it forwards as part
+// of the path, which other hops read as a fragment), a backslash
 // (raw or %5C: a slash to WHATWG URL parsers and Windows servers), a
 // control byte or NUL (raw or encoded), a .. that climbs above the root,
 // or a target that does not start with /.
 //
-// The result starts with / and holds no ;, no backslash, no control byte,
+// The result starts with / and holds no ;, no #, no backslash, no control byte,
 // no empty and no dot segments; one without %, ? or # normalises to
 // itself.
 func NormalizePath(raw string) (string, error) {
@@ -93,8 +95,11 @@ func decodeSegment(s string) (string, error) {
 			}
 			c = unhex(s[i+1])<<4 | unhex(s[i+2])
 			i += 2
-			if c == '/' {
+			switch c {
+			case '/':
 				return "", ambiguous("an encoded slash (%2F)")
+			case '#':
+				return "", ambiguous("an encoded # (%23)")
 			}
 		}
 		switch {
