@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -44,6 +45,8 @@ func gatewayServer(t *testing.T, srv *redistest.Server, mutate func(*config)) (*
 	t.Helper()
 	ts := startServer(t, srv, "rueidis", func(c *config) {
 		c.Routes = []string{"{match: 'shop.example.com/checkout/*', room: gw}", "{match: 'shop.example.com/api/cart', room: gw, methods: [POST]}"}
+		// The test is the gateway: its forwarded headers count.
+		c.TrustedProxies, _ = limit.ParseProxies("127.0.0.1/32")
 		if mutate != nil {
 			mutate(c)
 		}
