@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"net/netip"
+	"os"
 	"path"
 	"strings"
 	"testing"
@@ -253,4 +254,20 @@ func FuzzNormalizePath(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestExampleRoutes: examples/routes.yaml parses, and its hosts list
+// serves its host.
+func TestExampleRoutes(t *testing.T) {
+	data, err := os.ReadFile("../examples/routes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse("routes.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Serves("www.example.com") || c.Serves("127.0.0.1") || c.Route("GET", "Shop.Example.com.", "/checkout/x") == nil {
+		t.Errorf("examples/routes.yaml: %+v", c)
+	}
 }
