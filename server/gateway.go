@@ -175,10 +175,9 @@ var errUntrustedGateway = errorf(403, "untrusted_gateway", "this request states 
 // Both nginx's and the X-Forwarded-* shape at once is refused
 // (errMixedForward): one of them came from the client, through a recipe
 // that forgot to clear it. A request that carries any of those headers
-// from a peer not in
-// -trusted-proxies is refused (errUntrustedGateway): the gateway in front
-// is not trusted, so what it states cannot be. X-Forwarded-Proto and -For
-// count only from a trusted peer too.
+// from a peer not in -trusted-proxies is refused (errUntrustedGateway):
+// the gateway in front is not trusted, so what it states cannot be.
+// X-Forwarded-Proto and -For count only from a trusted peer too.
 func (s *server) fromCheck(c *fiber.Ctx) (original, error) {
 	h := func(k string) string { return c.Get(k) }
 	o := original{header: h, cookie: func(k string) string { return c.Cookies(k) }}
