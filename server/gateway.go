@@ -134,6 +134,10 @@ type original struct {
 	header  func(string) string
 	cookie  func(string) string
 	nginx   bool // asked by nginx auth_request: deny with 401
+	// absolute: the waiting page's Location names the original host.
+	// Traefik resolves a relative Location against the check's own
+	// address, which would send the visitor to waitroom's port.
+	absolute bool
 }
 
 // verdict is the gateway's answer.
@@ -208,6 +212,7 @@ func (s *server) fromCheck(c *fiber.Ctx) (original, error) {
 		o.uri = c.Get("X-Forwarded-Uri")
 		o.method = c.Get("X-Forwarded-Method")
 		o.host = cmpStr(c.Get("X-Forwarded-Host"), o.host)
+		o.absolute = true
 	default:
 		// Envoy: the check path is /api/v1/check followed by the original
 		// path, and the method is the original one.
@@ -357,6 +362,9 @@ func (s *server) deny(ctx context.Context, rt *gateway.Route, o *original) verdi
 		return verdict{status: 429, retry: retry, room: rt.Room, body: st.AppendJSON(nil), ctype: fiber.MIMEApplicationJSONCharsetUTF8}
 	}
 	loc := g.page + "?room=" + url.QueryEscape(rt.Room) + "&return=" + url.QueryEscape(o.proto+"://"+o.host+o.uri)
+	if o.absolute {
+		loc = o.proto + "://" + o.host + loc
+	}
 	return verdict{status: 302, location: loc, room: rt.Room}
 }
 

@@ -75,7 +75,9 @@ func TestCheckTraefik(t *testing.T) {
 	}
 	const page = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 	resp, _ := traefik("GET", "/checkout/pay?x=1", page, "")
-	want := "/waitroom/?room=gw&return=" + url.QueryEscape("https://shop.example.com/checkout/pay?x=1")
+	// Absolute: Traefik resolves a relative Location against the check's
+	// address.
+	want := "https://shop.example.com/waitroom/?room=gw&return=" + url.QueryEscape("https://shop.example.com/checkout/pay?x=1")
 	if resp.StatusCode != 302 || resp.Header.Get("Location") != want {
 		t.Fatalf("browser: %d %q, want 302 %q", resp.StatusCode, resp.Header.Get("Location"), want)
 	}
