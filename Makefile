@@ -62,8 +62,9 @@ deps-gateway:
 	@command -v nginx >/dev/null && command -v caddy >/dev/null
 
 # Traefik is not packaged by Debian: built from the Go module proxy, once
-# (several minutes on two cores), into $(WAITROOM_BIN). v3.7 does not build
-# from the module proxy alone (a nested module it replaces is not served).
+# (up to an hour on two busy cores; docs/gateway.md), into $(WAITROOM_BIN).
+# v3.7 does not build from the module proxy alone (a nested module it
+# replaces is not served).
 deps-traefik:
 	@[ -x $(WAITROOM_BIN)/traefik ] || { \
 	  echo "building traefik $(TRAEFIK_VERSION) into $(WAITROOM_BIN) (once)" && \
