@@ -96,7 +96,9 @@ func runGateway(ctx context.Context, o gatewayOptions, command string) (*gateway
 	defer app.Close()
 	appURL := "http://" + ln.Addr().String()
 
-	tgt, err := startTarget(ctx, externalOpts{}, []string{"-route", "{match: '*/checkout/*', room: gw}", "-upstream", appURL, "-batch", "100"})
+	tgt, err := startTarget(ctx, externalOpts{}, []string{"-route", "{match: '*/checkout/*', room: gw}", "-upstream", appURL, "-batch", "100",
+		// The load generator speaks for a gateway: its forwarded headers count.
+		"-trusted-proxies", "127.0.0.1/32"})
 	if err != nil {
 		return nil, err
 	}

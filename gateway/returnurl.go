@@ -32,8 +32,8 @@ func (c *Config) ReturnURL(raw, reqHost string) (string, error) {
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return "", ErrBadReturn
 	}
-	host := strings.ToLower(u.Host)
-	if host != strings.ToLower(reqHost) && !c.KnownHost(host) {
+	host := NormalizeHost(u.Host)
+	if host != NormalizeHost(reqHost) && !c.KnownHost(host) {
 		return "", ErrBadReturn
 	}
 	return u.String(), nil

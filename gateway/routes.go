@@ -18,13 +18,14 @@ import (
 // only some methods.
 type Route struct {
 	Match   string   // "host/path-pattern" as written
-	Host    string   // lower case, no port; "" matches any host, "*.example.com" any subdomain
-	Path    string   // path pattern (see MatchPath)
+	Host    string   // normalised (NormalizeHost), maybe with a port; "" matches any host, "*.example.com" any subdomain
+	Path    string   // path pattern (see MatchPath), as written
 	Room    string   // the room whose queue guards it
 	Methods []string // upper case; empty = every method
 	Cookie  string   // the room's session cookie (see NameCookies)
 
-	cookieSet bool // Cookie was written in the route, not derived
+	cookieSet bool   // Cookie was written in the route, not derived
+	folded    string // Path in lower case: routes match paths ignoring case
 }
 
 // Bypass rules let a request skip the queue.
@@ -39,6 +40,10 @@ type Bypass struct {
 type Config struct {
 	Routes []Route
 	Bypass Bypass
+	// Hosts are served although no route names them (normalised, maybe
+	// "*.example.com" or with a port): a request for one passes unless a
+	// route (one for any host) matches it. See Serves.
+	Hosts []string
 }
 
 type fileRoute struct {
@@ -60,12 +65,13 @@ type fileBypass struct {
 type file struct {
 	Routes []yaml.Node `yaml:"routes"`
 	Bypass yaml.Node   `yaml:"bypass"`
+	Hosts  yaml.Node   `yaml:"hosts"`
 }
 
 var (
 	roomRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 	cookieRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	hostRE   = regexp.MustCompile(`^(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?$`)
+	hostRE   = regexp.MustCompile(`^((\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\])(:[0-9]{1,5})?$`)
 	methodRE = regexp.MustCompile(`^[A-Z]{1,16}$`)
 )
 
@@ -88,6 +94,23 @@ func Parse(name string, data []byte) (*Config, error) {
 	}
 	if i, err := cfg.nameCookies(); err != nil {
 		return nil, fmt.Errorf("%s:%d: %v", name, f.Routes[i].Line, err)
+	}
+	if f.Hosts.Kind != 0 {
+		var hosts []string
+		if err := f.Hosts.Decode(&hosts); err != nil {
+			return nil, fmt.Errorf("%s:%d: hosts: %v", name, f.Hosts.Line, err)
+		}
+		for _, h := range hosts {
+			n := NormalizeHost(h)
+			if n == "*" {
+				cfg.Hosts = append(cfg.Hosts, "") // every host: no refusal
+				continue
+			}
+			if !hostRE.MatchString(n) {
+				return nil, fmt.Errorf("%s:%d: hosts: %q is not a host name or address", name, f.Hosts.Line, h)
+			}
+			cfg.Hosts = append(cfg.Hosts, n)
+		}
 	}
 	if f.Bypass.Kind != 0 {
 		var b fileBypass
@@ -137,10 +160,10 @@ func parseRouteNode(n *yaml.Node) (Route, error) {
 	if fr.Match == "" || !ok {
 		return Route{}, fmt.Errorf("match %q: want host/path, e.g. shop.example.com/checkout/* (or */checkout/* for any host)", fr.Match)
 	}
-	host = strings.ToLower(host)
 	if host == "*" {
 		host = ""
 	}
+	host = NormalizeHost(host)
 	if host != "" && !hostRE.MatchString(host) {
 		return Route{}, fmt.Errorf("match %q: invalid host", fr.Match)
 	}
@@ -164,7 +187,8 @@ func parseRouteNode(n *yaml.Node) (Route, error) {
 		}
 		methods = append(methods, m)
 	}
-	return Route{Match: fr.Match, Host: host, Path: "/" + p, Room: fr.Room, Methods: methods, Cookie: cookie, cookieSet: fr.Cookie != ""}, nil
+	return Route{Match: fr.Match, Host: host, Path: "/" + p, Room: fr.Room, Methods: methods, Cookie: cookie,
+		cookieSet: fr.Cookie != "", folded: strings.ToLower("/" + p)}, nil
 }
 
 func (b *Bypass) set(f fileBypass) error {
@@ -245,34 +269,65 @@ func MatchPath(pattern, p string) bool {
 	return ok
 }
 
-// matchHost reports whether host (lower case, maybe with a port) matches
-// the route's host.
+// NormalizeHost returns a Host header (or a URL's authority) as hosts
+// are compared: lower case, without the trailing dot of a fully qualified
+// name ("Shop.Example.com.:443" is "shop.example.com:443"). The port, if
+// any, stays: a route or hosts entry without one matches every port.
+func NormalizeHost(host string) string {
+	name, port := splitHost(strings.ToLower(strings.TrimSpace(host)))
+	name = strings.TrimSuffix(name, ".")
+	if port != "" {
+		return name + ":" + port
+	}
+	return name
+}
+
+// splitHost cuts "name:port", "[v6]:port", "name" or "[v6]" into its
+// name (brackets kept) and port ("" if none).
+func splitHost(host string) (name, port string) {
+	i := strings.LastIndexByte(host, ':')
+	if i < 0 || strings.Contains(host[i:], "]") {
+		return host, ""
+	}
+	if !strings.HasPrefix(host, "[") && strings.Count(host, ":") > 1 {
+		return host, "" // an unbracketed IPv6 address: no port
+	}
+	return host[:i], host[i+1:]
+}
+
+// matchHost reports whether host (normalised, maybe with a port) matches
+// want (a route's or a hosts entry's host): a port in want must be
+// host's; "*.example.com" matches its subdomains, not itself.
 func matchHost(want, host string) bool {
 	if want == "" {
 		return true
 	}
-	if !strings.Contains(want, ":") {
-		host = stripPort(host)
+	wname, wport := splitHost(want)
+	name, port := splitHost(host)
+	if wport != "" && wport != port {
+		return false
 	}
-	if sub, ok := strings.CutPrefix(want, "*"); ok {
-		return strings.HasSuffix(host, sub) && len(host) > len(sub)
+	if sub, ok := strings.CutPrefix(wname, "*"); ok {
+		return strings.HasSuffix(name, sub) && len(name) > len(sub)
 	}
-	return host == want
+	return name == wname
 }
 
-func stripPort(host string) string {
-	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i:], "]") {
-		return host[:i]
-	}
-	return host
-}
-
-// Route returns the first route that matches the request, or nil.
+// Route returns the first route that matches the request, or nil. host
+// is the Host as sent (it is normalised here); p is the path as
+// NormalizePath returns it. Path patterns match ignoring case: an app that
+// routes /CHECKOUT/pay to its checkout is guarded too, and for one that
+// does not, guarding a path it answers 404 on costs nothing.
 func (c *Config) Route(method, host, p string) *Route {
-	host = strings.ToLower(host)
+	host = NormalizeHost(host)
+	folded := strings.ToLower(p)
 	for i := range c.Routes {
 		r := &c.Routes[i]
-		if !matchHost(r.Host, host) || !MatchPath(r.Path, p) {
+		pat := r.folded
+		if pat == "" {
+			pat = strings.ToLower(r.Path)
+		}
+		if !matchHost(r.Host, host) || !MatchPath(pat, folded) {
 			continue
 		}
 		if len(r.Methods) > 0 && !hasMethod(r.Methods, method) {
@@ -292,9 +347,12 @@ func hasMethod(ms []string, m string) bool {
 	return false
 }
 
-// Bypassed reports whether a request skips the queue: its path matches a
-// bypass pattern, its client address is in a bypass CIDR, or it carries the
-// shared secret header (compared in constant time).
+// Bypassed reports whether a request skips the queue: its path (as
+// NormalizePath returns it) matches a bypass pattern, its client address is
+// in a bypass CIDR, or it carries the shared secret header (compared in
+// constant time). Bypass patterns match case-sensitively, the opposite of
+// routes: a pattern opens a door, so a spelling the operator did not write
+// (/Checkout/STATIC/...) opens nothing.
 func (c *Config) Bypassed(p string, client netip.Addr, header func(string) string) bool {
 	for _, pat := range c.Bypass.Paths {
 		if MatchPath(pat, p) {
@@ -320,9 +378,39 @@ func (c *Config) Bypassed(p string, client netip.Addr, header func(string) strin
 // KnownHost reports whether host (maybe with a port) is named by a route:
 // a return URL may lead there.
 func (c *Config) KnownHost(host string) bool {
-	host = strings.ToLower(host)
+	host = NormalizeHost(host)
 	for _, r := range c.Routes {
 		if r.Host != "" && matchHost(r.Host, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// Serves reports whether the gateway answers for host (as sent): when no
+// route names a host (every route is for any host) it serves every host;
+// otherwise only hosts that a route or the hosts list names, compared
+// normalised (NormalizeHost). A request for any other host is refused
+// (421 unknown_host): the app behind may well answer it (a default
+// virtual host, its IP address, "shop.example.com." with the dot) with the
+// very pages a host route guards.
+func (c *Config) Serves(host string) bool {
+	named := false
+	host = NormalizeHost(host)
+	for _, r := range c.Routes {
+		if r.Host == "" {
+			continue
+		}
+		named = true
+		if matchHost(r.Host, host) {
+			return true
+		}
+	}
+	if !named {
+		return true
+	}
+	for _, h := range c.Hosts {
+		if matchHost(h, host) {
 			return true
 		}
 	}

@@ -129,11 +129,20 @@ func (r revocations) Down(error) { r.g.down.Store(true) }
 
 // original is the request a gateway asks about (or the proxy got).
 type original struct {
-	method, proto, host, uri, path string
-	client                         netip.Addr
-	header                         func(string) string
-	cookie                         func(string) string
-	nginx                          bool // asked by nginx auth_request: deny with 401
+	method, proto, host, uri string
+	// path is the path as the app will see it (gateway.NormalizePath),
+	// what routes and bypass rules match; badPath is set when it cannot be
+	// told without ambiguity.
+	path    string
+	badPath bool
+	client  netip.Addr
+	header  func(string) string
+	cookie  func(string) string
+	nginx   bool // asked by nginx auth_request: deny with 401
+	// absolute: the waiting page's Location names the original host.
+	// Traefik resolves a relative Location against the check's own
+	// address, which would send the visitor to waitroom's port.
+	absolute bool
 }
 
 // verdict is the gateway's answer.
@@ -150,23 +159,65 @@ type verdict struct {
 	ctype     string
 	failOpen  bool
 	errorCode string
+	page      bool // errorCode as a short HTML page (a browser asked)
 }
 
-// fromCheck reads the original request of a forward-auth call: nginx sends
-// X-Original-URI (and the original Host), Traefik and Caddy X-Forwarded-*,
-// Envoy the original method, path (after the check prefix) and headers.
-func (s *server) fromCheck(c *fiber.Ctx) original {
+// The headers a gateway states the original request in. Only a peer in
+// -trusted-proxies may send them: anyone else is a visitor speaking for
+// itself (see fromCheck).
+var forwardedHeaders = []string{"X-Original-URI", "X-Original-Method", "X-Forwarded-Uri", "X-Forwarded-Host", "X-Forwarded-Method"}
+
+var errMixedForward = errorf(403, "ambiguous_forward", "this request states its original in both X-Original-URI and X-Forwarded-*; the gateway must clear the form it does not use")
+
+var errUntrustedGateway = errorf(403, "untrusted_gateway", "this request states another request in forwarded headers, but its peer is not in -trusted-proxies")
+
+// fromCheck reads the original request of a forward-auth call. It has one
+// of three shapes, told apart by what is present, never mixed:
+//
+//   - nginx (auth_request): X-Original-URI and X-Original-Method, and the
+//     original Host. With X-Original-URI present no X-Forwarded-* header is
+//     read: nginx's subrequest carries every header the client sent.
+//   - Traefik, Caddy and nginx's second call (@waitroom): X-Forwarded-Uri,
+//     -Method and -Host (the Host header when absent).
+//   - Envoy: the path after /api/v1/check, its own method and Host.
+//
+// Both nginx's and the X-Forwarded-* shape at once is refused
+// (errMixedForward): one of them came from the client, through a recipe
+// that forgot to clear it. A request that carries any of those headers
+// from a peer not in -trusted-proxies is refused (errUntrustedGateway):
+// the gateway in front is not trusted, so what it states cannot be.
+// X-Forwarded-Proto and -For count only from a trusted peer too.
+func (s *server) fromCheck(c *fiber.Ctx) (original, error) {
 	h := func(k string) string { return c.Get(k) }
 	o := original{header: h, cookie: func(k string) string { return c.Cookies(k) }}
-	o.method = cmpStr(c.Get("X-Forwarded-Method"), c.Get("X-Original-Method"))
-	o.host = cmpStr(c.Get("X-Forwarded-Host"), c.Hostname())
-	o.proto = strings.ToLower(cmpStr(c.Get(fiber.HeaderXForwardedProto), "http"))
+	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
+	if !s.cfg.TrustedProxies.Contains(peer) {
+		for _, k := range forwardedHeaders {
+			if c.Get(k) != "" {
+				return o, errUntrustedGateway
+			}
+		}
+	}
+	if c.Get("X-Original-URI") != "" && (c.Get("X-Forwarded-Uri") != "" || c.Get("X-Forwarded-Host") != "" || c.Get("X-Forwarded-Method") != "") {
+		// Both shapes: the gateway set one, the client sent the other, and
+		// which is which cannot be told here (the recipe clears the other).
+		return o, errMixedForward
+	}
+	o.host = string(c.Request().Header.Host())
+	o.proto = "http"
+	if s.secure(c) {
+		o.proto = "https"
+	}
 	switch {
-	case c.Get("X-Forwarded-Uri") != "":
-		o.uri = c.Get("X-Forwarded-Uri")
 	case c.Get("X-Original-URI") != "":
 		o.uri = c.Get("X-Original-URI")
+		o.method = c.Get("X-Original-Method")
 		o.nginx = true
+	case c.Get("X-Forwarded-Uri") != "":
+		o.uri = c.Get("X-Forwarded-Uri")
+		o.method = c.Get("X-Forwarded-Method")
+		o.host = cmpStr(c.Get("X-Forwarded-Host"), o.host)
+		o.absolute = true
 	default:
 		// Envoy: the check path is /api/v1/check followed by the original
 		// path, and the method is the original one.
@@ -174,14 +225,20 @@ func (s *server) fromCheck(c *fiber.Ctx) original {
 		if o.uri == "" || o.uri[0] != '/' {
 			o.uri = "/" + o.uri
 		}
-		o.method = cmpStr(o.method, c.Method())
+		o.method = c.Method()
 	}
 	if o.method == "" {
 		o.method = fiber.MethodGet
 	}
-	o.path, _, _ = strings.Cut(o.uri, "?")
+	o.setPath()
 	o.client = s.clientAddr(c)
-	return o
+	return o, nil
+}
+
+// setPath normalises o.uri into o.path.
+func (o *original) setPath() {
+	p, err := gateway.NormalizePath(o.uri)
+	o.path, o.badPath = p, err != nil
 }
 
 func cmpStr(a, b string) string {
@@ -196,7 +253,18 @@ func cmpStr(a, b string) string {
 // touches no Redis: an HMAC check and the local revocation cache.
 func (s *server) decide(ctx context.Context, o *original) verdict {
 	g := s.gw
-	if len(g.routes.Routes) == 0 || g.routes.Bypassed(o.path, o.client, o.header) {
+	if len(g.routes.Routes) == 0 {
+		return verdict{pass: true}
+	}
+	// Before any bypass: a request the app could read as another path, or
+	// for a host no route names, is not passed on whatever else it says.
+	if o.badPath {
+		return verdict{status: 400, errorCode: "invalid_path", page: wantsPage(o.header("Accept"))}
+	}
+	if !g.routes.Serves(o.host) {
+		return verdict{status: 421, errorCode: "unknown_host", page: wantsPage(o.header("Accept"))}
+	}
+	if g.routes.Bypassed(o.path, o.client, o.header) {
 		return verdict{pass: true}
 	}
 	rt := g.routes.Route(o.method, o.host, o.path)
@@ -337,8 +405,14 @@ func (s *server) deny(ctx context.Context, rt *gateway.Route, o *original) verdi
 		return verdict{status: 429, retry: retry, room: rt.Room, body: st.AppendJSON(nil), ctype: fiber.MIMEApplicationJSONCharsetUTF8}
 	}
 	loc := g.page + "?room=" + url.QueryEscape(rt.Room) + "&return=" + url.QueryEscape(o.proto+"://"+o.host+o.uri)
+	if o.absolute {
+		loc = o.proto + "://" + o.host + loc
+	}
 	return verdict{status: 302, location: loc, room: rt.Room}
 }
+
+// wantsPage: a browser asks for a page.
+func wantsPage(accept string) bool { return strings.Contains(accept, "text/html") }
 
 // wantsJSON: an API client asks for JSON and not for a page.
 func wantsJSON(accept string) bool {
@@ -388,6 +462,12 @@ func writeVerdict(resp *fasthttp.Response, v *verdict) {
 	case v.body != nil:
 		resp.Header.SetContentType(v.ctype)
 		resp.SetBody(v.body)
+	case v.errorCode != "" && v.page:
+		resp.Header.SetContentType(fiber.MIMETextHTMLCharsetUTF8)
+		resp.SetBodyString(`<!doctype html><html lang="en"><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
+			`<title>` + verdictTitles[v.errorCode] + `</title><body style="font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:15vh auto;padding:0 1rem">` +
+			`<h1>` + verdictTitles[v.errorCode] + `</h1><p>` + verdictMessages[v.errorCode] + `.</p>` +
+			`<p data-code="` + v.errorCode + `"><a href="/">Home</a></p></body></html>`)
 	case v.errorCode != "":
 		resp.Header.SetContentType(fiber.MIMEApplicationJSONCharsetUTF8)
 		resp.SetBodyString(`{"error":{"code":"` + v.errorCode + `","message":"` + verdictMessages[v.errorCode] + `"}}`)
@@ -395,14 +475,29 @@ func writeVerdict(resp *fasthttp.Response, v *verdict) {
 }
 
 var verdictMessages = map[string]string{
-	"unavailable": "the queue store is unreachable; retry shortly",
+	"unavailable":  "the queue store is unreachable; retry shortly",
+	"invalid_path": "the request path has an encoded slash, a backslash, a control character, an invalid escape or a .. above the root",
+	"unknown_host": "this gateway serves no site under the requested host name",
+}
+
+// verdictTitles head the page a browser gets instead of the JSON.
+var verdictTitles = map[string]string{
+	"invalid_path": "Bad address",
+	"unknown_host": "Unknown site",
 }
 
 // check is GET /api/v1/check (any method, and any path below it for
 // Envoy): 200 with X-Waitroom-Room and X-Waitroom-Visitor to pass, else
 // the denial the gateway hands the visitor.
 func (s *server) check(c *fiber.Ctx) error {
-	o := s.fromCheck(c)
+	if viaPage(c) {
+		return fiber.ErrNotFound
+	}
+	o, err := s.fromCheck(c)
+	if err != nil {
+		s.log.Warn("gateway: check refused", "peer", c.Context().RemoteIP().String(), "err", err)
+		return err
+	}
 	v := s.decide(c.UserContext(), &o)
 	if v.pass {
 		// Present even when empty: a gateway that copies them then
@@ -424,17 +519,52 @@ func (s *server) check(c *fiber.Ctx) error {
 	return nil
 }
 
+// viaPageKey marks a request that came in under the waiting page's prefix
+// (see front): from a visitor, through the gateway's route to waitroom,
+// never the gateway's own call.
+const viaPageKey = "waitroom.viaPage"
+
+func viaPage(c *fiber.Ctx) bool { return c.Locals(viaPageKey) != nil }
+
+// endHeader must be on the gateway's end-of-session call (with POST):
+// neither can a browser's navigation or form send, and a cross-site fetch
+// with it needs a preflight nothing answers.
+const endHeader = "X-Waitroom-End"
+
+var errNotGatewayEnd = errorf(403, "not_gateway", "only the gateway's own end-of-session call (POST from -trusted-proxies with X-Waitroom-End: 1) ends a session here")
+
 // checkEnd ends the session of a forward-auth request whose upstream
 // answered Waitroom-Session: end (nginx calls it after the response, see
-// examples/nginx.conf). Same request shape as check; 204.
+// examples/nginx.conf). Same request shape as check, but only as POST from
+// a peer in -trusted-proxies with X-Waitroom-End: 1, and never through the
+// waiting page's prefix: a visitor's browser carries the session cookie,
+// so anything it can be made to send (a link, a form, a redirect) must
+// not end the session. 204.
 func (s *server) checkEnd(c *fiber.Ctx) error {
-	o := s.fromCheck(c)
+	if viaPage(c) {
+		return fiber.ErrNotFound
+	}
+	if c.Method() != fiber.MethodPost {
+		c.Set(fiber.HeaderAllow, fiber.MethodPost)
+		return errorf(405, "method_not_allowed", "the end-of-session call is POST")
+	}
+	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
+	if !s.cfg.TrustedProxies.Contains(peer) || c.Get(endHeader) != "1" {
+		return errNotGatewayEnd
+	}
+	o, err := s.fromCheck(c)
+	if err != nil {
+		return err
+	}
+	if o.badPath || !s.gw.routes.Serves(o.host) {
+		return c.SendStatus(fiber.StatusNoContent)
+	}
 	rt := s.gw.routes.Route(o.method, o.host, o.path)
 	if rt == nil {
 		return c.SendStatus(fiber.StatusNoContent)
 	}
 	sess, err := s.gw.sessions.Parse(o.cookie(rt.Cookie))
-	if err != nil || sess.Room != rt.Room {
+	if err != nil || sess.Room != rt.Room || !s.holdsSession(&o, sess) {
 		return c.SendStatus(fiber.StatusNoContent)
 	}
 	if err := s.endSession(c.UserContext(), sess); err != nil {
@@ -465,7 +595,7 @@ func (s *server) enter(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ret, err := s.gw.routes.ReturnURL(c.Query("return"), c.Hostname())
+	ret, err := s.gw.routes.ReturnURL(c.Query("return"), s.requestHost(c))
 	if err != nil {
 		return errBadReturn
 	}
@@ -507,6 +637,19 @@ func (g *gatewayMode) cookieName(room string) string {
 		return rt.Cookie
 	}
 	return gateway.SessionCookie(room)
+}
+
+// requestHost is the host the visitor asked for: X-Forwarded-Host from a
+// peer in -trusted-proxies, else the Host header (not fiber's Hostname,
+// which believes X-Forwarded-Host from anyone).
+func (s *server) requestHost(c *fiber.Ctx) string {
+	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
+	if s.cfg.TrustedProxies.Contains(peer) {
+		if h := c.Get("X-Forwarded-Host"); h != "" {
+			return h
+		}
+	}
+	return string(c.Request().Header.Host())
 }
 
 // endOwnSession is DELETE /api/v1/rooms/{room}/session: a visitor ends

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -44,6 +45,8 @@ func gatewayServer(t *testing.T, srv *redistest.Server, mutate func(*config)) (*
 	t.Helper()
 	ts := startServer(t, srv, "rueidis", func(c *config) {
 		c.Routes = []string{"{match: 'shop.example.com/checkout/*', room: gw}", "{match: 'shop.example.com/api/cart', room: gw, methods: [POST]}"}
+		// The test is the gateway: its forwarded headers count.
+		c.TrustedProxies, _ = limit.ParseProxies("127.0.0.1/32")
 		if mutate != nil {
 			mutate(c)
 		}
@@ -72,7 +75,9 @@ func TestCheckTraefik(t *testing.T) {
 	}
 	const page = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 	resp, _ := traefik("GET", "/checkout/pay?x=1", page, "")
-	want := "/waitroom/?room=gw&return=" + url.QueryEscape("https://shop.example.com/checkout/pay?x=1")
+	// Absolute: Traefik resolves a relative Location against the check's
+	// address.
+	want := "https://shop.example.com/waitroom/?room=gw&return=" + url.QueryEscape("https://shop.example.com/checkout/pay?x=1")
 	if resp.StatusCode != 302 || resp.Header.Get("Location") != want {
 		t.Fatalf("browser: %d %q, want 302 %q", resp.StatusCode, resp.Header.Get("Location"), want)
 	}

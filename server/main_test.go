@@ -81,11 +81,16 @@ func startServer(tb testing.TB, srv *redistest.Server, client string, mutate fun
 	return ts
 }
 
-// waitReadyz waits until /readyz answers code.
+// waitReadyz waits until /readyz answers code (under the gateway page's
+// prefix with -upstream, where the root is the app's).
 func (ts *testServer) waitReadyz(tb testing.TB, within time.Duration, code int) {
 	tb.Helper()
+	path := "/readyz"
+	if ts.cfg.Upstream != "" {
+		path = ts.gw.page + "readyz"
+	}
 	waitFor(tb, within, fmt.Sprintf("readyz %d", code), func() bool {
-		resp, err := noKeepAlive.Get(ts.URL + "/readyz")
+		resp, err := noKeepAlive.Get(ts.URL + path)
 		if err != nil {
 			return false
 		}

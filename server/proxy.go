@@ -86,6 +86,7 @@ func (s *server) front(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 		if strip && (bytes.HasPrefix(p, prefix) || bytes.Equal(p, bare)) {
 			rest := append([]byte{'/'}, p[min(len(prefix), len(p)):]...)
 			ctx.Request.URI().SetPathBytes(rest)
+			ctx.SetUserValue(viaPageKey, true)
 			next(ctx)
 			return
 		}
@@ -105,12 +106,39 @@ func (s *server) proxied(ctx *fasthttp.RequestCtx) original {
 	if ctx.IsTLS() || s.cfg.TrustedProxies.Contains(peer) && strings.EqualFold(string(h.Peek(fiber.HeaderXForwardedProto)), "https") {
 		proto = "https"
 	}
-	return original{
+	o := original{
 		method: string(h.Method()), proto: proto, host: string(h.Host()),
-		uri: string(ctx.RequestURI()), path: string(ctx.Path()),
+		// The target as sent, which is what the upstream gets: fasthttp's
+		// own Path() is decoded and cleaned its way, not the app's.
+		uri:    string(h.RequestURI()),
 		client: s.cfg.TrustedProxies.Client(peer, string(h.Peek(fiber.HeaderXForwardedFor))),
 		header: func(k string) string { return string(h.Peek(k)) },
 		cookie: func(k string) string { return string(h.Cookie(k)) },
+	}
+	o.setPath()
+	return o
+}
+
+// gatewayHeaders are the request headers only the gateway sets (the app
+// trusts them). Compared with '_' read as '-' and ignoring case: servers
+// that map headers to variables (CGI, WSGI, PHP, Rack) give
+// X_Waitroom_Visitor and X-Waitroom-Visitor the same name.
+var gatewayHeaders = []string{"x-waitroom-room", "x-waitroom-visitor", "x-waitroom-fail-open"}
+
+// stripGatewayHeaders deletes every spelling of gatewayHeaders a client
+// sent.
+func stripGatewayHeaders(h *fasthttp.RequestHeader) {
+	var drop []string
+	h.VisitAll(func(k, _ []byte) {
+		name := strings.ToLower(strings.ReplaceAll(string(k), "_", "-"))
+		for _, g := range gatewayHeaders {
+			if name == g {
+				drop = append(drop, string(k))
+			}
+		}
+	})
+	for _, k := range drop {
+		h.Del(k)
 	}
 }
 
@@ -126,8 +154,7 @@ func (s *server) serveProxy(ctx *fasthttp.RequestCtx) {
 	}
 	req := &ctx.Request
 	// The upstream trusts these headers: only the gateway sets them.
-	req.Header.Del("X-Waitroom-Room")
-	req.Header.Del("X-Waitroom-Visitor")
+	stripGatewayHeaders(&req.Header)
 	if v.room != "" {
 		req.Header.Set("X-Waitroom-Room", v.room)
 		req.Header.Set("X-Waitroom-Visitor", v.visitor)
