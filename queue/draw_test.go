@@ -348,3 +348,52 @@ func BenchmarkDraw(b *testing.B) {
 	b.ReportMetric(float64(calls)/float64(b.N), "calls/draw")
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "redis-ms/draw")
 }
+
+// A Redis that comes back empty before the opening gets a new committed
+// seed when the settings are put back, and the opening draws with it: the
+// draw never runs on an uncommitted seed after a loss.
+func TestDrawSeedAfterLoss(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		const room = "drop"
+		opens := time.Now().Add(1500 * time.Millisecond)
+		opts := fixedBatch(10, 100*time.Millisecond)
+		opts.Settings = settingsOf{room: {OpensAt: opens}}
+		q := newQueue(t, r, opts)
+		if err := q.SetRoomConfig(ctx, room, RoomConfig{OpensAt: opens}); err != nil {
+			t.Fatal(err)
+		}
+		before, err := q.Draw(ctx, room, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Do(ctx, "FLUSHALL"); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := q.Retake(ctx, room, nil, nil); err != nil || !res.Settings {
+			t.Fatalf("write back: %+v %v", res, err)
+		}
+		during, err := q.Draw(ctx, room, 0, 0)
+		if err != nil {
+			t.Fatalf("draw after the loss: %v", err)
+		}
+		if len(during.Commitment) != 64 || during.Commitment == before.Commitment || during.Opened {
+			t.Fatalf("draw after the loss: %+v (before: %s), want a new commitment, not opened", during, before.Commitment)
+		}
+		ids := joinN(t, q, room, 20, "p")
+		eventually(t, 10*time.Second, "the opening", func() bool {
+			s, err := q.Status(ctx, room, ids[0])
+			return err == nil && !s.PreQueue()
+		})
+		after, err := q.Draw(ctx, room, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !after.Opened || len(after.Seed) != 64 || Commitment(after.Seed) != during.Commitment {
+			t.Fatalf("opened draw %+v does not reveal the seed committed after the loss (%s)", after, during.Commitment)
+		}
+		if len(after.IDs) != len(ids) {
+			t.Fatalf("the draw lists %d ids, want %d", len(after.IDs), len(ids))
+		}
+	})
+}

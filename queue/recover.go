@@ -235,6 +235,16 @@ func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tick
 	}
 	r := Restored{Room: room, Settings: n[0] == 1, Tickets: int(n[1]), Removed: int(n[2])}
 	q.restored(r)
+	// Settings put back with an opening to come bring back a committed
+	// draw seed too (commitDraw keeps one that survived): without it the
+	// opening would draw with an uncommitted seed nobody could check.
+	if r.Settings && q.opts.Settings != nil {
+		if c, ok := q.opts.Settings.RoomSettings(room); ok && !c.OpensAt.IsZero() {
+			if err := q.commitDraw(ctx, room); err != nil {
+				return r, fmt.Errorf("queue: retake: %w", err)
+			}
+		}
+	}
 	// The room's lists are in another slot, so these are calls of their
 	// own. They are made whenever there was anything to put back, not only
 	// when this call put it back: a retry after one of them failed lists
