@@ -18,6 +18,7 @@ import (
 
 	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -247,7 +248,10 @@ func TestGatewaySessionNeedsVisitorNginx(t *testing.T) {
 	if err := os.WriteFile(routes, []byte("routes:\n  - {match: '*/checkout/*', room: gw}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ts := startServer(t, srv, "rueidis", func(c *config) { c.RoutesFile = routes })
+	ts := startServer(t, srv, "rueidis", func(c *config) {
+		c.RoutesFile = routes
+		c.TrustedProxies, _ = limit.ParseProxies("127.0.0.1/32")
+	})
 	u, _ := url.Parse(ts.URL)
 	appURL, _ := url.Parse(up.URL)
 	base := startGatewayProcess(t, "nginx", u.Host, appURL.Host)
@@ -265,7 +269,7 @@ func TestGatewaySessionNeedsVisitorNginx(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 302 || !strings.HasPrefix(resp.Header.Get("Location"), "/waitroom/?room=gw") {
+	if resp.StatusCode != 302 || !strings.HasPrefix(resp.Header.Get("Location"), base+"/waitroom/?room=gw") {
 		t.Fatalf("a copied session through nginx: %d %q, want 302 to the waiting page", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	if code, _, err := sessionOnly(base, "GET", "/checkout/stolen", "wr_session_gw="+session, "Accept", "application/json"); err != nil || code != 429 {

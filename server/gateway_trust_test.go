@@ -473,7 +473,7 @@ func TestGatewayCheckEnd(t *testing.T) {
 	}
 
 	// Straight to waitroom, from the trusted peer, with the cookie.
-	ck := "wr_session=" + cookieValue(victim, "wr_session")
+	ck := "wr_session_gw=" + cookieValue(victim, "wr_session_gw") + "; " + visitorCookie + "=" + cookieValue(victim, visitorCookie)
 	resp, body := checkReq(t, "GET", ts.URL+"/api/v1/check-end", map[string]string{"Cookie": ck, "X-Original-URI": "/x", "X-Waitroom-End": "1"})
 	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
 		t.Errorf("GET check-end: %d %s", resp.StatusCode, body)
