@@ -25,17 +25,24 @@ func (c *countingLooks) Eval(ctx context.Context, sc *Script, keys []string, arg
 }
 
 // runLoop runs q's tick loop until the test ends.
-func runLoop(t *testing.T, q *Queue) {
+// runLoop runs q's tick loop until the test ends or the returned stop is
+// called (which waits for the loop to return).
+func runLoop(t *testing.T, q *Queue) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- q.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-ran; err != nil {
-			t.Error(err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-ran; err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // admittedIn counts what OnAdmit reports, by room.
@@ -89,7 +96,7 @@ func TestQuietTickLoop(t *testing.T) {
 		counting := &countingLooks{Redis: r}
 		var got admittedIn
 		q := newQueue(t, counting, &Options{Capacity: Capacity{Batch: 2, Tick: tick}, OnAdmit: got.add})
-		runLoop(t, q)
+		stopQ := runLoop(t, q)
 		start := time.Now()
 		time.Sleep(30 * tick) // the span counted; the loop runs on its own
 		looks, span := counting.looks.Load(), time.Since(start)
@@ -103,6 +110,9 @@ func TestQuietTickLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, 10*time.Second, "the resume made elsewhere admitted", func() bool { return got.of("calm") == 4 })
+		// From here on only q2's loop may admit: q's would take the rooms
+		// the rest waits for q2 to admit.
+		stopQ()
 
 		// An instance whose quiet wait is an hour: only a wake ticks it.
 		counting2 := &countingLooks{Redis: r}
