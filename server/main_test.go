@@ -33,6 +33,16 @@ type testServer struct {
 // embedded). Admission is driven by the test unless tick is on.
 func startServer(tb testing.TB, srv *redistest.Server, client string, mutate func(*config)) *testServer {
 	tb.Helper()
+	level := slog.LevelWarn
+	if os.Getenv("WAITROOM_TEST_LOG") != "" {
+		level = slog.LevelDebug
+	}
+	return startServerWithLog(tb, srv, client, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})), mutate)
+}
+
+// startServerWithLog is startServer logging to log.
+func startServerWithLog(tb testing.TB, srv *redistest.Server, client string, log *slog.Logger, mutate func(*config)) *testServer {
+	tb.Helper()
 	cfg, err := parseConfig([]string{"-addr", "127.0.0.1:0", "-redis-client", client, "-secret", testSecret, "-shutdown-timeout", "5s", "-drain-window", "200ms"}, func(string) string { return "" })
 	if err != nil {
 		tb.Fatal(err)
@@ -48,11 +58,6 @@ func startServer(tb testing.TB, srv *redistest.Server, client string, mutate fun
 	if err := cfg.validate(); err != nil {
 		tb.Fatal(err)
 	}
-	level := slog.LevelWarn
-	if os.Getenv("WAITROOM_TEST_LOG") != "" {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := newServer(ctx, cfg, log)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -39,38 +38,12 @@ func (b *logBuffer) String() string {
 // kept in the returned buffer.
 func startServerLog(tb testing.TB, srv *redistest.Server, mutate func(*config)) (*testServer, *logBuffer) {
 	tb.Helper()
-	cfg, err := parseConfig([]string{"-addr", "127.0.0.1:0", "-redis", srv.URL(), "-secret", testSecret, "-shutdown-timeout", "5s", "-drain-window", "200ms"}, func(string) string { return "" })
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cfg.noTick = true
-	mutate(&cfg)
-	if err := cfg.validate(); err != nil {
-		tb.Fatal(err)
-	}
 	logs := &logBuffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := newServer(ctx, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	if err != nil {
-		cancel()
-		tb.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
-		tb.Fatal(err)
-	}
-	ts := &testServer{server: s, srv: srv, URL: "http://" + ln.Addr().String(), done: make(chan error, 1), stop: cancel}
-	go func() { ts.done <- s.run(ctx, ln) }()
-	tb.Cleanup(func() {
-		cancel()
-		select {
-		case <-ts.done:
-		case <-time.After(15 * time.Second):
-			tb.Errorf("server did not shut down in time")
-		}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ts := startServerWithLog(tb, srv, "rueidis", log, func(c *config) {
+		c.OpenRooms = false
+		mutate(c)
 	})
-	ts.waitReadyz(tb, 5*time.Second, 200)
 	return ts, logs
 }
 
