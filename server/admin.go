@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
 	"github.com/waitroom/waitroom/branding"
+	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/queue"
 )
 
-var errAdminKey = errorf(401, "invalid_admin_key", "a valid admin key is required (Authorization: Bearer <admin key>)")
+var errAdminKey = httperr.New(401, "invalid_admin_key", "a valid admin key is required (Authorization: Bearer <admin key>)")
 
 // adminAuth guards /api/v1/admin with the admin keys, compared in constant
 // time; the key's label names who made a change in the audit trail, and
@@ -101,7 +103,7 @@ func routeRole(method, path string) role {
 // forbidden, naming the role needed.
 func needRole(c *fiber.Ctx, need role) error {
 	if have := adminRole(c); have < need {
-		return errorf(403, "forbidden", "this needs the "+need.String()+" role; the key "+adminLabel(c)+" has the "+have.String()+" role")
+		return httperr.New(403, "forbidden", "this needs the "+need.String()+" role; the key "+adminLabel(c)+" has the "+have.String()+" role")
 	}
 	return nil
 }
@@ -228,8 +230,8 @@ func (s *server) adminGetRoom(c *fiber.Ctx) error {
 	return c.JSON(s.effective(r, cfg))
 }
 
-func fieldError(field, msg string) *apiError {
-	e := errorf(400, "invalid_field", field+": "+msg)
+func fieldError(field, msg string) *httperr.Error {
+	e := httperr.New(400, "invalid_field", field+": "+msg)
 	e.Field = field
 	return e
 }
@@ -406,7 +408,7 @@ func (s *server) changeRoom(c *fiber.Ctx, r, action string, p *roomPatch) (queue
 	})
 	if err != nil {
 		var fe *queue.FieldError
-		var ae *apiError
+		var ae *httperr.Error
 		switch {
 		case errors.As(err, &fe):
 			return cfg, fieldError(fe.Field, fe.Msg)
@@ -428,7 +430,7 @@ func (s *server) checkFileLocks(r string, cfg queue.RoomConfig) error {
 	}
 	if changed := fr.Apply(&cfg); len(changed) > 0 {
 		f := changed[0]
-		e := errorf(409, "set_by_rooms_file", f+" is "+s.fileLocks(r)[f])
+		e := httperr.New(409, "set_by_rooms_file", f+" is "+s.fileLocks(r)[f])
 		e.Field = f
 		return e
 	}
@@ -482,7 +484,7 @@ func (s *server) adminCreateRoom(c *fiber.Ctx) error {
 		return s.storeError(c, err)
 	}
 	if exists {
-		return errorf(409, "room_exists", "room "+r+" exists already; change it with PUT /api/v1/admin/rooms/"+r)
+		return httperr.New(409, "room_exists", "room "+r+" exists already; change it with PUT /api/v1/admin/rooms/"+r)
 	}
 	cfg, err := s.changeRoom(c, r, "create", &in.roomPatch)
 	if err != nil {
@@ -692,7 +694,7 @@ func (s *server) adminVisitor(c *fiber.Ctx) error {
 	var in struct {
 		ID string `json:"id"`
 	}
-	if err := decodeObject(c.Body(), &in); err != nil {
+	if err := httperr.DecodeObject(c.Body(), &in); err != nil {
 		return err
 	}
 	if !queue.ValidVisitor(in.ID) {

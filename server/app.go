@@ -18,7 +18,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/cors"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
+
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/internal/workpool"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/limit"
@@ -133,7 +135,7 @@ func (s *server) routes() *fiber.App {
 	app := fiber.New(fiber.Config{
 		AppName:               "waitroom",
 		BodyLimit:             bodyLimit,
-		ErrorHandler:          s.errorHandler,
+		ErrorHandler:          httperr.Handler(s.log),
 		DisableStartupMessage: true,
 		ReadTimeout:           cmp.Or(s.cfg.readTimeout, 10*time.Second),
 		WriteTimeout:          10 * time.Second,
@@ -150,7 +152,7 @@ func (s *server) routes() *fiber.App {
 	// theirs when they return.
 	app.Server().KeepHijackedConns = true
 	app.Server().ConnState = firstByteDeadline(app.Server().ReadTimeout)
-	app.Server().Handler = knownMethods(app.Server().Handler)
+	app.Server().Handler = httperr.KnownMethods(app.Server().Handler)
 	app.Server().Handler = s.front(app.Server().Handler)
 	app.Use(s.recoverer, requestid.New(), s.accessLog)
 
@@ -225,7 +227,7 @@ func (s *server) recoverer(c *fiber.Ctx) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("panic in handler", "path", c.Path(), "panic", fmt.Sprint(r))
-			err = errorf(500, "internal", "internal error")
+			err = httperr.New(500, "internal", "internal error")
 		}
 	}()
 	return c.Next()

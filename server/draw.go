@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -18,7 +20,7 @@ const (
 	drawPageMax     = 100000
 )
 
-var errNoDraw = errorf(404, "no_draw", "this room has no scheduled opening to draw")
+var errNoDraw = httperr.New(404, "no_draw", "this room has no scheduled opening to draw")
 
 // draw is the public commit-reveal record of a room's pre-queue draw:
 // before opening the commitment only; after opening the seed and the
@@ -78,7 +80,7 @@ func queryInt(c *fiber.Ctx, name string, def, lo, hi int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < lo || n > hi {
-		return 0, errorf(400, "invalid_query", name+" must be a whole number from "+strconv.Itoa(lo)+" to "+strconv.Itoa(hi))
+		return 0, httperr.New(400, "invalid_query", name+" must be a whole number from "+strconv.Itoa(lo)+" to "+strconv.Itoa(hi))
 	}
 	return n, nil
 }

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -19,7 +21,7 @@ func (s *server) failOpen(c *fiber.Ctx, tok queue.Token, cause error) error {
 	if s.rooms.failMode(tok.Room) == queue.FailClosed {
 		s.metrics.failOpen.WithLabelValues("closed").Inc()
 		c.Set(fiber.HeaderRetryAfter, "2")
-		return errorf(503, "unavailable", "the queue store is unreachable and this room fails closed; retry shortly")
+		return httperr.New(503, "unavailable", "the queue store is unreachable and this room fails closed; retry shortly")
 	}
 	now := time.Now()
 	if now.Before(tok.NotBefore) {
@@ -35,7 +37,7 @@ func (s *server) failOpen(c *fiber.Ctx, tok queue.Token, cause error) error {
 	if !s.rooms.limiter(tok.Room).Allow() {
 		s.metrics.failOpen.WithLabelValues("limited").Inc()
 		c.Set(fiber.HeaderRetryAfter, "1")
-		return errorf(503, "fail_open_limited", "the queue store is unreachable; admitting at the room's rate, retry shortly")
+		return httperr.New(503, "fail_open_limited", "the queue store is unreachable; admitting at the room's rate, retry shortly")
 	}
 	s.uses.add(tok, tok.ExpiresAt)
 	s.metrics.failOpen.WithLabelValues("admitted").Inc()

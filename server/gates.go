@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -21,7 +23,7 @@ import (
 // changing under it.
 const joinTries = 3
 
-var errSettingsChanging = errorf(503, "settings_changing", "the room's settings are changing; retry the join")
+var errSettingsChanging = httperr.New(503, "settings_changing", "the room's settings are changing; retry the join")
 
 // joinGated joins visitor (known is "" when the request created it) into
 // room at the settings version the cache holds, running the cache's gates

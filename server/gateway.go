@@ -14,8 +14,10 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
+
 	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -167,9 +169,9 @@ type verdict struct {
 // itself (see fromCheck).
 var forwardedHeaders = []string{"X-Original-URI", "X-Original-Method", "X-Forwarded-Uri", "X-Forwarded-Host", "X-Forwarded-Method"}
 
-var errMixedForward = errorf(403, "ambiguous_forward", "this request states its original in both X-Original-URI and X-Forwarded-*; the gateway must clear the form it does not use")
+var errMixedForward = httperr.New(403, "ambiguous_forward", "this request states its original in both X-Original-URI and X-Forwarded-*; the gateway must clear the form it does not use")
 
-var errUntrustedGateway = errorf(403, "untrusted_gateway", "this request states another request in forwarded headers, but its peer is not in -trusted-proxies")
+var errUntrustedGateway = httperr.New(403, "untrusted_gateway", "this request states another request in forwarded headers, but its peer is not in -trusted-proxies")
 
 // fromCheck reads the original request of a forward-auth call. It has one
 // of three shapes, told apart by what is present, never mixed:
@@ -531,7 +533,7 @@ func viaPage(c *fiber.Ctx) bool { return c.Locals(viaPageKey) != nil }
 // with it needs a preflight nothing answers.
 const endHeader = "X-Waitroom-End"
 
-var errNotGatewayEnd = errorf(403, "not_gateway", "only the gateway's own end-of-session call (POST from -trusted-proxies with X-Waitroom-End: 1) ends a session here")
+var errNotGatewayEnd = httperr.New(403, "not_gateway", "only the gateway's own end-of-session call (POST from -trusted-proxies with X-Waitroom-End: 1) ends a session here")
 
 // checkEnd ends the session of a forward-auth request whose upstream
 // answered Waitroom-Session: end (nginx calls it after the response, see
@@ -546,7 +548,7 @@ func (s *server) checkEnd(c *fiber.Ctx) error {
 	}
 	if c.Method() != fiber.MethodPost {
 		c.Set(fiber.HeaderAllow, fiber.MethodPost)
-		return errorf(405, "method_not_allowed", "the end-of-session call is POST")
+		return httperr.New(405, "method_not_allowed", "the end-of-session call is POST")
 	}
 	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
 	if !s.cfg.TrustedProxies.Contains(peer) || c.Get(endHeader) != "1" {
@@ -583,7 +585,7 @@ func (s *server) endSession(ctx context.Context, sess gateway.Session) error {
 	return err
 }
 
-var errBadReturn = errorf(400, "invalid_return", "the return URL must be on this host or a host in the routes")
+var errBadReturn = httperr.New(400, "invalid_return", "the return URL must be on this host or a host in the routes")
 
 // enter turns an admitted visitor's entry into a gateway session cookie and
 // sends the browser back to where it was going: GET
@@ -626,8 +628,8 @@ func (s *server) enter(c *fiber.Ctx) error {
 }
 
 var (
-	errSessionNoVisitor    = errorf(401, "missing_visitor", "the session must come with the visitor credential it was issued to (cookie wr_visitor or X-Visitor)")
-	errSessionWrongVisitor = errorf(403, "wrong_visitor", "the session belongs to another visitor")
+	errSessionNoVisitor    = httperr.New(401, "missing_visitor", "the session must come with the visitor credential it was issued to (cookie wr_visitor or X-Visitor)")
+	errSessionWrongVisitor = httperr.New(403, "wrong_visitor", "the session belongs to another visitor")
 )
 
 // cookieName is the session cookie of room: its routes' (see
@@ -663,7 +665,7 @@ func (s *server) endOwnSession(c *fiber.Ctx) error {
 	name := s.gw.cookieName(r)
 	sess, err := s.gw.sessions.Parse(c.Cookies(name))
 	if err != nil || sess.Room != r {
-		return errorf(401, "missing_session", "no gateway session for this room in this request")
+		return httperr.New(401, "missing_session", "no gateway session for this room in this request")
 	}
 	// Only its visitor ends a session: a copy of the cookie alone must not
 	// end someone else's.
@@ -693,7 +695,7 @@ func (s *server) endOwnSession(c *fiber.Ctx) error {
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
-var errNoSession = errorf(404, "session_not_found", "this visitor holds no session in this room")
+var errNoSession = httperr.New(404, "session_not_found", "this visitor holds no session in this room")
 
 // adminEndSession is DELETE /api/v1/admin/rooms/{room}/sessions/{visitor}.
 func (s *server) adminEndSession(c *fiber.Ctx) error {
@@ -703,7 +705,7 @@ func (s *server) adminEndSession(c *fiber.Ctx) error {
 	}
 	id := c.Params("visitor")
 	if !queue.ValidVisitor(id) {
-		return errorf(400, "invalid_visitor", "visitor ids match ^[A-Za-z0-9_-]{1,64}$")
+		return httperr.New(400, "invalid_visitor", "visitor ids match ^[A-Za-z0-9_-]{1,64}$")
 	}
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()

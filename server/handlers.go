@@ -2,20 +2,23 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/wire"
 )
 
 var (
-	errInvalidJSON  = errorf(400, "invalid_json", "the body must be a JSON object")
-	errUnavailable  = errorf(503, "unavailable", "the queue store is unreachable; retry shortly")
-	errRoomNotFound = errorf(404, "room_not_found", "this waiting room does not exist")
+	errInvalidJSON  = httperr.ErrInvalidJSON
+	errUnavailable  = httperr.New(503, "unavailable", "the queue store is unreachable; retry shortly")
+	errRoomNotFound = httperr.New(404, "room_not_found", "this waiting room does not exist")
 )
 
 // redisCtx bounds every Redis call a request makes.
@@ -43,7 +46,7 @@ func objectBody(body []byte) error {
 	if b == "" {
 		return nil
 	}
-	if b[0] != '{' || !jsonValid(b) {
+	if b[0] != '{' || !json.Valid([]byte(b)) {
 		return errInvalidJSON
 	}
 	return nil
@@ -105,7 +108,7 @@ func (s *server) join(c *fiber.Ctx) error {
 	defer cancel()
 	st, t, err := s.joinGated(c, ctx, r, id, known, inv)
 	if err != nil {
-		var ae *apiError
+		var ae *httperr.Error
 		switch e := inviteError(err); {
 		case errors.Is(err, errHandled):
 			return nil
@@ -215,14 +218,14 @@ func bearer(c *fiber.Ctx) string {
 }
 
 var (
-	errMissingToken = errorf(401, "missing_token", "an entry token is required (Authorization: Bearer)")
-	errInvalidToken = errorf(401, "invalid_token", "the entry token is malformed, forged or signed elsewhere")
-	errTokenUsed    = errorf(401, "token_used", "the entry token was already used or given back")
-	errTokenExpired = errorf(401, "token_expired", "the entry token has expired; join the queue again")
-	errWrongRoom    = errorf(403, "wrong_room", "the entry token is for another room")
-	errWrongVisitor = errorf(403, "wrong_visitor", "the entry token belongs to another visitor")
+	errMissingToken = httperr.New(401, "missing_token", "an entry token is required (Authorization: Bearer)")
+	errInvalidToken = httperr.New(401, "invalid_token", "the entry token is malformed, forged or signed elsewhere")
+	errTokenUsed    = httperr.New(401, "token_used", "the entry token was already used or given back")
+	errTokenExpired = httperr.New(401, "token_expired", "the entry token has expired; join the queue again")
+	errWrongRoom    = httperr.New(403, "wrong_room", "the entry token is for another room")
+	errWrongVisitor = httperr.New(403, "wrong_visitor", "the entry token belongs to another visitor")
 	// The visitor code stays missing_visitor, as on every other route.
-	errTokenNoVisitor = errorf(401, "missing_visitor", "the entry token must come with the visitor credential it was issued to (cookie wr_visitor or X-Visitor)")
+	errTokenNoVisitor = httperr.New(401, "missing_visitor", "the entry token must come with the visitor credential it was issued to (cookie wr_visitor or X-Visitor)")
 )
 
 // tokenError maps a queue token check to the HTTP shape.
@@ -232,7 +235,7 @@ func (s *server) tokenError(c *fiber.Ctx, err error) error {
 	case errors.As(err, &early):
 		ms := max(early.Wait.Milliseconds(), 1)
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt((ms+999)/1000, 10))
-		e := errorf(425, "too_early", "the entry token is valid in "+strconv.FormatInt(ms, 10)+" ms")
+		e := httperr.New(425, "too_early", "the entry token is valid in "+strconv.FormatInt(ms, 10)+" ms")
 		e.WaitMs = ms
 		return e
 	case errors.Is(err, queue.ErrTokenExpired):
@@ -315,7 +318,7 @@ func (s *server) holds(cred string, tok queue.Token) error {
 
 // failed reports whether the rest of the chain answered a server error.
 func failed(c *fiber.Ctx, err error) bool {
-	var ae *apiError
+	var ae *httperr.Error
 	if errors.As(err, &ae) {
 		return ae.Status >= 500
 	}
@@ -337,7 +340,7 @@ func (s *server) order(c *fiber.Ctx) error {
 		if errors.Is(err, errDBTimeout) {
 			s.metrics.orders.WithLabelValues("db_timeout").Inc()
 			c.Set(fiber.HeaderRetryAfter, "1")
-			return errorf(503, "db_timeout", "the database had no free connection in time")
+			return httperr.New(503, "db_timeout", "the database had no free connection in time")
 		}
 		return err
 	}
@@ -362,11 +365,11 @@ func (s *server) verify(c *fiber.Ctx) error {
 		Token   string `json:"token"`
 		Visitor string `json:"visitor"` // optional: the credential the caller was given with the token
 	}
-	if err := decodeObject(c.Body(), &req); err != nil {
+	if err := httperr.DecodeObject(c.Body(), &req); err != nil {
 		return err
 	}
 	if req.Token == "" {
-		return errorf(400, "missing_field", "token is required")
+		return httperr.New(400, "missing_field", "token is required")
 	}
 	tok, err := s.signer.ParseToken(req.Token)
 	if err != nil {
@@ -445,13 +448,13 @@ func (s *server) readyz(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), time.Second)
 	defer cancel()
 	if err := s.redis.ping(ctx); err != nil {
-		return errorf(503, "redis_down", "redis does not answer")
+		return httperr.New(503, "redis_down", "redis does not answer")
 	}
 	if s.hub != nil && !s.hub.Ready() {
-		return errorf(503, "pubsub_down", "redis pub/sub is reconnecting")
+		return httperr.New(503, "pubsub_down", "redis pub/sub is reconnecting")
 	}
 	if s.draining.Load() {
-		return errorf(503, "draining", "this instance is shutting down")
+		return httperr.New(503, "draining", "this instance is shutting down")
 	}
 	return c.JSON(fiber.Map{"status": "ready"})
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -56,7 +58,7 @@ func (s *server) accessLog(c *fiber.Ctx) error {
 	if err != nil {
 		// Let the error handler write the response first so the status is
 		// known.
-		if herr := s.errorHandler(c, err); herr != nil {
+		if herr := httperr.Handler(s.log)(c, err); herr != nil {
 			return herr
 		}
 	}

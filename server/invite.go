@@ -7,17 +7,19 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/queue"
 )
 
 var (
-	errInviteRequired = errorf(403, "invite_required", "this room is invite-only: join with an invite code (?invite= or the body's \"invite\")")
-	errInviteInvalid  = errorf(403, "invalid_invite", "the invite code is malformed or was not issued here")
-	errInviteExpired  = errorf(403, "invite_expired", "the invite code has expired")
-	errInviteRoom     = errorf(403, "invite_wrong_room", "the invite code is for another room")
-	errInviteVisitor  = errorf(403, "invite_wrong_visitor", "the invite code is for another visitor")
-	errInviteUsed     = errorf(409, "invite_used", "the invite code has been used as often as it allows")
+	errInviteRequired = httperr.New(403, "invite_required", "this room is invite-only: join with an invite code (?invite= or the body's \"invite\")")
+	errInviteInvalid  = httperr.New(403, "invalid_invite", "the invite code is malformed or was not issued here")
+	errInviteExpired  = httperr.New(403, "invite_expired", "the invite code has expired")
+	errInviteRoom     = httperr.New(403, "invite_wrong_room", "the invite code is for another room")
+	errInviteVisitor  = httperr.New(403, "invite_wrong_visitor", "the invite code is for another visitor")
+	errInviteUsed     = httperr.New(409, "invite_used", "the invite code has been used as often as it allows")
 )
 
 // inviteOf reads the join's invite code (?invite= or the body's "invite")

@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/queue"
 )
 
 // lotteryFunction says, in the endpoint's answer, how to check a lottery.
 const lotteryFunction = "commitment = hex(SHA-256(seed)); pick i (0-based, every pick of the tick) of tick t is the ticket at 0-based rank floor(int(hex(SHA-1(seed + \":\" + t + \":\" + i))[0:13], 16) / 2^52 * n) among the n still waiting, in ticket order; a pick away from the page is set aside and does not count toward the batch"
 
-var errNoLottery = errorf(404, "no_lottery", "this room has never admitted by lottery")
+var errNoLottery = httperr.New(404, "no_lottery", "this room has never admitted by lottery")
 
 // readLottery reads room r's lottery record, answering 404 no_lottery for
 // a room that was never random.
@@ -72,7 +74,7 @@ const (
 	lotteryLogLast = "public, max-age=2"
 )
 
-var errLotteryLogBusy = errorf(503, "lottery_log_busy", "too many readers of lottery logs on this instance right now; retry after the Retry-After seconds")
+var errLotteryLogBusy = httperr.New(503, "lottery_log_busy", "too many readers of lottery logs on this instance right now; retry after the Retry-After seconds")
 
 // logReaders holds each server's semaphore of log readers.
 var logReaders sync.Map // *server -> chan struct{}

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/static"
 )
 
@@ -173,7 +175,7 @@ func (s *server) page(ls *languages) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		html, err := s.pageFile("index.html")
 		if err != nil {
-			return errorf(404, "not_found", "no such page")
+			return httperr.New(404, "not_found", "no such page")
 		}
 		lang := ls.pick(c.Cookies(langCookie), c.Get(fiber.HeaderAcceptLanguage))
 		boot := pageBoot{Lang: lang, Langs: ls.list, Text: ls.list[ls.byCode[lang]].text}

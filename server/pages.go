@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/static"
 )
 
@@ -13,7 +15,7 @@ func staticFile(name, ctype string) fiber.Handler {
 	b, err := static.Files.ReadFile(name)
 	if err != nil {
 		// A page that is not there yet answers 404, not a crash.
-		return func(c *fiber.Ctx) error { return errorf(404, "not_found", "no such page") }
+		return func(c *fiber.Ctx) error { return httperr.New(404, "not_found", "no such page") }
 	}
 	return func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, ctype)
@@ -34,11 +36,11 @@ func (s *server) asset(c *fiber.Ctx) error {
 	name := c.Params("name")
 	ctype, ok := assetTypes[path.Ext(name)]
 	if !ok || strings.ContainsAny(name, "/\\") || strings.HasPrefix(name, ".") {
-		return errorf(404, "not_found", "no such asset")
+		return httperr.New(404, "not_found", "no such asset")
 	}
 	b, err := s.pageFile(name)
 	if err != nil {
-		return errorf(404, "not_found", "no such asset")
+		return httperr.New(404, "not_found", "no such asset")
 	}
 	c.Set(fiber.HeaderContentType, ctype)
 	c.Set(fiber.HeaderCacheControl, "no-cache")

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -18,12 +20,12 @@ import (
 // holds a credential re-joins for free: a refresh keeps the place.
 
 var (
-	errPowInvalid  = errorf(400, "pow_invalid", "the proof of work challenge is not one this server issued")
-	errPowExpired  = errorf(400, "pow_expired", "the proof of work challenge expired; ask for a new one")
-	errPowRoom     = errorf(400, "pow_wrong_room", "the proof of work challenge is for another room")
-	errPowWeak     = errorf(400, "pow_too_weak", "the proof of work challenge is weaker than the room asks; ask for a new one")
-	errPowUnsolved = errorf(400, "pow_unsolved", "the nonce does not solve the proof of work challenge")
-	errPowUsed     = errorf(409, "pow_used", "the proof of work challenge was already used for a join; ask for a new one")
+	errPowInvalid  = httperr.New(400, "pow_invalid", "the proof of work challenge is not one this server issued")
+	errPowExpired  = httperr.New(400, "pow_expired", "the proof of work challenge expired; ask for a new one")
+	errPowRoom     = httperr.New(400, "pow_wrong_room", "the proof of work challenge is for another room")
+	errPowWeak     = httperr.New(400, "pow_too_weak", "the proof of work challenge is weaker than the room asks; ask for a new one")
+	errPowUnsolved = httperr.New(400, "pow_unsolved", "the nonce does not solve the proof of work challenge")
+	errPowUsed     = httperr.New(409, "pow_used", "the proof of work challenge was already used for a join; ask for a new one")
 )
 
 func powError(err error) error {

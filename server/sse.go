@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -244,7 +246,7 @@ func (t *sseTransport) endLocked() {
 }
 
 // refuse answers with a JSON error instead of a stream.
-func (t *sseTransport) refuse(e *apiError) {
+func (t *sseTransport) refuse(e *httperr.Error) {
 	body := `{"error":{"code":` + strconv.Quote(e.Code) + `,"message":` + strconv.Quote(e.Message) + `}}`
 	resp := "HTTP/1.1 " + strconv.Itoa(e.Status) + " Error\r\nContent-Type: application/json; charset=utf-8\r\n" +
 		"Content-Length: " + strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -23,9 +25,9 @@ import (
 const ticketTTL = time.Minute
 
 var (
-	errInvalidTicket = errorf(401, "invalid_ticket", "the connect ticket is malformed, forged or for another room")
-	errTicketExpired = errorf(401, "ticket_expired", "the connect ticket has expired; mint a new one (POST …/ticket)")
-	errTicketUsed    = errorf(401, "ticket_used", "the connect ticket was already used; mint a new one (POST …/ticket)")
+	errInvalidTicket = httperr.New(401, "invalid_ticket", "the connect ticket is malformed, forged or for another room")
+	errTicketExpired = httperr.New(401, "ticket_expired", "the connect ticket has expired; mint a new one (POST …/ticket)")
+	errTicketUsed    = httperr.New(401, "ticket_used", "the connect ticket was already used; mint a new one (POST …/ticket)")
 )
 
 // ticketKey derives the tickets' HMAC key from the signing secret, so a

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 )
@@ -29,9 +31,9 @@ func credential(c *fiber.Ctx) string {
 }
 
 var (
-	errMissingVisitor = errorf(401, "missing_visitor", "no visitor credential: join first")
-	errInvalidVisitor = errorf(401, "invalid_visitor", "the visitor credential is malformed or was not issued here")
-	errInvalidRoom    = errorf(400, "invalid_room", "room names match ^[a-z0-9][a-z0-9-]{0,63}$")
+	errMissingVisitor = httperr.New(401, "missing_visitor", "no visitor credential: join first")
+	errInvalidVisitor = httperr.New(401, "invalid_visitor", "the visitor credential is malformed or was not issued here")
+	errInvalidRoom    = httperr.New(400, "invalid_room", "room names match ^[a-z0-9][a-z0-9-]{0,63}$")
 )
 
 // visitor returns the request's verified visitor id.
@@ -118,7 +120,7 @@ const joinTableSize = 1 << 16
 // check (a func() error) for the join to run again.
 const joinLimitKey = "joinLimit"
 
-var errRateLimited = errorf(429, "rate_limited", "too many new visitors from this address; retry after the time in Retry-After")
+var errRateLimited = httperr.New(429, "rate_limited", "too many new visitors from this address; retry after the time in Retry-After")
 
 // limitJoins refuses a join that would create a new visitor when the
 // client's address is over its rate: the room's own (joinRate, joinBurst

@@ -15,7 +15,9 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/gofiber/fiber/v2"
+
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/internal/httperr"
 )
 
 const (
@@ -24,11 +26,11 @@ const (
 )
 
 var (
-	errTransportOff  = errorf(503, "transport_disabled", "this transport is turned off here; fall back to the next one")
-	errUpgrade       = errorf(426, "upgrade_required", "this endpoint speaks WebSocket only")
-	errDraining      = errorf(503, "draining", "this instance is shutting down; reconnect")
-	errTooManyConns  = errorf(429, "too_many_connections", "this instance holds as many connections as it may")
-	errTooManyForVis = errorf(429, "too_many_connections_for_visitor", "this visitor has too many open connections")
+	errTransportOff  = httperr.New(503, "transport_disabled", "this transport is turned off here; fall back to the next one")
+	errUpgrade       = httperr.New(426, "upgrade_required", "this endpoint speaks WebSocket only")
+	errDraining      = httperr.New(503, "draining", "this instance is shutting down; reconnect")
+	errTooManyConns  = httperr.New(429, "too_many_connections", "this instance holds as many connections as it may")
+	errTooManyForVis = httperr.New(429, "too_many_connections_for_visitor", "this visitor has too many open connections")
 )
 
 // ws upgrades to WebSocket on the same port: fasthttp hands over the
@@ -304,7 +306,7 @@ func (t *wsTransport) Write(deadline time.Time, event string, data []byte) error
 
 // attachError is the refusal a push connection gets when the hub would not
 // take it.
-func attachError(err error) *apiError {
+func attachError(err error) *httperr.Error {
 	switch {
 	case errors.Is(err, hub.ErrClosed):
 		return errDraining
