@@ -102,7 +102,7 @@ bench: deps-redis
 	@for s in $(BENCH); do $(GO) run ./bench $$s -out results $(BENCH_ARGS) || exit 1; done
 
 clean:
-	rm -rf waitroom results static/e2e/shots
+	rm -rf waitroom results static/e2e/shots $(BUILD_DIR)
 
 # ---- Deployment files: release, image, chart, rules, dashboard, systemd ----
 #

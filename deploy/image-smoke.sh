@@ -47,6 +47,8 @@ as_user=(setpriv --reuid "$uid" --regid "$gid" --clear-groups)
 
 "${as_user[@]}" "$work/rootfs/waitroom" -h >"$work/help" || fail "-h exited $?"
 grep -q -- '-addr' "$work/help" || fail "-h lists no -addr flag"
+ver=$("${as_user[@]}" "$work/rootfs/waitroom" -version) || fail "-version exited $?"
+[[ $ver == "waitroom "*"(commit "*", go"*")" ]] || fail "-version printed: $ver"
 
 # The image's own environment, with the address moved to a free loopback
 # port (a flag wins over WAITROOM_ADDR).
@@ -68,4 +70,4 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "http://$addr/healthz")
 code=$(curl -s -o "$work/join" -w '%{http_code}' -X POST "http://$addr/api/v1/rooms/demo/join")
 [[ $code == 200 ]] || fail "POST /api/v1/rooms/demo/join: $code $(cat "$work/join")"
 jq -e '.room == "demo" and (.visitor | length > 0)' "$work/join" >/dev/null || fail "join answered $(cat "$work/join")"
-echo "image-smoke: $image ok: user $user, files $files, /healthz 200, join 200"
+echo "image-smoke: $image ok: user $user, files $files, $ver, /healthz 200, join 200"

@@ -22,51 +22,6 @@ import (
 	"github.com/waitroom/waitroom/deploy/deploytest"
 )
 
-// pending are metrics the rules or the dashboard use that the server does
-// not export yet (issue 27's package-main work). Each one is checked to be
-// absent: when it lands this test fails, and its line goes.
-var pending = map[string]string{
-	"waitroom_build_info":                           "build info gauge {version,revision,goversion}",
-	"waitroom_http_requests_total":                  "HTTP request metrics by route, method and code",
-	"waitroom_http_request_duration_seconds_bucket": "HTTP request latency histogram by route",
-	"waitroom_pubsub_up":                            "1 while this instance's Redis pub/sub is subscribed",
-	"waitroom_max_connections":                      "the -max-conns value, for the connections-near-limit alert",
-}
-
-// lazy are labelled counters the server exports only after their first
-// event (a Redis error can happen on a healthy start, so they may or may
-// not be there). Until they are initialised at start (issue 27) a name
-// here counts as exported when a scrape shows it or package main declares
-// it; then its line goes and the scrape alone decides.
-var lazy = map[string]bool{
-	"waitroom_redis_call_errors_total":    true,
-	"waitroom_fail_open_total":            true,
-	"waitroom_redis_state_restored_total": true,
-}
-
-// declared reports whether package main names metric in a metric
-// declaration (`Name: "metric"`).
-func declared(t *testing.T, metric string) bool {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(deploytest.RepoRoot(t), "server", "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(string(b), `Name: "`+metric+`"`) {
-			return true
-		}
-	}
-	return false
-}
-
 // prometheusOwn are series Prometheus makes itself, never the server.
 var prometheusOwn = map[string]bool{"up": true}
 
@@ -275,48 +230,23 @@ func scrape(t *testing.T, url string) map[string]bool {
 }
 
 // TestMetricsTheRulesAndDashboardName: every metric an alert or a panel
-// names is on a running server's /metrics, except those listed as pending,
-// which must still be absent.
+// names is on a freshly started server's /metrics, before any event: the
+// labelled counters are created at 0, so none appears only later.
 func TestMetricsTheRulesAndDashboardName(t *testing.T) {
 	used := ruleMetrics(t)
 	for n, where := range dashboardMetrics(t) {
 		used[n] = append(used[n], where...)
 	}
 	have := exported(t)
-
-	var missing, landed []string
+	var missing []string
 	for n, where := range used {
-		switch {
-		case prometheusOwn[n]:
-		case pending[n] != "":
-			if have[n] {
-				landed = append(landed, n)
-			}
-		case lazy[n] && !have[n]:
-			if !declared(t, n) {
-				missing = append(missing, n+" (not declared in server/ either; used by "+strings.Join(dedupe(where), ", ")+")")
-			}
-		case !have[n]:
+		if !prometheusOwn[n] && !have[n] {
 			missing = append(missing, n+" (used by "+strings.Join(dedupe(where), ", ")+")")
 		}
 	}
-	for n := range lazy {
-		if used[n] == nil {
-			t.Errorf("lazy metric %s is used by no rule or panel: drop it from the list", n)
-		}
-	}
-	for n := range pending {
-		if used[n] == nil {
-			t.Errorf("pending metric %s is used by no rule or panel: drop it from the list", n)
-		}
-	}
 	sort.Strings(missing)
-	sort.Strings(landed)
 	for _, m := range missing {
 		t.Errorf("not exported: %s", m)
-	}
-	for _, n := range landed {
-		t.Errorf("%s is exported now: remove it from the pending list", n)
 	}
 }
 

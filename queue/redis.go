@@ -27,9 +27,18 @@ type Script struct {
 }
 
 func newScript(name, src string) *Script {
+	scriptNames = append(scriptNames, name)
 	sum := sha1.Sum([]byte(src))
 	return &Script{Name: name, Src: src, Hash: hex.EncodeToString(sum[:])}
 }
+
+// scriptNames are the names of every script, in the order they were made
+// (all at package initialisation).
+var scriptNames []string
+
+// ScriptNames returns the names the scripts are run under: the operation
+// label of a Script's calls.
+func ScriptNames() []string { return append([]string(nil), scriptNames...) }
 
 func asInt(v any) (int64, error) {
 	switch x := v.(type) {

@@ -90,7 +90,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		ticketKey: ticketKey(secret),
 		invites:   invite.NewMinter(secret),
 	}
-	s.metrics = newMetrics()
+	s.metrics = newMetrics(buildInfo())
 	keep := cfg.TokenKeep
 	if keep == 0 {
 		keep = -1 // the queue's "none"; its zero means the default
@@ -118,7 +118,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.observeDelivery,
 		Presence: q,
 	})
-	s.metrics.watch(s.db, s.polls, s.hub, s.rooms)
+	s.metrics.watch(s.db, s.polls, s.hub, s.rooms, cfg.MaxConns)
 	for _, o := range cfg.Origins {
 		u, _ := url.Parse(o)
 		s.originHosts = append(s.originHosts, u.Host)

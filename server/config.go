@@ -44,6 +44,9 @@ type config struct {
 	NoSSE       bool
 	OpenRooms   bool
 	LogLevel    string
+	LogFormat   string // text or json
+	// ShowVersion is -version: print the version and exit.
+	ShowVersion bool
 	DebugAddr   string
 	// GCPercent is the collector's target (GOGC) unless the environment
 	// sets GOGC.
@@ -125,6 +128,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof on this address (keep it on loopback); empty: off")
 	fs.IntVar(&c.GCPercent, "gc-percent", 100, "the garbage collector's target: the heap may grow this many percent over what is live before a collection (GOGC in the environment wins); 50 keeps about 1 KiB less per push connection for more CPU and collector pauses")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "text (key=value lines) or json (one JSON object per line, for log collectors)")
+	fs.BoolVar(&c.ShowVersion, "version", false, "print the version, commit and Go version, and exit")
 	fs.Float64Var(&c.JoinRate, "join-rate", 20, "new visitors per second one client address may create, sustained (0 = no limit); a re-join with a valid credential is never limited")
 	fs.IntVar(&c.JoinBurst, "join-burst", 300, "new visitors one client address may create at once (a shared NAT of a few hundred people)")
 	fs.Func("trusted-proxies", "comma-separated CIDRs of proxies whose X-Forwarded-For (client address) and X-Forwarded-Proto (https) are believed", func(v string) error {
@@ -152,7 +157,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 func usage(w io.Writer) {
 	var c config
 	fs := newFlagSet(&c)
-	fmt.Fprintln(w, "usage: waitroom [flags]\n\nEach flag also reads WAITROOM_<NAME> (e.g. -db-pool: WAITROOM_DB_POOL); a flag given wins.")
+	fmt.Fprintln(w, "usage: waitroom [flags]\n\nEach flag also reads WAITROOM_<NAME> (e.g. -db-pool: WAITROOM_DB_POOL); a flag given wins; -version is command line only.")
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 }
@@ -166,6 +171,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	// Environment first, so flags on the command line override it.
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name == "version" {
+			return // a deployment's WAITROOM_VERSION label must not turn the server into a version print
+		}
 		name := "WAITROOM_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 		if v := getenv(name); v != "" && envErr == nil {
 			if err := f.Value.Set(v); err != nil {
@@ -181,6 +189,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if c.ShowVersion {
+		return c, nil // nothing else is read
 	}
 	return c, c.validate()
 }
@@ -275,6 +286,9 @@ func (c config) validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("invalid -log-level %q", c.LogLevel)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("invalid -log-format %q: text or json", c.LogFormat)
 	}
 	return nil
 }

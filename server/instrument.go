@@ -54,6 +54,7 @@ func requestID(c *fiber.Ctx) string {
 // with the request id.
 func (s *server) accessLog(c *fiber.Ctx) error {
 	start := time.Now()
+	self := c.Route() // the middleware's own: still the route after Next if none matched
 	err := c.Next()
 	if err != nil {
 		// Let the error handler write the response first so the status is
@@ -63,6 +64,7 @@ func (s *server) accessLog(c *fiber.Ctx) error {
 		}
 	}
 	status := c.Response().StatusCode()
+	s.metrics.observeHTTP(routeLabel(c, self), c.Method(), status, time.Since(start))
 	level := slog.LevelDebug
 	if status >= 500 {
 		level = slog.LevelWarn
@@ -71,6 +73,17 @@ func (s *server) accessLog(c *fiber.Ctx) error {
 		"query", redactQuery(c.Context().QueryArgs().String()), "status", status,
 		"ms", time.Since(start).Milliseconds(), "request_id", requestID(c))
 	return nil
+}
+
+// routeLabel is the pattern the request was routed by (/api/v1/rooms/:room/join),
+// or "unmatched" when no route took it: a label that stays bounded
+// whatever paths clients make up.
+func routeLabel(c *fiber.Ctx, self *fiber.Route) string {
+	r := c.Route()
+	if r == self || len(r.Handlers) == 0 {
+		return "unmatched"
+	}
+	return r.Path
 }
 
 // secretParams are query parameters that carry a credential: push clients

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sort"
 	"syscall"
 	"time"
 
@@ -33,9 +35,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "waitroom:", err)
 		os.Exit(2)
 	}
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.LogLevel))
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if cfg.ShowVersion {
+		printVersion(os.Stdout, buildInfo())
+		return
+	}
+	log := newLogger(os.Stderr, cfg)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -43,6 +47,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "waitroom:", err)
 		os.Exit(1)
 	}
+}
+
+// newLogger is the logger -log-level and -log-format ask for.
+func newLogger(w io.Writer, cfg config) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
@@ -61,8 +76,8 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		s.redis.Close()
 		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
-	fmt.Fprintf(os.Stderr, "waitroom listening on http://%s/?room=demo (redis: %s, client: %s, batch %d per %v)\n",
-		ln.Addr(), redisLabel(cfg), cfg.RedisClient, cfg.Capacity.BatchSize(), cfg.Capacity.Tick)
+	fmt.Fprintf(os.Stderr, "waitroom listening on http://%s/%s (redis: %s, client: %s, batch %d per %v)\n",
+		ln.Addr(), bannerPage(cfg.OpenRooms, s.rooms.SettingsRooms()), redisLabel(cfg), cfg.RedisClient, cfg.Capacity.BatchSize(), cfg.Capacity.Tick)
 	if cfg.DebugAddr != "" {
 		go func() {
 			// pprof registers on http.DefaultServeMux.
@@ -111,6 +126,20 @@ func serveMetrics(ctx context.Context, ln net.Listener, m *metrics) error {
 	err := srv.Shutdown(sctx)
 	<-errc
 	return err
+}
+
+// bannerPage is the waiting page the start-up line points at, one that
+// answers: any room with -open-rooms, else the first room that exists, else
+// none (rooms are made in /admin or the rooms file).
+func bannerPage(openRooms bool, rooms []string) string {
+	if openRooms {
+		return "?room=demo"
+	}
+	if len(rooms) == 0 {
+		return "?room=NAME for a room made in /admin or the rooms file"
+	}
+	sort.Strings(rooms)
+	return "?room=" + url.QueryEscape(rooms[0])
 }
 
 func redisLabel(cfg config) string {

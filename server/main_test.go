@@ -269,3 +269,59 @@ func TestConfig(t *testing.T) {
 		t.Error("bad env accepted")
 	}
 }
+
+func TestVersionFlag(t *testing.T) {
+	cfg, err := parseConfig([]string{"-version", "-addr", "not-an-address"}, func(string) string { return "" })
+	if err != nil || !cfg.ShowVersion {
+		t.Fatalf("-version: %+v, %v; want ShowVersion and no validation", cfg.ShowVersion, err)
+	}
+	var b strings.Builder
+	printVersion(&b, build{Version: "v1.2.3", Revision: "abc", GoVersion: "go1.26"})
+	if got, want := b.String(), "waitroom v1.2.3 (commit abc, go1.26)\n"; got != want {
+		t.Fatalf("printVersion = %q, want %q", got, want)
+	}
+	bi := buildInfo()
+	if bi.Version == "" || bi.Revision == "" || bi.GoVersion == "" {
+		t.Fatalf("buildInfo has an empty part: %+v", bi)
+	}
+}
+
+func TestLogFormat(t *testing.T) {
+	if _, err := parseConfig([]string{"-log-format", "yaml"}, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "-log-format") {
+		t.Fatalf("-log-format yaml: %v, want an error naming the flag", err)
+	}
+	cfg, err := parseConfig([]string{"-log-format", "json"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	newLogger(&b, cfg).Info("hello", "room", "drop")
+	var line map[string]any
+	if err := json.Unmarshal([]byte(b.String()), &line); err != nil || line["msg"] != "hello" || line["room"] != "drop" {
+		t.Fatalf("json log line %q: %v", b.String(), err)
+	}
+}
+
+func TestBannerPage(t *testing.T) {
+	if got := bannerPage(true, nil); got != "?room=demo" {
+		t.Errorf("open rooms: %q", got)
+	}
+	if got := bannerPage(false, []string{"zeta", "drop"}); got != "?room=drop" {
+		t.Errorf("rooms: %q", got)
+	}
+	if got := bannerPage(false, nil); strings.Contains(got, "demo") {
+		t.Errorf("no rooms: %q advertises a room that does not exist", got)
+	}
+}
+
+func TestVersionNotFromEnvironment(t *testing.T) {
+	cfg, err := parseConfig([]string{"-addr", "127.0.0.1:0"}, func(k string) string {
+		if k == "WAITROOM_VERSION" {
+			return "1.4.2" // a deployment's own label
+		}
+		return ""
+	})
+	if err != nil || cfg.ShowVersion {
+		t.Fatalf("WAITROOM_VERSION set -version: %v, %v", cfg.ShowVersion, err)
+	}
+}

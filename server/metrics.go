@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -27,12 +28,14 @@ type metrics struct {
 	redisCalls    *prometheus.HistogramVec
 	redisFails    *prometheus.CounterVec
 	restored      *prometheus.CounterVec
+	httpRequests  *prometheus.CounterVec   // by route pattern, method, code
+	httpSeconds   *prometheus.HistogramVec // by route pattern
 	wsHeartbeats  atomic.Int64 // heartbeats queued to WebSocket connections
 }
 
 // newMetrics makes the counters and histograms; watch adds the gauges that
 // read live state, once what they read exists.
-func newMetrics() *metrics {
+func newMetrics(b build) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.polls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_polls_total", Help: "Status polls by how they were answered (redis or memory)."}, []string{"answer"})
@@ -51,12 +54,52 @@ func newMetrics() *metrics {
 	m.redisFails = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_redis_call_errors_total", Help: "Redis calls that failed, by operation."}, []string{"op"})
 	m.restored = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_redis_state_restored_total", Help: "State Redis had lost that this instance put back, by kind (settings, tickets, removed, tokens)."}, []string{"what"})
 	m.lagWS, m.lagSSE = m.deliverLag.WithLabelValues("ws"), m.deliverLag.WithLabelValues("sse")
-	m.reg.MustRegister(m.polls, m.orders, m.redisErr, m.deliverLag, m.failOpen, m.admissions, m.redisCalls, m.redisFails, m.restored)
+	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_http_requests_total", Help: "HTTP requests answered, by route pattern, method and status code."}, []string{"route", "method", "code"})
+	m.httpSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "waitroom_http_request_duration_seconds", Help: "Time to answer an HTTP request (push connections: until the upgrade), by route pattern.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10},
+	}, []string{"route"})
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Name: "waitroom_build_info", Help: "1, labelled with the version, VCS revision and Go version of this binary.",
+		ConstLabels: prometheus.Labels{"version": b.Version, "revision": b.Revision, "goversion": b.GoVersion}})
+	buildInfo.Set(1)
+	m.reg.MustRegister(m.polls, m.orders, m.redisErr, m.deliverLag, m.failOpen, m.admissions, m.redisCalls, m.redisFails, m.restored,
+		m.httpRequests, m.httpSeconds, buildInfo)
+	m.zero()
 	return m
 }
 
+// zero creates every series whose labels are known before the first
+// event, so a rate or an alert reads 0 from the start rather than nothing.
+func (m *metrics) zero() {
+	for _, v := range []string{"redis", "memory"} {
+		m.polls.WithLabelValues(v)
+	}
+	for _, v := range []string{"created", "db_timeout"} {
+		m.orders.WithLabelValues(v)
+	}
+	for _, v := range []string{"closed", "used", "limited", "admitted"} {
+		m.failOpen.WithLabelValues(v)
+	}
+	for _, v := range []string{"settings", "tickets", "removed", "tokens"} {
+		m.restored.WithLabelValues(v)
+	}
+	for _, op := range queue.ScriptNames() {
+		m.redisFails.WithLabelValues(op)
+	}
+}
+
+// observeHTTP counts one answered request. route is the pattern it was
+// routed by, so the label set stays bounded whatever paths clients send.
+func (m *metrics) observeHTTP(route, method string, code int, d time.Duration) {
+	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
+	m.httpSeconds.WithLabelValues(route).Observe(d.Seconds())
+}
+
 // hubStats is what the metrics read of the hub.
-type hubStats interface{ Stats() hub.Stats }
+type hubStats interface {
+	Stats() hub.Stats
+	Ready() bool // subscribed and running
+}
 
 // roomSnapshots is what the metrics read of the room cache.
 type roomSnapshots interface {
@@ -65,7 +108,7 @@ type roomSnapshots interface {
 
 // watch registers the gauges and counters read from the simulated DB pool,
 // the poll cache, the hub and the room cache.
-func (m *metrics) watch(db *dbPool, polls *pollCache, h hubStats, rooms roomSnapshots) {
+func (m *metrics) watch(db *dbPool, polls *pollCache, h hubStats, rooms roomSnapshots, maxConns int) {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
@@ -73,6 +116,13 @@ func (m *metrics) watch(db *dbPool, polls *pollCache, h hubStats, rooms roomSnap
 		gauge("waitroom_db_slots_in_use", "Simulated protected DB connections in use.", func() float64 { return float64(db.inUse.Load()) }),
 		gauge("waitroom_db_slots_peak", "Most simulated DB connections in use at once since start.", func() float64 { return float64(db.peak.Load()) }),
 		gauge("waitroom_db_slots", "Size of the simulated DB pool.", func() float64 { return float64(cap(db.slots)) }),
+		gauge("waitroom_max_connections", "Push connections this instance may hold (-max-conns).", func() float64 { return float64(maxConns) }),
+		gauge("waitroom_pubsub_up", "1 while this instance's Redis pub/sub subscription serves its rooms, else 0.", func() float64 {
+			if h.Ready() {
+				return 1
+			}
+			return 0
+		}),
 		gauge("waitroom_poll_cache_entries", "Poll answers held in memory.", func() float64 { return float64(polls.size.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "waitroom_connections", Help: "Open push connections.", ConstLabels: prometheus.Labels{"transport": "ws"}},
 			func() float64 { return float64(h.Stats().Conns["ws"]) }),

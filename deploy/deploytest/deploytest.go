@@ -66,7 +66,8 @@ func Binary(tb testing.TB) string {
 var flagLine = regexp.MustCompile(`(?m)^  -([a-z0-9][a-z0-9-]*)`)
 
 // Flags runs the binary with -h and returns the names of the flags it
-// lists, each with the WAITROOM_ variable that also sets it.
+// lists, each with the WAITROOM_ variable that also sets it (all but
+// -version, which only the command line gives).
 func Flags(tb testing.TB, bin string) map[string]string {
 	tb.Helper()
 	out, err := exec.Command(bin, "-h").Output()
@@ -75,6 +76,9 @@ func Flags(tb testing.TB, bin string) map[string]string {
 	}
 	flags := map[string]string{}
 	for _, m := range flagLine.FindAllStringSubmatch(string(out), -1) {
+		if m[1] == "version" {
+			continue // command line only: no variable sets it
+		}
 		flags[m[1]] = EnvName(m[1])
 	}
 	if len(flags) < 10 || flags["addr"] == "" {
