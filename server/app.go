@@ -215,8 +215,8 @@ func (s *server) routes() *fiber.App {
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
 	app.Get("/metrics", s.metricsGate, s.metrics.handler())
-	app.Get("/", s.page(mustLanguages()))
-	app.Get("/admin", staticFile("admin.html", fiber.MIMETextHTMLCharsetUTF8))
+	app.Get("/", pageHeaders(s.cfg.FrameAncestors, s.cfg.PageDir != ""), s.page(mustLanguages()))
+	app.Get("/admin", adminHeaders, staticFile("admin.html", fiber.MIMETextHTMLCharsetUTF8))
 	app.Get("/waitroom.js", staticFile("waitroom.js", "text/javascript; charset=utf-8"))
 	app.Get("/assets/:name", s.asset)
 	return app

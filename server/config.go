@@ -67,6 +67,9 @@ type config struct {
 	RoomsFile     string // -rooms: the rooms as code
 	AdminKeysFile string // -admin-keys: labelled admin keys
 	PageDir       string // -page-dir: the operator's own waiting page
+	// FrameAncestors is who may frame the waiting page (CSP
+	// frame-ancestors): 'none', 'self' or origins.
+	FrameAncestors string
 
 	// sseBeat replaces the SSE heartbeat interval in tests. Not a flag.
 	sseBeat time.Duration
@@ -148,6 +151,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.GatewayPage, "gateway-page", "/waitroom/", "path prefix where the gateway serves waitroom (the waiting page, its assets and API) on the protected host; gateways route it to waitroom")
 	fs.StringVar(&c.RoomsFile, "rooms", "", "rooms file (YAML or JSON) declaring rooms and the settings it pins; applied at start and on SIGHUP")
 	fs.StringVar(&c.PageDir, "page-dir", "", "serve the waiting page (index.html and its /assets/) from this directory instead of the built-in one; a file it lacks is the built-in one")
+	fs.StringVar(&c.FrameAncestors, "frame-ancestors", "'self'", "who may show the waiting page in a frame: 'none', 'self', or origins separated by spaces (https://shop.example.com) for a shop that embeds it")
 	fs.StringVar(&c.AdminKeysFile, "admin-keys", "", "file of labelled admin keys (YAML: label: key), beside -admin-key; the label names who changed what in the audit trail; reread on SIGHUP")
 
 	return fs
@@ -286,6 +290,9 @@ func (c config) validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("invalid -log-level %q", c.LogLevel)
+	}
+	if !validAncestors(c.FrameAncestors) {
+		return fmt.Errorf("invalid -frame-ancestors %q: 'none', 'self', or origins (https://shop.example.com) separated by spaces", c.FrameAncestors)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("invalid -log-format %q: text or json", c.LogFormat)

@@ -50,7 +50,11 @@ test("the dashboard creates rooms, edits settings with a confirmation, shows the
   t.after(() => b.close());
   const { page } = b;
 
-  await page.goto(`${srv.base}/admin`);
+  const resp = await page.goto(`${srv.base}/admin`);
+  // The dashboard runs under its own policy, framed by nobody: a violation
+  // would be a console error, which the assertions at the end refuse.
+  assert.match(resp.headers()["content-security-policy"] || "", /script-src 'self';.*frame-ancestors 'none'/);
+  assert.equal(resp.headers()["x-frame-options"], "DENY");
   await page.locator("#key").fill(OPS_KEY);
   await page.locator("#use-key").click();
   await page.locator("#rooms-panel").waitFor({ state: "visible", timeout: 10000 });

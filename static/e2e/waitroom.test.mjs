@@ -36,7 +36,10 @@ test("a visitor is admitted over WebSocket and places an order", T, async (t) =>
   t.after(() => b.close());
   const { page } = b;
 
-  await page.goto(`${srv.base}/?room=e2e-ws`);
+  const resp = await page.goto(`${srv.base}/?room=e2e-ws`);
+  // The page runs under its own policy: a violation would be a console
+  // error, which the last assertion refuses.
+  assert.match(resp.headers()["content-security-policy"] || "", /script-src 'self';/);
   await page.locator('#transport[data-transport="ws"]').waitFor({ timeout: 10000 });
   assert.equal(await text(page, "transport"), "Live via WebSocket");
   await page.waitForFunction(() => !!document.getElementById("place-order"), null, { timeout: 15000 });
