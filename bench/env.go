@@ -216,7 +216,9 @@ func (t *target) startServerOn(ctx context.Context, sport int, redisAddr, secret
 	}
 	t.URL = "http://127.0.0.1:" + strconv.Itoa(sport)
 	args := []string{"-addr", "127.0.0.1:" + strconv.Itoa(sport), "-redis", "redis://" + redisAddr,
-		"-secret", secret, "-log-level", "warn", "-shutdown-timeout", "5s", "-drain-window", "0s",
+		// A run that uses the admin API passes its own -admin-key, which
+		// wins; the server refuses to start on a Redis without one.
+		"-secret", secret, "-admin-key", newSecret(), "-log-level", "warn", "-shutdown-timeout", "5s", "-drain-window", "0s",
 		// Every simulated visitor comes from 127.0.0.1, the runs read
 		// /metrics without the admin key, and they make up room names.
 		"-join-rate", "0", "-public-metrics", "-open-rooms"}

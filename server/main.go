@@ -61,6 +61,9 @@ func newLogger(w io.Writer, cfg config) *slog.Logger {
 }
 
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
+	if err := productionGuards(cfg); err != nil {
+		return err
+	}
 	if os.Getenv("GOGC") == "" {
 		// A server holding connections has a large live heap: at 100 % as
 		// much again may be garbage, most of the memory a connection costs
@@ -106,6 +109,22 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		fmt.Fprintf(os.Stderr, "admin dashboard: http://%s/admin (admin key for this run: %s)\n", ln.Addr(), s.cfg.AdminKey)
 	}
 	return s.run(ctx, ln)
+}
+
+// errInventedAdminKey refuses a start on a shared Redis without an admin
+// key: each instance would invent its own, and the dashboard would work on
+// whichever instance the load balancer picked.
+var errInventedAdminKey = errors.New("with -redis, set -admin-key (WAITROOM_ADMIN_KEY) or -admin-keys (WAITROOM_ADMIN_KEYS): " +
+	"an admin key invented at start would differ on every instance")
+
+// productionGuards refuses set-ups that start but cannot work as the
+// operator means: checked when the binary starts, not when tests build a
+// server.
+func productionGuards(cfg config) error {
+	if cfg.Redis != "" && cfg.AdminKey == "" && cfg.AdminKeysFile == "" {
+		return errInventedAdminKey
+	}
+	return nil
 }
 
 // serveMetrics serves GET /metrics, and nothing else, on ln until ctx

@@ -325,3 +325,27 @@ func TestVersionNotFromEnvironment(t *testing.T) {
 		t.Fatalf("WAITROOM_VERSION set -version: %v, %v", cfg.ShowVersion, err)
 	}
 }
+
+func TestProductionGuards(t *testing.T) {
+	env := func(string) string { return "" }
+	cfg, err := parseConfig([]string{"-redis", "redis://127.0.0.1:1", "-secret", testSecret}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = run(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err == nil || !strings.Contains(err.Error(), "-admin-key (WAITROOM_ADMIN_KEY)") || !strings.Contains(err.Error(), "-admin-keys (WAITROOM_ADMIN_KEYS)") {
+		t.Fatalf("-redis without an admin key: %v, want the guard naming both flags and variables", err)
+	}
+	for _, args := range [][]string{
+		{"-redis", "redis://127.0.0.1:1", "-secret", testSecret, "-admin-key", testAdminKey},
+		{}, // the embedded Redis: one instance, its invented key is printed
+	} {
+		cfg, err := parseConfig(args, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := productionGuards(cfg); err != nil {
+			t.Errorf("%q: %v", args, err)
+		}
+	}
+}
