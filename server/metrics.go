@@ -2,6 +2,7 @@ package main
 
 import (
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -90,7 +91,12 @@ func (m *metrics) zero() {
 
 // observeHTTP counts one answered request. route is the pattern it was
 // routed by, so the label set stays bounded whatever paths clients send.
+//
+// Labels outlive the request, and fiber's strings of a request (its
+// method among them) are views of buffers the next request reuses: the
+// values are copied.
 func (m *metrics) observeHTTP(route, method string, code int, d time.Duration) {
+	route, method = strings.Clone(route), strings.Clone(method)
 	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
 	m.httpSeconds.WithLabelValues(route).Observe(d.Seconds())
 }
