@@ -83,6 +83,15 @@ type API interface {
 	StoreError(c *fiber.Ctx, err error) error
 }
 
+// Feed is the pub/sub subscription revocations come on (a hub.Broker).
+type Feed interface {
+	// Run delivers to r until ctx ends, calling r.Down on a lost
+	// connection and r.Up once subscribed again; nil when ctx ends.
+	Run(ctx context.Context, r hub.Receiver) error
+	// Subscribe adds channel to the subscription.
+	Subscribe(ctx context.Context, channel string) error
+}
+
 // Metrics counts what the gateway decides; nil counts nothing.
 type Metrics interface {
 	// StoreError counts a store call of a request that failed.
@@ -103,8 +112,9 @@ type Deps struct {
 	API      API
 	Metrics  Metrics
 	// Broker carries the revocations other instances publish on
-	// RevokedChannel; nil without routes.
-	Broker         hub.Broker
+	// RevokedChannel ("key untilUnixMillis"); nil without routes. Only
+	// with a Broker does a store outage switch rooms to their fail mode.
+	Broker         Feed
 	RevokedChannel string
 }
 
@@ -149,7 +159,7 @@ type Gateway struct {
 	proxies  Proxies
 	api      API
 	metrics  Metrics
-	broker   hub.Broker
+	broker   Feed
 	channel  string
 	log      *slog.Logger
 

@@ -290,22 +290,7 @@ const upgradeWait = 10 * time.Second
 // let it reach the upstream unchecked).
 func (g *Gateway) tunnel(ctx *fasthttp.RequestCtx, v *verdict) {
 	p := g.proxy
-	var up net.Conn
-	var err error
-	if p.tls {
-		up, err = tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", p.addr, &tls.Config{ServerName: strings.Split(p.addr, ":")[0]})
-	} else {
-		up, err = net.DialTimeout("tcp", p.addr, 5*time.Second)
-	}
-	if err == nil {
-		_ = up.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		var buf bytes.Buffer
-		_, err = ctx.Request.WriteTo(&buf)
-		if err == nil {
-			_, err = up.Write(buf.Bytes())
-		}
-		_ = up.SetWriteDeadline(time.Time{})
-	}
+	up, err := p.sendUpgrade(&ctx.Request)
 	var resp *fasthttp.Response
 	var head []byte
 	var br *bufio.Reader
@@ -360,6 +345,27 @@ func (g *Gateway) tunnel(ctx *fasthttp.RequestCtx, v *verdict) {
 		p.mu.Unlock()
 		c.Close()
 	})
+}
+
+// sendUpgrade dials a connection of its own to the upstream and writes
+// req on it. up is not nil when the dial succeeded, even with an error.
+func (p *upstreamProxy) sendUpgrade(req *fasthttp.Request) (up net.Conn, err error) {
+	if p.tls {
+		up, err = tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", p.addr, &tls.Config{ServerName: strings.Split(p.addr, ":")[0]})
+	} else {
+		up, err = net.DialTimeout("tcp", p.addr, 5*time.Second)
+	}
+	if err != nil {
+		return nil, err
+	}
+	_ = up.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	var buf bytes.Buffer
+	_, err = req.WriteTo(&buf)
+	if err == nil {
+		_, err = up.Write(buf.Bytes())
+	}
+	_ = up.SetWriteDeadline(time.Time{})
+	return up, err
 }
 
 // maxUpgradeHead bounds the upstream's response head to an upgrade.
