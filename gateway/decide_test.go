@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ type fakeStore struct {
 	statusOf map[string]wire.State
 	ended    []Session
 	degraded bool
+	admitted map[string]time.Time // visitor -> its entry's idle expiry
 }
 
 func (f *fakeStore) Touch(_ context.Context, sess Session) (time.Time, error) {
@@ -46,8 +48,9 @@ func (f *fakeStore) Status(_ context.Context, room, visitor string) (wire.State,
 	return wire.State{Room: room, Status: wire.StatusNotInQueue}, nil
 }
 
-func (f *fakeStore) Session(context.Context, string, string) (time.Time, time.Time, bool, error) {
-	return time.Time{}, time.Time{}, false, nil
+func (f *fakeStore) Session(_ context.Context, _, visitor string) (time.Time, time.Time, bool, error) {
+	exp, ok := f.admitted[visitor]
+	return exp.Add(-time.Hour), exp, ok, nil
 }
 
 func (f *fakeStore) EndSession(_ context.Context, sess Session, _ time.Time) error {
@@ -148,6 +151,7 @@ func newTestGateway(t testing.TB, trusted bool, feed Feed) *testGateway {
 	app.All("/api/v1/check-end", g.CheckEnd)
 	app.All("/api/v1/check/*", g.Check)
 	app.Delete("/api/v1/rooms/:room/session", g.EndOwnSession)
+	app.Get("/api/v1/rooms/:room/enter", g.Enter)
 	return &testGateway{Gateway: g, store: store, app: app}
 }
 
@@ -418,6 +422,44 @@ func TestEndOwnSession(t *testing.T) {
 	resp, _ := tg.do(t, req("cred-v1"))
 	if resp.StatusCode != 204 || len(tg.store.ended) != 1 || !strings.HasPrefix(resp.Header.Get("Set-Cookie"), "wr_session_gw=;") {
 		t.Errorf("own session: status %d, ended %d, Set-Cookie %q", resp.StatusCode, len(tg.store.ended), resp.Header.Get("Set-Cookie"))
+	}
+}
+
+func TestEnter(t *testing.T) {
+	tg := newTestGateway(t, false, nil)
+	tg.store.admitted = map[string]time.Time{"v1": time.Now().Add(time.Hour)}
+	enter := func(cred, ret string) *http.Request {
+		r := httptest.NewRequest("GET", "/api/v1/rooms/gw/enter?return="+url.QueryEscape(ret), nil)
+		r.Host = "shop.example.com"
+		r.Header.Set("X-Visitor", cred)
+		return r
+	}
+	if resp, body := tg.do(t, enter("cred-v1", "https://evil.example.net/")); resp.StatusCode != 400 || errorCode(body) != "invalid_return" {
+		t.Errorf("foreign return URL: status %d %s", resp.StatusCode, body)
+	}
+	resp, _ := tg.do(t, enter("cred-v2", "/checkout/cart"))
+	if resp.StatusCode != 302 || resp.Header.Get("Location") != "/waitroom/?room=gw&return=%2Fcheckout%2Fcart" || resp.Header.Get("Set-Cookie") != "" {
+		t.Errorf("not admitted: status %d Location %q Set-Cookie %q", resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("Set-Cookie"))
+	}
+	resp, _ = tg.do(t, enter("cred-v1", "/checkout/cart"))
+	if resp.StatusCode != 302 || resp.Header.Get("Location") != "/checkout/cart" {
+		t.Fatalf("admitted: status %d Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	raw, _, _ := strings.Cut(strings.TrimPrefix(resp.Header.Get("Set-Cookie"), "wr_session_gw="), ";")
+	sess, err := tg.sessions.Parse(raw)
+	if err != nil || sess.Room != "gw" || sess.Visitor != "v1" {
+		t.Fatalf("session cookie %q: %+v %v", resp.Header.Get("Set-Cookie"), sess, err)
+	}
+	// The cookie it set passes the check with its visitor's credential.
+	resp, body := tg.do(t, forwarded("/checkout/cart", "Cookie", "wr_session_gw="+raw+"; wr_visitor=cred-v1"))
+	if resp.StatusCode != 403 || errorCode(body) != "untrusted_gateway" {
+		t.Fatalf("untrusted check: status %d %s", resp.StatusCode, body)
+	}
+	req := httptest.NewRequest("GET", "/api/v1/check/checkout/cart", nil)
+	req.Host = "shop.example.com"
+	req.Header.Set("Cookie", "wr_session_gw="+raw+"; wr_visitor=cred-v1")
+	if resp, body := tg.do(t, req); resp.StatusCode != 200 || resp.Header.Get("X-Waitroom-Visitor") != "v1" {
+		t.Errorf("entered session: status %d %s", resp.StatusCode, body)
 	}
 }
 
