@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/cors"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 
+	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/internal/workpool"
@@ -46,7 +47,7 @@ type server struct {
 	app     *fiber.App
 	metrics *metrics
 	rooms   *roomCache
-	gw      *gatewayMode
+	gw      *gateway.Gateway
 	id      string // this instance, in the instances hash
 
 	ops     atomic.Pointer[opsFiles] // the rooms file and admin keys in force
@@ -153,7 +154,7 @@ func (s *server) routes() *fiber.App {
 	app.Server().KeepHijackedConns = true
 	app.Server().ConnState = firstByteDeadline(app.Server().ReadTimeout)
 	app.Server().Handler = httperr.KnownMethods(app.Server().Handler)
-	app.Server().Handler = s.front(app.Server().Handler)
+	app.Server().Handler = s.gw.Front(app.Server().Handler)
 	app.Use(s.recoverer, requestid.New(), s.accessLog)
 
 	api := app.Group("/api/v1")
@@ -188,11 +189,11 @@ func (s *server) routes() *fiber.App {
 	protected.Post("", s.order)
 	rooms.Post("/touch", s.touch)
 	api.Post("/tokens/verify", s.verify)
-	api.All("/check", s.check)
-	api.All("/check-end", s.checkEnd)
-	api.All("/check/*", s.check) // Envoy: the original path follows the prefix
-	rooms.Get("/enter", s.enter)
-	rooms.Delete("/session", s.endOwnSession)
+	api.All("/check", s.gw.Check)
+	api.All("/check-end", s.gw.CheckEnd)
+	api.All("/check/*", s.gw.Check) // Envoy: the original path follows the prefix
+	rooms.Get("/enter", s.gw.Enter)
+	rooms.Delete("/session", s.gw.EndOwnSession)
 
 	admin := api.Group("/admin", s.adminAuth)
 	admin.Get("/whoami", s.adminWhoami)
@@ -254,7 +255,7 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	start("hub", s.hub.Run)
 	start("polls", func(ctx context.Context) error { return s.polls.Run(ctx, 2*time.Second) })
 	start("housekeeping", func(ctx context.Context) error { return s.housekeeping(ctx, 2*time.Second) })
-	start("gateway", s.runGateway)
+	start("gateway", s.gw.Run)
 	start("redis watch", s.watchRedis)
 	hup := notifyHangup()
 	start("reload", func(ctx context.Context) error { return s.reloadOnHangup(ctx, hup) })
@@ -281,9 +282,7 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	if serr := s.app.ShutdownWithContext(dctx); serr != nil {
 		s.log.Warn("http shutdown", "err", serr)
 	}
-	if s.gw.proxy != nil {
-		s.gw.proxy.closeTunnels()
-	}
+	s.gw.Close()
 	stopBG()
 	bgWG.Wait()
 	if s.poll != nil {

@@ -157,7 +157,7 @@ func TestCheckSlides(t *testing.T) {
 			"X-Forwarded-Uri": "/checkout/a", "Cookie": "wr_session_gw=" + cookie + "; wr_visitor=" + cred, "Accept": "text/html"})
 		return resp
 	}
-	old, _ := ts.gw.sessions.Parse(session)
+	old, _ := ts.gw.Sessions().Parse(session)
 	var slid string
 	waitFor(t, 10*time.Second, "a slide", func() bool {
 		resp := check(session)
@@ -171,7 +171,7 @@ func TestCheckSlides(t *testing.T) {
 		}
 		return slid != ""
 	})
-	s, err := ts.gw.sessions.Parse(slid)
+	s, err := ts.gw.Sessions().Parse(slid)
 	if err != nil || !s.ExpiresAt.After(old.ExpiresAt) || !s.NotBefore.Equal(old.NotBefore) {
 		t.Fatalf("slid %+v from %+v (%v)", s, old, err)
 	}
@@ -201,7 +201,7 @@ func TestCheckFailMode(t *testing.T) {
 				return resp
 			}
 			srv.Stop()
-			waitFor(t, 15*time.Second, "the revocation feed down", func() bool { return ts.gw.down.Load() })
+			waitFor(t, 15*time.Second, "the revocation feed down", func() bool { return ts.gw.Down() })
 			if resp := check(session); resp.StatusCode != 200 || resp.Header.Get("X-Waitroom-Room") != "gw" {
 				t.Fatalf("valid session while Redis is down: %d", resp.StatusCode)
 			}

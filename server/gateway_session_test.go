@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
@@ -307,7 +306,7 @@ func TestGatewaySlideShortRoom(t *testing.T) {
 
 	a := newBrowser(t, ts.URL)
 	gatewayAdmit(t, ts, a, "short", ts.URL+"/short/x")
-	first, err := ts.gw.sessions.Parse(cookieValue(a, "wr_session_short"))
+	first, err := ts.gw.Sessions().Parse(cookieValue(a, "wr_session_short"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,29 +400,4 @@ func routesError(t *testing.T, routes ...string) error {
 		s.redis.Close()
 	}
 	return err
-}
-
-// BenchmarkDecideSession is the common path of the gateway: a valid
-// session with its visitor's credential that needs no slide (two HMACs,
-// the revocation cache and the room's settings in memory; no Redis).
-func BenchmarkDecideSession(b *testing.B) {
-	ts := startServer(b, nil, "rueidis", func(c *config) {
-		c.Routes = []string{"{match: '*/checkout/*', room: gw}"}
-	})
-	id, cred := ts.signer.NewVisitor()
-	now := time.Now()
-	sess := ts.gw.sessions.Sign(gateway.Session{Room: "gw", Visitor: id, NotBefore: now.Add(-time.Second),
-		ExpiresAt: now.Add(time.Hour), SlidAt: now})
-	cookies := map[string]string{"wr_session_gw": sess, visitorCookie: cred}
-	o := original{method: "GET", proto: "https", host: "shop.example.com", uri: "/checkout/a", path: "/checkout/a",
-		header: func(string) string { return "" }, cookie: func(k string) string { return cookies[k] }}
-	if v := ts.decide(context.Background(), &o); !v.pass || v.visitor != id || v.cookie != nil {
-		b.Fatalf("verdict %+v", v)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if v := ts.decide(context.Background(), &o); !v.pass {
-			b.Fatal("refused")
-		}
-	}
 }

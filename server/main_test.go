@@ -92,7 +92,7 @@ func (ts *testServer) waitReadyz(tb testing.TB, within time.Duration, code int) 
 	tb.Helper()
 	path := "/readyz"
 	if ts.cfg.Upstream != "" {
-		path = ts.gw.page + "readyz"
+		path = ts.gw.Page() + "readyz"
 	}
 	waitFor(tb, within, fmt.Sprintf("readyz %d", code), func() bool {
 		resp, err := noKeepAlive.Get(ts.URL + path)

@@ -159,7 +159,7 @@ func TestAuditOfAccessActions(t *testing.T) {
 	if cred.Code != 200 {
 		t.Fatalf("visitor: %d %s", cred.Code, cred.Raw)
 	}
-	sess, err := ts.gw.sessions.Parse(session)
+	sess, err := ts.gw.Sessions().Parse(session)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package gateway
 
 import (
 	"bufio"
@@ -72,13 +72,13 @@ func (p *upstreamProxy) closeTunnels() {
 	}
 }
 
-// front is the outermost handler in gateway mode: requests under the
-// waiting page's prefix (-gateway-page, e.g. /waitroom/) reach waitroom's
-// own routes with the prefix taken off, so a gateway routes one prefix to
-// waitroom; with -upstream, every other request goes through the gateway
-// decision and on to the upstream.
-func (s *server) front(next fasthttp.RequestHandler) fasthttp.RequestHandler {
-	prefix := []byte(s.gw.page)
+// Front is the outermost handler in gateway mode: requests under the
+// waiting page's prefix (Options.Page, e.g. /waitroom/) reach next, the
+// server's own routes, with the prefix taken off, so a gateway routes one
+// prefix to waitroom; with Options.Upstream, every other request goes
+// through the gateway decision and on to the upstream (else to next).
+func (g *Gateway) Front(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	prefix := []byte(g.page)
 	strip := len(prefix) > 1
 	bare := bytes.TrimSuffix(prefix, []byte("/"))
 	return func(ctx *fasthttp.RequestCtx) {
@@ -90,20 +90,20 @@ func (s *server) front(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			next(ctx)
 			return
 		}
-		if s.gw.proxy == nil {
+		if g.proxy == nil {
 			next(ctx)
 			return
 		}
-		s.serveProxy(ctx)
+		g.serveProxy(ctx)
 	}
 }
 
 // proxied is the original request as the built-in proxy sees it.
-func (s *server) proxied(ctx *fasthttp.RequestCtx) original {
+func (g *Gateway) proxied(ctx *fasthttp.RequestCtx) original {
 	h := &ctx.Request.Header
 	peer, _ := netip.AddrFromSlice(ctx.RemoteIP())
 	proto := "http"
-	if ctx.IsTLS() || s.cfg.TrustedProxies.Contains(peer) && strings.EqualFold(string(h.Peek(fiber.HeaderXForwardedProto)), "https") {
+	if ctx.IsTLS() || g.proxies.Contains(peer) && strings.EqualFold(string(h.Peek(fiber.HeaderXForwardedProto)), "https") {
 		proto = "https"
 	}
 	o := original{
@@ -111,7 +111,7 @@ func (s *server) proxied(ctx *fasthttp.RequestCtx) original {
 		// The target as sent, which is what the upstream gets: fasthttp's
 		// own Path() is decoded and cleaned its way, not the app's.
 		uri:    string(h.RequestURI()),
-		client: s.cfg.TrustedProxies.Client(peer, string(h.Peek(fiber.HeaderXForwardedFor))),
+		client: g.proxies.Client(peer, string(h.Peek(fiber.HeaderXForwardedFor))),
 		header: func(k string) string { return string(h.Peek(k)) },
 		cookie: func(k string) string { return string(h.Cookie(k)) },
 	}
@@ -143,11 +143,11 @@ func stripGatewayHeaders(h *fasthttp.RequestHeader) {
 }
 
 // serveProxy decides and forwards one request.
-func (s *server) serveProxy(ctx *fasthttp.RequestCtx) {
-	o := s.proxied(ctx)
+func (g *Gateway) serveProxy(ctx *fasthttp.RequestCtx) {
+	o := g.proxied(ctx)
 	// Not ctx itself: fasthttp's RequestCtx as a context.Context races
 	// with server shutdown. Each Redis call has its own timeout.
-	v := s.decide(context.Background(), &o)
+	v := g.decide(context.Background(), &o)
 	if !v.pass {
 		writeVerdict(&ctx.Response, &v)
 		return
@@ -165,25 +165,25 @@ func (s *server) serveProxy(ctx *fasthttp.RequestCtx) {
 		req.Header.Set(fiber.HeaderXForwardedFor, o.client.String())
 	}
 	if isUpgrade(req) {
-		s.tunnel(ctx, &v)
+		g.tunnel(ctx, &v)
 		return
 	}
 	resp := fasthttp.AcquireResponse()
-	if err := s.gw.proxy.hc.Do(req, resp); err != nil {
+	if err := g.proxy.hc.Do(req, resp); err != nil {
 		fasthttp.ReleaseResponse(resp)
-		s.log.Warn("proxy: upstream unavailable", "upstream", s.gw.proxy.addr, "err", err)
+		g.log.Warn("proxy: upstream unavailable", "upstream", g.proxy.addr, "err", err)
 		writeVerdict(&ctx.Response, &v) // a slid cookie still goes out
 		upstreamDown(ctx, wantsJSON(o.header("Accept")))
 		return
 	}
-	s.relay(ctx, resp, &v, nil)
+	g.relay(ctx, resp, &v, nil)
 }
 
 // relay hands the upstream's resp to the client, with the verdict's
 // cookie, acting on Waitroom-Session. It takes resp over; up, when not
 // nil, is closed once the body has gone.
-func (s *server) relay(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, v *verdict, up io.Closer) {
-	s.sessionEnd(ctx, resp, v)
+func (g *Gateway) relay(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, v *verdict, up io.Closer) {
+	g.sessionEnd(ctx, resp, v)
 	resp.Header.CopyTo(&ctx.Response.Header)
 	writeVerdict(&ctx.Response, v)
 	if body := resp.BodyStream(); body != nil {
@@ -204,7 +204,7 @@ func (s *server) relay(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, v *ver
 // sessionEnd acts on the upstream's Waitroom-Session: end: the header goes,
 // the session ends (its slot and seat are freed at once) and the browser's
 // cookie is cleared.
-func (s *server) sessionEnd(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, v *verdict) {
+func (g *Gateway) sessionEnd(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, v *verdict) {
 	h := resp.Header.Peek("Waitroom-Session")
 	if h == nil {
 		return
@@ -213,10 +213,10 @@ func (s *server) sessionEnd(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, v
 	if !strings.EqualFold(strings.TrimSpace(string(h)), "end") || v.session == nil {
 		return
 	}
-	if err := s.endSession(context.Background(), *v.session); err != nil {
-		s.log.Warn("proxy: session not ended", "room", v.session.Room, "err", err)
+	if err := g.EndSession(context.Background(), *v.session); err != nil {
+		g.log.Warn("proxy: session not ended", "room", v.session.Room, "err", err)
 	}
-	rt := s.gw.routes.Room(v.session.Room)
+	rt := g.routes.Room(v.session.Room)
 	if rt != nil {
 		if v.cookie != nil {
 			fasthttp.ReleaseCookie(v.cookie)
@@ -225,7 +225,7 @@ func (s *server) sessionEnd(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, v
 		if ctx.IsTLS() {
 			proto = "https"
 		}
-		v.cookie = s.sessionCookie(rt.Cookie, "", -1, proto)
+		v.cookie = sessionCookie(rt.Cookie, "", -1, proto)
 	}
 }
 
@@ -288,24 +288,9 @@ const upgradeWait = 10 * time.Second
 // client's connection goes back to request handling, so the next request
 // on it is checked like any other (tunnelling on a refused upgrade would
 // let it reach the upstream unchecked).
-func (s *server) tunnel(ctx *fasthttp.RequestCtx, v *verdict) {
-	p := s.gw.proxy
-	var up net.Conn
-	var err error
-	if p.tls {
-		up, err = tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", p.addr, &tls.Config{ServerName: strings.Split(p.addr, ":")[0]})
-	} else {
-		up, err = net.DialTimeout("tcp", p.addr, 5*time.Second)
-	}
-	if err == nil {
-		_ = up.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		var buf bytes.Buffer
-		_, err = ctx.Request.WriteTo(&buf)
-		if err == nil {
-			_, err = up.Write(buf.Bytes())
-		}
-		_ = up.SetWriteDeadline(time.Time{})
-	}
+func (g *Gateway) tunnel(ctx *fasthttp.RequestCtx, v *verdict) {
+	p := g.proxy
+	up, err := p.sendUpgrade(&ctx.Request)
 	var resp *fasthttp.Response
 	var head []byte
 	var br *bufio.Reader
@@ -316,7 +301,7 @@ func (s *server) tunnel(ctx *fasthttp.RequestCtx, v *verdict) {
 		if up != nil {
 			up.Close()
 		}
-		s.log.Warn("proxy: upstream unavailable", "upstream", p.addr, "err", err)
+		g.log.Warn("proxy: upstream unavailable", "upstream", p.addr, "err", err)
 		upstreamDown(ctx, false)
 		return
 	}
@@ -324,7 +309,7 @@ func (s *server) tunnel(ctx *fasthttp.RequestCtx, v *verdict) {
 		// A refused upgrade: relayed like any response; the connection to
 		// the upstream was for this request only.
 		resp.Header.ResetConnectionClose()
-		s.relay(ctx, resp, v, up)
+		g.relay(ctx, resp, v, up)
 		return
 	}
 	fasthttp.ReleaseResponse(resp)
@@ -360,6 +345,27 @@ func (s *server) tunnel(ctx *fasthttp.RequestCtx, v *verdict) {
 		p.mu.Unlock()
 		c.Close()
 	})
+}
+
+// sendUpgrade dials a connection of its own to the upstream and writes
+// req on it. up is not nil when the dial succeeded, even with an error.
+func (p *upstreamProxy) sendUpgrade(req *fasthttp.Request) (up net.Conn, err error) {
+	if p.tls {
+		up, err = tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", p.addr, &tls.Config{ServerName: strings.Split(p.addr, ":")[0]})
+	} else {
+		up, err = net.DialTimeout("tcp", p.addr, 5*time.Second)
+	}
+	if err != nil {
+		return nil, err
+	}
+	_ = up.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	var buf bytes.Buffer
+	_, err = req.WriteTo(&buf)
+	if err == nil {
+		_, err = up.Write(buf.Bytes())
+	}
+	_ = up.SetWriteDeadline(time.Time{})
+	return up, err
 }
 
 // maxUpgradeHead bounds the upstream's response head to an upgrade.
