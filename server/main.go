@@ -74,6 +74,10 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := s.routesNameRooms(ctx); err != nil {
+		s.redis.Close()
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		s.redis.Close()
@@ -123,6 +127,29 @@ var errInventedAdminKey = errors.New("with -redis, set -admin-key (WAITROOM_ADMI
 func productionGuards(cfg config) error {
 	if cfg.Redis != "" && cfg.AdminKey == "" && cfg.AdminKeysFile == "" {
 		return errInventedAdminKey
+	}
+	return nil
+}
+
+// routesNameRooms refuses a gateway route whose room exists neither in the
+// rooms file nor in Redis (unless -open-rooms lets a join make it): every
+// visitor it guards would be sent to a page saying the room does not exist.
+func (s *server) routesNameRooms(ctx context.Context) error {
+	if s.cfg.OpenRooms {
+		return nil
+	}
+	routes, err := s.loadRoutes()
+	if err != nil {
+		return err
+	}
+	for _, rt := range routes.Routes {
+		ok, err := s.rooms.exists(ctx, rt.Room)
+		if err != nil {
+			return fmt.Errorf("route %s: checking room %q: %w", rt.Match, rt.Room, err)
+		}
+		if !ok {
+			return fmt.Errorf("route %s names room %q, which neither the rooms file (-rooms) nor Redis holds: create it (/admin, the rooms file) or pass -open-rooms", rt.Match, rt.Room)
+		}
 	}
 	return nil
 }

@@ -349,3 +349,31 @@ func TestProductionGuards(t *testing.T) {
 		}
 	}
 }
+
+func TestRouteToMissingRoomRefused(t *testing.T) {
+	env := func(string) string { return "" }
+	cfg, err := parseConfig([]string{"-addr", "127.0.0.1:0", "-route", "{match: '*/checkout/*', room: nowhere}"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = run(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err == nil || !strings.Contains(err.Error(), `room "nowhere"`) || !strings.Contains(err.Error(), "-open-rooms") {
+		t.Fatalf("a route to a room nobody made: %v, want a start-up error naming the room", err)
+	}
+
+	// A room the rooms file declares is there before any route is served.
+	dir := t.TempDir()
+	rooms := dir + "/rooms.yaml"
+	if err := os.WriteFile(rooms, []byte("rooms:\n  nowhere:\n    batch: 5\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.RoomsFile = rooms
+	s, err := newServer(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.redis.Close()
+	if err := s.routesNameRooms(context.Background()); err != nil {
+		t.Fatalf("room from the rooms file: %v", err)
+	}
+}
