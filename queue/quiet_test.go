@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 )
 
 // countingLooks counts the tick loop's looks at the rooms.
@@ -66,18 +67,6 @@ func (a *admittedIn) of(room string) int {
 	return a.n[room]
 }
 
-// eventually polls cond until it holds, failing the test after within.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling state the loop moves
-	}
-}
-
 // TestQuietTickLoop: while every room is paused, the tick loop looks at
 // the rooms about every quietEvery instead of every tick; a join, a resume
 // and places given back on this instance wake it at once (here with the
@@ -109,7 +98,7 @@ func TestQuietTickLoop(t *testing.T) {
 		if _, err := other.UpdateRoomConfig(ctx, "calm", func(c *RoomConfig) error { c.Paused = false; return nil }); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the resume made elsewhere admitted", func() bool { return got.of("calm") == 4 })
+		waitfor.Until(t, 10*time.Second, "the resume made elsewhere admitted", func() bool { return got.of("calm") == 4 })
 		// From here on only q2's loop may admit: q's would take the rooms
 		// the rest waits for q2 to admit.
 		stopQ()
@@ -125,14 +114,14 @@ func TestQuietTickLoop(t *testing.T) {
 		joinN(t, q2, "asleep", 2, "a")
 		runLoop(t, q2)
 		looked := func(n int64) func() bool { return func() bool { return counting2.looks.Load() >= n } }
-		eventually(t, 10*time.Second, "the first look", looked(1))
+		waitfor.Until(t, 10*time.Second, "the first look", looked(1))
 
 		// A join here into a room nobody paused.
 		joinN(t, q2, "fresh", 2, "f")
-		eventually(t, 10*time.Second, "the join admitted", func() bool { return got2.of("fresh") == 2 })
+		waitfor.Until(t, 10*time.Second, "the join admitted", func() bool { return got2.of("fresh") == 2 })
 
 		// A resume made here.
-		eventually(t, 10*time.Second, "quiet again", func() bool {
+		waitfor.Until(t, 10*time.Second, "quiet again", func() bool {
 			n := counting2.looks.Load()
 			time.Sleep(5 * tick) // a quiet loop makes no look in five ticks
 			return counting2.looks.Load() == n
@@ -140,10 +129,10 @@ func TestQuietTickLoop(t *testing.T) {
 		if _, err := q2.UpdateRoomConfig(ctx, "asleep", func(c *RoomConfig) error { c.Paused = false; return nil }); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the resume made here admitted", func() bool { return got2.of("asleep") == 2 })
+		waitfor.Until(t, 10*time.Second, "the resume made here admitted", func() bool { return got2.of("asleep") == 2 })
 
 		// Places given back after a loss.
-		eventually(t, 10*time.Second, "quiet again", func() bool {
+		waitfor.Until(t, 10*time.Second, "quiet again", func() bool {
 			n := counting2.looks.Load()
 			time.Sleep(5 * tick)
 			return counting2.looks.Load() == n
@@ -158,7 +147,7 @@ func TestQuietTickLoop(t *testing.T) {
 		if res, err := q2.Retake(ctx, "back", []string{"b1"}, []Ticket{tk}); err != nil || res.Tickets != 1 {
 			t.Fatalf("retake: %+v %v", res, err)
 		}
-		eventually(t, 10*time.Second, "the place given back admitted", func() bool { return got2.of("back") == 1 })
+		waitfor.Until(t, 10*time.Second, "the place given back admitted", func() bool { return got2.of("back") == 1 })
 	})
 }
 
@@ -189,12 +178,12 @@ func TestLossSeenWithoutAFailedCall(t *testing.T) {
 			n, _ := asInt(v)
 			return err == nil && n == 1
 		}
-		eventually(t, 10*time.Second, "the marker written", alive)
+		waitfor.Until(t, 10*time.Second, "the marker written", alive)
 
 		if _, err := r.Do(ctx, "FLUSHALL"); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the marker written again", alive)
+		waitfor.Until(t, 10*time.Second, "the marker written again", alive)
 		c, err := q.RoomConfig(ctx, "kept")
 		if err != nil || !c.Paused || c.Seats != 40 {
 			t.Fatalf("settings after the loss: %+v %v", c, err)

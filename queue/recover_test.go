@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"unsafe"
+
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/wire"
-	"unsafe"
 )
 
 func TestTicketCredential(t *testing.T) {
