@@ -85,13 +85,15 @@ func TestQuietTickLoop(t *testing.T) {
 		counting := &countingLooks{Redis: r}
 		var got admittedIn
 		q := newQueue(t, counting, &Options{Capacity: Capacity{Batch: 2, Tick: tick}, OnAdmit: got.add})
-		stopQ := runLoop(t, q)
 		start := time.Now()
-		time.Sleep(30 * tick) // the span counted; the loop runs on its own
-		looks, span := counting.looks.Load(), time.Since(start)
-		// A busy machine makes fewer, never more.
-		if limit := int64(span/quietEvery) + 2; looks < 1 || looks > limit {
-			t.Fatalf("%d looks at the rooms in %v with every room paused, want 1 to %d", looks, span, limit)
+		stopQ := runLoop(t, q)
+		// Four looks take at least three quiet waits; a loop that looked
+		// every tick would make them in three ticks. A busy machine only
+		// makes the span longer.
+		const looks = 4
+		waitfor.Until(t, 10*time.Second, "four looks at the paused rooms", func() bool { return counting.looks.Load() >= looks })
+		if span := time.Since(start); int64(span/quietEvery)+2 < looks {
+			t.Fatalf("%d looks at the rooms in %v with every room paused, want at most one each %v", looks, span, quietEvery)
 		}
 
 		// Resumed by the other instance: seen without a wake.
@@ -106,7 +108,16 @@ func TestQuietTickLoop(t *testing.T) {
 		// An instance whose quiet wait is an hour: only a wake ticks it.
 		counting2 := &countingLooks{Redis: r}
 		var got2 admittedIn
-		q2 := newQueue(t, counting2, &Options{Capacity: Capacity{Batch: 2, Tick: tick}, OnAdmit: got2.add})
+		// The look of the tick that last admitted: the tick after it
+		// finds nothing to do, and its look is the last before the
+		// hour-long quiet wait.
+		var lookAtAdmit atomic.Int64
+		onAdmit := func(room string, n int) {
+			lookAtAdmit.Store(counting2.looks.Load())
+			got2.add(room, n)
+		}
+		quietAgain := func() bool { return counting2.looks.Load() > lookAtAdmit.Load() }
+		q2 := newQueue(t, counting2, &Options{Capacity: Capacity{Batch: 2, Tick: tick}, OnAdmit: onAdmit})
 		q2.quiet = time.Hour
 		if err := q2.SetRoomConfig(ctx, "asleep", RoomConfig{Paused: true}); err != nil {
 			t.Fatal(err)
@@ -121,22 +132,14 @@ func TestQuietTickLoop(t *testing.T) {
 		waitfor.Until(t, 10*time.Second, "the join admitted", func() bool { return got2.of("fresh") == 2 })
 
 		// A resume made here.
-		waitfor.Until(t, 10*time.Second, "quiet again", func() bool {
-			n := counting2.looks.Load()
-			time.Sleep(5 * tick) // a quiet loop makes no look in five ticks
-			return counting2.looks.Load() == n
-		})
+		waitfor.Until(t, 10*time.Second, "quiet again", quietAgain)
 		if _, err := q2.UpdateRoomConfig(ctx, "asleep", func(c *RoomConfig) error { c.Paused = false; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		waitfor.Until(t, 10*time.Second, "the resume made here admitted", func() bool { return got2.of("asleep") == 2 })
 
 		// Places given back after a loss.
-		waitfor.Until(t, 10*time.Second, "quiet again", func() bool {
-			n := counting2.looks.Load()
-			time.Sleep(5 * tick)
-			return counting2.looks.Load() == n
-		})
+		waitfor.Until(t, 10*time.Second, "quiet again", quietAgain)
 		_, tk, err := other.JoinTicket(ctx, "back", "b1")
 		if err != nil {
 			t.Fatal(err)
