@@ -158,6 +158,8 @@ func tryGatewayProcess(t *testing.T, kind, wr, app string) (string, error) {
 			stop()
 			return "", fmt.Errorf("not listening on %s: %s", addr, logs())
 		}
+		// Not waitfor.Until: a proxy that exits or never listens is an
+		// error the caller retries (on another port), not a failed test.
 		time.Sleep(20 * time.Millisecond) // polling interval of a condition with a deadline
 	}
 	t.Cleanup(func() {

@@ -34,17 +34,18 @@ func sameState(t *testing.T, pushed, polled string) bool {
 func agree(t *testing.T, p *pushClient, v *visitor) reply {
 	t.Helper()
 	var poll reply
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	agreed := false
+	defer func() { // runs too when the wait below fails the test
+		if !agreed {
+			t.Logf("%s pushed %s\npoll answered %s", p.kind, lastRaw(p), poll.Raw)
+		}
+	}()
+	waitfor.Until(t, 10*time.Second, "the poll to answer what was pushed", func() bool {
 		poll = v.status("drop")
-		if sameState(t, lastRaw(p), poll.Raw) {
-			return poll
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s pushed %s\npoll answered %s", p.kind, lastRaw(p), poll.Raw)
-		}
-		time.Sleep(100 * time.Millisecond) // polling a condition with a deadline
-	}
+		return sameState(t, lastRaw(p), poll.Raw)
+	})
+	agreed = true
+	return poll
 }
 
 func lastRaw(p *pushClient) string {
