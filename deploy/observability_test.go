@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/waitroom/waitroom/deploy/deploytest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 )
 
 // prometheusOwn are series Prometheus makes itself, never the server.
@@ -193,17 +194,19 @@ func exported(t *testing.T) map[string]bool {
 		t.Fatalf("status: %d", resp.StatusCode)
 	}
 	var names map[string]bool
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	found := false
+	defer func() { // runs too when the wait below fails the test
+		if !found {
+			t.Logf("have %d names\n%s", len(names), s.Log())
+		}
+	}()
+	// The room cache refreshes on its own tick: scrape until it has.
+	waitfor.Until(t, 20*time.Second, "waitroom_waiting, waitroom_admissions_total and waitroom_polls_total after a join and a poll", func() bool {
 		names = scrape(t, base+"/metrics")
-		if names["waitroom_waiting"] && names["waitroom_admissions_total"] && names["waitroom_polls_total"] {
-			return names
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no waitroom_waiting, waitroom_admissions_total and waitroom_polls_total series within 20 s of a join and a poll; have %d names\n%s", len(names), s.Log())
-		}
-		time.Sleep(100 * time.Millisecond) // the next scrape; the room cache refreshes on its own tick
-	}
+		return names["waitroom_waiting"] && names["waitroom_admissions_total"] && names["waitroom_polls_total"]
+	})
+	found = true
+	return names
 }
 
 func scrape(t *testing.T, url string) map[string]bool {

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -50,7 +51,7 @@ func shardedFaults(t *testing.T, cl *redistest.HACluster, name string, broker Br
 	t.Cleanup(func() { _ = admin.Close() })
 	src := newSource()
 	h := start(t, New(broker, src, testLog(t), &Options{ReconcileEvery: time.Hour}))
-	waitFor(t, 5*time.Second, h.Ready, "ready")
+	waitfor.Until(t, 5*time.Second, "ready", h.Ready)
 
 	const rounds = 5
 	var rooms []string
@@ -105,14 +106,14 @@ func shardedFaults(t *testing.T, cl *redistest.HACluster, name string, broker Br
 	}
 	told := func(k int) {
 		t.Helper()
-		waitFor(t, 30*time.Second, func() bool {
+		waitfor.Until(t, 30*time.Second, fmt.Sprintf("round %d admitted everywhere", k), func() bool {
 			for _, r := range rooms {
 				if !hasStatus(t, tr[r+"/"+vis(r, k)], wire.StatusAdmitted) {
 					return false
 				}
 			}
 			return true
-		}, fmt.Sprintf("round %d admitted everywhere", k))
+		})
 	}
 	withReplica := func() []string {
 		t.Helper()
@@ -221,7 +222,7 @@ func shardedFaults(t *testing.T, cl *redistest.HACluster, name string, broker Br
 	admit(4)
 	cl.WaitPromotion(t, victim, slot, 30*time.Second)
 	told(4)
-	waitFor(t, 30*time.Second, h.Ready, "ready again")
+	waitfor.Until(t, 30*time.Second, "ready again", h.Ready)
 	close(stop)
 	if !<-sawDown {
 		t.Error("the hub said ready all along while a room's master was gone")
@@ -239,14 +240,14 @@ func shardedFaults(t *testing.T, cl *redistest.HACluster, name string, broker Br
 			c.Close()
 		}
 	}
-	waitFor(t, 10*time.Second, func() bool {
+	waitfor.Until(t, 10*time.Second, "no shard channel subscribed once every room is empty", func() bool {
 		for _, a := range cl.Live() {
 			if out, err := redistest.Command(a, "PUBSUB", "SHARDCHANNELS"); err != nil || out != "" {
 				return false
 			}
 		}
 		return true
-	}, "no shard channel subscribed once every room is empty")
+	})
 }
 
 // TestClusterShardedBrokerPlainReceiver: a Receiver that is not a
@@ -262,7 +263,7 @@ func TestClusterShardedBrokerPlainReceiver(t *testing.T) {
 	src := newSource()
 	rec := &recorder{Broker: NewRueidisShardedBroker(c, testLog(t))}
 	h := start(t, New(rec, src, testLog(t), &Options{ReconcileEvery: time.Hour}))
-	waitFor(t, 5*time.Second, h.Ready, "ready")
+	waitfor.Until(t, 5*time.Second, "ready", h.Ready)
 	src.set("p1", "a", wire.State{Status: wire.StatusWaiting, Position: 1})
 	a := newTransport("ws")
 	mustAttach(t, h.Hub, "p1", "a", a)
@@ -275,12 +276,12 @@ func TestClusterShardedBrokerPlainReceiver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 10*time.Second, func() bool { u, d := rec.counts(); return d >= 1 && u > ups }, "down then up")
+	waitfor.Until(t, 10*time.Second, "down then up", func() bool { u, d := rec.counts(); return d >= 1 && u > ups })
 	rec.mu.Lock()
 	if rec.readyAtDown[0] {
 		t.Error("Ready was true when the broker reported the channel down")
 	}
 	rec.mu.Unlock()
-	waitFor(t, 5*time.Second, func() bool { return src.reads("p1", "a") > reads }, "reconciled after Up")
-	waitFor(t, 5*time.Second, func() bool { return hasStatus(t, a, wire.StatusAdmitted) }, "admission made while down delivered")
+	waitfor.Until(t, 5*time.Second, "reconciled after Up", func() bool { return src.reads("p1", "a") > reads })
+	waitfor.Until(t, 5*time.Second, "admission made while down delivered", func() bool { return hasStatus(t, a, wire.StatusAdmitted) })
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -121,7 +122,7 @@ func TestRedisDeliveryAndSubscriptions(t *testing.T) {
 		}
 		src := newSource()
 		h := start(t, New(newBroker(t, srv.Addr), src, testLog(t), &Options{PositionEvery: 20 * time.Millisecond, ReconcileEvery: time.Hour}))
-		waitFor(t, 5*time.Second, h.Ready, "ready")
+		waitfor.Until(t, 5*time.Second, "ready", h.Ready)
 
 		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 5})
 		src.set("drop", "b", wire.State{Status: wire.StatusWaiting, Position: 6})
@@ -151,11 +152,11 @@ func TestRedisDeliveryAndSubscriptions(t *testing.T) {
 		nb := time.Now().Add(30 * time.Millisecond)
 		src.set("drop", "a", src.Admitted("drop", "a", time.UnixMilli(nb.UnixMilli()), time.UnixMilli(nb.Add(time.Minute).UnixMilli())))
 		publish(t, admin, "drop", admitJSON("drop", 1, entry{"a", nb.UnixMilli(), nb.Add(time.Minute).UnixMilli()}))
-		waitFor(t, 5*time.Second, func() bool { return hasStatus(t, a1, wire.StatusAdmitted) && hasStatus(t, a2, wire.StatusAdmitted) }, "admitted on both tabs")
-		waitFor(t, 5*time.Second, func() bool {
+		waitfor.Until(t, 5*time.Second, "admitted on both tabs", func() bool { return hasStatus(t, a1, wire.StatusAdmitted) && hasStatus(t, a2, wire.StatusAdmitted) })
+		waitfor.Until(t, 5*time.Second, "b moved one place", func() bool {
 			ms := b1.msgs(t)
 			return len(ms) == 2 && *ms[1].Position == 5
-		}, "b moved one place")
+		})
 		for _, tr := range []*fakeTransport{a1, a2} {
 			for _, r := range tr.records() {
 				if r.event == "state" && strings.Contains(string(r.data), `"admitted"`) && r.at.Before(time.UnixMilli(nb.UnixMilli())) {
@@ -170,7 +171,7 @@ func TestRedisDeliveryAndSubscriptions(t *testing.T) {
 		for _, c := range conns[:3] {
 			c.Close()
 		}
-		waitFor(t, 5*time.Second, func() bool { return numsub(t, admin, "drop") == 0 }, "unsubscribe after the last close")
+		waitfor.Until(t, 5*time.Second, "unsubscribe after the last close", func() bool { return numsub(t, admin, "drop") == 0 })
 		chans, err := admin.PubSubChannels(context.Background(), "wr:*").Result()
 		if err != nil {
 			t.Fatal(err)
@@ -183,7 +184,7 @@ func TestRedisDeliveryAndSubscriptions(t *testing.T) {
 			t.Fatalf("numsub drop = %d after re-attach", n)
 		}
 		conns[3].Close()
-		waitFor(t, 5*time.Second, func() bool { return numsub(t, admin, "other") == 0 }, "other unsubscribed")
+		waitfor.Until(t, 5*time.Second, "other unsubscribed", func() bool { return numsub(t, admin, "other") == 0 })
 	})
 }
 
@@ -231,7 +232,7 @@ func TestRedisClientKillResubscribes(t *testing.T) {
 		src := newSource()
 		rec := &recorder{Broker: newBroker(t, srv.Addr)}
 		h := start(t, New(rec, src, testLog(t), &Options{ReconcileEvery: time.Hour}))
-		waitFor(t, 5*time.Second, h.Ready, "ready")
+		waitfor.Until(t, 5*time.Second, "ready", h.Ready)
 		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 3})
 		src.set("drop", "b", wire.State{Status: wire.StatusWaiting, Position: 4})
 		src.set("other", "c", wire.State{Status: wire.StatusWaiting, Position: 1})
@@ -250,24 +251,24 @@ func TestRedisClientKillResubscribes(t *testing.T) {
 			t.Fatalf("client kill: %d, %v", n, err)
 		}
 		publish(t, admin, "other", `{"type":"admit","count":0,"admitted":[]}`)
-		waitFor(t, 10*time.Second, func() bool { ups, downs := rec.counts(); return downs >= 1 && ups >= 2 }, "down then up")
-		waitFor(t, 5*time.Second, h.Ready, "ready again")
+		waitfor.Until(t, 10*time.Second, "down then up", func() bool { ups, downs := rec.counts(); return downs >= 1 && ups >= 2 })
+		waitfor.Until(t, 5*time.Second, "ready again", h.Ready)
 		rec.mu.Lock()
 		if rec.readyAtDown[0] {
 			t.Error("Ready was true when the broker reported the connection down")
 		}
 		rec.mu.Unlock()
-		waitFor(t, 5*time.Second, func() bool {
+		waitfor.Until(t, 5*time.Second, "every local visitor reconciled", func() bool {
 			return src.reads("drop", "a") > reads["a"] && src.reads("drop", "b") > reads["b"] && src.reads("other", "c") > reads["c"]
-		}, "every local visitor reconciled")
-		waitFor(t, 5*time.Second, func() bool { return hasStatus(t, a, wire.StatusAdmitted) }, "admission made during the outage delivered")
+		})
+		waitfor.Until(t, 5*time.Second, "admission made during the outage delivered", func() bool { return hasStatus(t, a, wire.StatusAdmitted) })
 		if numsub(t, admin, "drop") != 1 || numsub(t, admin, "other") != 1 {
 			t.Fatal("not resubscribed")
 		}
 		nb = time.Now()
 		src.set("drop", "b", src.Admitted("drop", "b", time.UnixMilli(nb.UnixMilli()), time.UnixMilli(nb.Add(time.Minute).UnixMilli())))
 		publish(t, admin, "drop", admitJSON("drop", 1, entry{"b", nb.UnixMilli(), nb.Add(time.Minute).UnixMilli()}))
-		waitFor(t, 5*time.Second, func() bool { return hasStatus(t, b, wire.StatusAdmitted) }, "event after resubscribe delivered")
+		waitfor.Until(t, 5*time.Second, "event after resubscribe delivered", func() bool { return hasStatus(t, b, wire.StatusAdmitted) })
 		if len(withStatus(a.msgs(t), wire.StatusAdmitted)) != 1 {
 			t.Fatal("a admitted more than once")
 		}
@@ -278,18 +279,18 @@ func TestRedisRestartReadyAndReconcile(t *testing.T) {
 	eachRedis(t, []string{"real"}, func(t *testing.T, srv *redistest.Server, newBroker func(*testing.T, string) Broker) {
 		src := newSource()
 		h := start(t, New(newBroker(t, srv.Addr), src, testLog(t), &Options{ReconcileEvery: time.Hour}))
-		waitFor(t, 5*time.Second, h.Ready, "ready")
+		waitfor.Until(t, 5*time.Second, "ready", h.Ready)
 		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 3})
 		a := newTransport("ws")
 		mustAttach(t, h.Hub, "drop", "a", a)
 
 		srv.Stop()
-		waitFor(t, 10*time.Second, func() bool { return !h.Ready() }, "not ready while Redis is down")
+		waitfor.Until(t, 10*time.Second, "not ready while Redis is down", func() bool { return !h.Ready() })
 		nb := time.Now()
 		src.set("drop", "a", src.Admitted("drop", "a", nb, nb.Add(time.Minute)))
 		srv.Restart(t)
-		waitFor(t, 10*time.Second, h.Ready, "ready after restart")
-		waitFor(t, 5*time.Second, func() bool { return hasStatus(t, a, wire.StatusAdmitted) }, "reconciled after restart")
+		waitfor.Until(t, 10*time.Second, "ready after restart", h.Ready)
+		waitfor.Until(t, 5*time.Second, "reconciled after restart", func() bool { return hasStatus(t, a, wire.StatusAdmitted) })
 		admin := adminClient(t, srv.Addr)
 		if n := numsub(t, admin, "drop"); n != 1 {
 			t.Fatalf("numsub after restart %d", n)

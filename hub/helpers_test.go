@@ -25,18 +25,6 @@ func TestMain(m *testing.M) {
 	)
 }
 
-// waitFor polls cond until it holds or within has passed.
-func waitFor(t testing.TB, within time.Duration, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval, not synchronisation
-	}
-}
-
 // record is one message a fakeTransport received.
 type record struct {
 	event string

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -92,10 +93,10 @@ func TestPresenceLoopRuns(t *testing.T) {
 	c := mustAttach(t, h, "drop", "a", newTransport("ws"))
 	defer c.Close()
 	var seen bool
-	waitFor(t, 10*time.Second, func() bool {
+	waitfor.Until(t, 10*time.Second, "a written by the presence loop", func() bool {
 		for _, call := range pres.take() {
 			seen = seen || slices.Equal(call, []string{"drop", "a"})
 		}
 		return seen
-	}, "a written by the presence loop")
+	})
 }

@@ -3,12 +3,14 @@ package queue
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -76,29 +78,19 @@ func TestCluster(t *testing.T) {
 				}
 			}
 			// The tick loop admits everyone and forgets the emptied rooms.
-			deadline := time.Now().Add(10 * time.Second)
-			for {
+			waitfor.Until(t, 10*time.Second, "every room admitted and forgotten", func() bool {
 				q.tickOnce(ctx)
 				waiting, err := q.Rooms(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
-				left := 0
 				for _, w := range waiting {
-					for _, room := range rooms {
-						if w == room {
-							left++
-						}
+					if slices.Contains(rooms, w) {
+						return false
 					}
 				}
-				if left == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("rooms still waiting: %v", waiting)
-				}
-				time.Sleep(q.Capacity().Tick) // the next tick
-			}
+				return true
+			})
 		})
 	}
 }

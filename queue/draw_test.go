@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -381,7 +382,7 @@ func TestDrawSeedAfterLoss(t *testing.T) {
 			t.Fatalf("draw after the loss: %+v (before: %s), want a new commitment, not opened", during, before.Commitment)
 		}
 		ids := joinN(t, q, room, 20, "p")
-		eventually(t, 10*time.Second, "the opening", func() bool {
+		waitfor.Until(t, 10*time.Second, "the opening", func() bool {
 			s, err := q.Status(ctx, room, ids[0])
 			return err == nil && !s.PreQueue()
 		})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -191,33 +192,29 @@ func admitAll(t *testing.T, qs []*Queue, room string, want []string) []string {
 			<-done
 		}
 	}()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		states, err := qs[0].StatusMany(context.Background(), room, want)
-		if err != nil {
+	var states []wire.State
+	waitfor.Until(t, 15*time.Second, fmt.Sprintf("all of %v admitted", want), func() bool {
+		var err error
+		if states, err = qs[0].StatusMany(context.Background(), room, want); err != nil {
 			t.Fatal(err)
 		}
-		all := true
 		for _, s := range states {
-			all = all && s.Status == wire.StatusAdmitted
-		}
-		if all {
-			idx := make([]int, len(want))
-			for i := range idx {
-				idx[i] = i
+			if s.Status != wire.StatusAdmitted {
+				return false
 			}
-			slices.SortStableFunc(idx, func(a, b int) int { return states[a].NotBefore.Compare(states[b].NotBefore) })
-			out := make([]string, len(want))
-			for i, j := range idx {
-				out[i] = want[j]
-			}
-			return out
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not all of %v admitted in time: %+v", want, states)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+		return true
+	})
+	idx := make([]int, len(want))
+	for i := range idx {
+		idx[i] = i
 	}
+	slices.SortStableFunc(idx, func(a, b int) int { return states[a].NotBefore.Compare(states[b].NotBefore) })
+	out := make([]string, len(want))
+	for i, j := range idx {
+		out[i] = want[j]
+	}
+	return out
 }
 
 func jsonValid(b []byte) bool { return json.Valid(b) }

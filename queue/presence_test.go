@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -271,15 +272,9 @@ func TestPresenceSlotClockStartsAtLastSeen(t *testing.T) {
 			t.Fatalf("admitted %v, want [a] (seen within awayAfter)", got)
 		}
 		// Well before a whole awayAfter from admission, b gets a's slot.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if got := admittedIDs(admitTaken(t, q, room)); slices.Equal(got, []string{"b"}) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("a's slot not given back within 10 s of admission")
-			}
-		}
+		waitfor.Until(t, 10*time.Second, "a's slot given back to b", func() bool {
+			return slices.Equal(admittedIDs(admitTaken(t, q, room)), []string{"b"})
+		})
 	})
 }
 
@@ -357,20 +352,14 @@ func TestDroppedStaysDropped(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		waitfor.Until(t, 5*time.Second, "the dropped marker expired", func() bool {
 			v, err := r.Do(ctx, "EXISTS", marker)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n, _ := asInt(v); n == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the dropped marker did not expire")
-			}
-			waitUntil(t, time.Now().Add(10*time.Millisecond))
-		}
+			n, _ := asInt(v)
+			return n == 0
+		})
 		if res, err := q.Retake(ctx, room, []string{"a"}, tickets[:1]); err != nil || res.Tickets != 0 {
 			t.Fatalf("retake of a dropped ticket once its marker expired: %+v %v", res, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -254,19 +255,15 @@ func TestJitterStratified(t *testing.T) {
 // the current one).
 func admitTaken(t *testing.T, q *Queue, room string) Result {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		res, err := q.Admit(context.Background(), room)
-		if err != nil {
+	var res Result
+	waitfor.Until(t, 5*time.Second, "a tick taken", func() bool {
+		var err error
+		if res, err = q.Admit(context.Background(), room); err != nil {
 			t.Fatal(err)
 		}
-		if res.Taken {
-			return res
-		}
-		time.Sleep(q.Capacity().Tick / 10) // wait for the next tick boundary
-	}
-	t.Fatal("no tick taken")
-	return Result{}
+		return res.Taken
+	})
+	return res
 }
 
 func TestTokenLifecycle(t *testing.T) {
@@ -390,17 +387,13 @@ func TestForgetRoomWhenEmpty(t *testing.T) {
 			t.Fatal(err)
 		}
 		q.tickOnce(ctx)
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			rooms, _ := q.Rooms(ctx)
-			if len(rooms) == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("room still listed: %v", rooms)
+		waitfor.Until(t, 5*time.Second, "the emptied room no longer listed", func() bool {
+			if rooms, _ := q.Rooms(ctx); len(rooms) == 0 {
+				return true
 			}
 			q.tickOnce(ctx)
-		}
+			return false
+		})
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 )
 
 // countingLooks counts the tick loop's looks at the rooms.
@@ -66,18 +67,6 @@ func (a *admittedIn) of(room string) int {
 	return a.n[room]
 }
 
-// eventually polls cond until it holds, failing the test after within.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling state the loop moves
-	}
-}
-
 // TestQuietTickLoop: while every room is paused, the tick loop looks at
 // the rooms about every quietEvery instead of every tick; a join, a resume
 // and places given back on this instance wake it at once (here with the
@@ -96,20 +85,22 @@ func TestQuietTickLoop(t *testing.T) {
 		counting := &countingLooks{Redis: r}
 		var got admittedIn
 		q := newQueue(t, counting, &Options{Capacity: Capacity{Batch: 2, Tick: tick}, OnAdmit: got.add})
-		stopQ := runLoop(t, q)
 		start := time.Now()
-		time.Sleep(30 * tick) // the span counted; the loop runs on its own
-		looks, span := counting.looks.Load(), time.Since(start)
-		// A busy machine makes fewer, never more.
-		if limit := int64(span/quietEvery) + 2; looks < 1 || looks > limit {
-			t.Fatalf("%d looks at the rooms in %v with every room paused, want 1 to %d", looks, span, limit)
+		stopQ := runLoop(t, q)
+		// Four looks take at least three quiet waits; a loop that looked
+		// every tick would make them in three ticks. A busy machine only
+		// makes the span longer.
+		const looks = 4
+		waitfor.Until(t, 10*time.Second, "four looks at the paused rooms", func() bool { return counting.looks.Load() >= looks })
+		if span := time.Since(start); int64(span/quietEvery)+2 < looks {
+			t.Fatalf("%d looks at the rooms in %v with every room paused, want at most one each %v", looks, span, quietEvery)
 		}
 
 		// Resumed by the other instance: seen without a wake.
 		if _, err := other.UpdateRoomConfig(ctx, "calm", func(c *RoomConfig) error { c.Paused = false; return nil }); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the resume made elsewhere admitted", func() bool { return got.of("calm") == 4 })
+		waitfor.Until(t, 10*time.Second, "the resume made elsewhere admitted", func() bool { return got.of("calm") == 4 })
 		// From here on only q2's loop may admit: q's would take the rooms
 		// the rest waits for q2 to admit.
 		stopQ()
@@ -117,7 +108,16 @@ func TestQuietTickLoop(t *testing.T) {
 		// An instance whose quiet wait is an hour: only a wake ticks it.
 		counting2 := &countingLooks{Redis: r}
 		var got2 admittedIn
-		q2 := newQueue(t, counting2, &Options{Capacity: Capacity{Batch: 2, Tick: tick}, OnAdmit: got2.add})
+		// The look of the tick that last admitted: the tick after it
+		// finds nothing to do, and its look is the last before the
+		// hour-long quiet wait.
+		var lookAtAdmit atomic.Int64
+		onAdmit := func(room string, n int) {
+			lookAtAdmit.Store(counting2.looks.Load())
+			got2.add(room, n)
+		}
+		quietAgain := func() bool { return counting2.looks.Load() > lookAtAdmit.Load() }
+		q2 := newQueue(t, counting2, &Options{Capacity: Capacity{Batch: 2, Tick: tick}, OnAdmit: onAdmit})
 		q2.quiet = time.Hour
 		if err := q2.SetRoomConfig(ctx, "asleep", RoomConfig{Paused: true}); err != nil {
 			t.Fatal(err)
@@ -125,29 +125,21 @@ func TestQuietTickLoop(t *testing.T) {
 		joinN(t, q2, "asleep", 2, "a")
 		runLoop(t, q2)
 		looked := func(n int64) func() bool { return func() bool { return counting2.looks.Load() >= n } }
-		eventually(t, 10*time.Second, "the first look", looked(1))
+		waitfor.Until(t, 10*time.Second, "the first look", looked(1))
 
 		// A join here into a room nobody paused.
 		joinN(t, q2, "fresh", 2, "f")
-		eventually(t, 10*time.Second, "the join admitted", func() bool { return got2.of("fresh") == 2 })
+		waitfor.Until(t, 10*time.Second, "the join admitted", func() bool { return got2.of("fresh") == 2 })
 
 		// A resume made here.
-		eventually(t, 10*time.Second, "quiet again", func() bool {
-			n := counting2.looks.Load()
-			time.Sleep(5 * tick) // a quiet loop makes no look in five ticks
-			return counting2.looks.Load() == n
-		})
+		waitfor.Until(t, 10*time.Second, "quiet again", quietAgain)
 		if _, err := q2.UpdateRoomConfig(ctx, "asleep", func(c *RoomConfig) error { c.Paused = false; return nil }); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the resume made here admitted", func() bool { return got2.of("asleep") == 2 })
+		waitfor.Until(t, 10*time.Second, "the resume made here admitted", func() bool { return got2.of("asleep") == 2 })
 
 		// Places given back after a loss.
-		eventually(t, 10*time.Second, "quiet again", func() bool {
-			n := counting2.looks.Load()
-			time.Sleep(5 * tick)
-			return counting2.looks.Load() == n
-		})
+		waitfor.Until(t, 10*time.Second, "quiet again", quietAgain)
 		_, tk, err := other.JoinTicket(ctx, "back", "b1")
 		if err != nil {
 			t.Fatal(err)
@@ -158,7 +150,7 @@ func TestQuietTickLoop(t *testing.T) {
 		if res, err := q2.Retake(ctx, "back", []string{"b1"}, []Ticket{tk}); err != nil || res.Tickets != 1 {
 			t.Fatalf("retake: %+v %v", res, err)
 		}
-		eventually(t, 10*time.Second, "the place given back admitted", func() bool { return got2.of("back") == 1 })
+		waitfor.Until(t, 10*time.Second, "the place given back admitted", func() bool { return got2.of("back") == 1 })
 	})
 }
 
@@ -189,12 +181,12 @@ func TestLossSeenWithoutAFailedCall(t *testing.T) {
 			n, _ := asInt(v)
 			return err == nil && n == 1
 		}
-		eventually(t, 10*time.Second, "the marker written", alive)
+		waitfor.Until(t, 10*time.Second, "the marker written", alive)
 
 		if _, err := r.Do(ctx, "FLUSHALL"); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the marker written again", alive)
+		waitfor.Until(t, 10*time.Second, "the marker written again", alive)
 		c, err := q.RoomConfig(ctx, "kept")
 		if err != nil || !c.Paused || c.Seats != 40 {
 			t.Fatalf("settings after the loss: %+v %v", c, err)

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/redistest"
-	"github.com/waitroom/waitroom/wire"
 	"unsafe"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/wire"
 )
 
 func TestTicketCredential(t *testing.T) {
@@ -339,17 +341,15 @@ func TestRestoreEveryInstanceWritesBack(t *testing.T) {
 			}
 			tickets = append(tickets, tk)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for n := 0; n < 3; {
-			if time.Now().After(deadline) {
-				t.Fatalf("a admitted %d of 3", n)
-			}
+		n := 0
+		waitfor.Until(t, 5*time.Second, "a admitting all 3", func() bool {
 			res, err := a.Admit(ctx, room)
 			if err != nil {
 				t.Fatal(err)
 			}
 			n += len(res.Admitted)
-		}
+			return n >= 3
+		})
 		a.tickOnce(ctx)
 		_, w, err := a.JoinTicket(ctx, room, "w")
 		if err != nil {

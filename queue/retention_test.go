@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -148,7 +149,7 @@ func passThrough(tb testing.TB, r Redis, n int) {
 				_, err = q.Consume(ctx, tok, Spend)
 				var early *TooEarlyError
 				if errors.As(err, &early) {
-					time.Sleep(early.Wait)
+					time.Sleep(early.Wait) // the token's own moment of validity, a clock moment
 					continue
 				}
 				break
@@ -173,23 +174,19 @@ func passThrough(tb testing.TB, r Redis, n int) {
 	// One token cap and one retention period later (with the tick's
 	// sweep), only the room's own keys are left.
 	const slack = 8
-	deadline := time.Now().Add(ttl + retention + 20*time.Second)
-	for {
-		keys := dbsize(tb, r)
+	var keys, na int64
+	cleared := false
+	defer func() { // runs too when the wait below fails the test
+		all, _ := r.Do(ctx, "KEYS", "*")
+		tb.Logf("keys %d before, %d after (slack %d), %d entries left in the active set (cleared: %v): %v", before, keys, slack, na, cleared, all)
+	}()
+	waitfor.Until(tb, ttl+retention+20*time.Second, "only the room's own keys left and the active set empty", func() bool {
+		keys = dbsize(tb, r)
 		active, _ := r.Do(ctx, "ZCARD", prefix(room)+"active")
-		na, _ := asInt(active)
-		if keys <= before+slack && na == 0 {
-			all, _ := r.Do(ctx, "KEYS", "*")
-			tb.Logf("keys %d before, %d after %v; active set empty", before, keys, all)
-			break
-		}
-		if time.Now().After(deadline) {
-			all, _ := r.Do(ctx, "KEYS", "*")
-			tb.Logf("keys: %v", all)
-			tb.Fatalf("keys %d before, %d now (slack %d); %d entries left in the active set", before, keys, slack, na)
-		}
-		time.Sleep(200 * time.Millisecond) // waiting for Redis expiry: a condition polled with a deadline
-	}
+		na, _ = asInt(active)
+		return keys <= before+slack && na == 0
+	})
+	cleared = true
 }
 
 func dbsize(t testing.TB, r Redis) int64 {

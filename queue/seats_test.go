@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -22,17 +23,15 @@ func seatsOpts() *Options {
 // admission.
 func admitOne(t *testing.T, q *Queue, room string) wire.Admission {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if res := admitTaken(t, q, room); len(res.Admitted) > 0 {
-			if len(res.Admitted) != 1 {
-				t.Fatalf("admitted %d at once with one seat", len(res.Admitted))
-			}
-			return res.Admitted[0]
-		}
+	var res Result
+	waitfor.Until(t, 5*time.Second, "somebody admitted", func() bool {
+		res = admitTaken(t, q, room)
+		return len(res.Admitted) > 0
+	})
+	if len(res.Admitted) != 1 {
+		t.Fatalf("admitted %d at once with one seat", len(res.Admitted))
 	}
-	t.Fatal("nobody admitted")
-	return wire.Admission{}
+	return res.Admitted[0]
 }
 
 // TestSeatFreedOnceAfterExpiryAndLeave: a token that expired unused frees

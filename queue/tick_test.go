@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 )
 
 // waitNextTick waits until the clock is just past the next tick boundary.
@@ -154,19 +155,21 @@ func TestIdleRoomKeysExpire(t *testing.T) {
 // stuckRoom is a Redis whose script calls on one room's keys hang until
 // released, whatever their context says: a node that stopped answering
 // and a client that does not give up. hung counts the admit calls among
-// them.
+// them, and back the calls that hung and have returned.
 type stuckRoom struct {
 	Redis
 	room    string
 	armed   atomic.Bool
 	release chan struct{}
 	hung    atomic.Int64
+	back    atomic.Int64
 }
 
 func (s *stuckRoom) Eval(ctx context.Context, sc *Script, keys []string, args ...string) (any, error) {
 	if s.armed.Load() && len(keys) > 0 && keys[0] == queueKey(s.room) {
 		if sc == admitScript {
 			s.hung.Add(1)
+			defer s.back.Add(1)
 		}
 		<-s.release
 	}
@@ -211,13 +214,7 @@ func TestTickDoesNotWaitForAStuckRoom(t *testing.T) {
 				<-ran
 			}
 		}()
-		deadline := time.Now().Add(20 * time.Second)
-		for admitted.Load() < 10 {
-			if time.Now().After(deadline) {
-				t.Fatalf("the other room got %d admitted while one room hung, want 10", admitted.Load())
-			}
-			time.Sleep(10 * time.Millisecond) // polling a counter the tick loop moves
-		}
+		waitfor.Until(t, 20*time.Second, "10 admitted in the other room while one room hung", func() bool { return admitted.Load() >= 10 })
 		if n := stuck.hung.Load(); n != 1 {
 			t.Fatalf("%d admit calls hung on the stuck room, want 1 (no call piled on a running one)", n)
 		}
@@ -225,12 +222,16 @@ func TestTickDoesNotWaitForAStuckRoom(t *testing.T) {
 		select {
 		case <-ran:
 			t.Fatal("Run returned while an admit call was still running")
-		case <-time.After(50 * time.Millisecond): // a negative check: Run must still be waiting
+		default:
 		}
+		// Whenever Run returns, the hung call must have returned first.
 		release()
 		returned = true
 		if err := <-ran; err != nil {
 			t.Fatal(err)
+		}
+		if back, hung := stuck.back.Load(), stuck.hung.Load(); back < hung {
+			t.Fatalf("Run returned with %d of %d hung calls still running", hung-back, hung)
 		}
 	})
 }
@@ -268,6 +269,7 @@ func TestPausedRoomTickedOncePerSecond(t *testing.T) {
 			t.Fatal(err)
 		}
 		joinN(t, q, "quiet", 10, "v")
+		start := time.Now()
 		rctx, cancel := context.WithCancel(ctx)
 		ran := make(chan error, 1)
 		go func() { ran <- q.Run(rctx) }()
@@ -278,36 +280,24 @@ func TestPausedRoomTickedOncePerSecond(t *testing.T) {
 			}
 		}()
 
-		// 30 ticks of a paused room: a look at the start and about one a
-		// second after (a busy machine makes fewer, never more).
-		start := time.Now()
-		time.Sleep(30 * tick) // the span counted; the loop runs on its own
-		calls, span := counting.calls.Load(), time.Since(start)
-		if limit := int64(span/pausedEvery) + 2; calls < 1 || calls > limit {
-			t.Fatalf("%d admit calls in %v of a paused room, want 1 to %d", calls, span, limit)
+		// Four admit calls of a paused room take at least three skips of
+		// pausedEvery each; a loop that called it every tick would make
+		// them in three ticks. A busy machine only makes the span longer.
+		const calls = 4
+		waitfor.Until(t, 20*time.Second, "four admit calls of the paused room", func() bool { return counting.calls.Load() >= calls })
+		if span := time.Since(start); int64(span/pausedEvery)+2 < calls {
+			t.Fatalf("%d admit calls in %v of a paused room, want at most one each %v", calls, span, pausedEvery)
 		}
 		if n := admitted.Load(); n != 0 {
 			t.Fatalf("%d admitted while paused", n)
 		}
 
-		// Resumed by the other instance: admitted again.
+		// Resumed by the other instance: admitted again, and from then on
+		// the room is no longer skipped.
 		if _, err := other.UpdateRoomConfig(ctx, "quiet", func(c *RoomConfig) error { c.Paused = false; return nil }); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for admitted.Load() == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("not admitted within 10 s of the resume")
-			}
-			time.Sleep(10 * time.Millisecond) // polling a counter the tick loop moves
-		}
-		// From then on the room is no longer skipped.
-		for admitted.Load() < 10 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of 10 admitted within 10 s of the resume", admitted.Load())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitfor.Until(t, 10*time.Second, "all 10 admitted after the resume", func() bool { return admitted.Load() >= 10 })
 		if q.paused.skip("quiet", time.Now()) {
 			t.Fatal("the resumed room is still skipped")
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 )
 
 const testAdminKey = "admin-key-0123456789abcdef"
@@ -105,7 +106,7 @@ func TestSoldOutPushed(t *testing.T) {
 		v.join("seats")
 		clients = append(clients, dial(t, []string{"ws", "sse"}[i%2], ts.URL, "seats", v.cred))
 	}
-	waitFor(t, 5*time.Second, "connected", func() bool { return ts.hub.Stats().Visitors == 6 })
+	waitfor.Until(t, 5*time.Second, "connected", func() bool { return ts.hub.Stats().Visitors == 6 })
 	for {
 		res, err := ts.q.Admit(context.Background(), "seats")
 		if err != nil {
@@ -118,7 +119,7 @@ func TestSoldOutPushed(t *testing.T) {
 			break
 		}
 	}
-	waitFor(t, 10*time.Second, "3 admitted and 3 sold out", func() bool {
+	waitfor.Until(t, 10*time.Second, "3 admitted and 3 sold out", func() bool {
 		adm, sold := 0, 0
 		for _, c := range clients {
 			adm += c.count("admitted")
@@ -164,7 +165,7 @@ func TestRedisDownFailOpenAndRecover(t *testing.T) {
 			if err := ts.rooms.refresh(ctx); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 5*time.Second, "notBefore", func() bool { return time.Now().After(last) })
+			waitfor.Until(t, 5*time.Second, "notBefore", func() bool { return time.Now().After(last) })
 
 			srv.Stop()
 			if r := newVisitor(t, ts.URL).do("POST", "/api/v1/rooms/open/join", ""); r.Code != 503 || r.Header.Get("Retry-After") == "" {

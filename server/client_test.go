@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 )
 
 // fields decodes a received message as a map.
@@ -38,7 +39,7 @@ func TestPushHello(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			p := dial(t, kind, ts.URL, "hello", v.cred)
 			var ms []pushMsg
-			waitFor(t, 5*time.Second, "hello and state", func() bool {
+			waitfor.Until(t, 5*time.Second, "hello and state", func() bool {
 				p.mu.Lock()
 				defer p.mu.Unlock()
 				ms = append(append([]pushMsg(nil), p.hellos...), p.msgs...)
@@ -58,7 +59,7 @@ func TestPushHello(t *testing.T) {
 				t.Fatalf("second message %s: want the state", ms[1].raw)
 			}
 			if kind == "sse" {
-				waitFor(t, 5*time.Second, "a heartbeat event", func() bool { return p.heartbeats() > 0 })
+				waitfor.Until(t, 5*time.Second, "a heartbeat event", func() bool { return p.heartbeats() > 0 })
 			}
 			p.mu.Lock()
 			n := len(p.hellos)
@@ -85,7 +86,7 @@ func TestDegradedWhileRedisIsDown(t *testing.T) {
 			v.join("outage")
 			ws := dialWS(t, ts.URL, "outage", v.cred)
 			sse := dialSSE(t, ts.URL, "outage", v.cred)
-			waitFor(t, 5*time.Second, "first states", func() bool { return ws.count("waiting") > 0 && sse.count("waiting") > 0 })
+			waitfor.Until(t, 5*time.Second, "first states", func() bool { return ws.count("waiting") > 0 && sse.count("waiting") > 0 })
 
 			srv.Stop()
 			degraded := func(p *pushClient) (pushMsg, bool) {
@@ -96,7 +97,7 @@ func TestDegradedWhileRedisIsDown(t *testing.T) {
 				}
 				return pushMsg{}, false
 			}
-			waitFor(t, 15*time.Second, "degraded states", func() bool {
+			waitfor.Until(t, 15*time.Second, "degraded states", func() bool {
 				_, a := degraded(ws)
 				_, b := degraded(sse)
 				return a && b
@@ -110,7 +111,7 @@ func TestDegradedWhileRedisIsDown(t *testing.T) {
 			seen := len(ws.messages())
 
 			srv.Restart(t)
-			waitFor(t, 15*time.Second, "a state that is not degraded", func() bool {
+			waitfor.Until(t, 15*time.Second, "a state that is not degraded", func() bool {
 				ms := ws.messages()
 				for _, m := range ms[seen:] {
 					if m.Type == "state" && m.fields()["degraded"] == nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -113,7 +114,7 @@ func TestClusterFaults(t *testing.T) {
 			}{room, v})
 		}
 	}
-	waitFor(t, 30*time.Second, "every push client's first state", func() bool {
+	waitfor.Until(t, 30*time.Second, "every push client's first state", func() bool {
 		for _, p := range pushes {
 			if len(p.p.messages()) == 0 {
 				return false
@@ -151,7 +152,7 @@ func TestClusterFaults(t *testing.T) {
 	}
 	progress := func(room string, share int) {
 		t.Helper()
-		waitFor(t, 60*time.Second, fmt.Sprintf("%s at %d%%", room, share), func() bool { return admittedIn(room)*100 >= perRoom*share })
+		waitfor.Until(t, 60*time.Second, fmt.Sprintf("%s at %d%%", room, share), func() bool { return admittedIn(room)*100 >= perRoom*share })
 	}
 
 	progress(kick, 20)
@@ -187,7 +188,7 @@ func TestClusterFaults(t *testing.T) {
 	promoted := cl.KillMaster(t, victim, 30*time.Second)
 	t.Logf("master of %s killed, replica %s promoted after %v", kill, promoted, time.Since(killedAt).Round(time.Millisecond))
 
-	waitFor(t, 90*time.Second, "everyone admitted", func() bool {
+	waitfor.Until(t, 90*time.Second, "everyone admitted", func() bool {
 		for _, room := range rooms {
 			if admittedIn(room) != perRoom {
 				return false

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 )
 
 // TestClusterEndToEnd runs a server on a three-node Redis Cluster with each
@@ -22,7 +23,7 @@ func TestClusterEndToEnd(t *testing.T) {
 			a.join(room)
 			b.join(room)
 			wa, sb := dialWS(t, ts.URL, room, a.cred), dialSSE(t, ts.URL, room, b.cred)
-			waitFor(t, 5*time.Second, "first states", func() bool { return len(wa.messages()) > 0 && len(sb.messages()) > 0 })
+			waitfor.Until(t, 5*time.Second, "first states", func() bool { return len(wa.messages()) > 0 && len(sb.messages()) > 0 })
 			for {
 				res, err := ts.q.Admit(context.Background(), room)
 				if err != nil {
@@ -32,7 +33,7 @@ func TestClusterEndToEnd(t *testing.T) {
 					break
 				}
 			}
-			waitFor(t, 10*time.Second, "admitted pushed over the cluster's pub/sub", func() bool {
+			waitfor.Until(t, 10*time.Second, "admitted pushed over the cluster's pub/sub", func() bool {
 				return wa.count("admitted") == 1 && sb.count("admitted") == 1
 			})
 			var tok string

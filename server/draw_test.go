@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/waitfor"
 )
 
 // drawOrder is the documented draw function, written out here so the
@@ -73,7 +75,7 @@ func TestDrawEndpoint(t *testing.T) {
 			t.Fatalf("open: %d %s", r.Code, r.Raw)
 		}
 		var after reply
-		waitFor(t, 10*time.Second, "the draw revealed", func() bool {
+		waitfor.Until(t, 10*time.Second, "the draw revealed", func() bool {
 			vs[0].join("drop") // a join always reaches Redis, and draws
 			after = op.do("GET", "/api/v1/rooms/drop/draw?limit=10", "")
 			return after.str("state") == "revealed"

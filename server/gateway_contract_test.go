@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 )
@@ -159,7 +160,7 @@ func TestCheckSlides(t *testing.T) {
 	}
 	old, _ := ts.gw.Sessions().Parse(session)
 	var slid string
-	waitFor(t, 10*time.Second, "a slide", func() bool {
+	waitfor.Until(t, 10*time.Second, "a slide", func() bool {
 		resp := check(session)
 		if resp.StatusCode != 200 {
 			t.Fatalf("session refused: %d", resp.StatusCode)
@@ -201,7 +202,7 @@ func TestCheckFailMode(t *testing.T) {
 				return resp
 			}
 			srv.Stop()
-			waitFor(t, 15*time.Second, "the revocation feed down", func() bool { return ts.gw.Down() })
+			waitfor.Until(t, 15*time.Second, "the revocation feed down", func() bool { return ts.gw.Down() })
 			if resp := check(session); resp.StatusCode != 200 || resp.Header.Get("X-Waitroom-Room") != "gw" {
 				t.Fatalf("valid session while Redis is down: %d", resp.StatusCode)
 			}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 )
@@ -157,6 +158,8 @@ func tryGatewayProcess(t *testing.T, kind, wr, app string) (string, error) {
 			stop()
 			return "", fmt.Errorf("not listening on %s: %s", addr, logs())
 		}
+		// Not waitfor.Until: a proxy that exits or never listens is an
+		// error the caller retries (on another port), not a failed test.
 		time.Sleep(20 * time.Millisecond) // polling interval of a condition with a deadline
 	}
 	t.Cleanup(func() {
@@ -168,7 +171,7 @@ func tryGatewayProcess(t *testing.T, kind, wr, app string) (string, error) {
 	if kind == "traefik" {
 		// Traefik listens before its file provider has loaded the
 		// routers: until then every path is its own 404.
-		waitFor(t, 15*time.Second, "traefik's routers", func() bool {
+		waitfor.Until(t, 15*time.Second, "traefik's routers", func() bool {
 			resp, err := http.Get("http://" + addr + "/waitroom/healthz")
 			if err != nil {
 				return false
@@ -226,7 +229,7 @@ func stateOf(t *testing.T, b *browser, room string) map[string]any {
 // notBefore has passed.
 func admittedNow(t *testing.T, b *browser, room string) {
 	t.Helper()
-	waitFor(t, 20*time.Second, "admitted", func() bool {
+	waitfor.Until(t, 20*time.Second, "admitted", func() bool {
 		st := stateOf(t, b, room)
 		if st["status"] != "admitted" {
 			return false
@@ -338,7 +341,7 @@ func testRealGateway(t *testing.T, kind string) {
 
 	// A slid session's new cookie comes back through the gateway.
 	first := cookieValue(a, "wr_session_gw")
-	waitFor(t, 10*time.Second, "a slid session cookie through "+kind, func() bool {
+	waitfor.Until(t, 10*time.Second, "a slid session cookie through "+kind, func() bool {
 		if resp, _ := a.get("GET", "/checkout/page"); resp.StatusCode != 200 {
 			t.Fatalf("with a session: %d", resp.StatusCode)
 		}
@@ -377,7 +380,7 @@ func testRealGateway(t *testing.T, kind string) {
 		}
 	}
 	// nginx calls waitroom after the response has gone (post_action).
-	waitFor(t, 10*time.Second, "a's session ended", func() bool {
+	waitfor.Until(t, 10*time.Second, "a's session ended", func() bool {
 		_, _, ok, err := ts.q.Session(ctx, "gw", aID)
 		return err == nil && !ok
 	})
@@ -402,7 +405,7 @@ func testRealGateway(t *testing.T, kind string) {
 func (ts *testServer) admitTick(t *testing.T, room string) queue.Result {
 	t.Helper()
 	var res queue.Result
-	waitFor(t, 5*time.Second, "a tick", func() bool {
+	waitfor.Until(t, 5*time.Second, "a tick", func() bool {
 		var err error
 		if res, err = ts.q.Admit(context.Background(), room); err != nil {
 			t.Fatal(err)

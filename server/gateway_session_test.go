@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 )
@@ -298,7 +299,7 @@ func TestGatewaySlideShortRoom(t *testing.T) {
 		if err := ts.q.SetRoomConfig(ctx, room, queue.RoomConfig{TokenTTL: d}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, room+"'s settings in memory", func() bool { return ts.rooms.tokenTTL(room) == d })
+		waitfor.Until(t, 10*time.Second, room+"'s settings in memory", func() bool { return ts.rooms.tokenTTL(room) == d })
 	}
 	if ts.cfg.TokenTTL != 300*time.Second {
 		t.Fatalf("-token-ttl is %s, want the default", ts.cfg.TokenTTL)

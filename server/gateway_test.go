@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -119,7 +120,7 @@ func gatewayAdmit(t *testing.T, ts *testServer, b *browser, room, ret string) st
 		t.Fatalf("join: %d %s", resp.StatusCode, body)
 	}
 	id := strings.SplitN(cookieValue(b, visitorCookie), ".", 2)[0]
-	waitFor(t, 10*time.Second, "admitted", func() bool {
+	waitfor.Until(t, 10*time.Second, "admitted", func() bool {
 		if _, err := ts.q.Admit(context.Background(), room); err != nil {
 			t.Fatal(err)
 		}
@@ -204,7 +205,7 @@ func TestGatewayProxy(t *testing.T) {
 		if resp.StatusCode != 200 || body != "paid" || resp.Header.Get("Waitroom-Session") != "" {
 			t.Fatalf("pay: %d %q header %q", resp.StatusCode, body, resp.Header.Get("Waitroom-Session"))
 		}
-		waitFor(t, 5*time.Second, "b admitted into the freed slot", func() bool {
+		waitfor.Until(t, 5*time.Second, "b admitted into the freed slot", func() bool {
 			res, err := ts.q.Admit(ctx, "gw")
 			if err != nil {
 				t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/limit"
 )
 
@@ -330,7 +331,7 @@ func startPathApp(t *testing.T, name string) pathApp {
 		<-exited
 	})
 	a := pathApp{name: name, addr: "127.0.0.1:" + port}
-	waitFor(t, 15*time.Second, name+" app listening", func() bool {
+	waitfor.Until(t, 15*time.Second, name+" app listening", func() bool {
 		select {
 		case <-exited:
 			t.Fatalf("%s app exited", name)
@@ -493,7 +494,7 @@ func TestGatewayCheckEnd(t *testing.T) {
 	if resp.StatusCode != 204 {
 		t.Fatalf("the gateway's end call: %d %s", resp.StatusCode, body)
 	}
-	waitFor(t, 5*time.Second, "the session ended", func() bool {
+	waitfor.Until(t, 5*time.Second, "the session ended", func() bool {
 		_, _, ok, err := ts.q.Session(ctx, "gw", id)
 		return err == nil && !ok
 	})

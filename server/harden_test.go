@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/limit"
 )
 
@@ -26,7 +27,7 @@ func TestOrderNeedsVisitor(t *testing.T) {
 		st := ts.admitUntil(t, v, "drop")
 		tok := st.str("token")
 		nb, _ := time.Parse(time.RFC3339Nano, st.str("notBefore"))
-		waitFor(t, 5*time.Second, "notBefore", func() bool { return time.Now().After(nb.Add(5 * time.Millisecond)) })
+		waitfor.Until(t, 5*time.Second, "notBefore", func() bool { return time.Now().After(nb.Add(5 * time.Millisecond)) })
 
 		bare := newVisitor(t, ts.URL) // no cookie
 		order := func(hdr ...string) reply {
@@ -142,14 +143,14 @@ func TestSilentConnectionsClosed(t *testing.T) {
 		ws := dialWS(t, ts.URL, "slow", v.cred)
 		sse := dialSSE(t, ts.URL, "slow", v.cred)
 		since := time.Now()
-		waitFor(t, 5*time.Second, "three idle timeouts", func() bool { return time.Since(since) > 1800*time.Millisecond })
+		waitfor.Until(t, 5*time.Second, "three idle timeouts", func() bool { return time.Since(since) > 1800*time.Millisecond })
 		if ws.isClosed() || sse.isClosed() {
 			t.Fatalf("push connection closed: ws %v sse %v", ws.isClosed(), sse.isClosed())
 		}
 		if _, err := ts.q.Admit(context.Background(), "slow"); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "admitted over both", func() bool { return ws.count("admitted") > 0 && sse.count("admitted") > 0 })
+		waitfor.Until(t, 5*time.Second, "admitted over both", func() bool { return ws.count("admitted") > 0 && sse.count("admitted") > 0 })
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -40,7 +41,7 @@ func TestJoinStatusLeave(t *testing.T) {
 		}
 		// b's last answer may be served from memory until its nextPollMs
 		// has passed; then it is exact.
-		waitFor(t, 10*time.Second, "b moves up", func() bool { return b.status("drop").num("position") == 1 })
+		waitfor.Until(t, 10*time.Second, "b moves up", func() bool { return b.status("drop").num("position") == 1 })
 		if r := a.status("drop"); r.str("status") != "not_in_queue" {
 			t.Fatalf("a after leaving: %s", r.Raw)
 		}
@@ -93,7 +94,7 @@ func TestProtectedEndpoint(t *testing.T) {
 				return
 			}
 		}
-		waitFor(t, 5*time.Second, "notBefore", func() bool { return time.Now().After(nb.Add(5 * time.Millisecond)) })
+		waitfor.Until(t, 5*time.Second, "notBefore", func() bool { return time.Now().After(nb.Add(5 * time.Millisecond)) })
 		// Another visitor's credential alongside the token: 403.
 		if r := other.do("POST", "/api/v1/rooms/drop/orders", "", "Authorization", "Bearer "+tok); r.Code != 403 || r.errCode() != "wrong_visitor" {
 			t.Fatalf("other visitor: %d %s", r.Code, r.Raw)
@@ -134,7 +135,7 @@ func TestProtectedEndpoint(t *testing.T) {
 		// The other visitor's token expires unused (TTL 2 s): 401.
 		ost := ts.admitUntil(t, other, "drop")
 		exp, _ := time.Parse(time.RFC3339Nano, ost.str("expiresAt"))
-		waitFor(t, 10*time.Second, "expiry", func() bool { return time.Now().After(exp.Add(10 * time.Millisecond)) })
+		waitfor.Until(t, 10*time.Second, "expiry", func() bool { return time.Now().After(exp.Add(10 * time.Millisecond)) })
 		if r := other.do("POST", "/api/v1/rooms/drop/orders", "", "Authorization", "Bearer "+ost.str("token")); r.Code != 401 || r.errCode() != "token_expired" {
 			t.Fatalf("expired: %d %s", r.Code, r.Raw)
 		}
@@ -157,7 +158,7 @@ func TestTooEarly(t *testing.T) {
 		}
 		// The too-early attempt did not use the token up.
 		nb, _ := time.Parse(time.RFC3339Nano, st.str("notBefore"))
-		waitFor(t, 10*time.Second, "notBefore", func() bool { return time.Now().After(nb.Add(5 * time.Millisecond)) })
+		waitfor.Until(t, 10*time.Second, "notBefore", func() bool { return time.Now().After(nb.Add(5 * time.Millisecond)) })
 		if r := v.do("POST", "/api/v1/rooms/slow/orders", "", "Authorization", "Bearer "+st.str("token")); r.Code != 201 {
 			t.Fatalf("after notBefore: %d %s", r.Code, r.Raw)
 		}
@@ -251,14 +252,14 @@ func TestDBTimeoutKeepsToken(t *testing.T) {
 		sa, sb := ts.admitUntil(t, a, "db"), ts.admitUntil(t, b, "db")
 		for _, st := range []reply{sa, sb} {
 			nb, _ := time.Parse(time.RFC3339Nano, st.str("notBefore"))
-			waitFor(t, 5*time.Second, "notBefore", func() bool { return time.Now().After(nb.Add(5 * time.Millisecond)) })
+			waitfor.Until(t, 5*time.Second, "notBefore", func() bool { return time.Now().After(nb.Add(5 * time.Millisecond)) })
 		}
 		first := make(chan reply, 1)
 		go func() {
 			first <- a.do("POST", "/api/v1/rooms/db/orders", "", "Authorization", "Bearer "+sa.str("token"))
 		}()
 		// b's order finds the only DB slot taken.
-		waitFor(t, 5*time.Second, "a holds the slot", func() bool { return ts.db.inUse.Load() == 1 })
+		waitfor.Until(t, 5*time.Second, "a holds the slot", func() bool { return ts.db.inUse.Load() == 1 })
 		r := b.do("POST", "/api/v1/rooms/db/orders", "", "Authorization", "Bearer "+sb.str("token"))
 		if r.Code != 503 || r.errCode() != "db_timeout" {
 			t.Fatalf("busy DB: %d %s", r.Code, r.Raw)

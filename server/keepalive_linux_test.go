@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"golang.org/x/sys/unix"
 )
 
@@ -79,10 +80,10 @@ func TestPushSocketsHaveNoKernelKeepalive(t *testing.T) {
 			t.Fatalf("join: %s", r.Raw)
 		}
 		p := dial(t, kind, ts.URL, "room", v.cred)
-		waitFor(t, 5*time.Second, kind+" first state", func() bool { return len(p.messages()) > 0 })
+		waitfor.Until(t, 5*time.Second, kind+" first state", func() bool { return len(p.messages()) > 0 })
 	}
 	var socks map[int]int
-	waitFor(t, 5*time.Second, "two push sockets", func() bool {
+	waitfor.Until(t, 5*time.Second, "two push sockets", func() bool {
 		socks = pushSockets(t, port)
 		return len(socks) == 2
 	})

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/waitfor"
 )
 
 // TestLotteryLogEndpoint: the lottery's log is public and paged, refuses
@@ -28,7 +30,7 @@ func TestLotteryLogEndpoint(t *testing.T) {
 		ids = append(ids, id)
 	}
 	var r reply
-	waitFor(t, 10*time.Second, "a pick in the log", func() bool {
+	waitfor.Until(t, 10*time.Second, "a pick in the log", func() bool {
 		if _, err := ts.q.Admit(context.Background(), "drop"); err != nil {
 			t.Fatal(err)
 		}

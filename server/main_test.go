@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 )
 
 var clientKinds = []string{"rueidis", "go-redis"}
@@ -94,7 +95,7 @@ func (ts *testServer) waitReadyz(tb testing.TB, within time.Duration, code int) 
 	if ts.cfg.Upstream != "" {
 		path = ts.gw.Page() + "readyz"
 	}
-	waitFor(tb, within, fmt.Sprintf("readyz %d", code), func() bool {
+	waitfor.Until(tb, within, fmt.Sprintf("readyz %d", code), func() bool {
 		resp, err := noKeepAlive.Get(ts.URL + path)
 		if err != nil {
 			return false
@@ -120,18 +121,6 @@ func eachServer(t *testing.T, mutate func(*config), f func(t *testing.T, ts *tes
 				f(t, startServer(t, srv, client, mutate))
 			})
 		}
-	}
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(tb testing.TB, within time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval of a condition with a deadline
 	}
 }
 
@@ -209,7 +198,7 @@ func (v *visitor) status(room string) reply {
 func (ts *testServer) admitUntil(tb testing.TB, v *visitor, room string) reply {
 	tb.Helper()
 	var r reply
-	waitFor(tb, 10*time.Second, "admission", func() bool {
+	waitfor.Until(tb, 10*time.Second, "admission", func() bool {
 		if _, err := ts.q.Admit(context.Background(), room); err != nil {
 			tb.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 )
 
 // texts returns the texts of the message frames p received.
@@ -47,13 +48,13 @@ func TestMessageAPIPushAndPoll(t *testing.T) {
 			t.Fatalf("join before any message: %s", r.Raw)
 		}
 		wc, sc := dial(t, "ws", ts.URL, "drop", ws.cred), dial(t, "sse", ts.URL, "drop", sse.cred)
-		waitFor(t, 5*time.Second, "first states", func() bool { return wc.count("waiting") > 0 && sc.count("waiting") > 0 })
+		waitfor.Until(t, 5*time.Second, "first states", func() bool { return wc.count("waiting") > 0 && sc.count("waiting") > 0 })
 
 		if r := ws.admin("PUT", "/rooms/drop/message", `{"text":`+jsonString(delayed)+`}`); r.Code != 200 || r.str("message") != delayed {
 			t.Fatalf("set: %d %s", r.Code, r.Raw)
 		}
 		for _, p := range []*pushClient{wc, sc} {
-			waitFor(t, 5*time.Second, p.kind+" message", func() bool { got, _ := p.lastText(); return got == delayed })
+			waitfor.Until(t, 5*time.Second, p.kind+" message", func() bool { got, _ := p.lastText(); return got == delayed })
 		}
 		if r := poller.status("drop"); r.str("message") != delayed || r.str("status") != "waiting" {
 			t.Fatalf("poll: %s", r.Raw)
@@ -63,7 +64,7 @@ func TestMessageAPIPushAndPoll(t *testing.T) {
 			t.Fatalf("join after the message: %s", r.Raw)
 		}
 		lc := dial(t, "ws", ts.URL, "drop", late.cred)
-		waitFor(t, 5*time.Second, "message on connect", func() bool { got, _ := lc.lastText(); return got == delayed })
+		waitfor.Until(t, 5*time.Second, "message on connect", func() bool { got, _ := lc.lastText(); return got == delayed })
 		if r := ws.admin("GET", "/rooms/drop", ""); r.str("message") != delayed {
 			t.Fatalf("settings: %s", r.Raw)
 		}
@@ -72,7 +73,7 @@ func TestMessageAPIPushAndPoll(t *testing.T) {
 			t.Fatalf("clear: %d %s", r.Code, r.Raw)
 		}
 		for _, p := range []*pushClient{wc, sc, lc} {
-			waitFor(t, 5*time.Second, p.kind+" cleared", func() bool { got, ok := p.lastText(); return ok && got == "" })
+			waitfor.Until(t, 5*time.Second, p.kind+" cleared", func() bool { got, ok := p.lastText(); return ok && got == "" })
 		}
 		other := newVisitor(t, ts.URL)
 		if r := other.join("drop"); strings.Contains(r.Raw, "message") {
@@ -82,7 +83,7 @@ func TestMessageAPIPushAndPoll(t *testing.T) {
 		if r := ws.admin("PUT", "/rooms/drop", `{"message":"Back soon."}`); r.Code != 200 || r.str("message") != "Back soon." {
 			t.Fatalf("put settings: %s", r.Raw)
 		}
-		waitFor(t, 5*time.Second, "message from settings", func() bool { got, _ := wc.lastText(); return got == "Back soon." })
+		waitfor.Until(t, 5*time.Second, "message from settings", func() bool { got, _ := wc.lastText(); return got == "Back soon." })
 
 		for body, want := range map[string]string{
 			`{"text":"<b>Sale</b>"}`:                      "plain text",
@@ -111,11 +112,11 @@ func TestMessageAcrossInstances(t *testing.T) {
 			v := newVisitor(t, a.URL)
 			v.join("drop")
 			p := dial(t, "sse", b.URL, "drop", v.cred)
-			waitFor(t, 5*time.Second, "first state", func() bool { return p.count("waiting") > 0 })
+			waitfor.Until(t, 5*time.Second, "first state", func() bool { return p.count("waiting") > 0 })
 			if r := newVisitor(t, a.URL).admin("PUT", "/rooms/drop/message", `{"text":"From A."}`); r.Code != 200 {
 				t.Fatalf("set: %s", r.Raw)
 			}
-			waitFor(t, 5*time.Second, "message on B", func() bool { got, _ := p.lastText(); return got == "From A." })
+			waitfor.Until(t, 5*time.Second, "message on B", func() bool { got, _ := p.lastText(); return got == "From A." })
 		})
 	}
 }

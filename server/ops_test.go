@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 )
 
 func writeFile(t *testing.T, path, content string) {
@@ -242,7 +243,7 @@ func TestRoomsFileReloadOnSIGHUP(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "reload on SIGHUP", func() bool { return v.admin("GET", "/rooms/drop", "").num("batch") == 9 })
+	waitfor.Until(t, 10*time.Second, "reload on SIGHUP", func() bool { return v.admin("GET", "/rooms/drop", "").num("batch") == 9 })
 }
 
 // A pinned default (method fifo) does not lock the other settings, and the

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/internal/workpool"
 )
 
@@ -63,13 +64,13 @@ func TestPushConnectionsWaitInTheEpollSet(t *testing.T) {
 			inSet := func(want int) func() bool {
 				return func() bool { return ts.hub.Stats().Conns[kind] == int64(want) && ts.poll.len() == want }
 			}
-			waitFor(t, 5*time.Second, "every connection waiting in the set", inSet(n))
+			waitfor.Until(t, 5*time.Second, "every connection waiting in the set", inSet(n))
 			if got := waitLoops(); got != 0 {
 				t.Fatalf("%d connections wait in a goroutine of their own", got)
 			}
 			// The set's loop waits in Go's poller, holding no thread in a
 			// system call.
-			waitFor(t, 5*time.Second, "the set's loop parked in Go's poller", func() bool { return loopState() == "IO wait" })
+			waitfor.Until(t, 5*time.Second, "the set's loop parked in Go's poller", func() bool { return loopState() == "IO wait" })
 
 			if kind == "ws" {
 				// Each read puts the connection back in the set.
@@ -89,7 +90,7 @@ func TestPushConnectionsWaitInTheEpollSet(t *testing.T) {
 				v := newVisitor(t, ts.URL)
 				v.join("epoll")
 				raw = sseRaw(t, ts.URL, "epoll", v.cred)
-				waitFor(t, 5*time.Second, "the raw stream in the set", inSet(n+1))
+				waitfor.Until(t, 5*time.Second, "the raw stream in the set", inSet(n+1))
 				for range 3 {
 					if _, err := raw.Write([]byte(strings.Repeat("x", 100))); err != nil {
 						t.Fatal(err)
@@ -103,23 +104,23 @@ func TestPushConnectionsWaitInTheEpollSet(t *testing.T) {
 				t.Fatalf("message: %d %s", r.Code, r.Raw)
 			}
 			for _, c := range clients {
-				waitFor(t, 5*time.Second, "the message", func() bool { got, _ := c.lastText(); return got == "soon" })
+				waitfor.Until(t, 5*time.Second, "the message", func() bool { got, _ := c.lastText(); return got == "soon" })
 			}
 			if raw != nil {
 				var got []byte
-				waitFor(t, 5*time.Second, "the message on the raw stream", func() bool {
+				waitfor.Until(t, 5*time.Second, "the message on the raw stream", func() bool {
 					got = append(got, readSome(raw)...)
 					return strings.Contains(string(got), `"soon"`)
 				})
 				raw.Close()
-				waitFor(t, 5*time.Second, "the raw stream gone", inSet(n))
+				waitfor.Until(t, 5*time.Second, "the raw stream gone", inSet(n))
 			}
 
 			// Clients that go are noticed.
 			for _, c := range clients[:10] {
 				c.Close()
 			}
-			waitFor(t, 5*time.Second, "closed clients noticed", inSet(n-10))
+			waitfor.Until(t, 5*time.Second, "closed clients noticed", inSet(n-10))
 
 			// Connections the hub closes (a drain: a reconnect hint, then
 			// the close) leave the set and are ended: every push
@@ -131,7 +132,7 @@ func TestPushConnectionsWaitInTheEpollSet(t *testing.T) {
 			}
 			ended := make(chan struct{})
 			go func() { ts.wg.Wait(); close(ended) }()
-			waitFor(t, 10*time.Second, "every connection ended", func() bool {
+			waitfor.Until(t, 10*time.Second, "every connection ended", func() bool {
 				select {
 				case <-ended:
 					return ts.poll.len() == 0

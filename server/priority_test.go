@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/invite"
 )
 
@@ -224,7 +225,7 @@ func TestPriorityPushRestore(t *testing.T) {
 			t.Fatalf("priority join: %s", r.Raw)
 		}
 		clients := []*pushClient{dial(t, "ws", ts.URL, "drop", pub.cred), dial(t, "sse", ts.URL, "drop", vip.cred)}
-		waitFor(t, 10*time.Second, "both push clients' first state", func() bool {
+		waitfor.Until(t, 10*time.Second, "both push clients' first state", func() bool {
 			return len(clients[0].messages()) > 0 && len(clients[1].messages()) > 0
 		})
 		ctx := context.Background()
@@ -247,7 +248,7 @@ func TestPriorityPushRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The hub reconciles every 10 s.
-		waitFor(t, 40*time.Second, "both places back", func() bool {
+		waitfor.Until(t, 40*time.Second, "both places back", func() bool {
 			_, a := score(pub)
 			_, b := score(vip)
 			return a && b

@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -51,7 +52,7 @@ func holdThroughHeartbeats(t *testing.T, ts *testServer, n int, rounds int) {
 		}
 		clients = append(clients, dial(t, kind, ts.URL, "quiet", v.cred))
 	}
-	waitFor(t, 5*time.Second, "first states", func() bool {
+	waitfor.Until(t, 5*time.Second, "first states", func() bool {
 		for _, c := range clients {
 			if len(c.messages()) == 0 {
 				return false
@@ -60,7 +61,7 @@ func holdThroughHeartbeats(t *testing.T, ts *testServer, n int, rounds int) {
 		return true
 	})
 	within := time.Duration(rounds+2) * ts.cfg.WSHeartbeat
-	waitFor(t, within, "heartbeats", func() bool {
+	waitfor.Until(t, within, "heartbeats", func() bool {
 		for _, c := range clients {
 			if c.kind == "ws" && c.heartbeats() < rounds {
 				return false
@@ -160,7 +161,7 @@ func TestPushStateIsPollState(t *testing.T) {
 		same := func(what string, p pair, check func(map[string]any) bool) {
 			t.Helper()
 			var got, want string
-			waitFor(t, 5*time.Second, what, func() bool {
+			waitfor.Until(t, 5*time.Second, what, func() bool {
 				ts.polls.forget("drop|" + p.v.id())
 				want = p.v.status("drop").Raw
 				w := stateFields(t, want)
@@ -184,7 +185,7 @@ func TestPushStateIsPollState(t *testing.T) {
 		}
 		// Opening: the first read after opensAt draws the pre-queue, and
 		// the open event brings every push client its drawn place.
-		waitFor(t, 5*time.Second, "opening", func() bool {
+		waitfor.Until(t, 5*time.Second, "opening", func() bool {
 			ts.polls.forget("drop|" + ps[0].v.id())
 			return ps[0].v.status("drop").num("position") > 0
 		})
@@ -249,14 +250,14 @@ func TestWebSocketReadSide(t *testing.T) {
 		t.Fatalf("write: %v", err)
 	}
 	seen := p.heartbeats()
-	waitFor(t, 4*ts.cfg.WSHeartbeat, "two more heartbeats", func() bool { return p.heartbeats() >= seen+2 })
+	waitfor.Until(t, 4*ts.cfg.WSHeartbeat, "two more heartbeats", func() bool { return p.heartbeats() >= seen+2 })
 	if p.isClosed() || ts.hub.Stats().Conns["ws"] != 1 {
 		t.Fatal("connection closed after a quiet spell")
 	}
 	if err := p.ws.Close(websocket.StatusNormalClosure, "bye"); err != nil {
 		t.Fatalf("close handshake: %v", err)
 	}
-	waitFor(t, 5*time.Second, "server side gone", func() bool { return ts.hub.Stats().Conns["ws"] == 0 })
+	waitfor.Until(t, 5*time.Second, "server side gone", func() bool { return ts.hub.Stats().Conns["ws"] == 0 })
 }
 
 // TestSSEPeerThatNeverReadsIsDropped: a stream whose peer takes nothing
@@ -281,7 +282,7 @@ func TestSSEPeerThatNeverReadsIsDropped(t *testing.T) {
 	}
 	defer nc.Close()
 	fmt.Fprintf(nc, "GET /api/v1/rooms/drop/sse?visitor=%s HTTP/1.1\r\nHost: x\r\n\r\n", v.cred)
-	waitFor(t, 5*time.Second, "both streams", func() bool { return ts.hub.Stats().Conns["sse"] == 2 })
+	waitfor.Until(t, 5*time.Second, "both streams", func() bool { return ts.hub.Stats().Conns["sse"] == 2 })
 
 	// Fill the silent peer's window and the server's send buffer with
 	// state changes, until the server gives up on it.
@@ -289,7 +290,7 @@ func TestSSEPeerThatNeverReadsIsDropped(t *testing.T) {
 	paused := false
 	// Within a few heartbeats once its window is shut, not when megabytes
 	// of kernel buffer have filled.
-	waitFor(t, 15*time.Second, "silent stream dropped", func() bool {
+	waitfor.Until(t, 15*time.Second, "silent stream dropped", func() bool {
 		paused = !paused
 		if _, err := ts.q.UpdateRoomConfig(ctx, "drop", func(c *queue.RoomConfig) error { c.Paused = paused; return nil }); err != nil {
 			t.Fatal(err)

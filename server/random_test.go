@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -33,17 +34,18 @@ func sameState(t *testing.T, pushed, polled string) bool {
 func agree(t *testing.T, p *pushClient, v *visitor) reply {
 	t.Helper()
 	var poll reply
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	agreed := false
+	defer func() { // runs too when the wait below fails the test
+		if !agreed {
+			t.Logf("%s pushed %s\npoll answered %s", p.kind, lastRaw(p), poll.Raw)
+		}
+	}()
+	waitfor.Until(t, 10*time.Second, "the poll to answer what was pushed", func() bool {
 		poll = v.status("drop")
-		if sameState(t, lastRaw(p), poll.Raw) {
-			return poll
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s pushed %s\npoll answered %s", p.kind, lastRaw(p), poll.Raw)
-		}
-		time.Sleep(100 * time.Millisecond) // polling a condition with a deadline
-	}
+		return sameState(t, lastRaw(p), poll.Raw)
+	})
+	agreed = true
+	return poll
 }
 
 func lastRaw(p *pushClient) string {
@@ -74,7 +76,7 @@ func TestRandomPushEqualsPoll(t *testing.T) {
 			ws[i] = dialWS(t, ts.URL, "drop", vs[i].cred)
 		}
 		sse := dialSSE(t, ts.URL, "drop", vs[0].cred)
-		waitFor(t, 5*time.Second, "places pushed", func() bool {
+		waitfor.Until(t, 5*time.Second, "places pushed", func() bool {
 			return strings.Contains(lastRaw(ws[3]), `"position":4`) && strings.Contains(lastRaw(sse), `"position":1`)
 		})
 
@@ -82,7 +84,7 @@ func TestRandomPushEqualsPoll(t *testing.T) {
 			t.Fatalf("put random: %d %s", r.Code, r.Raw)
 		}
 		// The change goes out at once (a config event), as the draw.
-		waitFor(t, 5*time.Second, "the draw pushed", func() bool {
+		waitfor.Until(t, 5*time.Second, "the draw pushed", func() bool {
 			return strings.Contains(lastRaw(ws[0]), `"inDraw":4`) && strings.Contains(lastRaw(sse), `"inDraw":4`)
 		})
 		poll := agree(t, ws[0], vs[0])
@@ -103,7 +105,7 @@ func TestRandomPushEqualsPoll(t *testing.T) {
 		if err != nil || len(res.Admitted) != 1 {
 			t.Fatalf("admit: %+v %v", res, err)
 		}
-		waitFor(t, 5*time.Second, "the drawn one admitted", func() bool {
+		waitfor.Until(t, 5*time.Second, "the drawn one admitted", func() bool {
 			n := 0
 			for _, p := range ws {
 				n += p.count("admitted")
@@ -114,7 +116,7 @@ func TestRandomPushEqualsPoll(t *testing.T) {
 			if ws[i].count("admitted") > 0 {
 				continue
 			}
-			waitFor(t, 10*time.Second, "a draw of three pushed", func() bool { return strings.Contains(lastRaw(ws[i]), `"inDraw":3`) })
+			waitfor.Until(t, 10*time.Second, "a draw of three pushed", func() bool { return strings.Contains(lastRaw(ws[i]), `"inDraw":3`) })
 			agree(t, ws[i], v)
 		}
 
@@ -128,7 +130,7 @@ func TestRandomPushEqualsPoll(t *testing.T) {
 				continue
 			}
 			pos := `"position":` + string(rune('0'+want))
-			waitFor(t, 5*time.Second, "places pushed again", func() bool { return strings.Contains(lastRaw(ws[i]), pos) })
+			waitfor.Until(t, 5*time.Second, "places pushed again", func() bool { return strings.Contains(lastRaw(ws[i]), pos) })
 			agree(t, ws[i], v)
 			want++
 		}
@@ -179,7 +181,7 @@ func TestLotteryOneJoinOneAdmission(t *testing.T) {
 	}
 	ctx := context.Background()
 	var tok string
-	waitFor(t, 10*time.Second, "the visitor drawn", func() bool {
+	waitfor.Until(t, 10*time.Second, "the visitor drawn", func() bool {
 		if _, err := ts.q.Admit(ctx, "drop"); err != nil {
 			t.Fatal(err)
 		}
@@ -187,13 +189,13 @@ func TestLotteryOneJoinOneAdmission(t *testing.T) {
 		tok = st.str("token")
 		return st.str("status") == "admitted"
 	})
-	waitFor(t, 5*time.Second, "the order", func() bool {
+	waitfor.Until(t, 5*time.Second, "the order", func() bool {
 		r := v.do("POST", "/api/v1/rooms/drop/orders", "", "Authorization", "Bearer "+tok)
 		return r.Code == 201
 	})
 	// Ticks go on until everyone else was drawn, polled after each.
 	admissions, taken := 1, 0
-	waitFor(t, 20*time.Second, "every other visitor drawn", func() bool {
+	waitfor.Until(t, 20*time.Second, "every other visitor drawn", func() bool {
 		res, err := ts.q.Admit(ctx, "drop")
 		if err != nil {
 			t.Fatal(err)

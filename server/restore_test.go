@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 )
 
 // TestRedisDataLoss: Redis without persistence dies with 1,000 visitors
@@ -53,7 +54,7 @@ func TestRedisDataLoss(t *testing.T) {
 		early = append(early, v)
 	}
 	admin.admin("POST", "/rooms/"+room+"/resume", "")
-	waitFor(t, 10*time.Second, "the first batch", func() bool { return rdb("ZCARD", "wr:{"+room+"}:q") == "0" })
+	waitfor.Until(t, 10*time.Second, "the first batch", func() bool { return rdb("ZCARD", "wr:{"+room+"}:q") == "0" })
 	admin.admin("POST", "/rooms/"+room+"/pause", "")
 	tokens := make([]string, len(early))
 	for i, v := range early {
@@ -91,7 +92,7 @@ func TestRedisDataLoss(t *testing.T) {
 		}
 		pushed = append(pushed, dial(t, kind, servers[(i+1)%2].URL, room, visitors[i].cred))
 	}
-	waitFor(t, 20*time.Second, "every push client's first state", func() bool {
+	waitfor.Until(t, 20*time.Second, "every push client's first state", func() bool {
 		for _, p := range pushed {
 			if len(p.messages()) == 0 {
 				return false
@@ -138,33 +139,34 @@ func TestRedisDataLoss(t *testing.T) {
 	// The target is 10 s (measured and reported); the deadline is generous
 	// for a busy machine.
 	var queued string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	placesBack := false
+	defer func() { // runs too when the wait below fails the test
+		if placesBack {
+			return
+		}
+		missing := map[string]int{}
+		for i, v := range visitors {
+			id, _, _ := strings.Cut(v.cred, ".")
+			if rdb("ZSCORE", "wr:{"+room+"}:q", id) == "" {
+				missing[[]string{"pushed", "polling"}[i%2]+" via instance "+fmt.Sprint((i+1)%2)]++
+			}
+		}
+		t.Logf("places missing: %v", missing)
+	}()
+	waitfor.Until(t, 30*time.Second, "every place back after Redis was", func() bool {
 		if q := rdb("ZCARD", "wr:{"+room+"}:q"); q != queued {
 			queued = q
 			t.Logf("%v after Redis was back: %s places", time.Since(back).Round(time.Millisecond), q)
 		}
-		if queued == fmt.Sprint(n) {
-			break
-		}
-		if time.Now().After(deadline) {
-			missing := map[string]int{}
-			for i, v := range visitors {
-				id, _, _ := strings.Cut(v.cred, ".")
-				if rdb("ZSCORE", "wr:{"+room+"}:q", id) == "" {
-					missing[[]string{"pushed", "polling"}[i%2]+" via instance "+fmt.Sprint((i+1)%2)]++
-				}
-			}
-			t.Fatalf("places missing 30 s after Redis was back: %v", missing)
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval of a condition with a deadline
-	}
+		return queued == fmt.Sprint(n)
+	})
+	placesBack = true
 	t.Logf("every place back %v after Redis was", time.Since(back).Round(time.Millisecond))
 	if after := rdb("ZRANGE", "wr:{"+room+"}:q", "0", "-1", "WITHSCORES"); after != before {
 		t.Fatalf("the queue after the loss differs from the queue before it")
 	}
 	// The clients see their places: the same position as before the loss.
-	waitFor(t, 30*time.Second, "every client sees its place", func() bool {
+	waitfor.Until(t, 30*time.Second, "every client sees its place", func() bool {
 		for _, p := range pushed {
 			if last := lastState(p); last.Status != "waiting" || last.Position == 0 {
 				return false
@@ -307,7 +309,7 @@ func TestRestoreSettingsWithRoomsFile(t *testing.T) {
 		t.Fatalf("live change: %d %s", r.Code, r.Raw)
 	}
 	ctx := context.Background()
-	waitFor(t, 10*time.Second, "the room cache read the live change", func() bool {
+	waitfor.Until(t, 10*time.Second, "the room cache read the live change", func() bool {
 		c, ok := ts.rooms.RoomSettings("drop")
 		return ok && c.Paused
 	})

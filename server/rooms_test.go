@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -76,7 +77,7 @@ func TestOutageKeepsRulesAndRefusesReplays(t *testing.T) {
 			last = nb
 		}
 	}
-	waitFor(t, 5*time.Second, "notBefore", func() bool { return time.Now().After(last) })
+	waitfor.Until(t, 5*time.Second, "notBefore", func() bool { return time.Now().After(last) })
 	order := func(v *visitor, room string, tok reply, withCred bool) reply {
 		hdr := []string{"Authorization", "Bearer " + tok.str("token")}
 		if !withCred {
@@ -194,7 +195,7 @@ func TestMetricsNameOnlyConfiguredRooms(t *testing.T) {
 		newVisitor(t, ts.URL).join(room)
 	}
 	var body string
-	waitFor(t, 10*time.Second, "admissions counted", func() bool {
+	waitfor.Until(t, 10*time.Second, "admissions counted", func() bool {
 		resp, err := noKeepAlive.Get(ts.URL + "/metrics")
 		if err != nil {
 			return false

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/roomsfile"
 )
 
@@ -143,7 +144,7 @@ func TestRoomsFileFailsPartWay(t *testing.T) {
 			}
 			if how == "redis stopped" {
 				srv.Restart(t)
-				waitFor(t, 10*time.Second, "redis back", func() bool {
+				waitfor.Until(t, 10*time.Second, "redis back", func() bool {
 					_, err := ts.q.RoomExists(context.Background(), "r0")
 					return err == nil
 				})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 )
 
 // TestSentinelFailover: a master, a replica and three sentinels (real
@@ -53,7 +54,7 @@ func TestSentinelFailover(t *testing.T) {
 		}
 		pushed = append(pushed, dial(t, kind, servers[(i+1)%2].URL, room, visitors[i].cred))
 	}
-	waitFor(t, 20*time.Second, "every push client's first state", func() bool {
+	waitfor.Until(t, 20*time.Second, "every push client's first state", func() bool {
 		for _, p := range pushed {
 			if len(p.messages()) == 0 {
 				return false
@@ -86,12 +87,12 @@ func TestSentinelFailover(t *testing.T) {
 		return k
 	}
 	admin.admin("POST", "/rooms/"+room+"/resume", "")
-	waitFor(t, 30*time.Second, "a third admitted", func() bool { return admitted() >= n/3 })
+	waitfor.Until(t, 30*time.Second, "a third admitted", func() bool { return admitted() >= n/3 })
 	killedAt := time.Now()
 	sen.Kill(t, sen.Master)
 	newMaster := sen.WaitFailover(t, sen.Master, 30*time.Second)
 	t.Logf("failover to %s took %v", newMaster, time.Since(killedAt).Round(time.Millisecond))
-	waitFor(t, 60*time.Second, "everyone admitted", func() bool { return admitted() == n })
+	waitfor.Until(t, 60*time.Second, "everyone admitted", func() bool { return admitted() == n })
 	for _, ts := range servers {
 		ts.waitReadyz(t, 10*time.Second, 200)
 	}

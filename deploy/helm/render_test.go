@@ -32,6 +32,7 @@ import (
 
 	"github.com/waitroom/waitroom/deploy/deploytest"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 )
 
 // kubeVersion is what helm renders for: the oldest the chart supports
@@ -360,22 +361,34 @@ func startAsRendered(t *testing.T, r rendered, bin string) {
 		if p == nil || p.HTTPGet == nil {
 			continue
 		}
-		url := "http://" + s.Addr + p.HTTPGet.Path
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			resp, err := http.Get(url)
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("GET %s never answered 200 within 20 s (last: %v)\n%s", p.HTTPGet.Path, err, s.Log())
-			}
-			time.Sleep(100 * time.Millisecond) // the next probe
-		}
+		waitProbe(t, "http://"+s.Addr+p.HTTPGet.Path, s.Log)
 	}
+}
+
+// waitProbe waits for url to answer 200, as a kubelet probe would, and logs
+// the last answer and the server's log when it never does.
+func waitProbe(t *testing.T, url string, serverLog func() string) {
+	t.Helper()
+	var last error
+	answered := false
+	defer func() { // runs too when the wait below fails the test
+		if !answered {
+			t.Logf("last answer: %v\n%s", last, serverLog())
+		}
+	}()
+	waitfor.Until(t, 20*time.Second, "GET "+url+" answering 200", func() bool {
+		resp, err := http.Get(url)
+		if last = err; err != nil {
+			return false
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			last = fmt.Errorf("status %d", resp.StatusCode)
+			return false
+		}
+		return true
+	})
+	answered = true
 }
 
 // layOut writes the ConfigMap's key where the pod would see it and returns

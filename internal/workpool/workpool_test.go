@@ -27,7 +27,7 @@ func TestWorkersAreReusedAndLeave(t *testing.T) {
 			wg.Go(func() { p.Do(func() { ran.Add(1) }) })
 		}
 		wg.Wait()
-		time.Sleep(Idle + time.Second) // idle workers exit on their own
+		time.Sleep(Idle + time.Second) // on the bubble's fake clock: idle workers exit on their own
 		synctest.Wait()
 		p.Stop()
 		if p.Go(func() { t.Error("ran after Stop") }) {
