@@ -27,7 +27,7 @@ func (m pushMsg) fields() map[string]any {
 // server may stay silent on it and what time the server has, before the
 // first state; SSE heartbeats are events the page can see.
 func TestPushHello(t *testing.T) {
-	ts := startServer(t, nil, "rueidis", func(c *config) { c.WSHeartbeat = 2 * time.Second; c.sseBeat = 300 * time.Millisecond })
+	ts := startServer(t, nil, "rueidis", func(c *config) { c.WSHeartbeat = 2 * time.Second; c.pushOpts.SSEHeartbeat = 300 * time.Millisecond })
 	// The interval, the grain heartbeats are put off by to go out together
 	// (a sixteenth of the interval, at least a flush step of 100 ms) and
 	// the flush step serving them.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/limit"
+	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -68,8 +69,9 @@ type config struct {
 	AdminKeysFile string // -admin-keys: labelled admin keys
 	PageDir       string // -page-dir: the operator's own waiting page
 
-	// sseBeat replaces the SSE heartbeat interval in tests. Not a flag.
-	sseBeat time.Duration
+	// pushOpts are test options of the push transports (SSEHeartbeat);
+	// the flags fill in the rest. Not flags.
+	pushOpts push.Options
 	// redisWatch replaces how often Redis is checked for the degraded
 	// state in tests. Not a flag.
 	redisWatch time.Duration
