@@ -122,7 +122,10 @@ func New(h Hub, opts *Options) *Server {
 
 // Start opens the epoll set where the system has one. Connections served
 // before Start, or where there is no set, wait for their client in a
-// goroutine of their own. Call it once.
+// goroutine of their own; so does one that fasthttp hands over reading
+// through its pooled request reader (the server runs without
+// ReduceMemoryUsage, or the client sent bytes after its request), which
+// must be served inside the hijack handler. Call it once.
 func (s *Server) Start() {
 	p, err := newPoller(s.readers)
 	if err != nil {
