@@ -144,4 +144,3 @@ func TestPollerStopEndsWhatWaits(t *testing.T) {
 	}
 	p.stop() // twice is fine
 }
-

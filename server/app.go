@@ -47,10 +47,10 @@ type server struct {
 	gw      *gatewayMode
 	id      string // this instance, in the instances hash
 
-	ops       atomic.Pointer[opsFiles] // the rooms file and admin keys in force
-	invites   *invite.Minter
-	ticketKey []byte // HMAC key of connect tickets (ticket.go)
-	draining  atomic.Bool
+	ops      atomic.Pointer[opsFiles] // the rooms file and admin keys in force
+	invites  *invite.Minter
+	tickets  *push.Tickets // connect tickets (ticket.go)
+	draining atomic.Bool
 }
 
 // newServer connects to Redis and builds the app; nothing runs until run.
@@ -77,14 +77,14 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	_, _ = rand.Read(idb[:])
 	s := &server{
 		cfg: cfg, log: log, redis: rc, signer: signer,
-		polls:     newPollCache(1 << 20),
-		uses:      newTokenUses(),
-		db:        newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
-		id:        fmt.Sprintf("%x", idb),
-		ticketKey: ticketKey(secret),
-		invites:   invite.NewMinter(secret),
+		polls:   newPollCache(1 << 20),
+		uses:    newTokenUses(),
+		db:      newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
+		id:      fmt.Sprintf("%x", idb),
+		invites: invite.NewMinter(secret),
 	}
 	s.metrics = newMetrics(buildInfo())
+	s.tickets = push.NewTickets(secret, ticketNonces{s})
 	keep := cfg.TokenKeep
 	if keep == 0 {
 		keep = -1 // the queue's "none"; its zero means the default

@@ -163,7 +163,7 @@ func TestConnectTicket(t *testing.T) {
 		{"other room", mint("tix"), "other", "invalid_ticket"},
 		{"forged", tk[:len(tk)-2] + "AA", "tix", "invalid_ticket"},
 		{"garbage", "nope", "tix", "invalid_ticket"},
-		{"expired", ts.signTicket("tix", strings.SplitN(v.cred, ".", 2)[0], time.Now().Add(-time.Second)), "tix", "ticket_expired"},
+		{"expired", ts.tickets.Mint("tix", strings.SplitN(v.cred, ".", 2)[0], time.Now().Add(-time.Second)), "tix", "ticket_expired"},
 	} {
 		r := anon.do("GET", "/api/v1/rooms/"+tc.room+"/sse?ticket="+tc.ticket, "")
 		if r.Code != 401 || r.errCode() != tc.code {
