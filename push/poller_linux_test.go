@@ -9,40 +9,6 @@ import (
 	"github.com/waitroom/waitroom/internal/workpool"
 )
 
-// tcpPair returns both ends of a loopback TCP connection, closed at the
-// end of the test.
-func tcpPair(t *testing.T) (server, client net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := ln.Accept()
-	if err != nil {
-		c.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(); s.Close() })
-	return s, c
-}
-
-// waitUntil fails the test unless cond holds within d.
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestPollerReadsAndRearms: a waiting connection is read each time its
 // client sends, stays in the set between reads, and is ended once when
 // its client goes.
