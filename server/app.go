@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,9 +21,9 @@ import (
 	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
-	"github.com/waitroom/waitroom/internal/workpool"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/limit"
+	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -41,8 +40,7 @@ type server struct {
 	hub     *hub.Hub
 	polls   *pollCache
 	uses    *tokenUses
-	readers *workpool.Pool // the reads of waiting push connections
-	poll    *poller        // where waiting push connections wait; nil: each in its goroutine
+	push    *push.Server // WebSocket and SSE
 	db      *dbPool
 	app     *fiber.App
 	metrics *metrics
@@ -50,13 +48,10 @@ type server struct {
 	gw      *gateway.Gateway
 	id      string // this instance, in the instances hash
 
-	ops     atomic.Pointer[opsFiles] // the rooms file and admin keys in force
-	invites *invite.Minter
-	// originHosts are the hosts of cfg.Origins, as WebSocket Origin patterns.
-	originHosts []string
-	ticketKey   []byte // HMAC key of connect tickets (ticket.go)
-	draining    atomic.Bool
-	wg          sync.WaitGroup // push connections' reading goroutines
+	ops      atomic.Pointer[opsFiles] // the rooms file and admin keys in force
+	invites  *invite.Minter
+	tickets  *push.Tickets // connect tickets (ticket.go)
+	draining atomic.Bool
 }
 
 // newServer connects to Redis and builds the app; nothing runs until run.
@@ -83,15 +78,14 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	_, _ = rand.Read(idb[:])
 	s := &server{
 		cfg: cfg, log: log, redis: rc, signer: signer,
-		polls:     newPollCache(1 << 20),
-		uses:      newTokenUses(),
-		readers:   workpool.New(),
-		db:        newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
-		id:        fmt.Sprintf("%x", idb),
-		ticketKey: ticketKey(secret),
-		invites:   invite.NewMinter(secret),
+		polls:   newPollCache(1 << 20),
+		uses:    newTokenUses(),
+		db:      newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
+		id:      fmt.Sprintf("%x", idb),
+		invites: invite.NewMinter(secret),
 	}
 	s.metrics = newMetrics(buildInfo())
+	s.tickets = push.NewTickets(secret, ticketNonces{s})
 	keep := cfg.TokenKeep
 	if keep == 0 {
 		keep = -1 // the queue's "none"; its zero means the default
@@ -120,10 +114,10 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		Presence: q,
 	})
 	s.metrics.watch(s.db, s.polls, s.hub, s.rooms, cfg.MaxConns)
-	for _, o := range cfg.Origins {
-		u, _ := url.Parse(o)
-		s.originHosts = append(s.originHosts, u.Host)
-	}
+	po := cfg.pushOpts
+	po.Logger, po.WSHeartbeat, po.Origins = log, cfg.WSHeartbeat, cfg.Origins
+	po.OnWSHeartbeat = func() { s.metrics.wsHeartbeats.Add(1) }
+	s.push = push.New(s.hub, &po)
 	if err := s.newGateway(secret); err != nil {
 		rc.Close()
 		return nil, err
@@ -247,11 +241,7 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 			}
 		})
 	}
-	if p, err := newPoller(s.readers); err == nil {
-		s.poll = p
-	} else {
-		s.log.Debug("push connections wait in goroutines of their own", "err", err)
-	}
+	s.push.Start()
 	start("hub", s.hub.Run)
 	start("polls", func(ctx context.Context) error { return s.polls.Run(ctx, 2*time.Second) })
 	start("housekeeping", func(ctx context.Context) error { return s.housekeeping(ctx, 2*time.Second) })
@@ -285,25 +275,11 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	s.gw.Close()
 	stopBG()
 	bgWG.Wait()
-	if s.poll != nil {
-		// Ends whatever is still waiting after the deadline.
-		s.poll.stop()
-	}
-	waitGroup(dctx, &s.wg)
-	s.readers.Stop()
+	// Ends whatever push connection is still waiting after the deadline.
+	s.push.Shutdown(dctx)
 	s.redis.Close()
 	s.log.Info("stopped", "after", time.Since(deadline.Add(-s.cfg.Shutdown)))
 	return err
-}
-
-// waitGroup waits for wg or ctx, whichever comes first.
-func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
 }
 
 // hubSource gives the hub exact state from the queue: the same states a

@@ -28,7 +28,7 @@ func (m pushMsg) fields() map[string]any {
 // server may stay silent on it and what time the server has, before the
 // first state; SSE heartbeats are events the page can see.
 func TestPushHello(t *testing.T) {
-	ts := startServer(t, nil, "rueidis", func(c *config) { c.WSHeartbeat = 2 * time.Second; c.sseBeat = 300 * time.Millisecond })
+	ts := startServer(t, nil, "rueidis", func(c *config) { c.WSHeartbeat = 2 * time.Second; c.pushOpts.SSEHeartbeat = 300 * time.Millisecond })
 	// The interval, the grain heartbeats are put off by to go out together
 	// (a sixteenth of the interval, at least a flush step of 100 ms) and
 	// the flush step serving them.
@@ -164,7 +164,7 @@ func TestConnectTicket(t *testing.T) {
 		{"other room", mint("tix"), "other", "invalid_ticket"},
 		{"forged", tk[:len(tk)-2] + "AA", "tix", "invalid_ticket"},
 		{"garbage", "nope", "tix", "invalid_ticket"},
-		{"expired", ts.signTicket("tix", strings.SplitN(v.cred, ".", 2)[0], time.Now().Add(-time.Second)), "tix", "ticket_expired"},
+		{"expired", ts.tickets.Mint("tix", strings.SplitN(v.cred, ".", 2)[0], time.Now().Add(-time.Second)), "tix", "ticket_expired"},
 	} {
 		r := anon.do("GET", "/api/v1/rooms/"+tc.room+"/sse?ticket="+tc.ticket, "")
 		if r.Code != 401 || r.errCode() != tc.code {

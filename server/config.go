@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/limit"
+	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -71,8 +72,9 @@ type config struct {
 	// frame-ancestors): 'none', 'self' or origins.
 	FrameAncestors string
 
-	// sseBeat replaces the SSE heartbeat interval in tests. Not a flag.
-	sseBeat time.Duration
+	// pushOpts are test options of the push transports (SSEHeartbeat);
+	// the flags fill in the rest. Not flags.
+	pushOpts push.Options
 	// redisWatch replaces how often Redis is checked for the degraded
 	// state in tests. Not a flag.
 	redisWatch time.Duration

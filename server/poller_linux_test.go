@@ -5,12 +5,10 @@ import (
 	"net"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/waitfor"
-	"github.com/waitroom/waitroom/internal/workpool"
 )
 
 // waitLoops counts the goroutines parked in a push connection's read side
@@ -18,7 +16,7 @@ import (
 func waitLoops() int {
 	buf := make([]byte, 1<<22)
 	buf = buf[:runtime.Stack(buf, true)]
-	return strings.Count(string(buf), ".(*server).wsWaitLoop(") + strings.Count(string(buf), ".(*server).serveSSE(")
+	return strings.Count(string(buf), "push.(*Server).wsWaitLoop(") + strings.Count(string(buf), "push.(*Server).serveSSE(")
 }
 
 // loopState is the state of the epoll set's loop goroutine as a stack
@@ -27,7 +25,7 @@ func loopState() string {
 	buf := make([]byte, 1<<22)
 	buf = buf[:runtime.Stack(buf, true)]
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, ".(*poller).loop(") {
+		if strings.Contains(g, "push.(*poller).loop(") {
 			head, _, _ := strings.Cut(g, "\n")
 			if i, j := strings.Index(head, "["), strings.Index(head, "]"); i >= 0 && j > i {
 				state, _, _ := strings.Cut(head[i+1:j], ",")
@@ -62,7 +60,7 @@ func TestPushConnectionsWaitInTheEpollSet(t *testing.T) {
 				clients = append(clients, dial(t, kind, ts.URL, "epoll", v.cred))
 			}
 			inSet := func(want int) func() bool {
-				return func() bool { return ts.hub.Stats().Conns[kind] == int64(want) && ts.poll.len() == want }
+				return func() bool { return ts.hub.Stats().Conns[kind] == int64(want) && ts.push.Waiting() == want }
 			}
 			waitfor.Until(t, 5*time.Second, "every connection waiting in the set", inSet(n))
 			if got := waitLoops(); got != 0 {
@@ -130,15 +128,8 @@ func TestPushConnectionsWaitInTheEpollSet(t *testing.T) {
 			if err := ts.hub.Drain(ctx, 100*time.Millisecond); err != nil {
 				t.Fatalf("drain: %v", err)
 			}
-			ended := make(chan struct{})
-			go func() { ts.wg.Wait(); close(ended) }()
 			waitfor.Until(t, 10*time.Second, "every connection ended", func() bool {
-				select {
-				case <-ended:
-					return ts.poll.len() == 0
-				default:
-					return false
-				}
+				return ts.push.Open() == 0 && ts.push.Waiting() == 0
 			})
 			for _, c := range clients[10:] {
 				select {
@@ -149,53 +140,6 @@ func TestPushConnectionsWaitInTheEpollSet(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestPollerStopEndsWhatWaits: a connection still waiting when the set
-// stops is ended, and one that starts after is ended at once.
-func TestPollerStopEndsWhatWaits(t *testing.T) {
-	readers := workpool.New()
-	defer readers.Stop()
-	p, err := newPoller(readers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	pair := func() (server net.Conn, client net.Conn) {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close(); s.Close() })
-		return s, c
-	}
-	var ends atomic.Int32
-	wait := func(s net.Conn) *pollWait {
-		return p.prepare(rawConnOf(s), func() bool { return true }, func() { ends.Add(1); s.Close() })
-	}
-	s1, _ := pair()
-	wait(s1).start()
-	if p.len() != 1 {
-		t.Fatalf("%d waiting, want 1", p.len())
-	}
-	p.stop()
-	if ends.Load() != 1 || p.len() != 0 {
-		t.Fatalf("after stop: %d ended, %d waiting", ends.Load(), p.len())
-	}
-	s2, _ := pair()
-	wait(s2).start()
-	if ends.Load() != 2 || p.len() != 0 {
-		t.Fatalf("a start after stop: %d ended, %d waiting", ends.Load(), p.len())
-	}
-	p.stop() // twice is fine
 }
 
 // readSome returns what c has to read within a moment.

@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -220,7 +221,7 @@ func TestPushStateIsPollState(t *testing.T) {
 // frames, the server still answers a client's pings, reads and discards
 // its messages, and takes its close, through several rounds of waiting.
 func TestWebSocketReadSide(t *testing.T) {
-	ts := startServer(t, nil, "rueidis", func(c *config) { c.WSHeartbeat = wsFrameWait + time.Second })
+	ts := startServer(t, nil, "rueidis", func(c *config) { c.WSHeartbeat = push.FrameWait + time.Second })
 	v := newVisitor(t, ts.URL)
 	v.join("drop")
 	p := dialWS(t, ts.URL, "drop", v.cred)
@@ -228,7 +229,7 @@ func TestWebSocketReadSide(t *testing.T) {
 	defer cancel()
 	// Pings over more than two frame waits: each is answered whether the
 	// server was waiting on the socket or inside a read.
-	end := time.Now().Add(2*wsFrameWait + time.Second)
+	end := time.Now().Add(2*push.FrameWait + time.Second)
 	pings := 0
 	for time.Now().Before(end) {
 		if err := p.ws.Ping(ctx); err != nil {
@@ -265,7 +266,7 @@ func TestWebSocketReadSide(t *testing.T) {
 // WebSocket that does not answer pings is; a reading one in the same room
 // stays.
 func TestSSEPeerThatNeverReadsIsDropped(t *testing.T) {
-	ts := startServer(t, nil, "rueidis", func(c *config) { withAdmin(c); c.sseBeat = 300 * time.Millisecond })
+	ts := startServer(t, nil, "rueidis", func(c *config) { withAdmin(c); c.pushOpts.SSEHeartbeat = 300 * time.Millisecond })
 	v, w := newVisitor(t, ts.URL), newVisitor(t, ts.URL)
 	v.join("drop")
 	w.join("drop")

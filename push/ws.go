@@ -1,4 +1,4 @@
-package main
+package push
 
 import (
 	"bufio"
@@ -25,37 +25,28 @@ const (
 	wsReadLimit   = 512             // client messages are tiny; bigger closes with 1009
 )
 
-var (
-	errTransportOff  = httperr.New(503, "transport_disabled", "this transport is turned off here; fall back to the next one")
-	errUpgrade       = httperr.New(426, "upgrade_required", "this endpoint speaks WebSocket only")
-	errDraining      = httperr.New(503, "draining", "this instance is shutting down; reconnect")
-	errTooManyConns  = httperr.New(429, "too_many_connections", "this instance holds as many connections as it may")
-	errTooManyForVis = httperr.New(429, "too_many_connections_for_visitor", "this visitor has too many open connections")
-)
-
-// ws upgrades to WebSocket on the same port: fasthttp hands over the
-// connection and coder/websocket speaks the protocol on it. The visitor is
-// checked before the upgrade.
-func (s *server) ws(c *fiber.Ctx) error {
-	r, id, t, err := s.pushTarget(c, s.cfg.NoWS)
-	if err != nil {
-		return err
-	}
+// WS upgrades the request to a WebSocket on the same port: fasthttp hands
+// over the connection and coder/websocket speaks the protocol on it. The
+// caller has checked t; a request that asks for no upgrade gets 426
+// upgrade_required. Once handed over, the connection is served until its
+// client goes or the hub closes it, and fiber no longer answers the
+// request. The app's fasthttp server must keep hijacked connections
+// (KeepHijackedConns), or the hub could not close them.
+func (s *Server) WS(c *fiber.Ctx, t Target) error {
 	if !strings.EqualFold(c.Get(fiber.HeaderUpgrade), "websocket") {
 		c.Set(fiber.HeaderUpgrade, "websocket")
 		return errUpgrade
 	}
 	req := copyRequest(c)
-	s.wg.Add(1)
+	s.begin()
 	c.Context().HijackSetNoResponse(true)
 	// The request is only needed for the upgrade: a cell lets it go then,
 	// instead of living as long as the connection in a closure.
 	cell := &reqCell{req: req}
-	held := heldTicket(r, t)
 	c.Context().Hijack(func(nc net.Conn) {
 		serveHijacked(nc, func(nc net.Conn, mayLeave bool) bool {
-			return s.serveWS(nc, cell, r, id, held, mayLeave, s.wg.Done)
-		}, s.wg.Done)
+			return s.serveWS(nc, cell, t.Room, t.Visitor, t.Held, mayLeave, s.end)
+		}, s.end)
 	})
 	return nil
 }
@@ -67,7 +58,7 @@ func (s *server) ws(c *fiber.Ctx) error {
 // called when the connection ends. Otherwise it waits on this goroutine;
 // the setup runs on a short-lived goroutine and the loop in a small frame,
 // so the long-lived stack stays shallow enough for the GC to shrink it.
-func (s *server) serveWS(nc net.Conn, cell *reqCell, room, visitor string, held hub.Held, mayLeave bool, done func()) (kept bool) {
+func (s *Server) serveWS(nc net.Conn, cell *reqCell, room, visitor string, held hub.Held, mayLeave bool, done func()) (kept bool) {
 	req := cell.req
 	cell.req = nil
 	sess, _ := shallow(func() (*wsSession, error) { return s.openWS(nc, req, room, visitor, held), nil })
@@ -75,8 +66,8 @@ func (s *server) serveWS(nc net.Conn, cell *reqCell, room, visitor string, held 
 		nc.Close()
 		return false
 	}
-	if sess.raw != nil && mayLeave && s.poll != nil {
-		w := s.poll.prepare(sess.raw, sess.readWaiting, func() {
+	if p := s.poll.Load(); sess.raw != nil && mayLeave && p != nil {
+		w := p.prepare(sess.raw, sess.readWaiting, func() {
 			sess.wc.CloseNow()
 			sess.end()
 			nc.Close()
@@ -111,11 +102,11 @@ type wsSession struct {
 }
 
 // openWS upgrades and attaches to the hub; nil when the connection is over.
-func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string, held hub.Held) *wsSession {
+func (s *Server) openWS(nc net.Conn, req *http.Request, room, visitor string, held hub.Held) *wsSession {
 	w := &hijackWriter{conn: nc, header: http.Header{}}
 	// A control frame is all a client sends here: once one is handled, the
 	// read returns at the next frame boundary instead of waiting out
-	// wsFrameWait (see wsWaitLoop).
+	// FrameWait (see wsWaitLoop).
 	done := func() { _ = nc.SetReadDeadline(time.Now()) }
 	wc, err := websocket.Accept(w, req, &websocket.AcceptOptions{
 		OriginPatterns:  s.originHosts,
@@ -131,7 +122,7 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string, he
 	// fasthttp recycles the hijacked connection once serveWS returns, so
 	// nothing may touch it after: release waits for the hub's writes and
 	// closes, and turns later ones into no-ops.
-	t := &wsTransport{c: wc, nc: nc, silence: s.hub.BeatSilence(s.cfg.WSHeartbeat), beats: &s.metrics.wsHeartbeats}
+	t := &wsTransport{c: wc, nc: nc, silence: s.hub.BeatSilence(s.opts.WSHeartbeat), onBeat: s.opts.OnWSHeartbeat}
 	actx, cancel := context.WithTimeout(context.Background(), attachTimeout)
 	conn, err := s.hub.AttachHeld(actx, room, visitor, t, held)
 	cancel()
@@ -151,19 +142,19 @@ func (s *server) openWS(nc net.Conn, req *http.Request, room, visitor string, he
 	// long-lived goroutine's stack for good.
 	sess := &wsSession{wc: wc, nc: nc, br: w.br, raw: rawConnOf(nc), t: t, conn: conn}
 	if sess.raw != nil {
-		setSendBuffer(sess.raw, pushSendBuffer)
-		setPeerTimeout(sess.raw, pushUserTimeout)
+		setSendBuffer(sess.raw, sendBuffer)
+		setPeerTimeout(sess.raw, PeerTimeout)
 	}
 	// A heartbeat message keeps a quiet connection visibly alive for the
 	// page and for proxies with idle timeouts; a peer that vanished
 	// without a FIN leaves it unacknowledged, and the kernel ends the
-	// connection after pushUserTimeout. Unlike a ping it needs no answer
+	// connection after PeerTimeout. Unlike a ping it needs no answer
 	// to be read, so a quiet room costs one write per connection per
 	// interval, and a busy one (positions every few seconds) none: it is
 	// due an interval after the last message, so no connection goes
 	// longer than an interval (and a second) silent. The hub schedules
 	// it, with no timer of the connection's own.
-	conn.Beat(s.cfg.WSHeartbeat, false)
+	conn.Beat(s.opts.WSHeartbeat, false)
 	return sess
 }
 
@@ -174,9 +165,9 @@ func (sess *wsSession) end() {
 	sess.conn.Close()
 }
 
-// wsFrameWait bounds a read once bytes have arrived: a client's frame
+// FrameWait bounds a read once bytes have arrived: a client's frame
 // comes whole in far less.
-const wsFrameWait = 2 * time.Second
+const FrameWait = 2 * time.Second
 
 // wsWaitLoop serves the read side where the epoll set cannot, while
 // keeping the connection's one long-lived goroutine on its first 2 KiB
@@ -184,7 +175,7 @@ const wsFrameWait = 2 * time.Second
 // lets the library read what came on a pooled worker (see readWaiting).
 // The library's own read loop, parked in a goroutine for the connection's
 // life, would hold a stack of 4 KiB that the GC never shrinks.
-func (s *server) wsWaitLoop(sess *wsSession, rc syscall.RawConn) {
+func (s *Server) wsWaitLoop(sess *wsSession, rc syscall.RawConn) {
 	defer sess.wc.CloseNow()
 	for {
 		if sess.br.Buffered() == 0 {
@@ -205,14 +196,14 @@ func (s *server) wsWaitLoop(sess *wsSession, rc syscall.RawConn) {
 // until nothing is left in the read buffer. It reports false once the
 // connection is over. A control frame sets the deadline to now once
 // handled (see openWS), so the read returns at the next frame boundary
-// instead of waiting out wsFrameWait; a deadline at a frame boundary is
+// instead of waiting out FrameWait; a deadline at a frame boundary is
 // the normal way back to waiting, bytes left over twice mean a frame that
 // does not come whole, and any other error is the end.
 func (sess *wsSession) readWaiting() bool {
 	nc := sess.nc
 	stuck := false
 	for {
-		_ = nc.SetReadDeadline(time.Now().Add(wsFrameWait))
+		_ = nc.SetReadDeadline(time.Now().Add(FrameWait))
 		_, _, err := sess.wc.Read(context.Background())
 		// The wait for readability honours the read deadline too.
 		_ = nc.SetReadDeadline(time.Time{})
@@ -253,7 +244,7 @@ type wsTransport struct {
 	// silence goes out in the hello before the first message; zero once
 	// sent. Only Write touches it, and the hub never calls it concurrently.
 	silence time.Duration
-	beats   *atomic.Int64 // heartbeats written, for the metric
+	onBeat  func() // counts a heartbeat written, for the metric
 
 	mu       sync.RWMutex // held shared while the connection is used
 	released bool
@@ -286,7 +277,7 @@ func (t *wsTransport) release() {
 // quiet room (a heartbeat), which goes through the same connection.
 func (t *wsTransport) Write(deadline time.Time, event string, data []byte) error {
 	if event == "heartbeat" {
-		t.beats.Add(1)
+		t.onBeat()
 	}
 	err := net.ErrClosed
 	t.use(func() {
@@ -309,7 +300,7 @@ func (t *wsTransport) Write(deadline time.Time, event string, data []byte) error
 func attachError(err error) *httperr.Error {
 	switch {
 	case errors.Is(err, hub.ErrClosed):
-		return errDraining
+		return ErrDraining
 	case errors.Is(err, hub.ErrTooManyForVisitor):
 		return errTooManyForVis
 	case errors.Is(err, hub.ErrTooManyConns):

@@ -1,4 +1,4 @@
-package main
+package push
 
 import (
 	"strconv"

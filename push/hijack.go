@@ -1,4 +1,4 @@
-package main
+package push
 
 import (
 	"bufio"
@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/waitroom/waitroom/queue"
 )
 
 // hijackWriter is the smallest http.ResponseWriter that lets
@@ -135,35 +134,4 @@ func serveHijacked(nc net.Conn, serve func(nc net.Conn, mayLeave bool) (kept boo
 			done()
 		}
 	}()
-}
-
-// pushTarget checks a push request before its connection is taken over:
-// the transport is on, the room and visitor are valid, the instance is not
-// draining. The strings are copies: fiber's alias fasthttp's request
-// buffers, which are reused once the hijack handler returns.
-// It also returns the ticket the credential carries (see pushTickets).
-func (s *server) pushTarget(c *fiber.Ctx, off bool) (roomName, visitorID string, t queue.Ticket, err error) {
-	if off {
-		return "", "", t, errTransportOff
-	}
-	r, err := room(c)
-	if err != nil {
-		return "", "", t, err
-	}
-	// A connect ticket (see ticket.go) stands for the credential in the
-	// URL; the queue ticket then comes back through the visitor's polls.
-	var id string
-	if ct := c.Query("ticket"); ct != "" {
-		id, err = s.redeemTicket(c, r, ct)
-	} else {
-		id, t, err = s.visitorTicket(c)
-	}
-	if err != nil {
-		return "", "", t, err
-	}
-	if s.draining.Load() {
-		return "", "", t, errDraining
-	}
-	t.Room = strings.Clone(t.Room)
-	return strings.Clone(r), strings.Clone(id), t, nil
 }

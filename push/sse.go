@@ -1,7 +1,6 @@
-package main
+package push
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -19,32 +18,27 @@ import (
 	"github.com/waitroom/waitroom/wire"
 )
 
-// sseHeartbeat is how often a stream gets a heartbeat event, busy or not:
-// the longest it is silent.
-const sseHeartbeat = 15 * time.Second
-
 // sseHeartbeatEvent is an event, not a comment line: EventSource hands
 // events to the page, so the page too can tell a quiet stream from a dead
 // one.
 var sseHeartbeatEvent = []byte("event: heartbeat\ndata: " + string(wire.Heartbeat) + "\n\n")
 
-// sse serves text/event-stream on a hijacked connection: its one goroutine
-// reads for EOF, so a client that goes away is seen at once, and the
-// server's write timeout and compression do not touch the stream.
-func (s *server) sse(c *fiber.Ctx) error {
-	r, id, t, err := s.pushTarget(c, s.cfg.NoSSE)
-	if err != nil {
-		return err
-	}
+// SSE serves text/event-stream for the request on the connection fasthttp
+// hands over: its one goroutine reads for EOF, so a client that goes away
+// is seen at once, and the HTTP server's write timeout and compression do
+// not touch the stream. The caller has checked t. The stream resumes its
+// event ids from Last-Event-ID; a refusal by the hub is answered with its
+// JSON error instead of a stream. As for WS, the app's fasthttp server
+// must keep hijacked connections.
+func (s *Server) SSE(c *fiber.Ctx, t Target) error {
 	lastID, _ := strconv.ParseInt(c.Get("Last-Event-ID"), 10, 64)
 	cors := s.streamCORS(c.Get(fiber.HeaderOrigin))
-	s.wg.Add(1)
+	s.begin()
 	c.Context().HijackSetNoResponse(true)
-	held := heldTicket(r, t)
 	c.Context().Hijack(func(nc net.Conn) {
 		serveHijacked(nc, func(nc net.Conn, mayLeave bool) bool {
-			return s.serveSSE(nc, r, id, held, lastID, cors, mayLeave, s.wg.Done)
-		}, s.wg.Done)
+			return s.serveSSE(nc, t.Room, t.Visitor, t.Held, lastID, cors, mayLeave, s.end)
+		}, s.end)
 	})
 	return nil
 }
@@ -52,8 +46,8 @@ func (s *server) sse(c *fiber.Ctx) error {
 // streamCORS returns the CORS header lines of a stream for an allowed
 // origin: the stream is written by hand, past the CORS middleware, and an
 // EventSource of an embedding page needs them.
-func (s *server) streamCORS(origin string) string {
-	for _, o := range s.cfg.Origins {
+func (s *Server) streamCORS(origin string) string {
+	for _, o := range s.opts.Origins {
 		if origin == o {
 			return "Access-Control-Allow-Origin: " + o + "\r\nAccess-Control-Allow-Credentials: true\r\nVary: Origin\r\n"
 		}
@@ -65,13 +59,13 @@ func (s *server) streamCORS(origin string) string {
 // go: in the server's epoll set with no goroutine of its own when there is
 // one and mayLeave allows (it then returns true, and done is called when
 // the stream ends), else on this goroutine.
-func (s *server) serveSSE(nc net.Conn, room, visitor string, held hub.Held, lastID int64, cors string, mayLeave bool, done func()) (kept bool) {
-	t := &sseTransport{conn: nc, id: lastID, every: cmp.Or(s.cfg.sseBeat, sseHeartbeat), cors: cors}
+func (s *Server) serveSSE(nc net.Conn, room, visitor string, held hub.Held, lastID int64, cors string, mayLeave bool, done func()) (kept bool) {
+	t := &sseTransport{conn: nc, id: lastID, every: s.opts.SSEHeartbeat, cors: cors}
 	t.silence = s.hub.BeatSilence(t.every)
 	conn, err := shallow(func() (*hub.Conn, error) {
 		if t.raw = rawConnOf(nc); t.raw != nil {
-			setSendBuffer(t.raw, pushSendBuffer)
-			setPeerTimeout(t.raw, pushUserTimeout)
+			setSendBuffer(t.raw, sendBuffer)
+			setPeerTimeout(t.raw, PeerTimeout)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), attachTimeout)
 		defer cancel()
@@ -93,8 +87,8 @@ func (s *server) serveSSE(nc net.Conn, room, visitor string, held hub.Held, last
 		t.stop()
 		nc.Close()
 	}
-	if t.raw != nil && mayLeave && s.poll != nil {
-		w := s.poll.prepare(t.raw, t.readGone, func() { end(); done() })
+	if p := s.poll.Load(); t.raw != nil && mayLeave && p != nil {
+		w := p.prepare(t.raw, t.readGone, func() { end(); done() })
 		// A close by the hub closes the socket, which leaves the set
 		// without an event: the transport finishes the wait then.
 		t.wait.Store(w)
@@ -150,14 +144,15 @@ func (t *sseTransport) readGone() bool {
 	}
 }
 
-// pushSendBuffer is the kernel send buffer of a push connection: room for
+// sendBuffer is the kernel send buffer of a push connection: room for
 // about a hundred messages.
-const pushSendBuffer = 16 << 10
+const sendBuffer = 16 << 10
 
-// pushUserTimeout is how long written data of a push connection may go
-// unacknowledged before the kernel ends the connection: a peer that
-// vanished without a FIN is noticed at the next heartbeat plus this.
-const pushUserTimeout = 30 * time.Second
+// PeerTimeout is how long written data of a push connection may go
+// unacknowledged before the kernel ends the connection (TCP_USER_TIMEOUT,
+// where there is one): a peer that vanished without a FIN is noticed at
+// the next heartbeat plus this.
+const PeerTimeout = 30 * time.Second
 
 // stalledBeats is how many heartbeats in a row may find the peer taking
 // nothing before the stream is dropped, as a WebSocket that does not answer

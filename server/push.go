@@ -1,0 +1,65 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/waitroom/waitroom/internal/httperr"
+	"github.com/waitroom/waitroom/push"
+	"github.com/waitroom/waitroom/queue"
+)
+
+var errTransportOff = httperr.New(503, "transport_disabled", "this transport is turned off here; fall back to the next one")
+
+// ws hands a checked WebSocket request to the push transports.
+func (s *server) ws(c *fiber.Ctx) error {
+	t, err := s.pushTarget(c, s.cfg.NoWS)
+	if err != nil {
+		return err
+	}
+	return s.push.WS(c, t)
+}
+
+// sse hands a checked event-stream request to the push transports.
+func (s *server) sse(c *fiber.Ctx) error {
+	t, err := s.pushTarget(c, s.cfg.NoSSE)
+	if err != nil {
+		return err
+	}
+	return s.push.SSE(c, t)
+}
+
+// pushTarget checks a push request before its connection is taken over:
+// the transport is on, the room and visitor are valid, the instance is not
+// draining. The strings are copies: fiber's alias fasthttp's request
+// buffers, which are reused once the hijack handler returns.
+// The target also holds the ticket the credential carries (see
+// heldTicket).
+func (s *server) pushTarget(c *fiber.Ctx, off bool) (push.Target, error) {
+	if off {
+		return push.Target{}, errTransportOff
+	}
+	r, err := room(c)
+	if err != nil {
+		return push.Target{}, err
+	}
+	// A connect ticket (see ticket.go) stands for the credential in the
+	// URL; the queue ticket then comes back through the visitor's polls.
+	var id string
+	var t queue.Ticket
+	if ct := c.Query("ticket"); ct != "" {
+		id, err = s.redeemTicket(c, r, ct)
+	} else {
+		id, t, err = s.visitorTicket(c)
+	}
+	if err != nil {
+		return push.Target{}, err
+	}
+	if s.draining.Load() {
+		return push.Target{}, push.ErrDraining
+	}
+	t.Room = strings.Clone(t.Room)
+	r = strings.Clone(r)
+	return push.Target{Room: r, Visitor: strings.Clone(id), Held: heldTicket(r, t)}, nil
+}
