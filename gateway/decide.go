@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -79,6 +80,15 @@ func (g *Gateway) decide(ctx context.Context, o *original) verdict {
 	if rt == nil {
 		return verdict{pass: true}
 	}
+	if ok, err := g.rooms.Exists(ctx, rt.Room); err == nil && !ok {
+		// A route to a room deleted since start-up: not a queue the
+		// visitor could wait in, so no waiting page that says "no such
+		// room", but the operator's error.
+		if g.missing.due(rt.Room, time.Now()) {
+			g.log.Warn("gateway: a route's room does not exist; create it or change the route", "room", rt.Room, "route", rt.Match)
+		}
+		return verdict{status: 503, errorCode: "room_not_found", room: rt.Room, retry: 30, page: wantsPage(o.header("Accept"))}
+	}
 	var clear *fasthttp.Cookie
 	if raw := o.cookie(rt.Cookie); raw != "" {
 		v, pass, clears := g.judgeSession(ctx, rt, o, raw)
@@ -94,6 +104,28 @@ func (g *Gateway) decide(ctx context.Context, o *original) verdict {
 		v.cookie = clear
 	}
 	return v
+}
+
+// missingRooms rate-limits the warning about a route to a missing room:
+// once per room per minute. Its rooms are the routes' own, so it is
+// bounded by the routes.
+type missingRooms struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// due reports whether room's warning is due at now, and if so notes it.
+func (m *missingRooms) due(room string, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t, ok := m.last[room]; ok && now.Sub(t) < time.Minute {
+		return false
+	}
+	if m.last == nil {
+		m.last = map[string]time.Time{}
+	}
+	m.last[room] = now
+	return true
 }
 
 // judgeSession weighs the session cookie raw of route rt: pass with its

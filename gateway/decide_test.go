@@ -62,7 +62,12 @@ func (f *fakeStore) EndSession(_ context.Context, sess Session, _ time.Time) err
 
 func (f *fakeStore) Degraded() bool { return f.degraded }
 
-type fakeRooms struct{ failClosed bool }
+type fakeRooms struct {
+	failClosed bool
+	missing    bool // every room is gone
+}
+
+func (r fakeRooms) Exists(context.Context, string) (bool, error) { return !r.missing, nil }
 
 func (fakeRooms) IdleTTL(string) time.Duration { return 0 }
 func (r fakeRooms) FailClosed(string) bool     { return r.failClosed }
@@ -510,6 +515,40 @@ func BenchmarkDecideSession(b *testing.B) {
 	for b.Loop() {
 		if v := tg.decide(context.Background(), &o); !v.pass {
 			b.Fatal("refused")
+		}
+	}
+}
+
+func TestCheckRouteToMissingRoom(t *testing.T) {
+	tg := newTestGateway(t, true, nil)
+	tg.rooms = fakeRooms{missing: true}
+	cookie := "wr_session_gw=" + tg.session("v1", time.Now().Add(-time.Hour)) + "; wr_visitor=cred-v1"
+	resp, body := tg.do(t, forwarded("/checkout/cart", "Cookie", cookie, "Accept", "application/json"))
+	if resp.StatusCode != 503 || errorCode(body) != "room_not_found" || resp.Header.Get("X-Waitroom-Room") != "gw" {
+		t.Fatalf("API client: status %d, body %s", resp.StatusCode, body)
+	}
+	resp, body = tg.do(t, forwarded("/checkout/cart", "Accept", "text/html"))
+	if resp.StatusCode != 503 || !strings.Contains(string(body), `data-code="room_not_found"`) || resp.Header.Get("Location") != "" {
+		t.Fatalf("browser: status %d, Location %q, body %s", resp.StatusCode, resp.Header.Get("Location"), body)
+	}
+	if resp, _ := tg.do(t, forwarded("/checkout/static/app.css")); resp.StatusCode != 200 {
+		t.Fatalf("a bypassed path: status %d", resp.StatusCode)
+	}
+}
+
+func TestMissingRoomWarnedOncePerMinute(t *testing.T) {
+	var m missingRooms
+	start := time.Now()
+	for i, tc := range []struct {
+		room string
+		at   time.Duration
+		want bool
+	}{
+		{"a", 0, true}, {"a", time.Second, false}, {"b", time.Second, true},
+		{"a", 59 * time.Second, false}, {"a", 61 * time.Second, true}, {"a", 62 * time.Second, false},
+	} {
+		if got := m.due(tc.room, start.Add(tc.at)); got != tc.want {
+			t.Errorf("%d: due(%s, +%v) = %v, want %v", i, tc.room, tc.at, got, tc.want)
 		}
 	}
 }

@@ -53,6 +53,10 @@ type Rooms interface {
 	FailClosed(room string) bool
 	// AllowFailOpen takes one admission from room's fail-open rate.
 	AllowFailOpen(room string) bool
+	// Exists reports whether room exists, answered from memory for a room
+	// that does. An error (the store unreachable) is not an answer: the
+	// room's fail mode decides then.
+	Exists(ctx context.Context, room string) (bool, error)
 }
 
 // Visitors reads visitor credentials.
@@ -155,6 +159,7 @@ type Gateway struct {
 	cache    *Cache
 	store    Store
 	rooms    Rooms
+	missing  missingRooms // routes whose room is gone, for the warning
 	visitors Visitors
 	proxies  Proxies
 	api      API

@@ -64,13 +64,15 @@ func writeVerdict(resp *fasthttp.Response, v *verdict) {
 }
 
 var verdictMessages = map[string]string{
-	"unavailable":  "the queue store is unreachable; retry shortly",
-	"invalid_path": "the request path has an encoded slash, a backslash, a control character, an invalid escape or a .. above the root",
-	"unknown_host": "this gateway serves no site under the requested host name",
+	"unavailable":    "the queue store is unreachable; retry shortly",
+	"invalid_path":   "the request path has an encoded slash, a backslash, a control character, an invalid escape or a .. above the root",
+	"unknown_host":   "this gateway serves no site under the requested host name",
+	"room_not_found": "the waiting room that guards this address does not exist; the site's operator has to create it or change the route",
 }
 
 // verdictTitles head the page a browser gets instead of the JSON.
 var verdictTitles = map[string]string{
-	"invalid_path": "Bad address",
-	"unknown_host": "Unknown site",
+	"invalid_path":   "Bad address",
+	"unknown_host":   "Unknown site",
+	"room_not_found": "Temporarily unavailable",
 }

@@ -24,7 +24,7 @@ func (s *server) newGateway(secret []byte) error {
 	}
 	deps := gateway.Deps{
 		Routes: cfg, Signer: gateway.NewSigner(secret),
-		Store: gatewayStore{s}, Rooms: gatewayRooms{s.rooms}, Visitors: s.signer,
+		Store: gatewayStore{s}, Rooms: gatewayRooms{rc: s.rooms, open: s.cfg.OpenRooms}, Visitors: s.signer,
 		Proxies: s.cfg.TrustedProxies, API: gatewayAPI{s}, Metrics: gatewayMetrics{s.metrics},
 		RevokedChannel: queue.RevokedChannel,
 	}
@@ -95,7 +95,17 @@ func (a gatewayStore) EndSession(ctx context.Context, sess gateway.Session, fall
 func (a gatewayStore) Degraded() bool { return a.s.hub.Degraded() }
 
 // gatewayRooms is the room settings in memory, as the gateway sees them.
-type gatewayRooms struct{ rc *roomCache }
+type gatewayRooms struct {
+	rc   *roomCache
+	open bool // -open-rooms: a join makes a room, so every room may be
+}
+
+func (a gatewayRooms) Exists(ctx context.Context, room string) (bool, error) {
+	if a.open {
+		return true, nil
+	}
+	return a.rc.exists(ctx, room)
+}
 
 func (a gatewayRooms) IdleTTL(room string) time.Duration { return a.rc.tokenTTL(room) }
 func (a gatewayRooms) FailClosed(room string) bool       { return a.rc.failMode(room) == queue.FailClosed }
