@@ -31,7 +31,7 @@ type metrics struct {
 	restored      *prometheus.CounterVec
 	httpRequests  *prometheus.CounterVec   // by route pattern, method, code
 	httpSeconds   *prometheus.HistogramVec // by route pattern
-	wsHeartbeats  atomic.Int64 // heartbeats queued to WebSocket connections
+	wsHeartbeats  atomic.Int64             // heartbeats queued to WebSocket connections
 }
 
 // newMetrics makes the counters and histograms; watch adds the gauges that
