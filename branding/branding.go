@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/microcosm-cc/bluemonday"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 )
@@ -30,10 +31,32 @@ var allowed = map[atom.Atom]bool{
 
 // dropped are the elements whose content goes with them: what is inside
 // is script, style or markup that is not text for the visitor.
-var dropped = map[atom.Atom]bool{
-	atom.Script: true, atom.Style: true, atom.Template: true, atom.Iframe: true, atom.Object: true,
-	atom.Noscript: true, atom.Noembed: true, atom.Noframes: true, atom.Textarea: true,
-	atom.Title: true, atom.Xmp: true, atom.Svg: true, atom.Math: true, atom.Select: true, atom.Head: true,
+var dropped = []string{
+	"script", "style", "template", "iframe", "object", "noscript", "noembed", "noframes", "textarea",
+	"title", "xmp", "svg", "math", "select", "head",
+}
+
+// footerPolicy is the footer's allow-list. A bluemonday policy is safe for
+// concurrent use once built.
+var footerPolicy = newFooterPolicy()
+
+// newFooterPolicy allows the tags of allowed, title on each of them, and
+// href on a where safeHref takes it; an a whose href goes is kept bare.
+func newFooterPolicy() *bluemonday.Policy {
+	p := bluemonday.NewPolicy()
+	for a := range allowed {
+		p.AllowElements(a.String())
+	}
+	p.AllowNoAttrs().OnElements("a")
+	p.AllowAttrs("title").Globally()
+	p.AllowAttrs("href").OnElements("a")
+	p.RequireParseableURLs(true)
+	p.AllowRelativeURLs(false)
+	for _, scheme := range []string{"http", "https", "mailto"} {
+		p.AllowURLSchemeWithCustomPolicy(scheme, func(u *url.URL) bool { return safeHref(u.String()) })
+	}
+	p.SkipElementsContent(dropped...)
+	return p
 }
 
 // Footer returns fragment with only the allowed tags (a, b, strong, em, i,
@@ -42,10 +65,17 @@ var dropped = map[atom.Atom]bool{
 // out with their text kept, except those whose content is not text (script,
 // style, iframe…), which go whole; comments go.
 func Footer(fragment string) string {
-	z := html.NewTokenizerFragment(strings.NewReader(fragment), "div")
+	return balance(footerPolicy.Sanitize(fragment))
+}
+
+// balance writes again clean, the policy's output, with each element
+// closed where its parent closes or at the end, and end tags with no
+// element open left out: a footer cannot leave the page's own elements
+// open or close them.
+func balance(clean string) string {
+	z := html.NewTokenizerFragment(strings.NewReader(clean), "div")
 	var out strings.Builder
-	var open []atom.Atom // allowed elements open in out
-	skip := 0            // depth inside dropped elements
+	var open []atom.Atom
 	for {
 		switch z.Next() {
 		case html.ErrorToken:
@@ -54,50 +84,24 @@ func Footer(fragment string) string {
 			}
 			return out.String()
 		case html.TextToken:
-			if skip == 0 {
-				out.WriteString(html.EscapeString(string(z.Text())))
-			}
+			out.WriteString(html.EscapeString(string(z.Text())))
 		case html.StartTagToken, html.SelfClosingTagToken:
 			tok := z.Token()
-			if dropped[tok.DataAtom] {
-				if tok.Type == html.StartTagToken {
-					skip++
-				}
-				continue
-			}
-			if skip > 0 || !allowed[tok.DataAtom] {
+			if !allowed[tok.DataAtom] {
 				continue
 			}
 			out.WriteString("<" + tok.DataAtom.String())
 			for _, a := range tok.Attr {
-				if a.Namespace != "" {
-					continue
-				}
-				switch {
-				case a.Key == "title":
-				case a.Key == "href" && tok.DataAtom == atom.A && safeHref(a.Val):
-				default:
-					continue
-				}
 				out.WriteString(" " + a.Key + `="` + html.EscapeString(a.Val) + `"`)
 			}
 			out.WriteString(">")
-			if tok.DataAtom != atom.Br && tok.Type == html.StartTagToken {
+			// <a/> opens an a, as a browser reads it: only void
+			// elements (br) close themselves.
+			if tok.DataAtom != atom.Br {
 				open = append(open, tok.DataAtom)
 			}
 		case html.EndTagToken:
 			tok := z.Token()
-			if dropped[tok.DataAtom] {
-				if skip > 0 {
-					skip--
-				}
-				continue
-			}
-			if skip > 0 || !allowed[tok.DataAtom] {
-				continue
-			}
-			// Close up to the matching open element; an end tag with none
-			// open is left out.
 			for i := len(open) - 1; i >= 0; i-- {
 				if open[i] == tok.DataAtom {
 					for j := len(open) - 1; j >= i; j-- {

@@ -33,6 +33,7 @@ func TestFooter(t *testing.T) {
 		{`<a title='"><script>alert(1)</script>'>t</a>`, `<a title="&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;">t</a>`},
 		{`<scr<script>ipt>alert(1)</script>`, `ipt&gt;alert(1)`},
 		{`<xmp><b>raw</b></xmp>after`, `after`},
+		{`<A/>x<br/>`, `<a>x<br></a>`}, // only void elements close themselves
 	} {
 		if got := Footer(tc.in); got != tc.want {
 			t.Errorf("Footer(%q)\n got %q\nwant %q", tc.in, got, tc.want)

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/waitroom/waitroom/deploy/deploytest"
 	"github.com/waitroom/waitroom/internal/waitfor"

@@ -27,7 +27,7 @@ import (
 
 	"github.com/waitroom/waitroom/branding"
 	"github.com/waitroom/waitroom/queue"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Fields are the settings a room may declare, in the order they are shown.

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
@@ -184,33 +184,56 @@ func tryGatewayProcess(t *testing.T, kind, wr, app string) (string, error) {
 }
 
 // redisCalls is the total of commands redis-server has run (INFO
-// commandstats), not counting this INFO; a later call counts it.
+// commandstats), not counting this INFO; a later call counts it. HELLO,
+// which every client (this one too) sends once per connection, is not
+// counted; the client skips CLIENT SETINFO, so connecting adds nothing.
 func redisCalls(t *testing.T, addr string) int64 {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1})
 	defer c.Close()
-	fmt.Fprint(c, "*2\r\n$4\r\nINFO\r\n$12\r\ncommandstats\r\n")
-	r := bufio.NewReader(c)
-	head, err := r.ReadString('\n')
-	if err != nil || !strings.HasPrefix(head, "$") {
-		t.Fatalf("INFO: %q %v", head, err)
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(head[1:]))
-	buf := make([]byte, n+2)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		t.Fatal(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatalf("INFO commandstats: %v", err)
 	}
 	var total int64
-	for _, line := range strings.Split(string(buf), "\n") {
+	for _, line := range strings.Split(info, "\n") {
+		if strings.HasPrefix(line, "cmdstat_hello:") {
+			continue
+		}
 		if _, rest, ok := strings.Cut(line, "calls="); ok {
 			v, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
 			total += v
 		}
 	}
 	return total
+}
+
+// redisCalls counts the commands run between two calls, and its own INFO
+// once: the connection it dials adds none.
+func TestRealRedisCalls(t *testing.T) {
+	srv := redistest.StartReal(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: 2, DisableIdentity: true})
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Ping(ctx).Err(); err != nil { // the connection, dialled before counting
+		t.Fatal(err)
+	}
+	before := redisCalls(t, srv.Addr)
+	if d := redisCalls(t, srv.Addr) - before; d != 1 {
+		t.Fatalf("nothing run between two counts: %d calls, want 1 (the first INFO)", d)
+	}
+	before = redisCalls(t, srv.Addr)
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, "k").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if d := redisCalls(t, srv.Addr) - before; d != 3 {
+		t.Fatalf("SET and GET between two counts: %d calls, want 3", d)
+	}
 }
 
 // stateOf polls the visitor's state through the gateway.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,10 +9,10 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"golang.org/x/text/language"
 
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/static"
@@ -21,8 +22,8 @@ import (
 // switcher; it wins over Accept-Language.
 const langCookie = "waitroom_lang"
 
-// language is one translation of the page: static/i18n-CODE.json.
-type language struct {
+// translation is one language of the page: static/i18n-CODE.json.
+type translation struct {
 	Code string `json:"code"`
 	Name string `json:"name"`
 	text json.RawMessage
@@ -30,9 +31,19 @@ type language struct {
 
 // languages are the page's translations, English first (the fallback).
 type languages struct {
-	list   []language
-	byCode map[string]int
+	list    []translation
+	byCode  map[string]int
+	matcher language.Matcher // over tags, index for index with list
+	tags    []language.Tag
 }
+
+// fallback is the code of the page a visitor gets when no translation is
+// in a language and script they asked for.
+const fallback = "en"
+
+// maxAcceptEntries bounds the Accept-Language entries looked at, so a
+// header of thousands of tags costs no more than a browser's few.
+const maxAcceptEntries = 64
 
 // loadLanguages reads the embedded translations.
 func loadLanguages() (*languages, error) {
@@ -40,7 +51,7 @@ func loadLanguages() (*languages, error) {
 	if err != nil {
 		return nil, err
 	}
-	ls := &languages{byCode: map[string]int{}}
+	var list []translation
 	for _, code := range names {
 		raw, err := static.Files.ReadFile("i18n-" + code + ".json")
 		if err != nil {
@@ -53,25 +64,38 @@ func loadLanguages() (*languages, error) {
 		// Marshalled again: json escapes <, > and &, so the text can sit
 		// in a <script> element of the page as it is.
 		b, _ := json.Marshal(m)
-		ls.list = append(ls.list, language{Code: code, Name: m["langName"], text: b})
+		list = append(list, translation{Code: code, Name: m["langName"], text: b})
 	}
-	slices.SortStableFunc(ls.list, func(a, b language) int {
+	return newLanguages(list)
+}
+
+// newLanguages orders the translations, the fallback first, and readies
+// their matching; each code must be a language tag ("de", "zh-Hant").
+func newLanguages(list []translation) (*languages, error) {
+	ls := &languages{list: list, byCode: map[string]int{}}
+	slices.SortStableFunc(ls.list, func(a, b translation) int {
 		switch {
 		case a.Code == b.Code:
 			return 0
-		case a.Code == "en":
+		case a.Code == fallback:
 			return -1
-		case b.Code == "en":
+		case b.Code == fallback:
 			return 1
 		}
 		return strings.Compare(a.Code, b.Code)
 	})
 	for i, l := range ls.list {
 		ls.byCode[l.Code] = i
+		tag, err := language.Parse(l.Code)
+		if err != nil {
+			return nil, fmt.Errorf("static/i18n-%s.json: the name is not a language tag: %w", l.Code, err)
+		}
+		ls.tags = append(ls.tags, tag)
 	}
-	if _, ok := ls.byCode["en"]; !ok {
-		return nil, fmt.Errorf("static: no i18n-en.json")
+	if _, ok := ls.byCode[fallback]; !ok {
+		return nil, fmt.Errorf("static: no i18n-%s.json", fallback)
 	}
+	ls.matcher = language.NewMatcher(ls.tags)
 	return ls, nil
 }
 
@@ -85,54 +109,82 @@ func mustLanguages() *languages {
 	return ls
 }
 
-// match returns the supported language for a tag (de-CH → de, zh-Hans-CN →
-// zh), or "".
+// match returns the translation for a language tag, or "". A translation
+// serves a tag of its own language in the same script, whatever the
+// region (de-CH → de, zh-Hans-CN and zh-SG → zh, which is Simplified);
+// never another script (zh-TW and zh-Hant are Traditional, so not zh) nor
+// a related language (gsw is not de).
 func (ls *languages) match(tag string) string {
-	tag = strings.ToLower(strings.TrimSpace(tag))
+	tag = strings.TrimSpace(tag)
 	if _, ok := ls.byCode[tag]; ok {
 		return tag
 	}
-	if base, _, ok := strings.Cut(tag, "-"); ok {
-		if _, ok := ls.byCode[base]; ok {
-			return base
-		}
+	want, err := language.Parse(tag)
+	if err != nil {
+		return ""
 	}
-	return ""
+	return ls.matchTag(want)
+}
+
+// matchTag is match for a parsed tag.
+func (ls *languages) matchTag(want language.Tag) string {
+	_, i, conf := ls.matcher.Match(want)
+	if conf < language.High {
+		return ""
+	}
+	have := ls.tags[i]
+	// Canonical, so cmn (Mandarin) is zh and iw is he.
+	if c, err := language.All.Canonicalize(want); err == nil {
+		want = c
+	}
+	wantBase, _ := want.Base()
+	haveBase, _ := have.Base()
+	wantScript, _ := want.Script()
+	haveScript, _ := have.Script()
+	if wantBase != haveBase || wantScript != haveScript {
+		return ""
+	}
+	return ls.list[i].Code
 }
 
 // pick chooses the page's language: the visitor's remembered choice, else
 // the best Accept-Language match by quality (ties in header order), else
-// English.
+// the fallback. An entry that does not parse, or has a weight of 0, asks
+// for nothing; the others still count.
 func (ls *languages) pick(cookie, acceptLanguage string) string {
 	if l := ls.match(cookie); l != "" {
 		return l
 	}
-	best, bestQ := "", 0.0
-	for _, part := range strings.Split(acceptLanguage, ",") {
-		tag, params, _ := strings.Cut(part, ";")
-		q := 1.0
-		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil || f < 0 || f > 1 {
-				continue
-			}
-			q = f
+	type entry struct {
+		tag language.Tag
+		q   float32
+	}
+	var asked []entry
+	for i, part := range strings.Split(acceptLanguage, ",") {
+		if i == maxAcceptEntries {
+			break
 		}
-		if l := ls.match(tag); l != "" && q > bestQ {
-			best, bestQ = l, q
+		// One entry at a time: a bad one leaves the rest of the header.
+		tags, qs, err := language.ParseAcceptLanguage(part)
+		if err != nil || len(tags) != 1 || qs[0] > 1 {
+			continue
+		}
+		asked = append(asked, entry{tags[0], qs[0]})
+	}
+	slices.SortStableFunc(asked, func(a, b entry) int { return cmp.Compare(b.q, a.q) })
+	for _, e := range asked {
+		if l := ls.matchTag(e.tag); l != "" {
+			return l
 		}
 	}
-	if best == "" {
-		return "en"
-	}
-	return best
+	return fallback
 }
 
 // pageBoot is what the page reads before its first render, from
 // <script type="application/json" id="waitroom-boot">.
 type pageBoot struct {
 	Lang  string          `json:"lang"`
-	Langs []language      `json:"langs"`
+	Langs []translation   `json:"langs"`
 	Text  json.RawMessage `json:"text"`
 	// Branding is the ?room's look, when it has one.
 	Branding *roomLook `json:"branding,omitempty"`

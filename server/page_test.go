@@ -38,6 +38,77 @@ func TestLanguagePick(t *testing.T) {
 	}
 }
 
+// Chinese in Traditional script is not served the Simplified page (zh):
+// without a Traditional one it gets the fallback; the Simplified tags, and
+// Chinese with no script or region, get zh.
+func TestLanguageScript(t *testing.T) {
+	ls := mustLanguages()
+	for header, want := range map[string]string{
+		"zh-TW": "en", "zh-Hant": "en", "zh-HK": "en", "zh-MO": "en", "zh-Hant-CN": "en",
+		// Asked for Simplified too, if less; or for another language.
+		"zh-TW,zh;q=0.9": "zh", "zh-TW,ja;q=0.5": "ja",
+		"zh-CN": "zh", "zh-Hans": "zh", "zh": "zh", "zh-SG": "zh", "zh-Hans-TW": "zh", "cmn": "zh",
+		// Related languages are not the same one.
+		"gsw": "en", "gl": "en", "yue": "en",
+		"pt-PT": "pt", "es-419": "es", "en-GB": "en", "de-Latf": "en",
+	} {
+		if got := ls.pick("", header); got != want {
+			t.Errorf("pick(%q) = %q, want %q", header, got, want)
+		}
+	}
+	if got := ls.pick("zh-TW", "de"); got != "de" {
+		t.Errorf("a remembered zh-TW with no Traditional page: got %q, want de", got)
+	}
+}
+
+// With a Traditional page, the Traditional tags get it and the Simplified
+// ones still get zh.
+func TestLanguageTraditional(t *testing.T) {
+	ls, err := newLanguages([]translation{{Code: "zh"}, {Code: "zh-Hant"}, {Code: "en"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls.list[0].Code != "en" {
+		t.Errorf("first language %q, want the fallback en", ls.list[0].Code)
+	}
+	for header, want := range map[string]string{
+		"zh-TW": "zh-Hant", "zh-Hant": "zh-Hant", "zh-HK": "zh-Hant", "zh-Hant-HK": "zh-Hant",
+		"zh-CN": "zh", "zh-Hans": "zh", "zh": "zh", "ja": "en",
+	} {
+		if got := ls.pick("", header); got != want {
+			t.Errorf("pick(%q) = %q, want %q", header, got, want)
+		}
+	}
+	if _, err := newLanguages([]translation{{Code: "en"}, {Code: "not a tag"}}); err == nil {
+		t.Error("a translation named by no language tag was taken")
+	}
+}
+
+// Weights order the entries, ties keep the header's order, and anything
+// that is not an Accept-Language header asks for nothing.
+func TestLanguageAcceptHeader(t *testing.T) {
+	ls := mustLanguages()
+	for _, tc := range []struct{ header, want string }{
+		{"fr;q=0.3, de;q=0.7, ja;q=0.5", "de"},
+		{"fr;q=0.5, de;q=0.5", "fr"},
+		{"de;q=0.5, fr;q=0.5", "de"},
+		{"ja;q=0.001, nl", "ja"},
+		{"de;q=1.5, fr;q=0.1", "fr"}, // a weight over 1 is not one
+		{"de;q=-1, fr;q=0.1", "fr"},
+		{"*", "en"},
+		{"*;q=0.5, pt", "pt"},
+		{";;;,,,", "en"},
+		{"\x00\xff garbage", "en"},
+		{"de-DE-u-co-phonebk", "de"},
+		{"12345678901234567890", "en"},
+		{strings.Repeat("nl,", 100) + "de", "en"}, // past the entries looked at
+	} {
+		if got := ls.pick("", tc.header); got != tc.want {
+			t.Errorf("pick(%q) = %q, want %q", tc.header, got, tc.want)
+		}
+	}
+}
+
 func TestBootPage(t *testing.T) {
 	boot := pageBoot{Lang: "de", Text: json.RawMessage(`{"a":"\u003c/script\u003e"}`)}
 	for _, tc := range []struct{ in, wantPrefix string }{
