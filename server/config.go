@@ -211,6 +211,16 @@ func (c config) validate() error {
 			return fmt.Errorf("-page-dir %q: needs an index.html: %v", c.PageDir, err)
 		}
 	}
+	for _, check := range []func() error{c.validateRedis, c.validateLimits, c.validateServing} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateRedis checks the Redis connection, the secret and the admin key.
+func (c config) validateRedis() error {
 	if c.Sentinel != "" {
 		if c.Redis == "" || c.Cluster {
 			return errors.New("-redis-sentinel needs -redis with the sentinel addresses, and no -redis-cluster")
@@ -243,6 +253,11 @@ func (c config) validate() error {
 	if c.AdminKey != "" && len(c.AdminKey) < 16 {
 		return errors.New("invalid -admin-key: at least 16 bytes")
 	}
+	return nil
+}
+
+// validateLimits checks capacity, lifetimes and connection limits.
+func (c config) validateLimits() error {
 	if c.Capacity.DBPool < 1 || c.Capacity.ServiceTime <= 0 {
 		return errors.New("invalid -db-pool or -service-time: the simulated database needs at least 1 connection and a positive service time")
 	}
@@ -277,6 +292,12 @@ func (c config) validate() error {
 	case c.JoinRate > 0 && (c.JoinBurst < 1 || c.JoinBurst > 1e6):
 		return errors.New("invalid -join-burst: between 1 and 1000000")
 	}
+	return nil
+}
+
+// validateServing checks the listeners, the gateway page, logging and the
+// frame policy.
+func (c config) validateServing() error {
 	if c.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
 			return fmt.Errorf("invalid -metrics-addr %q: %v", c.MetricsAddr, err)
