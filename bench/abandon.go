@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"html"
 	"io"
@@ -597,4 +598,31 @@ func (c adminClient) call(ctx context.Context, method, path, body string, out an
 		return nil
 	}
 	return json.Unmarshal(data, out)
+}
+
+func abandonScenario() scenario {
+	return scenario{name: "abandon", flags: func(fs *flag.FlagSet) func(context.Context, runEnv) (string, error) {
+		var o abandonOptions
+		fs.IntVar(&o.N, "n", 0, "visitors per run (default 5000; 200 with -quick)")
+		fs.Float64Var(&o.Leave, "leave", 0.3, "share of visitors who leave while waiting")
+		fs.IntVar(&o.DBPool, "db-pool", 0, "server -db-pool, which sets the capacity (default 10: 35/s; 4 with -quick)")
+		fs.DurationVar(&o.Limit, "limit", 0, "time limit per run (default 8m; 35s with -quick)")
+		strategies := fs.String("strategies", "fixed,max-active", "strategies to run, comma-separated")
+		presence := fs.String("presence", "on,off", "presence settings to run, comma-separated")
+		return func(ctx context.Context, env runEnv) (string, error) {
+			if o.Leave <= 0 || o.Leave >= 1 {
+				return "", fmt.Errorf("abandon: -leave must be between 0 and 1")
+			}
+			o.Out, o.Quick, o.Progress = env.out, env.quick, env.progress
+			o.Strategies = splitList(*strategies)
+			for _, p := range splitList(*presence) {
+				if p != "on" && p != "off" {
+					return "", fmt.Errorf("abandon: -presence takes on and off, not %q", p)
+				}
+				o.Presence = append(o.Presence, p == "on")
+			}
+			_, err := runAbandon(ctx, o, env.command)
+			return "abandon.{md,json,svg}", err
+		}
+	}}
 }

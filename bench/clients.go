@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -277,4 +278,18 @@ func clientsSVG(rep *clientsReport) string {
 			mk("redis-benchmark ZADD", func(r clientsResult) float64 { return r.ZaddOps }),
 			mk("redis-benchmark ZRANK", func(r clientsResult) float64 { return r.ZrankOps }),
 		})
+}
+
+func clientsScenario() scenario {
+	return scenario{name: "clients", external: true, flags: func(fs *flag.FlagSet) func(context.Context, runEnv) (string, error) {
+		var o clientsOptions
+		fs.IntVar(&o.Ops, "ops", 0, "HTTP joins and statuses per client (default 30000; 2000 with -quick)")
+		fs.IntVar(&o.RedisOps, "redis-ops", 0, "redis-benchmark requests per test (default 200000; 20000 with -quick)")
+		fs.IntVar(&o.Conc, "c", 50, "concurrency of the HTTP callers and of redis-benchmark")
+		return func(ctx context.Context, env runEnv) (string, error) {
+			o.Out, o.Quick, o.Ext, o.Progress = env.out, env.quick, env.ext, env.progress
+			_, err := runClients(ctx, o, env.command)
+			return "clients.{md,json,svg}", err
+		}
+	}}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -716,4 +717,25 @@ func startOtherLoad(tgt *target) func() float64 {
 		}
 		return max((busy1-busy0-(ours1-ours0)).Seconds()/time.Since(t0).Seconds(), 0)
 	}
+}
+
+func costScenario() scenario {
+	return scenario{name: "cost", external: true, flags: func(fs *flag.FlagSet) func(context.Context, runEnv) (string, error) {
+		var o costOptions
+		fs.IntVar(&o.N, "n", 0, "waiting visitors (default 10000; 200 with -quick)")
+		fs.DurationVar(&o.Duration, "duration", 0, "measured window per mode (default 60s; 5s with -quick)")
+		fs.IntVar(&o.Batch, "batch", 0, "server -batch: visitors admitted per tick (default 14; 2 with -quick)")
+		fs.DurationVar(&o.Tick, "tick", 0, "server -tick (default 100ms)")
+		modes := fs.String("modes", "ws,sse,poll,poll1s", "modes to run, comma-separated")
+		fs.IntVar(&o.PerProc, "per-proc", 0, "visitors per client process; more are spread over child processes (default 15000)")
+		return func(ctx context.Context, env runEnv) (string, error) {
+			o.Out, o.Quick, o.Ext, o.Progress = env.out, env.quick, env.ext, env.progress
+			o.Modes = splitList(*modes)
+			rep, err := runCost(ctx, o, env.command)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("cost.{md,json,svg} (%d modes)", len(rep.Results)), nil
+		}
+	}}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -349,4 +350,19 @@ func gatewaySVG(r *gatewayReport) string {
 		{Title: "throughput", Unit: "req/s", Bars: []bar{{Label: "/healthz", Value: r.HealthzPerSec}, {Label: "/api/v1/check", Value: r.CheckPerSec}}},
 		{Title: fmt.Sprintf("p50, app works %.0f ms", r.UpstreamLagMs), Unit: "ms", Bars: []bar{{Label: "direct", Value: r.DirectP50Ms}, {Label: "through proxy", Value: r.ProxyP50Ms}}},
 	})
+}
+
+func gatewayScenario() scenario {
+	return scenario{name: "gateway", flags: func(fs *flag.FlagSet) func(context.Context, runEnv) (string, error) {
+		var o gatewayOptions
+		fs.IntVar(&o.Conns, "conns", 64, "closed-loop connections for the check and /healthz")
+		fs.DurationVar(&o.Duration, "duration", 0, "each closed-loop phase (default 10s; 2s with -quick)")
+		fs.IntVar(&o.Samples, "samples", 0, "sequential requests per proxy latency series (default 3000; 300 with -quick)")
+		fs.DurationVar(&o.UpstreamLag, "app-work", time.Millisecond, "how long the app behind the proxy works per request")
+		return func(ctx context.Context, env runEnv) (string, error) {
+			o.Out, o.Quick, o.Progress = env.out, env.quick, env.progress
+			_, err := runGateway(ctx, o, env.command)
+			return "gateway.{md,json,svg}", err
+		}
+	}}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -454,4 +455,17 @@ func herdSVG(rep *herdReport) string {
 		mk("Order success", "%", func(r herdResult) float64 { return r.Success * 100 }, func(f fieldFigure) float64 { return f.Success * 100 }),
 	}
 	return barChartSVG("The herd: batch size and jitter against a 40-slot DB", "grey hatched bars: the field's published figures (Spring, k6, one laptop)", panels)
+}
+
+func herdScenario() scenario {
+	return scenario{name: "herd", external: true, flags: func(fs *flag.FlagSet) func(context.Context, runEnv) (string, error) {
+		var o herdOptions
+		fs.StringVar(&o.Transport, "transport", "ws", "how visitors learn they are admitted: ws, sse or poll")
+		fs.DurationVar(&o.Limit, "limit", 0, "time limit per run (default 2m)")
+		return func(ctx context.Context, env runEnv) (string, error) {
+			o.Out, o.Quick, o.Ext, o.Progress = env.out, env.quick, env.ext, env.progress
+			_, err := runHerd(ctx, o, env.command)
+			return "herd.{md,json,svg}", err
+		}
+	}}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -1076,4 +1077,30 @@ func scaleSVG(rep *scaleReport) string {
 	return barChartSVG(fmt.Sprintf("%s push visitors over %d instances", commas(int64(rep.Visitors)), rep.Instances),
 		fmt.Sprintf("%s, paused while connecting, %d per %d ms for %.0f s, then paused %.0f s; hatched bars are targets",
 			transportLabel(rep.Transport), rep.Batch, rep.TickMs, rep.AdmitSeconds, rep.IdleSeconds), panels)
+}
+
+func scaleScenario() scenario {
+	return scenario{name: "scale", flags: func(fs *flag.FlagSet) func(context.Context, runEnv) (string, error) {
+		var o scaleOptions
+		fs.IntVar(&o.N, "n", 0, "push visitors (default 45000; 3000 with -quick)")
+		fs.StringVar(&o.Transport, "transport", "ws", "push transport: ws or sse")
+		fs.IntVar(&o.Instances, "instances", 3, "server instances, all on the one redis-server")
+		fs.DurationVar(&o.Admit, "admit", 0, "admitting phase (default 30s; 5s with -quick)")
+		fs.DurationVar(&o.Idle, "idle", 0, "paused phase after it (default 60s; 10s with -quick)")
+		fs.IntVar(&o.Batch, "batch", 0, "server -batch: visitors admitted per tick (default 14)")
+		fs.DurationVar(&o.Tick, "tick", 0, "server -tick (default 100ms)")
+		fs.IntVar(&o.PerProc, "per-proc", 0, "visitors per client process; more are spread over child processes (default 15000)")
+		fs.DurationVar(&o.WSPing, "ws-heartbeat", 0, "the servers' WebSocket heartbeat interval (default 40s, the servers' default; 3s with -quick)")
+		cluster := fs.Bool("cluster", false, "on a Redis Cluster of 3 masters and 3 replicas started here, visitors spread over rooms on every master (default -n 9000, -admit 20s)")
+		rooms := fs.Int("rooms", 6, "with -cluster: rooms, spread evenly over the masters")
+		return func(ctx context.Context, env runEnv) (string, error) {
+			o.Out, o.Quick, o.Progress = env.out, env.quick, env.progress
+			if *cluster {
+				_, err := runScaleCluster(ctx, o, *rooms, env.command)
+				return "scale-cluster.{md,json}", err
+			}
+			_, err := runScale(ctx, o, env.command)
+			return "scale.{md,json,svg}", err
+		}
+	}}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -803,4 +804,26 @@ func soakSVG(rep *soakReport) string {
 			{Title: "Goroutines per instance", Series: per(func(s soakSample) []float64 { return s.Goroutines })},
 			{Title: "Push connections per instance", Series: per(func(s soakSample) []float64 { return s.Conns })},
 		}, marks)
+}
+
+func soakScenario() scenario {
+	return scenario{name: "soak", quickHelp: "a run of about a minute with 600 visitors (what the tests run)",
+		flags: func(fs *flag.FlagSet) func(context.Context, runEnv) (string, error) {
+			var o soakOptions
+			fs.IntVar(&o.N, "n", 0, "push visitors (default 30000; 600 with -quick)")
+			fs.DurationVar(&o.Duration, "duration", 0, "admitting time, with the faults (default 10m; 45s with -quick)")
+			fs.IntVar(&o.Instances, "instances", 3, "server instances, all on the one redis-server")
+			fs.IntVar(&o.Batch, "batch", 0, "server -batch: visitors admitted per tick (default 14)")
+			fs.DurationVar(&o.Tick, "tick", 0, "server -tick (default 100ms)")
+			fs.DurationVar(&o.FaultEvery, "fault-every", 0, "pub/sub connections are killed this often (default 1m; 10s with -quick)")
+			fs.DurationVar(&o.Linger, "linger", 0, "how long an admitted visitor keeps its stream before joining again (default 10s; 2s with -quick)")
+			fs.DurationVar(&o.Sample, "sample", 0, "how often RSS and goroutines are read (default 5s; 1s with -quick)")
+			fs.StringVar(&o.RedisStop, "redis-stop", "kill", "how Redis is stopped before its restart: kill (SIGKILL, a crash) or term (SIGTERM)")
+			fs.IntVar(&o.PerProc, "per-proc", 0, "visitors per client process; more are spread over child processes (default 15000; 300 with -quick)")
+			return func(ctx context.Context, env runEnv) (string, error) {
+				o.Out, o.Quick, o.Progress = env.out, env.quick, env.progress
+				_, err := runSoak(ctx, o, env.command)
+				return "soak.{md,json,svg}", err
+			}
+		}}
 }
