@@ -174,54 +174,28 @@ func costMode(ctx context.Context, o costOptions, mode string) (costResult, erro
 		sampleEvery = 250 * time.Millisecond
 	}
 	fmt.Fprintf(o.Progress, "cost %s: setting up %d visitors in %d process(es)\n", mode, o.N, procs)
-	handles := make([]fleetHandle, procs)
-	errs := make([]error, procs)
-	var wg sync.WaitGroup
-	for p := range procs {
+	handles := make([]fleetOf[fleetReport], procs)
+	abortAll := func() { abortFleets(handles) }
+	err = costFleets.startAll(ctx, handles, func(p int) fleetConfig {
 		first := p * o.N / procs
-		cfg := fleetConfig{URL: tgt.URL, Room: room, Mode: mode, First: first, Count: (p+1)*o.N/procs - first,
+		return fleetConfig{URL: tgt.URL, Room: room, Mode: mode, First: first, Count: (p+1)*o.N/procs - first,
 			SampleStep: step, SampleEvery: sampleEvery, IPBase: 2 + p*20, IPs: 20, SetupConc: 64, PollConns: 256}
-		wg.Go(func() {
-			if procs == 1 {
-				f, err := startFleet(ctx, cfg)
-				if err == nil {
-					handles[p] = localFleet{f}
-				}
-				errs[p] = err
-				return
-			}
-			w, err := startWorker(ctx, "cost-worker", cfg)
-			if err == nil {
-				handles[p] = w
-			}
-			errs[p] = err
-		})
-	}
-	wg.Wait()
-	abortAll := func() {
-		for _, h := range handles {
-			if h != nil {
-				h.abort()
-			}
-		}
-	}
-	for _, err := range errs {
-		if err != nil {
-			abortAll()
-			return res, err
-		}
+	})
+	if err != nil {
+		abortAll()
+		return res, err
 	}
 
 	// The window.
 	withConns := tgt.proc()
 	busy0 := machineBusy()
-	ours0 := ourCPU(tgt, handles)
+	ours0 := ourCPU(tgt, fleetPIDs(handles))
 	m1 := tgt.metrics(ctx)
 	redis0 := tgt.redisCommands(ctx)
 	polls0 := m1["waitroom_polls_total"]
 	t0 := time.Now()
 	for _, h := range handles {
-		if err := h.begin(); err != nil {
+		if err := h.step("begin"); err != nil {
 			abortAll()
 			return res, err
 		}
@@ -252,13 +226,13 @@ func costMode(ctx context.Context, o costOptions, mode string) (costResult, erro
 	t1 := time.Now()
 	after := tgt.proc()
 	res.OtherCores = math.NaN()
-	if busy1, ours1 := machineBusy(), ourCPU(tgt, handles); busy0 > 0 && busy1 > 0 {
+	if busy1, ours1 := machineBusy(), ourCPU(tgt, fleetPIDs(handles)); busy0 > 0 && busy1 > 0 {
 		res.OtherCores = max((busy1-busy0-(ours1-ours0)).Seconds()/t1.Sub(t0).Seconds(), 0)
 	}
 	redis1 := tgt.redisCommands(ctx)
 	m2 := tgt.metrics(ctx)
 	for _, h := range handles {
-		if err := h.mark(); err != nil {
+		if err := h.step("mark"); err != nil {
 			abortAll()
 			return res, err
 		}
@@ -685,18 +659,14 @@ func machineBusy() time.Duration {
 
 // ourCPU is the CPU time of the server, its Redis, this process and its
 // cost-worker children.
-func ourCPU(tgt *target, handles []fleetHandle) time.Duration {
+func ourCPU(tgt *target, fleetPIDs []int) time.Duration {
 	pids := []int{os.Getpid(), tgt.PID}
 	for _, c := range tgt.procs {
 		if c.Process != nil && c.Process.Pid != tgt.PID {
 			pids = append(pids, c.Process.Pid)
 		}
 	}
-	for _, h := range handles {
-		if w, ok := h.(*workerFleet); ok && w.cmd.Process != nil {
-			pids = append(pids, w.cmd.Process.Pid)
-		}
-	}
+	pids = append(pids, fleetPIDs...)
 	var sum time.Duration
 	for _, pid := range pids {
 		if p, err := readProc(pid); err == nil {

@@ -377,11 +377,22 @@ func (f *scaleFleet) abort() {
 // scaleHandle is a fleet in this process or in a scale-worker child.
 type scaleHandle = fleetOf[scaleFleetReport]
 
-// scaleWorkerMain is `bench scale-worker -config JSON`: it sets its
-// visitors up, says "ready", and reports once it reads "end".
+// scaleFleets are the scale scenario's fleets: visitors that connect
+// and are told when admitted, with no steps between ready and end.
+var scaleFleets = fleetKind[scaleFleetConfig, scaleFleetReport]{
+	worker: "scale-worker",
+	start: func(ctx context.Context, cfg scaleFleetConfig) (localFleet[scaleFleetReport], error) {
+		f, err := startScaleFleet(ctx, cfg)
+		if err != nil {
+			return localFleet[scaleFleetReport]{}, err
+		}
+		return localFleet[scaleFleetReport]{report: f.end, stop: f.abort}, nil
+	},
+}
+
+// scaleWorkerMain is `bench scale-worker -config JSON`.
 func scaleWorkerMain(ctx context.Context, cfgJSON string) error {
-	return workerMain(ctx, "scale-worker", cfgJSON, startScaleFleet, (*scaleFleet).abort,
-		func(f *scaleFleet) any { return f.end() })
+	return scaleFleets.workerMain(ctx, cfgJSON)
 }
 
 // scaleEnv is one redis-server and the instances on it, all started here.
@@ -537,12 +548,7 @@ func (e *scaleEnv) sample(ctx context.Context, handles []scaleHandle) scaleSampl
 
 // clientCPU is the CPU time of this process and its scale-worker children.
 func clientCPU(handles []scaleHandle) time.Duration {
-	pids := []int{os.Getpid()}
-	for _, h := range handles {
-		if h != nil && h.pid() > 0 {
-			pids = append(pids, h.pid())
-		}
-	}
+	pids := append([]int{os.Getpid()}, fleetPIDs(handles)...)
 	var sum time.Duration
 	for _, pid := range pids {
 		if p, err := readProc(pid); err == nil {
@@ -732,17 +738,11 @@ func runScale(ctx context.Context, o scaleOptions, command string) (*scaleReport
 		return fmt.Sprintf("scale connect: %3.0fs conns=%.0f/%d", s.at.Sub(s0.at).Seconds(), s.conns(), o.N)
 	}, o.Progress)
 	cctx, ccancel := context.WithTimeout(ctx, connectLimit)
-	err = startFleets(cctx, handles, "scale-worker", func(p int) scaleFleetConfig {
+	err = scaleFleets.startAll(cctx, handles, func(p int) scaleFleetConfig {
 		first := p * o.N / procs
 		return scaleFleetConfig{URLs: urls, Room: room, Transport: o.Transport, First: first, Count: (p+1)*o.N/procs - first,
 			IPBase: 2 + p*20, IPs: 20, SetupConc: 64}
-	}, func(ctx context.Context, cfg scaleFleetConfig) (scaleHandle, error) {
-		f, err := startScaleFleet(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		return localHandle[scaleFleetReport]{f.end, f.abort}, nil
-	}, func(w *workerFleet) scaleHandle { return workerHandle[scaleFleetReport]{w} })
+	})
 	ccancel()
 	if err != nil {
 		watch.end()

@@ -395,17 +395,11 @@ func runSoak(ctx context.Context, o soakOptions, command string) (*soakReport, e
 	fmt.Fprintf(o.Progress, "soak: connecting %d visitors over %d instances from %d process(es)\n", o.N, o.Instances, procs)
 	connecting := time.Now()
 	cctx, ccancel := context.WithTimeout(ctx, connectLimit)
-	err = startFleets(cctx, handles, "soak-worker", func(p int) soakFleetConfig {
+	err = soakFleets.startAll(cctx, handles, func(p int) soakFleetConfig {
 		first := p * o.N / procs
 		return soakFleetConfig{URLs: urls, Room: r.room, First: first, Count: (p+1)*o.N/procs - first,
 			IPBase: 2 + p*20, IPs: 20, SetupConc: 64, Linger: o.Linger, Grace: 10 * time.Second}
-	}, func(ctx context.Context, cfg soakFleetConfig) (soakHandle, error) {
-		f, err := startSoakFleet(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		return localHandle[soakFleetReport]{f.finish, f.abort}, nil
-	}, func(w *workerFleet) soakHandle { return workerHandle[soakFleetReport]{w} })
+	})
 	ccancel()
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)

@@ -309,9 +309,20 @@ func (f *soakFleet) abort() {
 // soakHandle is a fleet in this process or in a soak-worker child.
 type soakHandle = fleetOf[soakFleetReport]
 
-// soakWorkerMain is `bench soak-worker -config JSON`: it starts its slots,
-// says "ready", and reports once it reads "end".
+// soakFleets are the soak scenario's fleets: slots of visitors that join
+// again after each admission, with no steps between ready and end.
+var soakFleets = fleetKind[soakFleetConfig, soakFleetReport]{
+	worker: "soak-worker",
+	start: func(ctx context.Context, cfg soakFleetConfig) (localFleet[soakFleetReport], error) {
+		f, err := startSoakFleet(ctx, cfg)
+		if err != nil {
+			return localFleet[soakFleetReport]{}, err
+		}
+		return localFleet[soakFleetReport]{report: f.finish, stop: f.abort}, nil
+	},
+}
+
+// soakWorkerMain is `bench soak-worker -config JSON`.
 func soakWorkerMain(ctx context.Context, cfgJSON string) error {
-	return workerMain(ctx, "soak-worker", cfgJSON, startSoakFleet, (*soakFleet).abort,
-		func(f *soakFleet) any { return f.finish() })
+	return soakFleets.workerMain(ctx, cfgJSON)
 }
