@@ -100,6 +100,16 @@ func abortFleets[R any](handles []fleetOf[R]) {
 	}
 }
 
+// stepFleets runs the named step on every fleet in handles, in turn.
+func stepFleets[R any](handles []fleetOf[R], name string) error {
+	for _, h := range handles {
+		if err := h.step(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // fleetPIDs are the process IDs of the fleets in child processes.
 func fleetPIDs[R any](handles []fleetOf[R]) []int {
 	var pids []int
