@@ -225,48 +225,10 @@ func herdRun(ctx context.Context, o herdOptions, sp herdSpec) (herdResult, error
 	m := tgt.metrics(ctx)
 	res.PeakDBSlots = m["waitroom_db_slots_peak"]
 
-	var req, wait, lat []float64
-	for _, v := range vis {
-		res.TooEarly += v.early
-		if !v.nb.IsZero() {
-			res.Admitted++
-			wait = append(wait, v.nb.Sub(v.joinAt).Seconds())
-		}
-		switch {
-		case v.code == 201:
-			res.Created++
-		case v.code == 503:
-			res.DBTimeouts++
-		default:
-			res.OtherFailures++
-			if res.FirstFailure == "" {
-				if v.err != nil {
-					res.FirstFailure = v.err.Error()
-				} else {
-					res.FirstFailure = "http " + strconv.Itoa(v.code)
-				}
-			}
-		}
-		if v.code != 0 {
-			req = append(req, v.done.Sub(v.joinAt).Seconds())
-			lat = append(lat, v.orderLat.Seconds())
-		}
-	}
-	res.Success = float64(res.Created) / float64(sp.Visitors)
-	res.RequestP95 = quantile(req, .95)
-	res.TokenWaitP95 = quantile(wait, .95)
-	res.OrderP95, res.OrderP99 = quantile(lat, .95), quantile(lat, .99)
-	res.ThresholdHeld = !math.IsNaN(res.OrderP95) && res.OrderP95 < threshold.Seconds()
+	herdTally(&res, vis)
 	res.PeakPer10ms = peakInWindow(starts, 10*time.Millisecond)
 	res.PeakSteady = peakInWindow(steadyStarts, 10*time.Millisecond)
-	var startLag []float64
-	for _, v := range vis {
-		if v.steady {
-			res.Steady++
-			startLag = append(startLag, v.firstStart.Sub(v.nb).Seconds())
-		}
-	}
-	res.StartLagP50, res.StartLagP99 = quantile(startLag, .5), quantile(startLag, .99)
+	herdStartLag(&res, vis)
 	fmt.Fprintf(o.Progress, "%s: done in %.1fs: success %.1f%%, order p95 %s, request p95 %s, peak DB %.0f, peak starts/10ms %d (told at notBefore: %d, order start after notBefore p50 %s p99 %s)\n",
 		label, res.Seconds, res.Success*100, secs(res.OrderP95), secs(res.RequestP95), res.PeakDBSlots, res.PeakPer10ms, res.PeakSteady, secs(res.StartLagP50), secs(res.StartLagP99))
 	return res, nil
@@ -468,4 +430,54 @@ func herdScenario() scenario {
 			return "herd.{md,json,svg}", err
 		}
 	}}
+}
+
+// herdTally counts the visitors' outcomes into res: admitted, orders
+// created and failed, and the request, token wait and order latencies.
+func herdTally(res *herdResult, vis []herdVisitor) {
+	var req, wait, lat []float64
+	for _, v := range vis {
+		res.TooEarly += v.early
+		if !v.nb.IsZero() {
+			res.Admitted++
+			wait = append(wait, v.nb.Sub(v.joinAt).Seconds())
+		}
+		switch {
+		case v.code == 201:
+			res.Created++
+		case v.code == 503:
+			res.DBTimeouts++
+		default:
+			res.OtherFailures++
+			if res.FirstFailure == "" {
+				if v.err != nil {
+					res.FirstFailure = v.err.Error()
+				} else {
+					res.FirstFailure = "http " + strconv.Itoa(v.code)
+				}
+			}
+		}
+		if v.code != 0 {
+			req = append(req, v.done.Sub(v.joinAt).Seconds())
+			lat = append(lat, v.orderLat.Seconds())
+		}
+	}
+	res.Success = float64(res.Created) / float64(len(vis))
+	res.RequestP95 = quantile(req, .95)
+	res.TokenWaitP95 = quantile(wait, .95)
+	res.OrderP95, res.OrderP99 = quantile(lat, .95), quantile(lat, .99)
+	res.ThresholdHeld = !math.IsNaN(res.OrderP95) && res.OrderP95 < threshold.Seconds()
+}
+
+// herdStartLag is how long after notBefore the visitors told at it
+// started their order.
+func herdStartLag(res *herdResult, vis []herdVisitor) {
+	var startLag []float64
+	for _, v := range vis {
+		if v.steady {
+			res.Steady++
+			startLag = append(startLag, v.firstStart.Sub(v.nb).Seconds())
+		}
+	}
+	res.StartLagP50, res.StartLagP99 = quantile(startLag, .5), quantile(startLag, .99)
 }
