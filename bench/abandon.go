@@ -155,24 +155,7 @@ func abandonOnce(ctx context.Context, o abandonOptions, strategy string, presenc
 	defer tgt.Close()
 	room := fmt.Sprintf("abandon-%s-%v-%d", strategy, presence, time.Now().UnixNano()%1e6)
 	adm := adminClient{base: tgt.URL, key: key}
-	var eff struct {
-		TPS   float64 `json:"tps"`
-		Batch int     `json:"batch"`
-	}
-	if err := adm.call(ctx, "GET", "/rooms/"+room, "", &eff); err != nil {
-		return res, err
-	}
-	res.Capacity = eff.TPS
-	cfg := map[string]any{"strategy": strategy, "presence": presence,
-		"awayAfterSeconds": abandonAwayAfter.Seconds(), "tokenTtlSeconds": ttl.Seconds()}
-	if strategy == "max-active" {
-		// Slots for two seconds of admissions: a visitor who is there
-		// orders within a second of its notBefore.
-		res.MaxActive = int(math.Ceil(eff.TPS * 2))
-		cfg["maxActive"] = res.MaxActive
-	}
-	body, _ := json.Marshal(cfg)
-	if err := adm.call(ctx, "PUT", "/rooms/"+room, string(body), nil); err != nil {
+	if err := abandonConfigure(ctx, adm, room, ttl, &res); err != nil {
 		return res, err
 	}
 
@@ -229,13 +212,7 @@ func abandonOnce(ctx context.Context, o abandonOptions, strategy string, presenc
 		}
 	}
 	res.Seconds = time.Since(t0).Seconds()
-	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
-	if err := adm.call(sctx, "GET", "/rooms/"+room+"/stats", "", &st); err == nil {
-		res.Skipped, res.Reclaimed = st.Presence.SkippedTotal, st.Presence.ReclaimedTotal
-		res.MadeUp = st.Presence.MadeUpTotal
-		res.Admitted = st.AdmittedTotal
-	}
-	scancel()
+	abandonFinalStats(ctx, adm, room, &res)
 	abandonSummarise(&res, vis, t0)
 	if res.Errors > 0 {
 		fmt.Fprintf(o.Progress, "%s: %d errors; the server's log ends with:\n%s\n", label, res.Errors, tgt.logTail())
@@ -625,4 +602,40 @@ func abandonScenario() scenario {
 			return "abandon.{md,json,svg}", err
 		}
 	}}
+}
+
+// abandonConfigure sets the room up for res's strategy and presence: it
+// reads the capacity into res and, for max-active, sets the slots.
+func abandonConfigure(ctx context.Context, adm adminClient, room string, ttl time.Duration, res *abandonRun) error {
+	var eff struct {
+		TPS   float64 `json:"tps"`
+		Batch int     `json:"batch"`
+	}
+	if err := adm.call(ctx, "GET", "/rooms/"+room, "", &eff); err != nil {
+		return err
+	}
+	res.Capacity = eff.TPS
+	cfg := map[string]any{"strategy": res.Strategy, "presence": res.Presence,
+		"awayAfterSeconds": abandonAwayAfter.Seconds(), "tokenTtlSeconds": ttl.Seconds()}
+	if res.Strategy == "max-active" {
+		// Slots for two seconds of admissions: a visitor who is there
+		// orders within a second of its notBefore.
+		res.MaxActive = int(math.Ceil(eff.TPS * 2))
+		cfg["maxActive"] = res.MaxActive
+	}
+	body, _ := json.Marshal(cfg)
+	return adm.call(ctx, "PUT", "/rooms/"+room, string(body), nil)
+}
+
+// abandonFinalStats reads the room's presence and admission totals into
+// res; on an error they stay 0.
+func abandonFinalStats(ctx context.Context, adm adminClient, room string, res *abandonRun) {
+	var st abandonStats
+	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+	defer scancel()
+	if err := adm.call(sctx, "GET", "/rooms/"+room+"/stats", "", &st); err == nil {
+		res.Skipped, res.Reclaimed = st.Presence.SkippedTotal, st.Presence.ReclaimedTotal
+		res.MadeUp = st.Presence.MadeUpTotal
+		res.Admitted = st.AdmittedTotal
+	}
 }
