@@ -146,27 +146,8 @@ func clientsRun(ctx context.Context, o clientsOptions, client string) (clientsRe
 		}
 	}
 
-	// Each visitor polls once: a first poll is never in the memory cache
-	// (join clears it), so every status here runs the script in Redis. The
-	// server's own counters confirm it.
-	fmt.Fprintf(o.Progress, "clients %s: HTTP status, %d distinct visitors at concurrency %d\n", client, o.Ops, o.Conc)
-	m0 := tgt.metrics(ctx)
-	res.StatusOps, err = hammer(ctx, o.Conc, o.Ops, func(i int) error {
-		if creds[i] == "" {
-			return nil
-		}
-		if _, _, err := a.status(ctx, creds[i]); err != nil {
-			fail(err)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := clientsStatus(ctx, o, tgt, a, creds, fail, &res); err != nil {
 		return res, err
-	}
-	m1 := tgt.metrics(ctx)
-	res.StatusFromRedis = math.NaN()
-	if total := m1["waitroom_polls_total"] - m0["waitroom_polls_total"]; total > 0 {
-		res.StatusFromRedis = (m1[`waitroom_polls_total{answer="redis"}`] - m0[`waitroom_polls_total{answer="redis"}`]) / total
 	}
 	res.JoinPerZadd = res.JoinOps / res.ZaddOps
 	res.StatusPerZrank = res.StatusOps / res.ZrankOps
@@ -292,4 +273,33 @@ func clientsScenario() scenario {
 			return "clients.{md,json,svg}", err
 		}
 	}}
+}
+
+// clientsStatus has each visitor in creds ask for its status once, and
+// puts the rate and the share answered from Redis into res.
+func clientsStatus(ctx context.Context, o clientsOptions, tgt *target, a *api, creds []string, fail func(error), res *clientsResult) error {
+	var err error
+	// Each visitor polls once: a first poll is never in the memory cache
+	// (join clears it), so every status here runs the script in Redis. The
+	// server's own counters confirm it.
+	fmt.Fprintf(o.Progress, "clients %s: HTTP status, %d distinct visitors at concurrency %d\n", res.Client, o.Ops, o.Conc)
+	m0 := tgt.metrics(ctx)
+	res.StatusOps, err = hammer(ctx, o.Conc, o.Ops, func(i int) error {
+		if creds[i] == "" {
+			return nil
+		}
+		if _, _, err := a.status(ctx, creds[i]); err != nil {
+			fail(err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	m1 := tgt.metrics(ctx)
+	res.StatusFromRedis = math.NaN()
+	if total := m1["waitroom_polls_total"] - m0["waitroom_polls_total"]; total > 0 {
+		res.StatusFromRedis = (m1[`waitroom_polls_total{answer="redis"}`] - m0[`waitroom_polls_total{answer="redis"}`]) / total
+	}
+	return nil
 }
