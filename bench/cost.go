@@ -168,20 +168,10 @@ func costMode(ctx context.Context, o costOptions, mode string) (costResult, erro
 	// Set up the visitors: in this process, or spread over children.
 	procs := (o.N + o.PerProc - 1) / o.PerProc
 	res.Processes = procs
-	step := max(o.N/max(o.Samples, 1), 1)
-	sampleEvery := time.Second
-	if o.Quick {
-		sampleEvery = 250 * time.Millisecond
-	}
 	fmt.Fprintf(o.Progress, "cost %s: setting up %d visitors in %d process(es)\n", mode, o.N, procs)
 	handles := make([]fleetOf[fleetReport], procs)
 	defer abortFleets(handles) // those not ended
-	err = costFleets.startAll(ctx, handles, func(p int) fleetConfig {
-		first := p * o.N / procs
-		return fleetConfig{URL: tgt.URL, Room: room, Mode: mode, First: first, Count: (p+1)*o.N/procs - first,
-			SampleStep: step, SampleEvery: sampleEvery, IPBase: 2 + p*20, IPs: 20, SetupConc: 64, PollConns: 256}
-	})
-	if err != nil {
+	if err := startCostFleets(ctx, o, tgt.URL, room, mode, handles); err != nil {
 		return res, err
 	}
 
@@ -210,15 +200,8 @@ func costMode(ctx context.Context, o costOptions, mode string) (costResult, erro
 	if err := stepFleets(handles, "mark"); err != nil {
 		return res, err
 	}
-	// Visitors admitted late in the window are given time to be told: a
-	// pusher at once, a poller after at most the longest nextPollMs.
-	grace := time.Second
-	if mode == modePoll || mode == modePoll1s {
-		grace = o.pollGrace()
-	}
-	fmt.Fprintf(o.Progress, "cost %s: window closed; %v for late admissions to be told\n", mode, grace)
-	if !sleepCtx(ctx, grace) {
-		return res, ctx.Err()
+	if err := costGrace(ctx, o, mode); err != nil {
+		return res, err
 	}
 	m3 := tgt.metrics(ctx)
 	res.ServerLagP50, res.ServerLagP99 = math.NaN(), math.NaN()
@@ -766,4 +749,34 @@ func costClientFigures(res *costResult, reports []fleetReport, win float64, m1, 
 	if srv := m2["waitroom_polls_total"] - polls0; srv > 0 {
 		res.PollMemoryShare = (m2[`waitroom_polls_total{answer="memory"}`] - m1[`waitroom_polls_total{answer="memory"}`]) / srv
 	}
+}
+
+// startCostFleets starts the mode's visitors into handles, spread evenly,
+// with a sample of them recording the positions they show.
+func startCostFleets(ctx context.Context, o costOptions, url, room, mode string, handles []fleetOf[fleetReport]) error {
+	procs := len(handles)
+	step := max(o.N/max(o.Samples, 1), 1)
+	sampleEvery := time.Second
+	if o.Quick {
+		sampleEvery = 250 * time.Millisecond
+	}
+	return costFleets.startAll(ctx, handles, func(p int) fleetConfig {
+		first := p * o.N / procs
+		return fleetConfig{URL: url, Room: room, Mode: mode, First: first, Count: (p+1)*o.N/procs - first,
+			SampleStep: step, SampleEvery: sampleEvery, IPBase: 2 + p*20, IPs: 20, SetupConc: 64, PollConns: 256}
+	})
+}
+
+// costGrace gives the visitors admitted late in the window time to be
+// told: a pusher at once, a poller after at most the longest nextPollMs.
+func costGrace(ctx context.Context, o costOptions, mode string) error {
+	grace := time.Second
+	if mode == modePoll || mode == modePoll1s {
+		grace = o.pollGrace()
+	}
+	fmt.Fprintf(o.Progress, "cost %s: window closed; %v for late admissions to be told\n", mode, grace)
+	if !sleepCtx(ctx, grace) {
+		return ctx.Err()
+	}
+	return nil
 }

@@ -236,7 +236,9 @@ func (e *clusterEnv) clusterRooms(ctx context.Context, n int) ([]string, map[str
 	return rooms, owner, nil
 }
 
-func runScaleCluster(ctx context.Context, o scaleOptions, rooms int, command string) (*scaleClusterReport, error) {
+// clusterDefaults fills in the options of scale -cluster, whose counts
+// and admitting phase differ from scale's.
+func (o *scaleOptions) clusterDefaults() {
 	if o.Quick {
 		o.N = orInt(o.N, 1200)
 		o.Admit = orDur(o.Admit, 5*time.Second)
@@ -245,6 +247,10 @@ func runScaleCluster(ctx context.Context, o scaleOptions, rooms int, command str
 	o.Admit = orDur(o.Admit, 20*time.Second)
 	o.Idle = orDur(o.Idle, time.Second)
 	o.defaults()
+}
+
+func runScaleCluster(ctx context.Context, o scaleOptions, rooms int, command string) (*scaleClusterReport, error) {
+	o.clusterDefaults()
 	rooms = max(rooms, 3)
 	if o.N < rooms {
 		return nil, fmt.Errorf("scale -cluster: want at least one visitor per room (-n %d, %d rooms)", o.N, rooms)
