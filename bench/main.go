@@ -81,6 +81,7 @@ func main() {
 	}
 }
 
+// run runs the scenario or the worker called name with its arguments.
 func run(ctx context.Context, name string, args []string, progress io.Writer) error {
 	if work, ok := workers[name]; ok {
 		fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
@@ -109,7 +110,7 @@ func splitList(s string) []string {
 	return out
 }
 
-// runLimit bounds a whole run.
+// withLimit bounds a whole run.
 func withLimit(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, d)
 }
