@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"html"
 	"io"
@@ -154,24 +155,7 @@ func abandonOnce(ctx context.Context, o abandonOptions, strategy string, presenc
 	defer tgt.Close()
 	room := fmt.Sprintf("abandon-%s-%v-%d", strategy, presence, time.Now().UnixNano()%1e6)
 	adm := adminClient{base: tgt.URL, key: key}
-	var eff struct {
-		TPS   float64 `json:"tps"`
-		Batch int     `json:"batch"`
-	}
-	if err := adm.call(ctx, "GET", "/rooms/"+room, "", &eff); err != nil {
-		return res, err
-	}
-	res.Capacity = eff.TPS
-	cfg := map[string]any{"strategy": strategy, "presence": presence,
-		"awayAfterSeconds": abandonAwayAfter.Seconds(), "tokenTtlSeconds": ttl.Seconds()}
-	if strategy == "max-active" {
-		// Slots for two seconds of admissions: a visitor who is there
-		// orders within a second of its notBefore.
-		res.MaxActive = int(math.Ceil(eff.TPS * 2))
-		cfg["maxActive"] = res.MaxActive
-	}
-	body, _ := json.Marshal(cfg)
-	if err := adm.call(ctx, "PUT", "/rooms/"+room, string(body), nil); err != nil {
+	if err := abandonConfigure(ctx, adm, room, ttl, &res); err != nil {
 		return res, err
 	}
 
@@ -228,13 +212,7 @@ func abandonOnce(ctx context.Context, o abandonOptions, strategy string, presenc
 		}
 	}
 	res.Seconds = time.Since(t0).Seconds()
-	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
-	if err := adm.call(sctx, "GET", "/rooms/"+room+"/stats", "", &st); err == nil {
-		res.Skipped, res.Reclaimed = st.Presence.SkippedTotal, st.Presence.ReclaimedTotal
-		res.MadeUp = st.Presence.MadeUpTotal
-		res.Admitted = st.AdmittedTotal
-	}
-	scancel()
+	abandonFinalStats(ctx, adm, room, &res)
 	abandonSummarise(&res, vis, t0)
 	if res.Errors > 0 {
 		fmt.Fprintf(o.Progress, "%s: %d errors; the server's log ends with:\n%s\n", label, res.Errors, tgt.logTail())
@@ -597,4 +575,67 @@ func (c adminClient) call(ctx context.Context, method, path, body string, out an
 		return nil
 	}
 	return json.Unmarshal(data, out)
+}
+
+func abandonScenario() scenario {
+	return scenario{name: "abandon", flags: func(fs *flag.FlagSet) func(context.Context, runEnv) (string, error) {
+		var o abandonOptions
+		fs.IntVar(&o.N, "n", 0, "visitors per run (default 5000; 200 with -quick)")
+		fs.Float64Var(&o.Leave, "leave", 0.3, "share of visitors who leave while waiting")
+		fs.IntVar(&o.DBPool, "db-pool", 0, "server -db-pool, which sets the capacity (default 10: 35/s; 4 with -quick)")
+		fs.DurationVar(&o.Limit, "limit", 0, "time limit per run (default 8m; 35s with -quick)")
+		strategies := fs.String("strategies", "fixed,max-active", "strategies to run, comma-separated")
+		presence := fs.String("presence", "on,off", "presence settings to run, comma-separated")
+		return func(ctx context.Context, env runEnv) (string, error) {
+			if o.Leave <= 0 || o.Leave >= 1 {
+				return "", fmt.Errorf("abandon: -leave must be between 0 and 1")
+			}
+			o.Out, o.Quick, o.Progress = env.out, env.quick, env.progress
+			o.Strategies = splitList(*strategies)
+			for _, p := range splitList(*presence) {
+				if p != "on" && p != "off" {
+					return "", fmt.Errorf("abandon: -presence takes on and off, not %q", p)
+				}
+				o.Presence = append(o.Presence, p == "on")
+			}
+			_, err := runAbandon(ctx, o, env.command)
+			return "abandon.{md,json,svg}", err
+		}
+	}}
+}
+
+// abandonConfigure sets the room up for res's strategy and presence: it
+// reads the capacity into res and, for max-active, sets the slots.
+func abandonConfigure(ctx context.Context, adm adminClient, room string, ttl time.Duration, res *abandonRun) error {
+	var eff struct {
+		TPS   float64 `json:"tps"`
+		Batch int     `json:"batch"`
+	}
+	if err := adm.call(ctx, "GET", "/rooms/"+room, "", &eff); err != nil {
+		return err
+	}
+	res.Capacity = eff.TPS
+	cfg := map[string]any{"strategy": res.Strategy, "presence": res.Presence,
+		"awayAfterSeconds": abandonAwayAfter.Seconds(), "tokenTtlSeconds": ttl.Seconds()}
+	if res.Strategy == "max-active" {
+		// Slots for two seconds of admissions: a visitor who is there
+		// orders within a second of its notBefore.
+		res.MaxActive = int(math.Ceil(eff.TPS * 2))
+		cfg["maxActive"] = res.MaxActive
+	}
+	body, _ := json.Marshal(cfg)
+	return adm.call(ctx, "PUT", "/rooms/"+room, string(body), nil)
+}
+
+// abandonFinalStats reads the room's presence and admission totals into
+// res; on an error they stay 0.
+func abandonFinalStats(ctx context.Context, adm adminClient, room string, res *abandonRun) {
+	var st abandonStats
+	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+	defer scancel()
+	if err := adm.call(sctx, "GET", "/rooms/"+room+"/stats", "", &st); err == nil {
+		res.Skipped, res.Reclaimed = st.Presence.SkippedTotal, st.Presence.ReclaimedTotal
+		res.MadeUp = st.Presence.MadeUpTotal
+		res.Admitted = st.AdmittedTotal
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -145,27 +146,8 @@ func clientsRun(ctx context.Context, o clientsOptions, client string) (clientsRe
 		}
 	}
 
-	// Each visitor polls once: a first poll is never in the memory cache
-	// (join clears it), so every status here runs the script in Redis. The
-	// server's own counters confirm it.
-	fmt.Fprintf(o.Progress, "clients %s: HTTP status, %d distinct visitors at concurrency %d\n", client, o.Ops, o.Conc)
-	m0 := tgt.metrics(ctx)
-	res.StatusOps, err = hammer(ctx, o.Conc, o.Ops, func(i int) error {
-		if creds[i] == "" {
-			return nil
-		}
-		if _, _, err := a.status(ctx, creds[i]); err != nil {
-			fail(err)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := clientsStatus(ctx, o, tgt, a, creds, fail, &res); err != nil {
 		return res, err
-	}
-	m1 := tgt.metrics(ctx)
-	res.StatusFromRedis = math.NaN()
-	if total := m1["waitroom_polls_total"] - m0["waitroom_polls_total"]; total > 0 {
-		res.StatusFromRedis = (m1[`waitroom_polls_total{answer="redis"}`] - m0[`waitroom_polls_total{answer="redis"}`]) / total
 	}
 	res.JoinPerZadd = res.JoinOps / res.ZaddOps
 	res.StatusPerZrank = res.StatusOps / res.ZrankOps
@@ -277,4 +259,47 @@ func clientsSVG(rep *clientsReport) string {
 			mk("redis-benchmark ZADD", func(r clientsResult) float64 { return r.ZaddOps }),
 			mk("redis-benchmark ZRANK", func(r clientsResult) float64 { return r.ZrankOps }),
 		})
+}
+
+func clientsScenario() scenario {
+	return scenario{name: "clients", external: true, flags: func(fs *flag.FlagSet) func(context.Context, runEnv) (string, error) {
+		var o clientsOptions
+		fs.IntVar(&o.Ops, "ops", 0, "HTTP joins and statuses per client (default 30000; 2000 with -quick)")
+		fs.IntVar(&o.RedisOps, "redis-ops", 0, "redis-benchmark requests per test (default 200000; 20000 with -quick)")
+		fs.IntVar(&o.Conc, "c", 50, "concurrency of the HTTP callers and of redis-benchmark")
+		return func(ctx context.Context, env runEnv) (string, error) {
+			o.Out, o.Quick, o.Ext, o.Progress = env.out, env.quick, env.ext, env.progress
+			_, err := runClients(ctx, o, env.command)
+			return "clients.{md,json,svg}", err
+		}
+	}}
+}
+
+// clientsStatus has each visitor in creds ask for its status once, and
+// puts the rate and the share answered from Redis into res.
+func clientsStatus(ctx context.Context, o clientsOptions, tgt *target, a *api, creds []string, fail func(error), res *clientsResult) error {
+	var err error
+	// Each visitor polls once: a first poll is never in the memory cache
+	// (join clears it), so every status here runs the script in Redis. The
+	// server's own counters confirm it.
+	fmt.Fprintf(o.Progress, "clients %s: HTTP status, %d distinct visitors at concurrency %d\n", res.Client, o.Ops, o.Conc)
+	m0 := tgt.metrics(ctx)
+	res.StatusOps, err = hammer(ctx, o.Conc, o.Ops, func(i int) error {
+		if creds[i] == "" {
+			return nil
+		}
+		if _, _, err := a.status(ctx, creds[i]); err != nil {
+			fail(err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	m1 := tgt.metrics(ctx)
+	res.StatusFromRedis = math.NaN()
+	if total := m1["waitroom_polls_total"] - m0["waitroom_polls_total"]; total > 0 {
+		res.StatusFromRedis = (m1[`waitroom_polls_total{answer="redis"}`] - m0[`waitroom_polls_total{answer="redis"}`]) / total
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -167,111 +168,40 @@ func costMode(ctx context.Context, o costOptions, mode string) (costResult, erro
 	// Set up the visitors: in this process, or spread over children.
 	procs := (o.N + o.PerProc - 1) / o.PerProc
 	res.Processes = procs
-	step := max(o.N/max(o.Samples, 1), 1)
-	sampleEvery := time.Second
-	if o.Quick {
-		sampleEvery = 250 * time.Millisecond
-	}
 	fmt.Fprintf(o.Progress, "cost %s: setting up %d visitors in %d process(es)\n", mode, o.N, procs)
-	handles := make([]fleetHandle, procs)
-	errs := make([]error, procs)
-	var wg sync.WaitGroup
-	for p := range procs {
-		first := p * o.N / procs
-		cfg := fleetConfig{URL: tgt.URL, Room: room, Mode: mode, First: first, Count: (p+1)*o.N/procs - first,
-			SampleStep: step, SampleEvery: sampleEvery, IPBase: 2 + p*20, IPs: 20, SetupConc: 64, PollConns: 256}
-		wg.Go(func() {
-			if procs == 1 {
-				f, err := startFleet(ctx, cfg)
-				if err == nil {
-					handles[p] = localFleet{f}
-				}
-				errs[p] = err
-				return
-			}
-			w, err := startWorker(ctx, "cost-worker", cfg)
-			if err == nil {
-				handles[p] = w
-			}
-			errs[p] = err
-		})
-	}
-	wg.Wait()
-	abortAll := func() {
-		for _, h := range handles {
-			if h != nil {
-				h.abort()
-			}
-		}
-	}
-	for _, err := range errs {
-		if err != nil {
-			abortAll()
-			return res, err
-		}
+	handles := make([]fleetOf[fleetReport], procs)
+	defer abortFleets(handles) // those not ended
+	if err := startCostFleets(ctx, o, tgt.URL, room, mode, handles); err != nil {
+		return res, err
 	}
 
 	// The window.
 	withConns := tgt.proc()
 	busy0 := machineBusy()
-	ours0 := ourCPU(tgt, handles)
+	ours0 := ourCPU(tgt, fleetPIDs(handles))
 	m1 := tgt.metrics(ctx)
 	redis0 := tgt.redisCommands(ctx)
 	polls0 := m1["waitroom_polls_total"]
 	t0 := time.Now()
-	for _, h := range handles {
-		if err := h.begin(); err != nil {
-			abortAll()
-			return res, err
-		}
+	if err := stepFleets(handles, "begin"); err != nil {
+		return res, err
 	}
-	every := 5 * time.Second
-	if o.Quick {
-		every = time.Second
+	if err := costWindow(ctx, o, mode, tgt, t0, withConns, polls0); err != nil {
+		return res, err
 	}
-	end := t0.Add(o.Duration)
-	tick := time.NewTicker(every)
-	for time.Now().Before(end) {
-		select {
-		case <-ctx.Done():
-			tick.Stop()
-			abortAll()
-			return res, ctx.Err()
-		case <-tick.C:
-			m := tgt.metrics(ctx)
-			p := tgt.proc()
-			el := time.Since(t0)
-			fmt.Fprintf(o.Progress, "cost %s: %3.0fs/%v conns=%.0f cpu=%.2f cores rss=%.0f MiB polls=%.0f\n",
-				mode, el.Seconds(), o.Duration, m["waitroom_connections"],
-				(p.CPU-withConns.CPU).Seconds()/el.Seconds(), float64(p.RSSKiB)/1024, m["waitroom_polls_total"]-polls0)
-		case <-time.After(time.Until(end)):
-		}
-	}
-	tick.Stop()
 	t1 := time.Now()
 	after := tgt.proc()
 	res.OtherCores = math.NaN()
-	if busy1, ours1 := machineBusy(), ourCPU(tgt, handles); busy0 > 0 && busy1 > 0 {
+	if busy1, ours1 := machineBusy(), ourCPU(tgt, fleetPIDs(handles)); busy0 > 0 && busy1 > 0 {
 		res.OtherCores = max((busy1-busy0-(ours1-ours0)).Seconds()/t1.Sub(t0).Seconds(), 0)
 	}
 	redis1 := tgt.redisCommands(ctx)
 	m2 := tgt.metrics(ctx)
-	for _, h := range handles {
-		if err := h.mark(); err != nil {
-			abortAll()
-			return res, err
-		}
+	if err := stepFleets(handles, "mark"); err != nil {
+		return res, err
 	}
-	// Visitors admitted late in the window are given time to be told: a
-	// pusher at once, a poller after at most the longest nextPollMs.
-	grace := time.Second
-	if mode == modePoll || mode == modePoll1s {
-		grace = o.pollGrace()
-	}
-	fmt.Fprintf(o.Progress, "cost %s: window closed; %v for late admissions to be told\n", mode, grace)
-	if !sleepCtx(ctx, grace) {
-		abortAll()
-		return res, ctx.Err()
+	if err := costGrace(ctx, o, mode); err != nil {
+		return res, err
 	}
 	m3 := tgt.metrics(ctx)
 	res.ServerLagP50, res.ServerLagP99 = math.NaN(), math.NaN()
@@ -279,68 +209,19 @@ func costMode(ctx context.Context, o costOptions, mode string) (costResult, erro
 		res.ServerLagP50 = histQuantile(m1, m3, "waitroom_delivery_lag_seconds", `transport="`+mode+`"`, .50)
 		res.ServerLagP99 = histQuantile(m1, m3, "waitroom_delivery_lag_seconds", `transport="`+mode+`"`, .99)
 	}
-	var reports []fleetReport
-	for i, h := range handles {
-		r, err := h.end()
-		handles[i] = nil
-		if err != nil {
-			abortAll()
-			return res, err
-		}
-		reports = append(reports, r)
+	reports, err := endCostFleets(handles)
+	if err != nil {
+		return res, err
 	}
 
 	win := t1.Sub(t0).Seconds()
 	res.WindowSeconds = win
-	if tgt.PID > 0 {
-		res.CPUCores = (after.CPU - withConns.CPU).Seconds() / win
-		res.RSSBeforeMiB = float64(before.RSSKiB) / 1024
-		res.RSSMiB = float64(withConns.RSSKiB) / 1024
-	} else {
-		res.CPUCores, res.RSSBeforeMiB, res.RSSMiB = math.NaN(), math.NaN(), math.NaN()
-	}
-	res.Goroutines = m1["go_goroutines"]
-	res.Conns = m1["waitroom_connections"]
-	res.RSSPerConnKiB, res.GoroutinesPerC = math.NaN(), math.NaN()
-	// Per connection: over the connections open when measured (visitors
-	// admitted during set-up have already closed theirs).
-	if conns := res.Conns; (mode == modeWS || mode == modeSSE) && conns > 0 {
-		res.RSSPerConnKiB = float64(withConns.RSSKiB-before.RSSKiB) / conns
-		res.GoroutinesPerC = (m1["go_goroutines"] - m0["go_goroutines"]) / conns
-		if tgt.PID == 0 {
-			res.RSSPerConnKiB = math.NaN()
-		}
-	}
+	costServerFigures(&res, tgt.PID, costProcs{before, withConns, after}, m1, m0, win)
 	res.RedisCmdsPerSec = math.NaN()
 	if redis0 >= 0 && redis1 >= 0 {
 		res.RedisCmdsPerSec = float64(redis1-redis0) / win
 	}
-	var w wireTotals
-	var polls, hits int64
-	for _, r := range reports {
-		w.Read += r.Wire.Read
-		w.Written += r.Wire.Written
-		w.Requests += r.Wire.Requests
-		w.Pushed += r.Wire.Pushed
-		w.Positions += r.Wire.Positions
-		polls += r.Polls
-		hits += r.PollHits
-		res.Errors += r.Errors
-		if res.FirstErr == "" {
-			res.FirstErr = r.FirstErr
-		}
-	}
-	res.RequestsPerSec = float64(w.Requests) / win
-	res.BytesPerSec = float64(w.Read+w.Written) / win
-	res.PushedPerSec, res.PositionsPerSec = math.NaN(), math.NaN()
-	if mode == modeWS || mode == modeSSE {
-		res.PushedPerSec, res.PositionsPerSec = float64(w.Pushed)/win, float64(w.Positions)/win
-	}
-	res.PollsPerSec = float64(polls) / win
-	res.PollMemoryShare = math.NaN()
-	if srv := m2["waitroom_polls_total"] - polls0; srv > 0 {
-		res.PollMemoryShare = (m2[`waitroom_polls_total{answer="memory"}`] - m1[`waitroom_polls_total{answer="memory"}`]) / srv
-	}
+	costClientFigures(&res, reports, win, m1, m2, polls0)
 
 	if err := costTruth(ctx, tgt, room, o, reports, t0, t1, &res); err != nil {
 		if !tgt.External && !alive(tgt.PID) {
@@ -387,17 +268,41 @@ func costTruth(ctx context.Context, tgt *target, room string, o costOptions, rep
 	for _, s := range samples {
 		sampled[s.I] = true
 	}
+	fr, err := costFinalReads(ctx, tgt, room, all, byIndex, sampled)
+	if err != nil {
+		return err
+	}
+	adms, rank, admittedBy := costRanks(all, fr, o.Tick.Nanoseconds())
+	costLag(res, adms, byIndex, t0, t1)
+	costStaleness(res, samples, rank, admittedBy)
+	tps := float64(o.Batch) / o.Tick.Seconds()
+	res.StaleP95Seconds = res.StaleP95 / tps
+	return nil
+}
 
+// costWaitRead is a position read after the window, and when (Unix ns,
+// the middle of the request).
+type costWaitRead struct {
+	pos int64
+	at  int64
+}
+
+// costReads are the final reads of the visitors not told during the run:
+// the notBefore of those admitted since, the position of those waiting.
+type costReads struct {
+	finalNB   map[int]int64
+	waitingAt map[int]costWaitRead
+}
+
+// costFinalReads joins again with the credential of each visitor in all
+// not yet told, sampled ones first (their positions are compared the
+// soonest after the window).
+func costFinalReads(ctx context.Context, tgt *target, room string, all []visitorOut, byIndex map[int]*visitorOut, sampled map[int]bool) (costReads, error) {
 	var w wire
 	a := newAPI(tgt.URL, room, &w, newDialer(&w, 200, 20), 50)
 	defer a.close()
-	type waitRead struct {
-		pos int64
-		at  int64
-	}
 	var mu sync.Mutex
-	finalNB := map[int]int64{}
-	waitingAt := map[int]waitRead{}
+	fr := costReads{finalNB: map[int]int64{}, waitingAt: map[int]costWaitRead{}}
 	read := func(ids []int) error {
 		sem := make(chan struct{}, 50)
 		var wg sync.WaitGroup
@@ -421,9 +326,9 @@ func costTruth(ctx context.Context, tgt *target, room string, o costOptions, rep
 						firstErr = err
 					}
 				case st.Status == "admitted":
-					finalNB[id] = st.NotBefore.UnixNano()
+					fr.finalNB[id] = st.NotBefore.UnixNano()
 				case st.Status == "waiting":
-					waitingAt[id] = waitRead{pos: st.Position, at: mid}
+					fr.waitingAt[id] = costWaitRead{pos: st.Position, at: mid}
 				}
 			})
 		}
@@ -442,47 +347,56 @@ func costTruth(ctx context.Context, tgt *target, room string, o costOptions, rep
 		}
 	}
 	if err := read(first); err != nil {
-		return fmt.Errorf("final reads: %w", err)
+		return fr, fmt.Errorf("final reads: %w", err)
 	}
 	if err := read(rest); err != nil {
-		return fmt.Errorf("final reads: %w", err)
+		return fr, fmt.Errorf("final reads: %w", err)
 	}
+	return fr, nil
+}
 
-	tickNs := o.Tick.Nanoseconds()
-	type adm struct {
-		idx    int
-		nb, at int64
-	}
-	var adms []adm
+// costAdm is one admission: the visitor, its notBefore and the time of
+// the tick that admitted it (Unix ns).
+type costAdm struct {
+	idx    int
+	nb, at int64
+}
+
+// costRanks orders the admissions and gives every visitor its rank in
+// the queue; admittedBy(t) is how many were admitted by t.
+func costRanks(all []visitorOut, fr costReads, tickNs int64) (adms []costAdm, rank map[int]int64, admittedBy func(int64) int64) {
 	for _, v := range all {
 		nb := v.NB
 		if nb == 0 {
-			nb = finalNB[v.Index]
+			nb = fr.finalNB[v.Index]
 		}
 		if nb == 0 {
 			continue
 		}
 		at := (nb/tickNs-1)*tickNs + tickNs/10
-		adms = append(adms, adm{idx: v.Index, nb: nb, at: at})
+		adms = append(adms, costAdm{idx: v.Index, nb: nb, at: at})
 	}
 	sort.Slice(adms, func(i, j int) bool { return adms[i].nb < adms[j].nb })
-	rank := make(map[int]int64, len(all))
+	rank = make(map[int]int64, len(all))
 	admTimes := make([]int64, len(adms))
 	for i, ad := range adms {
 		rank[ad.idx] = int64(i + 1)
 		admTimes[i] = ad.at
 	}
 	slices.Sort(admTimes)
-	admittedBy := func(t int64) int64 {
+	admittedBy = func(t int64) int64 {
 		n, _ := slices.BinarySearch(admTimes, t+1)
 		return int64(n)
 	}
-	for id, wr := range waitingAt {
+	for id, wr := range fr.waitingAt {
 		rank[id] = admittedBy(wr.at) + wr.pos
 	}
+	return adms, rank, admittedBy
+}
 
-	// Delivery lag of visitors admitted inside the window; each had the
-	// grace after the window to be told.
+// costLag is the delivery lag of visitors admitted inside the window;
+// each had the grace after the window to be told.
+func costLag(res *costResult, adms []costAdm, byIndex map[int]*visitorOut, t0, t1 time.Time) {
 	push := res.Mode == modeWS || res.Mode == modeSSE
 	var lags []float64
 	for _, ad := range adms {
@@ -508,8 +422,10 @@ func costTruth(ctx context.Context, tgt *target, room string, o costOptions, rep
 	res.AdmittedPerSec = float64(res.AdmittedWindow) / t1.Sub(t0).Seconds()
 	res.LagP50, res.LagP95, res.LagP99 = quantile(lags, .50), quantile(lags, .95), quantile(lags, .99)
 	res.LagMax = quantile(lags, 1)
+}
 
-	// Staleness of the shown position.
+// costStaleness is how far the shown positions were from the true ones.
+func costStaleness(res *costResult, samples []sample, rank map[int]int64, admittedBy func(int64) int64) {
 	var errsPos []float64
 	sum := 0.0
 	for _, s := range samples {
@@ -529,9 +445,6 @@ func costTruth(ctx context.Context, tgt *target, room string, o costOptions, rep
 	if len(errsPos) > 0 {
 		res.StaleMean = sum / float64(len(errsPos))
 	}
-	tps := float64(o.Batch) / o.Tick.Seconds()
-	res.StaleP95Seconds = res.StaleP95 / tps
-	return nil
 }
 
 func modeLabel(m string) string {
@@ -684,18 +597,14 @@ func machineBusy() time.Duration {
 
 // ourCPU is the CPU time of the server, its Redis, this process and its
 // cost-worker children.
-func ourCPU(tgt *target, handles []fleetHandle) time.Duration {
+func ourCPU(tgt *target, fleetPIDs []int) time.Duration {
 	pids := []int{os.Getpid(), tgt.PID}
 	for _, c := range tgt.procs {
 		if c.Process != nil && c.Process.Pid != tgt.PID {
 			pids = append(pids, c.Process.Pid)
 		}
 	}
-	for _, h := range handles {
-		if w, ok := h.(*workerFleet); ok && w.cmd.Process != nil {
-			pids = append(pids, w.cmd.Process.Pid)
-		}
-	}
+	pids = append(pids, fleetPIDs...)
 	var sum time.Duration
 	for _, pid := range pids {
 		if p, err := readProc(pid); err == nil {
@@ -716,4 +625,158 @@ func startOtherLoad(tgt *target) func() float64 {
 		}
 		return max((busy1-busy0-(ours1-ours0)).Seconds()/time.Since(t0).Seconds(), 0)
 	}
+}
+
+func costScenario() scenario {
+	return scenario{name: "cost", external: true, flags: func(fs *flag.FlagSet) func(context.Context, runEnv) (string, error) {
+		var o costOptions
+		fs.IntVar(&o.N, "n", 0, "waiting visitors (default 10000; 200 with -quick)")
+		fs.DurationVar(&o.Duration, "duration", 0, "measured window per mode (default 60s; 5s with -quick)")
+		fs.IntVar(&o.Batch, "batch", 0, "server -batch: visitors admitted per tick (default 14; 2 with -quick)")
+		fs.DurationVar(&o.Tick, "tick", 0, "server -tick (default 100ms)")
+		modes := fs.String("modes", "ws,sse,poll,poll1s", "modes to run, comma-separated")
+		fs.IntVar(&o.PerProc, "per-proc", 0, "visitors per client process; more are spread over child processes (default 15000)")
+		return func(ctx context.Context, env runEnv) (string, error) {
+			o.Out, o.Quick, o.Ext, o.Progress = env.out, env.quick, env.ext, env.progress
+			o.Modes = splitList(*modes)
+			rep, err := runCost(ctx, o, env.command)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("cost.{md,json,svg} (%d modes)", len(rep.Results)), nil
+		}
+	}}
+}
+
+// costWindow waits out the measured window from t0, with a progress line
+// every few seconds.
+func costWindow(ctx context.Context, o costOptions, mode string, tgt *target, t0 time.Time, withConns procSample, polls0 float64) error {
+	every := 5 * time.Second
+	if o.Quick {
+		every = time.Second
+	}
+	end := t0.Add(o.Duration)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for time.Now().Before(end) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			m := tgt.metrics(ctx)
+			p := tgt.proc()
+			el := time.Since(t0)
+			fmt.Fprintf(o.Progress, "cost %s: %3.0fs/%v conns=%.0f cpu=%.2f cores rss=%.0f MiB polls=%.0f\n",
+				mode, el.Seconds(), o.Duration, m["waitroom_connections"],
+				(p.CPU-withConns.CPU).Seconds()/el.Seconds(), float64(p.RSSKiB)/1024, m["waitroom_polls_total"]-polls0)
+		case <-time.After(time.Until(end)):
+		}
+	}
+	return nil
+}
+
+// endCostFleets ends every fleet in handles and collects the reports;
+// each one ended is set to nil, so an abort skips it.
+func endCostFleets(handles []fleetOf[fleetReport]) ([]fleetReport, error) {
+	var reports []fleetReport
+	for i, h := range handles {
+		r, err := h.end()
+		handles[i] = nil
+		if err != nil {
+			return nil, err
+		}
+		reports = append(reports, r)
+	}
+	return reports, nil
+}
+
+// costProcs are the server's /proc readings before the visitors, once
+// they are connected, and at the end of the window.
+type costProcs struct{ before, withConns, after procSample }
+
+// costServerFigures are the server's CPU, memory and goroutines in res,
+// from /proc (of pid, 0 when unknown) and its metrics m0 before the
+// visitors and m1 at the start of the window.
+func costServerFigures(res *costResult, pid int, pr costProcs, m1, m0 map[string]float64, win float64) {
+	if pid > 0 {
+		res.CPUCores = (pr.after.CPU - pr.withConns.CPU).Seconds() / win
+		res.RSSBeforeMiB = float64(pr.before.RSSKiB) / 1024
+		res.RSSMiB = float64(pr.withConns.RSSKiB) / 1024
+	} else {
+		res.CPUCores, res.RSSBeforeMiB, res.RSSMiB = math.NaN(), math.NaN(), math.NaN()
+	}
+	res.Goroutines = m1["go_goroutines"]
+	res.Conns = m1["waitroom_connections"]
+	res.RSSPerConnKiB, res.GoroutinesPerC = math.NaN(), math.NaN()
+	// Per connection: over the connections open when measured (visitors
+	// admitted during set-up have already closed theirs).
+	if conns := res.Conns; (res.Mode == modeWS || res.Mode == modeSSE) && conns > 0 {
+		res.RSSPerConnKiB = float64(pr.withConns.RSSKiB-pr.before.RSSKiB) / conns
+		res.GoroutinesPerC = (m1["go_goroutines"] - m0["go_goroutines"]) / conns
+		if pid == 0 {
+			res.RSSPerConnKiB = math.NaN()
+		}
+	}
+}
+
+// costClientFigures are what the fleets saw in res: requests, bytes,
+// pushes and polls per second, and the share of polls answered from
+// memory (metrics m1 at the start of the window, m2 at its end).
+func costClientFigures(res *costResult, reports []fleetReport, win float64, m1, m2 map[string]float64, polls0 float64) {
+	var w wireTotals
+	var polls, hits int64
+	for _, r := range reports {
+		w.Read += r.Wire.Read
+		w.Written += r.Wire.Written
+		w.Requests += r.Wire.Requests
+		w.Pushed += r.Wire.Pushed
+		w.Positions += r.Wire.Positions
+		polls += r.Polls
+		hits += r.PollHits
+		res.Errors += r.Errors
+		if res.FirstErr == "" {
+			res.FirstErr = r.FirstErr
+		}
+	}
+	res.RequestsPerSec = float64(w.Requests) / win
+	res.BytesPerSec = float64(w.Read+w.Written) / win
+	res.PushedPerSec, res.PositionsPerSec = math.NaN(), math.NaN()
+	if res.Mode == modeWS || res.Mode == modeSSE {
+		res.PushedPerSec, res.PositionsPerSec = float64(w.Pushed)/win, float64(w.Positions)/win
+	}
+	res.PollsPerSec = float64(polls) / win
+	res.PollMemoryShare = math.NaN()
+	if srv := m2["waitroom_polls_total"] - polls0; srv > 0 {
+		res.PollMemoryShare = (m2[`waitroom_polls_total{answer="memory"}`] - m1[`waitroom_polls_total{answer="memory"}`]) / srv
+	}
+}
+
+// startCostFleets starts the mode's visitors into handles, spread evenly,
+// with a sample of them recording the positions they show.
+func startCostFleets(ctx context.Context, o costOptions, url, room, mode string, handles []fleetOf[fleetReport]) error {
+	procs := len(handles)
+	step := max(o.N/max(o.Samples, 1), 1)
+	sampleEvery := time.Second
+	if o.Quick {
+		sampleEvery = 250 * time.Millisecond
+	}
+	return costFleets.startAll(ctx, handles, func(p int) fleetConfig {
+		first := p * o.N / procs
+		return fleetConfig{URL: url, Room: room, Mode: mode, First: first, Count: (p+1)*o.N/procs - first,
+			SampleStep: step, SampleEvery: sampleEvery, IPBase: 2 + p*20, IPs: 20, SetupConc: 64, PollConns: 256}
+	})
+}
+
+// costGrace gives the visitors admitted late in the window time to be
+// told: a pusher at once, a poller after at most the longest nextPollMs.
+func costGrace(ctx context.Context, o costOptions, mode string) error {
+	grace := time.Second
+	if mode == modePoll || mode == modePoll1s {
+		grace = o.pollGrace()
+	}
+	fmt.Fprintf(o.Progress, "cost %s: window closed; %v for late admissions to be told\n", mode, grace)
+	if !sleepCtx(ctx, grace) {
+		return ctx.Err()
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -62,20 +63,7 @@ type gatewayReport struct {
 // closed loop; Redis commands per check; and the built-in proxy's p50
 // against the app called directly.
 func runGateway(ctx context.Context, o gatewayOptions, command string) (*gatewayReport, error) {
-	if o.Quick {
-		o.Duration = orDur(o.Duration, 2*time.Second)
-		o.Samples = orInt(o.Samples, 300)
-	}
-	o.Conns = orInt(o.Conns, 64)
-	o.Duration = orDur(o.Duration, 10*time.Second)
-	o.Samples = orInt(o.Samples, 3000)
-	o.UpstreamLag = orDur(o.UpstreamLag, time.Millisecond)
-	if o.Out == "" {
-		o.Out = "results"
-	}
-	if o.Progress == nil {
-		o.Progress = io.Discard
-	}
+	o.defaults()
 	rep := &gatewayReport{Scenario: "gateway", Machine: machine(), Command: command, Conns: o.Conns,
 		DurationSec: o.Duration.Seconds(), UpstreamLagMs: float64(o.UpstreamLag) / 1e6, Samples: o.Samples,
 		TargetCheckShare: 0.5, TargetRedisPerChk: 0.05, TargetProxyRatio: 1.3}
@@ -92,7 +80,7 @@ func runGateway(ctx context.Context, o gatewayOptions, command string) (*gateway
 		}
 		io.WriteString(w, "ok")
 	})}
-	go func() { _ = app.Serve(ln) }()
+	go func() { _ = app.Serve(ln) }() // ends with app.Close
 	defer app.Close()
 	appURL := "http://" + ln.Addr().String()
 
@@ -109,6 +97,49 @@ func runGateway(ctx context.Context, o gatewayOptions, command string) (*gateway
 	if err != nil {
 		return nil, err
 	}
+	var errs atomic.Int64
+	var firstErr atomic.Value
+	fail := func(err error) {
+		if errs.Add(1) == 1 {
+			firstErr.Store(err.Error())
+		}
+	}
+	gatewayThroughput(ctx, o, tgt, sessions, rep, fail)
+	if err := gatewayProxyLatency(ctx, o, tgt.URL, appURL, sessions[0], rep); err != nil {
+		return nil, err
+	}
+	rep.Errors = errs.Load()
+	if s, ok := firstErr.Load().(string); ok {
+		rep.FirstErr = s
+	}
+	fmt.Fprintf(o.Progress, "gateway: proxy p50 %.3f ms against %.3f ms direct (%.2f×); app without work %.3f against %.3f ms\n",
+		rep.ProxyP50Ms, rep.DirectP50Ms, rep.ProxyRatio, rep.BareProxyP50Ms, rep.BareDirectP50Ms)
+	if err := writeOutputs(o.Out, "gateway", gatewayMarkdown(rep), rep, gatewaySVG(rep)); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+func (o *gatewayOptions) defaults() {
+	if o.Quick {
+		o.Duration = orDur(o.Duration, 2*time.Second)
+		o.Samples = orInt(o.Samples, 300)
+	}
+	o.Conns = orInt(o.Conns, 64)
+	o.Duration = orDur(o.Duration, 10*time.Second)
+	o.Samples = orInt(o.Samples, 3000)
+	o.UpstreamLag = orDur(o.UpstreamLag, time.Millisecond)
+	if o.Out == "" {
+		o.Out = "results"
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+}
+
+// gatewayThroughput is /api/v1/check against /healthz in closed loops of
+// o.Conns connections, and the Redis commands per check, into rep.
+func gatewayThroughput(ctx context.Context, o gatewayOptions, tgt *target, sessions []string, rep *gatewayReport, fail func(error)) {
 	host := strings.TrimPrefix(tgt.URL, "http://")
 	hc := &fasthttp.HostClient{Addr: host, MaxConns: o.Conns, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
 	defer hc.CloseIdleConnections()
@@ -121,13 +152,6 @@ func runGateway(ctx context.Context, o gatewayOptions, command string) (*gateway
 		req.Header.Set("X-Forwarded-Proto", "https")
 		req.Header.Set("Accept", "text/html")
 		req.Header.Set("Cookie", sessions[i%len(sessions)])
-	}
-	var errs atomic.Int64
-	var firstErr atomic.Value
-	fail := func(err error) {
-		if errs.Add(1) == 1 {
-			firstErr.Store(err.Error())
-		}
 	}
 	// Warm both paths, then measure each.
 	closedLoop(ctx, hc, o.Conns, time.Second/2, healthz, fail)
@@ -144,10 +168,13 @@ func runGateway(ctx context.Context, o gatewayOptions, command string) (*gateway
 	rep.RedisPerCheck = float64(rep.RedisCmds) / float64(max(n, 1))
 	fmt.Fprintf(o.Progress, "gateway: /healthz %.0f/s, check %.0f/s (%.2f), %d Redis commands for %d checks\n",
 		rep.HealthzPerSec, rep.CheckPerSec, rep.CheckShare, rep.RedisCmds, n)
+}
 
-	// The proxy's latency: one connection each, sequential, interleaved.
-	direct := &fasthttp.HostClient{Addr: ln.Addr().String(), MaxConns: 1}
-	proxied := &fasthttp.HostClient{Addr: host, MaxConns: 1}
+// gatewayProxyLatency is the proxy's latency against the app called
+// directly, into rep: one connection each, sequential, interleaved.
+func gatewayProxyLatency(ctx context.Context, o gatewayOptions, proxyURL, appURL, session string, rep *gatewayReport) error {
+	direct := &fasthttp.HostClient{Addr: strings.TrimPrefix(appURL, "http://"), MaxConns: 1}
+	proxied := &fasthttp.HostClient{Addr: strings.TrimPrefix(proxyURL, "http://"), MaxConns: 1}
 	defer direct.CloseIdleConnections()
 	defer proxied.CloseIdleConnections()
 	series := func(path string) (d, p []float64, err error) {
@@ -156,7 +183,7 @@ func runGateway(ctx context.Context, o gatewayOptions, command string) (*gateway
 			if err != nil {
 				return nil, nil, fmt.Errorf("direct: %w", err)
 			}
-			pl, err := timed(proxied, tgt.URL+path, sessions[0])
+			pl, err := timed(proxied, proxyURL+path, session)
 			if err != nil {
 				return nil, nil, fmt.Errorf("proxy: %w", err)
 			}
@@ -166,7 +193,7 @@ func runGateway(ctx context.Context, o gatewayOptions, command string) (*gateway
 	}
 	d, p, err := series("/checkout/slow/page")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rep.DirectP50Ms, rep.ProxyP50Ms = quantile(d, .5)*1e3, quantile(p, .5)*1e3
 	rep.DirectP99Ms, rep.ProxyP99Ms = quantile(d, .99)*1e3, quantile(p, .99)*1e3
@@ -174,19 +201,10 @@ func runGateway(ctx context.Context, o gatewayOptions, command string) (*gateway
 	rep.ProxyAddedP50Ms = rep.ProxyP50Ms - rep.DirectP50Ms
 	d, p, err = series("/checkout/page")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rep.BareDirectP50Ms, rep.BareProxyP50Ms = quantile(d, .5)*1e3, quantile(p, .5)*1e3
-	rep.Errors = errs.Load()
-	if s, ok := firstErr.Load().(string); ok {
-		rep.FirstErr = s
-	}
-	fmt.Fprintf(o.Progress, "gateway: proxy p50 %.3f ms against %.3f ms direct (%.2f×); app without work %.3f against %.3f ms\n",
-		rep.ProxyP50Ms, rep.DirectP50Ms, rep.ProxyRatio, rep.BareProxyP50Ms, rep.BareDirectP50Ms)
-	if err := writeOutputs(o.Out, "gateway", gatewayMarkdown(rep), rep, gatewaySVG(rep)); err != nil {
-		return nil, err
-	}
-	return rep, nil
+	return nil
 }
 
 // gatewaySessions joins n visitors through the gateway prefix, waits until
@@ -349,4 +367,19 @@ func gatewaySVG(r *gatewayReport) string {
 		{Title: "throughput", Unit: "req/s", Bars: []bar{{Label: "/healthz", Value: r.HealthzPerSec}, {Label: "/api/v1/check", Value: r.CheckPerSec}}},
 		{Title: fmt.Sprintf("p50, app works %.0f ms", r.UpstreamLagMs), Unit: "ms", Bars: []bar{{Label: "direct", Value: r.DirectP50Ms}, {Label: "through proxy", Value: r.ProxyP50Ms}}},
 	})
+}
+
+func gatewayScenario() scenario {
+	return scenario{name: "gateway", flags: func(fs *flag.FlagSet) func(context.Context, runEnv) (string, error) {
+		var o gatewayOptions
+		fs.IntVar(&o.Conns, "conns", 64, "closed-loop connections for the check and /healthz")
+		fs.DurationVar(&o.Duration, "duration", 0, "each closed-loop phase (default 10s; 2s with -quick)")
+		fs.IntVar(&o.Samples, "samples", 0, "sequential requests per proxy latency series (default 3000; 300 with -quick)")
+		fs.DurationVar(&o.UpstreamLag, "app-work", time.Millisecond, "how long the app behind the proxy works per request")
+		return func(ctx context.Context, env runEnv) (string, error) {
+			o.Out, o.Quick, o.Progress = env.out, env.quick, env.progress
+			_, err := runGateway(ctx, o, env.command)
+			return "gateway.{md,json,svg}", err
+		}
+	}}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -224,48 +225,10 @@ func herdRun(ctx context.Context, o herdOptions, sp herdSpec) (herdResult, error
 	m := tgt.metrics(ctx)
 	res.PeakDBSlots = m["waitroom_db_slots_peak"]
 
-	var req, wait, lat []float64
-	for _, v := range vis {
-		res.TooEarly += v.early
-		if !v.nb.IsZero() {
-			res.Admitted++
-			wait = append(wait, v.nb.Sub(v.joinAt).Seconds())
-		}
-		switch {
-		case v.code == 201:
-			res.Created++
-		case v.code == 503:
-			res.DBTimeouts++
-		default:
-			res.OtherFailures++
-			if res.FirstFailure == "" {
-				if v.err != nil {
-					res.FirstFailure = v.err.Error()
-				} else {
-					res.FirstFailure = "http " + strconv.Itoa(v.code)
-				}
-			}
-		}
-		if v.code != 0 {
-			req = append(req, v.done.Sub(v.joinAt).Seconds())
-			lat = append(lat, v.orderLat.Seconds())
-		}
-	}
-	res.Success = float64(res.Created) / float64(sp.Visitors)
-	res.RequestP95 = quantile(req, .95)
-	res.TokenWaitP95 = quantile(wait, .95)
-	res.OrderP95, res.OrderP99 = quantile(lat, .95), quantile(lat, .99)
-	res.ThresholdHeld = !math.IsNaN(res.OrderP95) && res.OrderP95 < threshold.Seconds()
+	herdTally(&res, vis)
 	res.PeakPer10ms = peakInWindow(starts, 10*time.Millisecond)
 	res.PeakSteady = peakInWindow(steadyStarts, 10*time.Millisecond)
-	var startLag []float64
-	for _, v := range vis {
-		if v.steady {
-			res.Steady++
-			startLag = append(startLag, v.firstStart.Sub(v.nb).Seconds())
-		}
-	}
-	res.StartLagP50, res.StartLagP99 = quantile(startLag, .5), quantile(startLag, .99)
+	herdStartLag(&res, vis)
 	fmt.Fprintf(o.Progress, "%s: done in %.1fs: success %.1f%%, order p95 %s, request p95 %s, peak DB %.0f, peak starts/10ms %d (told at notBefore: %d, order start after notBefore p50 %s p99 %s)\n",
 		label, res.Seconds, res.Success*100, secs(res.OrderP95), secs(res.RequestP95), res.PeakDBSlots, res.PeakPer10ms, res.PeakSteady, secs(res.StartLagP50), secs(res.StartLagP99))
 	return res, nil
@@ -454,4 +417,67 @@ func herdSVG(rep *herdReport) string {
 		mk("Order success", "%", func(r herdResult) float64 { return r.Success * 100 }, func(f fieldFigure) float64 { return f.Success * 100 }),
 	}
 	return barChartSVG("The herd: batch size and jitter against a 40-slot DB", "grey hatched bars: the field's published figures (Spring, k6, one laptop)", panels)
+}
+
+func herdScenario() scenario {
+	return scenario{name: "herd", external: true, flags: func(fs *flag.FlagSet) func(context.Context, runEnv) (string, error) {
+		var o herdOptions
+		fs.StringVar(&o.Transport, "transport", "ws", "how visitors learn they are admitted: ws, sse or poll")
+		fs.DurationVar(&o.Limit, "limit", 0, "time limit per run (default 2m)")
+		return func(ctx context.Context, env runEnv) (string, error) {
+			o.Out, o.Quick, o.Ext, o.Progress = env.out, env.quick, env.ext, env.progress
+			_, err := runHerd(ctx, o, env.command)
+			return "herd.{md,json,svg}", err
+		}
+	}}
+}
+
+// herdTally counts the visitors' outcomes into res: admitted, orders
+// created and failed, and the request, token wait and order latencies.
+func herdTally(res *herdResult, vis []herdVisitor) {
+	var req, wait, lat []float64
+	for _, v := range vis {
+		res.TooEarly += v.early
+		if !v.nb.IsZero() {
+			res.Admitted++
+			wait = append(wait, v.nb.Sub(v.joinAt).Seconds())
+		}
+		switch {
+		case v.code == 201:
+			res.Created++
+		case v.code == 503:
+			res.DBTimeouts++
+		default:
+			res.OtherFailures++
+			if res.FirstFailure == "" {
+				if v.err != nil {
+					res.FirstFailure = v.err.Error()
+				} else {
+					res.FirstFailure = "http " + strconv.Itoa(v.code)
+				}
+			}
+		}
+		if v.code != 0 {
+			req = append(req, v.done.Sub(v.joinAt).Seconds())
+			lat = append(lat, v.orderLat.Seconds())
+		}
+	}
+	res.Success = float64(res.Created) / float64(len(vis))
+	res.RequestP95 = quantile(req, .95)
+	res.TokenWaitP95 = quantile(wait, .95)
+	res.OrderP95, res.OrderP99 = quantile(lat, .95), quantile(lat, .99)
+	res.ThresholdHeld = !math.IsNaN(res.OrderP95) && res.OrderP95 < threshold.Seconds()
+}
+
+// herdStartLag is how long after notBefore the visitors told at it
+// started their order.
+func herdStartLag(res *herdResult, vis []herdVisitor) {
+	var startLag []float64
+	for _, v := range vis {
+		if v.steady {
+			res.Steady++
+			startLag = append(startLag, v.firstStart.Sub(v.nb).Seconds())
+		}
+	}
+	res.StartLagP50, res.StartLagP99 = quantile(startLag, .5), quantile(startLag, .99)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -376,11 +377,22 @@ func (f *scaleFleet) abort() {
 // scaleHandle is a fleet in this process or in a scale-worker child.
 type scaleHandle = fleetOf[scaleFleetReport]
 
-// scaleWorkerMain is `bench scale-worker -config JSON`: it sets its
-// visitors up, says "ready", and reports once it reads "end".
+// scaleFleets are the scale scenario's fleets: visitors that connect
+// and are told when admitted, with no steps between ready and end.
+var scaleFleets = fleetKind[scaleFleetConfig, scaleFleetReport]{
+	worker: "scale-worker",
+	start: func(ctx context.Context, cfg scaleFleetConfig) (localFleet[scaleFleetReport], error) {
+		f, err := startScaleFleet(ctx, cfg)
+		if err != nil {
+			return localFleet[scaleFleetReport]{}, err
+		}
+		return localFleet[scaleFleetReport]{report: f.end, stop: f.abort}, nil
+	},
+}
+
+// scaleWorkerMain is `bench scale-worker -config JSON`.
 func scaleWorkerMain(ctx context.Context, cfgJSON string) error {
-	return workerMain(ctx, "scale-worker", cfgJSON, startScaleFleet, (*scaleFleet).abort,
-		func(f *scaleFleet) any { return f.end() })
+	return scaleFleets.workerMain(ctx, cfgJSON)
 }
 
 // scaleEnv is one redis-server and the instances on it, all started here.
@@ -397,6 +409,15 @@ func (e *scaleEnv) close() {
 		t.Close()
 	}
 	e.redis.Close()
+}
+
+// urls are the instances' base URLs.
+func (e *scaleEnv) urls() []string {
+	var urls []string
+	for _, t := range e.insts {
+		urls = append(urls, t.URL)
+	}
+	return urls
 }
 
 func startScaleEnv(ctx context.Context, o scaleOptions) (*scaleEnv, error) {
@@ -536,12 +557,7 @@ func (e *scaleEnv) sample(ctx context.Context, handles []scaleHandle) scaleSampl
 
 // clientCPU is the CPU time of this process and its scale-worker children.
 func clientCPU(handles []scaleHandle) time.Duration {
-	pids := []int{os.Getpid()}
-	for _, h := range handles {
-		if h != nil && h.pid() > 0 {
-			pids = append(pids, h.pid())
-		}
-	}
+	pids := append([]int{os.Getpid()}, fleetPIDs(handles)...)
 	var sum time.Duration
 	for _, pid := range pids {
 		if p, err := readProc(pid); err == nil {
@@ -676,13 +692,22 @@ func waitPhase(ctx context.Context, until time.Time) error {
 	}
 }
 
-func runScale(ctx context.Context, o scaleOptions, command string) (*scaleReport, error) {
-	o.defaults()
+// check says what is wrong with the options of a scale run, once
+// defaulted.
+func (o *scaleOptions) check() error {
 	if o.Transport != modeWS && o.Transport != modeSSE {
-		return nil, fmt.Errorf("scale: -transport must be ws or sse, not %q", o.Transport)
+		return fmt.Errorf("scale: -transport must be ws or sse, not %q", o.Transport)
 	}
 	if o.Instances < 1 || o.N < o.Instances || o.PerProc < 1 {
-		return nil, fmt.Errorf("scale: need at least one instance, a visitor per instance and -per-proc ≥ 1 (got %d, %d, %d)", o.Instances, o.N, o.PerProc)
+		return fmt.Errorf("scale: need at least one instance, a visitor per instance and -per-proc ≥ 1 (got %d, %d, %d)", o.Instances, o.N, o.PerProc)
+	}
+	return nil
+}
+
+func runScale(ctx context.Context, o scaleOptions, command string) (*scaleReport, error) {
+	o.defaults()
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	// Setting visitors up runs at a few hundred to a few thousand a second
 	// on a small machine; the limit only stops a run that hangs.
@@ -707,60 +732,123 @@ func runScale(ctx context.Context, o scaleOptions, command string) (*scaleReport
 	if o.Quick {
 		every = time.Second
 	}
-	var urls []string
-	for _, t := range env.insts {
-		urls = append(urls, t.URL)
-	}
+	urls := env.urls()
 
 	// Connect: the room is paused; every visitor joins and opens its stream.
 	procs := (o.N + o.PerProc - 1) / o.PerProc
 	rep.ClientProcesses = procs
 	handles := make([]scaleHandle, procs)
-	abortAll := func() {
-		for i, h := range handles {
-			if h != nil {
-				h.abort()
-				handles[i] = nil
-			}
-		}
+	defer abortFleets(handles) // those not ended
+	var tl scaleTimeline
+	if err := tl.connect(ctx, o, env, room, urls, handles, every, connectLimit); err != nil {
+		return nil, err
 	}
-	defer abortAll()
-	s0 := env.sample(ctx, nil)
+	connect := env.phase("connect", room, tl.s0, tl.s1)
+	fmt.Fprintf(o.Progress, "scale: %d connected in %.1fs\n", o.N, connect.Seconds)
+	if err := tl.admitThenPause(ctx, o, env, room, handles, every); err != nil {
+		return nil, err
+	}
+	admitting, paused := env.phase("admitting", room, tl.s2, tl.s3), env.phase("paused", room, tl.s3, tl.s4)
+	admitting.ConnsMin, admitting.ConnsMax = tl.lo2, tl.hi2
+	paused.ConnsMin, paused.ConnsMax = tl.lo3, tl.hi3
+
+	reports, err := endScaleFleets(handles)
+	if err != nil {
+		return nil, err
+	}
+	var stats struct {
+		AdmittedTotal int64 `json:"admittedTotal"`
+	}
+	if err := env.admin(ctx, "GET", "/rooms/"+room+"/stats", &stats); err != nil {
+		return nil, fmt.Errorf("room stats: %w", err)
+	}
+	rep.AdmittedRedis = stats.AdmittedTotal
+	final := env.sample(ctx, nil)
+	rep.Admitted = final.admissions(room) - tl.s0.admissions(room)
+
+	tally := tl.tally(rep, reports, len(env.insts), &connect, &admitting, &paused)
+	rep.Phases = []scalePhase{connect, admitting, paused}
+	if tl.sIdle != nil {
+		idle := env.phase("idle", room, *tl.sIdle, tl.s4)
+		idle.ConnsMin, idle.ConnsMax = tl.lo3, tl.hi3
+		idle.Dropped = tally.idleDropped
+		rep.Phases = append(rep.Phases, idle)
+	}
+	rep.PerInstance = scalePerInstance(o, env, room, tl.s0, tl.s1, final, tally)
+	rep.Checks = scaleChecks(rep)
+
+	if err := writeOutputs(o.Out, "scale", scaleMarkdown(rep), rep, scaleSVG(rep)); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(o.Progress, "scale: done: instances %.2f cores admitting, %.2f paused; lag p50 %s p99 %s; told %d of %.0f admitted; dropped %d admitting, %d paused\n",
+		admitting.InstancesCores, paused.InstancesCores, secs(rep.LagP50), secs(rep.LagP99), rep.Told, rep.Admitted, rep.DroppedAdmitting, rep.DroppedPaused)
+	return rep, nil
+}
+
+// endScaleFleets ends every fleet in handles and collects the reports;
+// each one ended is set to nil, so the caller's abort skips it.
+func endScaleFleets(handles []scaleHandle) ([]scaleFleetReport, error) {
+	var reports []scaleFleetReport
+	for i, h := range handles {
+		r, err := h.end()
+		handles[i] = nil
+		if err != nil {
+			return nil, fmt.Errorf("client process %d: %w", i+1, err)
+		}
+		reports = append(reports, r)
+	}
+	return reports, nil
+}
+
+// scaleTimeline are the samples that bound a scale run's phases: s0
+// before connecting, s1 connected, s2 resumed, s3 paused again, s4 the end,
+// and sIdle (if the paused phase is long enough) once the pause has
+// settled; lo and hi are the fewest and most connections seen while
+// admitting (2) and paused (3).
+type scaleTimeline struct {
+	s0, s1, s2, s3, s4 scaleSample
+	sIdle              *scaleSample
+	lo2, hi2, lo3, hi3 float64
+}
+
+// connect starts the fleets into handles and waits until the instances
+// hold every connection.
+func (tl *scaleTimeline) connect(ctx context.Context, o scaleOptions, env *scaleEnv, room string, urls []string,
+	handles []scaleHandle, every, connectLimit time.Duration) error {
+	procs := len(handles)
+	tl.s0 = env.sample(ctx, nil)
+	s0 := tl.s0
 	fmt.Fprintf(o.Progress, "scale: connecting %d %s visitors over %d instances from %d process(es)\n", o.N, o.Transport, o.Instances, procs)
 	watch := env.watch(ctx, every, nil, func(s scaleSample) string {
 		return fmt.Sprintf("scale connect: %3.0fs conns=%.0f/%d", s.at.Sub(s0.at).Seconds(), s.conns(), o.N)
 	}, o.Progress)
 	cctx, ccancel := context.WithTimeout(ctx, connectLimit)
-	err = startFleets(cctx, handles, "scale-worker", func(p int) scaleFleetConfig {
+	err := scaleFleets.startAll(cctx, handles, func(p int) scaleFleetConfig {
 		first := p * o.N / procs
 		return scaleFleetConfig{URLs: urls, Room: room, Transport: o.Transport, First: first, Count: (p+1)*o.N/procs - first,
 			IPBase: 2 + p*20, IPs: 20, SetupConc: 64}
-	}, func(ctx context.Context, cfg scaleFleetConfig) (scaleHandle, error) {
-		f, err := startScaleFleet(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		return localHandle[scaleFleetReport]{f.end, f.abort}, nil
-	}, func(w *workerFleet) scaleHandle { return workerHandle[scaleFleetReport]{w} })
+	})
 	ccancel()
 	if err != nil {
 		watch.end()
-		return nil, fmt.Errorf("connect: %w", err)
+		return fmt.Errorf("connect: %w", err)
 	}
 	// The clients are ready once their upgrade is answered; the server
 	// counts a connection a moment later.
 	err = waitFor(ctx, 30*time.Second, func() bool { return env.conns(ctx) == float64(o.N) })
 	watch.end()
-	s1 := env.sample(ctx, handles)
+	tl.s1 = env.sample(ctx, handles)
 	if err != nil {
-		return nil, fmt.Errorf("the instances hold %.0f of %d connections: %w", s1.conns(), o.N, err)
+		return fmt.Errorf("the instances hold %.0f of %d connections: %w", tl.s1.conns(), o.N, err)
 	}
-	connect := env.phase("connect", room, s0, s1)
-	fmt.Fprintf(o.Progress, "scale: %d connected in %.1fs\n", o.N, connect.Seconds)
+	return nil
+}
 
+// admitThenPause resumes the room for o.Admit, then pauses it for o.Idle.
+// The admitting phase starts before the resume and ends after the pause
+// (the room admits nobody outside it), so no admission falls outside.
+func (tl *scaleTimeline) admitThenPause(ctx context.Context, o scaleOptions, env *scaleEnv, room string, handles []scaleHandle, every time.Duration) error {
 	// A phase runs from a sample until its length has passed, watched.
-	// The admitting phase starts before the resume and ends after the pause
-	// (the room admits nobody outside it), so no admission falls outside.
 	runPhase := func(name string, start scaleSample, d time.Duration) (lo, hi float64, err error) {
 		w := env.watch(ctx, min(every, max(d/4, 250*time.Millisecond)), handles, func(s scaleSample) string {
 			p := env.phase(name, room, start, s)
@@ -772,70 +860,57 @@ func runScale(ctx context.Context, o scaleOptions, command string) (*scaleReport
 		return lo, hi, err
 	}
 	fmt.Fprintf(o.Progress, "scale: resuming: %d per %v for %v\n", o.Batch, o.Tick, o.Admit)
-	s2 := env.sample(ctx, handles)
+	tl.s2 = env.sample(ctx, handles)
 	if err := env.setPaused(ctx, room, false); err != nil {
-		return nil, fmt.Errorf("resume: %w", err)
+		return fmt.Errorf("resume: %w", err)
 	}
-	lo2, hi2, err := runPhase("admitting", s2, o.Admit)
+	var err error
+	tl.lo2, tl.hi2, err = runPhase("admitting", tl.s2, o.Admit)
 	if err != nil {
-		return nil, fmt.Errorf("admitting: %w", err)
+		return fmt.Errorf("admitting: %w", err)
 	}
 	if err := env.setPaused(ctx, room, true); err != nil {
-		return nil, fmt.Errorf("pause: %w", err)
+		return fmt.Errorf("pause: %w", err)
 	}
 	// Paused again: nobody is admitted and every connection sits idle.
 	fmt.Fprintf(o.Progress, "scale: paused for %v\n", o.Idle)
-	s3 := env.sample(ctx, handles)
+	tl.s3 = env.sample(ctx, handles)
 	// Idle: the paused phase once the pause message and the admitting
 	// phase's aftermath are over (see scaleIdleAfter).
-	var sIdle *scaleSample
 	idleDone := make(chan struct{})
 	if o.Idle >= 2*scaleIdleAfter {
+		s3 := tl.s3
 		go func() {
 			defer close(idleDone)
 			if waitPhase(ctx, s3.at.Add(scaleIdleAfter)) == nil {
 				x := env.sample(ctx, handles)
-				sIdle = &x
+				tl.sIdle = &x
 			}
 		}()
 	} else {
 		close(idleDone)
 	}
-	lo3, hi3, err := runPhase("paused", s3, o.Idle)
+	tl.lo3, tl.hi3, err = runPhase("paused", tl.s3, o.Idle)
 	<-idleDone
 	if err != nil {
-		return nil, fmt.Errorf("paused: %w", err)
+		return fmt.Errorf("paused: %w", err)
 	}
-	s4 := env.sample(ctx, handles)
-	admitting, paused := env.phase("admitting", room, s2, s3), env.phase("paused", room, s3, s4)
-	admitting.ConnsMin, admitting.ConnsMax = lo2, hi2
-	paused.ConnsMin, paused.ConnsMax = lo3, hi3
-	tResume, tPause, tEnd := s2.at.UnixNano(), s3.at.UnixNano(), s4.at.UnixNano()
-	idleDropped := 0
+	tl.s4 = env.sample(ctx, handles)
+	return nil
+}
 
-	var reports []scaleFleetReport
-	for i, h := range handles {
-		r, err := h.end()
-		handles[i] = nil
-		if err != nil {
-			return nil, fmt.Errorf("client process %d: %w", i+1, err)
-		}
-		reports = append(reports, r)
-	}
-	var stats struct {
-		AdmittedTotal int64 `json:"admittedTotal"`
-	}
-	if err := env.admin(ctx, "GET", "/rooms/"+room+"/stats", &stats); err != nil {
-		return nil, fmt.Errorf("room stats: %w", err)
-	}
-	rep.AdmittedRedis = stats.AdmittedTotal
-	final := env.sample(ctx, nil)
-	rep.Admitted = final.admissions(room) - s0.admissions(room)
+// scaleTally is who was told, per instance (by visitor index modulo the
+// instances), and how late.
+type scaleTally struct {
+	perLags     [][]float64
+	perTold     []int
+	idleDropped int
+}
 
-	// Who was told, and how late.
-	n := len(env.insts)
-	perLags := make([][]float64, n)
-	perTold := make([]int, n)
+// tally counts the fleets' reports into rep and the phases' drops.
+func (tl *scaleTimeline) tally(rep *scaleReport, reports []scaleFleetReport, n int, connect, admitting, paused *scalePhase) scaleTally {
+	t := scaleTally{perLags: make([][]float64, n), perTold: make([]int, n)}
+	tPause, tEnd := tl.s3.at.UnixNano(), tl.s4.at.UnixNano()
 	var lags, after []float64
 	for _, r := range reports {
 		for _, v := range r.Visitors {
@@ -866,64 +941,65 @@ func runScale(ctx context.Context, o scaleOptions, command string) (*scaleReport
 				lag = 0
 			}
 			lags = append(lags, lag)
-			perLags[v.Index%n] = append(perLags[v.Index%n], lag)
-			perTold[v.Index%n]++
+			t.perLags[v.Index%n] = append(t.perLags[v.Index%n], lag)
+			t.perTold[v.Index%n]++
 		}
-		for _, d := range r.Drops {
-			switch {
-			case d.T < tResume:
-				rep.DroppedConnect++
-				connect.Dropped++
-			case d.T < tPause:
-				rep.DroppedAdmitting++
-				admitting.Dropped++
-			case d.T <= tEnd:
-				rep.DroppedPaused++
-				paused.Dropped++
-				if sIdle != nil && d.T >= sIdle.at.UnixNano() {
-					idleDropped++
-				}
-			default:
-				continue // the clients were closing
-			}
-			if rep.FirstDrop == "" {
-				rep.FirstDrop = fmt.Sprintf("visitor %d at %s: %s", d.I, time.Unix(0, d.T).Format("15:04:05.000"), d.Err)
-			}
-		}
+		t.idleDropped += tl.drops(rep, r.Drops, connect, admitting, paused)
 	}
 	rep.LagP50, rep.LagP99, rep.LagMax = quantile(lags, .50), quantile(lags, .99), quantile(lags, 1)
 	rep.Repeats.AfterP50, rep.Repeats.AfterMax = quantile(after, .50), quantile(after, 1)
-	rep.Phases = []scalePhase{connect, admitting, paused}
-	if sIdle != nil {
-		idle := env.phase("idle", room, *sIdle, s4)
-		idle.ConnsMin, idle.ConnsMax = lo3, hi3
-		idle.Dropped = idleDropped
-		rep.Phases = append(rep.Phases, idle)
-	}
+	return t
+}
 
-	for i, t := range env.insts {
+// drops counts drops into rep and the phase each fell in, and returns how
+// many fell in the idle part of the paused phase.
+func (tl *scaleTimeline) drops(rep *scaleReport, drops []scaleDrop, connect, admitting, paused *scalePhase) (idle int) {
+	tResume, tPause, tEnd := tl.s2.at.UnixNano(), tl.s3.at.UnixNano(), tl.s4.at.UnixNano()
+	for _, d := range drops {
+		switch {
+		case d.T < tResume:
+			rep.DroppedConnect++
+			connect.Dropped++
+		case d.T < tPause:
+			rep.DroppedAdmitting++
+			admitting.Dropped++
+		case d.T <= tEnd:
+			rep.DroppedPaused++
+			paused.Dropped++
+			if tl.sIdle != nil && d.T >= tl.sIdle.at.UnixNano() {
+				idle++
+			}
+		default:
+			continue // the clients were closing
+		}
+		if rep.FirstDrop == "" {
+			rep.FirstDrop = fmt.Sprintf("visitor %d at %s: %s", d.I, time.Unix(0, d.T).Format("15:04:05.000"), d.Err)
+		}
+	}
+	return idle
+}
+
+// scalePerInstance is each instance's row: connections, memory and
+// goroutines from s0 to s1, admissions and lag to final.
+func scalePerInstance(o scaleOptions, env *scaleEnv, room string, s0, s1, final scaleSample, t scaleTally) []scaleInstance {
+	n := len(env.insts)
+	var out []scaleInstance
+	for i, inst := range env.insts {
 		conns := s1.metrics[i]["waitroom_connections"]
 		in := scaleInstance{Instance: i + 1, Visitors: o.N/n + btoi(i < o.N%n), Conns: conns,
 			RSSBeforeMiB: float64(s0.procs[i].RSSKiB) / 1024, RSSConnectedMiB: float64(s1.procs[i].RSSKiB) / 1024,
 			GoroutinesBefore: s0.metrics[i]["go_goroutines"], Goroutines: s1.metrics[i]["go_goroutines"],
 			Admissions: final.metrics[i][`waitroom_admissions_total{room="`+room+`"}`],
-			Told:       perTold[i], LagP50: quantile(perLags[i], .50), LagP99: quantile(perLags[i], .99),
+			Told:       t.perTold[i], LagP50: quantile(t.perLags[i], .50), LagP99: quantile(t.perLags[i], .99),
 			ServerLagP99: histQuantile(s1.metrics[i], final.metrics[i], "waitroom_delivery_lag_seconds", `transport="`+o.Transport+`"`, .99)}
 		in.RSSPerConnKiB, in.GoroutinesPerConn = math.NaN(), math.NaN()
-		if conns > 0 && t.PID > 0 {
+		if conns > 0 && inst.PID > 0 {
 			in.RSSPerConnKiB = float64(s1.procs[i].RSSKiB-s0.procs[i].RSSKiB) / conns
 			in.GoroutinesPerConn = (in.Goroutines - in.GoroutinesBefore) / conns
 		}
-		rep.PerInstance = append(rep.PerInstance, in)
+		out = append(out, in)
 	}
-	rep.Checks = scaleChecks(rep)
-
-	if err := writeOutputs(o.Out, "scale", scaleMarkdown(rep), rep, scaleSVG(rep)); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(o.Progress, "scale: done: instances %.2f cores admitting, %.2f paused; lag p50 %s p99 %s; told %d of %.0f admitted; dropped %d admitting, %d paused\n",
-		admitting.InstancesCores, paused.InstancesCores, secs(rep.LagP50), secs(rep.LagP99), rep.Told, rep.Admitted, rep.DroppedAdmitting, rep.DroppedPaused)
-	return rep, nil
+	return out
 }
 
 func btoi(b bool) int {
@@ -1076,4 +1152,30 @@ func scaleSVG(rep *scaleReport) string {
 	return barChartSVG(fmt.Sprintf("%s push visitors over %d instances", commas(int64(rep.Visitors)), rep.Instances),
 		fmt.Sprintf("%s, paused while connecting, %d per %d ms for %.0f s, then paused %.0f s; hatched bars are targets",
 			transportLabel(rep.Transport), rep.Batch, rep.TickMs, rep.AdmitSeconds, rep.IdleSeconds), panels)
+}
+
+func scaleScenario() scenario {
+	return scenario{name: "scale", flags: func(fs *flag.FlagSet) func(context.Context, runEnv) (string, error) {
+		var o scaleOptions
+		fs.IntVar(&o.N, "n", 0, "push visitors (default 45000; 3000 with -quick)")
+		fs.StringVar(&o.Transport, "transport", "ws", "push transport: ws or sse")
+		fs.IntVar(&o.Instances, "instances", 3, "server instances, all on the one redis-server")
+		fs.DurationVar(&o.Admit, "admit", 0, "admitting phase (default 30s; 5s with -quick)")
+		fs.DurationVar(&o.Idle, "idle", 0, "paused phase after it (default 60s; 10s with -quick)")
+		fs.IntVar(&o.Batch, "batch", 0, "server -batch: visitors admitted per tick (default 14)")
+		fs.DurationVar(&o.Tick, "tick", 0, "server -tick (default 100ms)")
+		fs.IntVar(&o.PerProc, "per-proc", 0, "visitors per client process; more are spread over child processes (default 15000)")
+		fs.DurationVar(&o.WSPing, "ws-heartbeat", 0, "the servers' WebSocket heartbeat interval (default 40s, the servers' default; 3s with -quick)")
+		cluster := fs.Bool("cluster", false, "on a Redis Cluster of 3 masters and 3 replicas started here, visitors spread over rooms on every master (default -n 9000, -admit 20s)")
+		rooms := fs.Int("rooms", 6, "with -cluster: rooms, spread evenly over the masters")
+		return func(ctx context.Context, env runEnv) (string, error) {
+			o.Out, o.Quick, o.Progress = env.out, env.quick, env.progress
+			if *cluster {
+				_, err := runScaleCluster(ctx, o, *rooms, env.command)
+				return "scale-cluster.{md,json}", err
+			}
+			_, err := runScale(ctx, o, env.command)
+			return "scale.{md,json,svg}", err
+		}
+	}}
 }

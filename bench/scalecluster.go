@@ -236,7 +236,9 @@ func (e *clusterEnv) clusterRooms(ctx context.Context, n int) ([]string, map[str
 	return rooms, owner, nil
 }
 
-func runScaleCluster(ctx context.Context, o scaleOptions, rooms int, command string) (*scaleClusterReport, error) {
+// clusterDefaults fills in the options of scale -cluster, whose counts
+// and admitting phase differ from scale's.
+func (o *scaleOptions) clusterDefaults() {
 	if o.Quick {
 		o.N = orInt(o.N, 1200)
 		o.Admit = orDur(o.Admit, 5*time.Second)
@@ -245,6 +247,10 @@ func runScaleCluster(ctx context.Context, o scaleOptions, rooms int, command str
 	o.Admit = orDur(o.Admit, 20*time.Second)
 	o.Idle = orDur(o.Idle, time.Second)
 	o.defaults()
+}
+
+func runScaleCluster(ctx context.Context, o scaleOptions, rooms int, command string) (*scaleClusterReport, error) {
+	o.clusterDefaults()
 	rooms = max(rooms, 3)
 	if o.N < rooms {
 		return nil, fmt.Errorf("scale -cluster: want at least one visitor per room (-n %d, %d rooms)", o.N, rooms)
@@ -266,21 +272,8 @@ func runScaleCluster(ctx context.Context, o scaleOptions, rooms int, command str
 			return nil, fmt.Errorf("pause %s: %w", r, err)
 		}
 	}
-	var urls []string
-	for _, t := range env.insts {
-		urls = append(urls, t.URL)
-	}
 	fmt.Fprintf(o.Progress, "scale -cluster: connecting %d %s visitors in %d rooms\n", o.N, o.Transport, len(names))
 	fleets := make([]*scaleFleet, len(names))
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, r := range names {
-		first := i * o.N / len(names)
-		cfg := scaleFleetConfig{URLs: urls, Room: r, Transport: o.Transport, First: first, Count: (i+1)*o.N/len(names) - first,
-			IPBase: 2 + i*4, IPs: 4, SetupConc: 16}
-		wg.Go(func() { fleets[i], errs[i] = startScaleFleet(ctx, cfg) })
-	}
-	wg.Wait()
 	defer func() {
 		for _, f := range fleets {
 			if f != nil {
@@ -288,7 +281,7 @@ func runScaleCluster(ctx context.Context, o scaleOptions, rooms int, command str
 			}
 		}
 	}()
-	if err := errors.Join(errs...); err != nil {
+	if err := startClusterFleets(ctx, o, env.urls(), names, fleets); err != nil {
 		return nil, fmt.Errorf("connect: %w; the first instance's log: %s", err, env.insts[0].logTail())
 	}
 	if err := waitFor(ctx, 30*time.Second, func() bool { return env.conns(ctx) == float64(o.N) }); err != nil {
@@ -327,6 +320,33 @@ func runScaleCluster(ctx context.Context, o scaleOptions, rooms int, command str
 	if err := waitPhase(ctx, time.Now().Add(3*o.Tick)); err != nil {
 		return nil, err
 	}
+	clusterNodesUsage(rep, env, names, n0, n1, secs)
+	for i, r := range names {
+		rep.Rooms = append(rep.Rooms, clusterRoomOf(fleets[i], r, owner[r]))
+		fleets[i] = nil
+	}
+	return rep, writeScaleCluster(o.Out, rep)
+}
+
+// startClusterFleets starts one fleet per room into fleets, in this
+// process, each on every instance in urls.
+func startClusterFleets(ctx context.Context, o scaleOptions, urls, names []string, fleets []*scaleFleet) error {
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, r := range names {
+		first := i * o.N / len(names)
+		cfg := scaleFleetConfig{URLs: urls, Room: r, Transport: o.Transport, First: first, Count: (i+1)*o.N/len(names) - first,
+			IPBase: 2 + i*4, IPs: 4, SetupConc: 16}
+		wg.Go(func() { fleets[i], errs[i] = startScaleFleet(ctx, cfg) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// clusterNodesUsage is each node's use from n0 to n1 (secs apart) in
+// rep.Nodes; rep.OnlyOwnRooms is cleared when a node served a room it
+// does not own.
+func clusterNodesUsage(rep *scaleClusterReport, env *clusterEnv, names []string, n0, n1 []nodeSample, secs float64) {
 	for i, n := range env.nodes {
 		a, b := n0[i], n1[i]
 		u := clusterNodeUsage{Addr: n.RedisAddr, Role: b.role, ShardChannels: b.shardChannels,
@@ -351,31 +371,36 @@ func runScaleCluster(ctx context.Context, o scaleOptions, rooms int, command str
 		}
 		rep.Nodes = append(rep.Nodes, u)
 	}
-	for i, r := range names {
-		res := clusterRoomResult{Room: r, Master: owner[r], Visitors: fleets[i].cfg.Count}
-		fr := fleets[i].end()
-		fleets[i] = nil
-		for _, v := range fr.Visitors {
-			if v.Admitted > 0 {
-				res.Told++
-			}
-			if v.Admitted > 1 {
-				res.Twice++
-			}
+}
+
+// clusterRoomOf ends the room's fleet f and counts who was told.
+func clusterRoomOf(f *scaleFleet, room, master string) clusterRoomResult {
+	res := clusterRoomResult{Room: room, Master: master, Visitors: f.cfg.Count}
+	fr := f.end()
+	for _, v := range fr.Visitors {
+		if v.Admitted > 0 {
+			res.Told++
 		}
-		rep.Rooms = append(rep.Rooms, res)
+		if v.Admitted > 1 {
+			res.Twice++
+		}
 	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return nil, err
+	return res
+}
+
+// writeScaleCluster writes rep as scale-cluster.json and .md into out.
+func writeScaleCluster(out string, rep *scaleClusterReport) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
 	}
 	js, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := os.WriteFile(filepath.Join(o.Out, "scale-cluster.json"), append(js, '\n'), 0o644); err != nil {
-		return nil, err
+	if err := os.WriteFile(filepath.Join(out, "scale-cluster.json"), append(js, '\n'), 0o644); err != nil {
+		return err
 	}
-	return rep, os.WriteFile(filepath.Join(o.Out, "scale-cluster.md"), []byte(scaleClusterMarkdown(rep)), 0o644)
+	return os.WriteFile(filepath.Join(out, "scale-cluster.md"), []byte(scaleClusterMarkdown(rep)), 0o644)
 }
 
 func scaleClusterMarkdown(r *scaleClusterReport) string {

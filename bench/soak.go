@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -328,16 +329,25 @@ func (o soakOptions) schedule() []soakFault {
 	return fs
 }
 
-func runSoak(ctx context.Context, o soakOptions, command string) (*soakReport, error) {
-	o.defaults()
+// check says what is wrong with the options of a soak run, once
+// defaulted.
+func (o *soakOptions) check() error {
 	if o.Instances < 2 || o.N < o.Instances || o.PerProc < 1 {
-		return nil, fmt.Errorf("soak: need at least 2 instances, a visitor per instance and -per-proc ≥ 1 (got %d, %d, %d)", o.Instances, o.N, o.PerProc)
+		return fmt.Errorf("soak: need at least 2 instances, a visitor per instance and -per-proc ≥ 1 (got %d, %d, %d)", o.Instances, o.N, o.PerProc)
 	}
 	if o.RedisStop != "kill" && o.RedisStop != "term" {
-		return nil, fmt.Errorf("soak: -redis-stop is kill or term, not %q", o.RedisStop)
+		return fmt.Errorf("soak: -redis-stop is kill or term, not %q", o.RedisStop)
 	}
 	if o.Duration < 2*o.FaultEvery {
-		return nil, fmt.Errorf("soak: -duration %v must be at least two -fault-every (%v)", o.Duration, o.FaultEvery)
+		return fmt.Errorf("soak: -duration %v must be at least two -fault-every (%v)", o.Duration, o.FaultEvery)
+	}
+	return nil
+}
+
+func runSoak(ctx context.Context, o soakOptions, command string) (*soakReport, error) {
+	o.defaults()
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	connectLimit := time.Minute + time.Duration(o.N)*10*time.Millisecond
 	ctx, cancel := withLimit(ctx, connectLimit+o.Duration+3*time.Minute)
@@ -367,50 +377,15 @@ func runSoak(ctx context.Context, o soakOptions, command string) (*soakReport, e
 	if err := r.env.setPaused(ctx, r.room, true); err != nil {
 		return nil, fmt.Errorf("pause before the visitors join: %w", err)
 	}
-	stopSampling, sampled := make(chan struct{}), make(chan struct{})
-	go func() { defer close(sampled); r.sampleLoop(ctx, stopSampling) }()
-	defer func() {
-		select {
-		case <-stopSampling:
-		default:
-			close(stopSampling)
-		}
-		<-sampled
-	}()
+	stopSampling := r.startSampling(ctx)
+	defer stopSampling()
 
 	// Connect: every slot joins and opens its stream while the room is paused.
-	var urls []string
-	for _, t := range r.env.insts {
-		urls = append(urls, t.URL)
-	}
 	handles := make([]soakHandle, procs)
-	defer func() {
-		for _, h := range handles {
-			if h != nil {
-				h.abort()
-			}
-		}
-	}()
-	fmt.Fprintf(o.Progress, "soak: connecting %d visitors over %d instances from %d process(es)\n", o.N, o.Instances, procs)
+	defer abortFleets(handles) // those not ended
 	connecting := time.Now()
-	cctx, ccancel := context.WithTimeout(ctx, connectLimit)
-	err = startFleets(cctx, handles, "soak-worker", func(p int) soakFleetConfig {
-		first := p * o.N / procs
-		return soakFleetConfig{URLs: urls, Room: r.room, First: first, Count: (p+1)*o.N/procs - first,
-			IPBase: 2 + p*20, IPs: 20, SetupConc: 64, Linger: o.Linger, Grace: 10 * time.Second}
-	}, func(ctx context.Context, cfg soakFleetConfig) (soakHandle, error) {
-		f, err := startSoakFleet(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		return localHandle[soakFleetReport]{f.finish, f.abort}, nil
-	}, func(w *workerFleet) soakHandle { return workerHandle[soakFleetReport]{w} })
-	ccancel()
-	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
-	}
-	if err := waitFor(ctx, 30*time.Second, func() bool { return r.env.conns(ctx) == float64(o.N) }); err != nil {
-		return nil, fmt.Errorf("the instances hold %.0f of %d connections: %w", r.env.conns(ctx), o.N, err)
+	if err := r.connect(ctx, handles, connectLimit); err != nil {
+		return nil, err
 	}
 	rep.ConnectSeconds = time.Since(connecting).Seconds()
 	fmt.Fprintf(o.Progress, "soak: %d connected in %.1fs; admitting %d per %v for %v with faults\n", o.N, rep.ConnectSeconds, o.Batch, o.Tick, o.Duration)
@@ -421,49 +396,7 @@ func runSoak(ctx context.Context, o soakOptions, command string) (*soakReport, e
 		return nil, fmt.Errorf("resume: %w", err)
 	}
 	faults := o.schedule()
-	nextLine := r.t0.Add(10 * time.Second)
-	// wait waits until t, printing a progress line every 10 s.
-	wait := func(t time.Time) error {
-		for time.Now().Before(t) {
-			until := t
-			if nextLine.Before(t) {
-				until = nextLine
-			}
-			if err := waitPhase(ctx, until); err != nil {
-				return err
-			}
-			if !time.Now().Before(nextLine) {
-				r.progressLine()
-				nextLine = nextLine.Add(10 * time.Second)
-			}
-		}
-		return nil
-	}
-	for i := range faults {
-		f := &faults[i]
-		if err := wait(r.t0.Add(time.Duration(f.At * float64(time.Second)))); err != nil {
-			return nil, err
-		}
-		f.At = time.Since(r.t0).Seconds()
-		switch f.Kind {
-		case faultPubSub:
-			err = r.killPubSub(ctx, f)
-		case faultInstance:
-			err = r.restartInstance(ctx, f.instanceDown, f)
-		case faultRedis:
-			err = r.restartRedis(ctx, f)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			// A fault the bench could not bring back ends the run: what
-			// follows would measure a broken setup.
-			return nil, fmt.Errorf("fault %s at %.0fs: %w", f.Kind, f.At, err)
-		}
-		fmt.Fprintf(o.Progress, "soak: %5.1fs %s: %s\n", f.At, f.Kind, f.What)
-	}
-	if err := wait(r.t0.Add(o.Duration)); err != nil {
+	if err := r.runFaults(ctx, faults); err != nil {
 		return nil, err
 	}
 	rep.Seconds = time.Since(r.t0).Seconds()
@@ -471,20 +404,12 @@ func runSoak(ctx context.Context, o soakOptions, command string) (*soakReport, e
 		return nil, fmt.Errorf("pause at the end: %w", err)
 	}
 	tEnd := time.Now()
-	close(stopSampling)
-	<-sampled
+	stopSampling()
 	fmt.Fprintln(o.Progress, "soak: paused; checking who was admitted but not told")
 
-	reports := make([]soakFleetReport, procs)
-	errs := make([]error, procs)
-	var wg sync.WaitGroup
-	for i, h := range handles {
-		wg.Go(func() { reports[i], errs[i] = h.end() })
-	}
-	wg.Wait()
-	clear(handles)
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("client processes: %w", err)
+	reports, err := endSoakFleets(handles)
+	if err != nil {
+		return nil, err
 	}
 	var stats struct {
 		AdmittedTotal int64 `json:"admittedTotal"`
@@ -531,16 +456,30 @@ func soakSummarise(rep *soakReport, r *soakRun, faults []soakFault, reports []so
 			faults[i].next = faults[i+1].At
 		}
 	}
-	faultAt := func(sec float64) int { // index of the last fault at or before sec, -1 for none
-		k := -1
-		for i, f := range faults {
-			if f.At <= sec {
-				k = i
-			}
+	perTick := soakTallyVisits(rep, faults, reports, o.Tick.Milliseconds(), t0, tEnd)
+	soakSlowDrops(rep, faults, o.Instances)
+	soakCountTicks(rep, faults, perTick, o, t0, tEnd)
+	rep.Faults = faults
+	soakFloors(rep, faults, o, tEnd.Sub(t0).Seconds())
+	rep.Checks = soakChecks(rep)
+}
+
+// soakFaultAt is the index of the last fault at or before sec, -1 for
+// none.
+func soakFaultAt(faults []soakFault, sec float64) int {
+	k := -1
+	for i, f := range faults {
+		if f.At <= sec {
+			k = i
 		}
-		return k
 	}
-	tickMs := o.Tick.Milliseconds()
+	return k
+}
+
+// soakTallyVisits counts the fleets' visits into rep, their lags into rep
+// and the fault each followed, their drops into that fault, and returns
+// how many were admitted in each tick (by tick number).
+func soakTallyVisits(rep *soakReport, faults []soakFault, reports []soakFleetReport, tickMs int64, t0, tEnd time.Time) map[int64]int {
 	perTick := map[int64]int{}
 	var lags []float64
 	faultLags := make([][]float64, len(faults))
@@ -551,46 +490,62 @@ func soakSummarise(rep *soakReport, r *soakRun, faults []soakFault, reports []so
 			rep.FirstErr = fr.FirstErr
 		}
 		for _, v := range fr.Visits {
-			rep.Visits++
-			if v.Lost > 0 {
-				rep.LostPlace++
-			}
-			if v.Missed {
-				rep.Missed++
-				if len(rep.MissedExamples) < 10 {
-					rep.MissedExamples = append(rep.MissedExamples, fmt.Sprintf("slot %d, notBefore %s, %d connects", v.Slot,
-						time.Unix(0, v.NB).UTC().Format("15:04:05.000"), v.Connects))
-				}
-			}
 			if v.NB > 0 {
 				perTick[v.NB/1e6/tickMs-1]++
 			}
-			if v.Admitted == 0 {
+			if !soakTallyVisit(rep, v) {
 				continue
-			}
-			rep.Told++
-			if v.Admitted > 1 {
-				rep.Duplicates++
-			}
-			if v.Tokens > 1 {
-				rep.TwoTokens++
 			}
 			lag := max(float64(v.Told-v.NB)/1e9, 0)
 			lags = append(lags, lag)
-			if k := faultAt(float64(v.NB-t0.UnixNano()) / 1e9); k >= 0 {
+			if k := soakFaultAt(faults, float64(v.NB-t0.UnixNano())/1e9); k >= 0 {
 				faultLags[k] = append(faultLags[k], lag)
 			}
 		}
 		for _, d := range fr.Drops {
-			if k := faultAt(float64(d.T-t0.UnixNano()) / 1e9); k >= 0 && d.T <= tEnd.UnixNano() {
+			if k := soakFaultAt(faults, float64(d.T-t0.UnixNano())/1e9); k >= 0 && d.T <= tEnd.UnixNano() {
 				faults[k].Drops++
 			}
 		}
 	}
-	// Connections the servers closed as slow consumers, by fault: each
-	// instance's counter increase from one sample to the next (a fall is
-	// a restart, counting from 0 again).
-	prev := make([]float64, o.Instances)
+	rep.LagP50, rep.LagP99, rep.LagMax = quantile(lags, .5), quantile(lags, .99), quantile(lags, 1)
+	for k := range faults {
+		faults[k].LagP99, faults[k].LagMax = quantile(faultLags[k], .99), quantile(faultLags[k], 1)
+	}
+	return perTick
+}
+
+// soakTallyVisit counts one visit into rep and says whether it was told.
+func soakTallyVisit(rep *soakReport, v soakVisit) (told bool) {
+	rep.Visits++
+	if v.Lost > 0 {
+		rep.LostPlace++
+	}
+	if v.Missed {
+		rep.Missed++
+		if len(rep.MissedExamples) < 10 {
+			rep.MissedExamples = append(rep.MissedExamples, fmt.Sprintf("slot %d, notBefore %s, %d connects", v.Slot,
+				time.Unix(0, v.NB).UTC().Format("15:04:05.000"), v.Connects))
+		}
+	}
+	if v.Admitted == 0 {
+		return false
+	}
+	rep.Told++
+	if v.Admitted > 1 {
+		rep.Duplicates++
+	}
+	if v.Tokens > 1 {
+		rep.TwoTokens++
+	}
+	return true
+}
+
+// soakSlowDrops counts the connections the servers closed as slow
+// consumers, by fault: each instance's counter increase from one sample to
+// the next (a fall is a restart, counting from 0 again).
+func soakSlowDrops(rep *soakReport, faults []soakFault, instances int) {
+	prev := make([]float64, instances)
 	for _, s := range rep.Samples {
 		for i, v := range s.Slow {
 			if math.IsNaN(v) {
@@ -601,18 +556,18 @@ func soakSummarise(rep *soakReport, r *soakRun, faults []soakFault, reports []so
 				d = v
 			}
 			prev[i] = v
-			if k := faultAt(s.T); k >= 0 && s.T > 0 {
+			if k := soakFaultAt(faults, s.T); k >= 0 && s.T > 0 {
 				faults[k].SlowDrops += d
 			}
 		}
 	}
-	rep.LagP50, rep.LagP99, rep.LagMax = quantile(lags, .5), quantile(lags, .99), quantile(lags, 1)
-	for k := range faults {
-		faults[k].LagP99, faults[k].LagMax = quantile(faultLags[k], .99), quantile(faultLags[k], 1)
-	}
+}
 
-	// Ticks: every tick from the second after the resume to the last whole
-	// one before the pause should have admitted one batch.
+// soakCountTicks checks the ticks: every tick from the second after the
+// resume to the last whole one before the pause should have admitted one
+// batch.
+func soakCountTicks(rep *soakReport, faults []soakFault, perTick map[int64]int, o soakOptions, t0, tEnd time.Time) {
+	tickMs := o.Tick.Milliseconds()
 	first := t0.UnixMilli()/tickMs + 2
 	last := tEnd.UnixMilli()/tickMs - 2
 	gapRun := make([]int, len(faults))
@@ -626,7 +581,7 @@ func soakSummarise(rep *soakReport, r *soakRun, faults []soakFault, reports []so
 		case c > o.Batch:
 			rep.TicksMadeUp++
 		}
-		k := faultAt(float64(tick*tickMs-t0.UnixMilli()) / 1000)
+		k := soakFaultAt(faults, float64(tick*tickMs-t0.UnixMilli())/1000)
 		if c > 0 {
 			if k >= 0 {
 				gapRun[k] = 0
@@ -642,36 +597,37 @@ func soakSummarise(rep *soakReport, r *soakRun, faults []soakFault, reports []so
 		gapRun[k]++
 		faults[k].LongestGap = max(faults[k].LongestGap, gapRun[k])
 	}
-	rep.Faults = faults
+}
 
-	// Flat once warm: from two fault intervals after the instance restart
-	// (which moves connections between all instances) to the end, the
-	// floor of the first half against the floor of the second.
+// soakFloors checks each instance is flat once warm: from two fault
+// intervals after the instance restart (which moves connections between
+// all instances) to the end at endT, the floor of the first half against
+// the floor of the second.
+func soakFloors(rep *soakReport, faults []soakFault, o soakOptions, endT float64) {
 	warm := 2 * o.FaultEvery.Seconds()
 	for _, f := range faults {
 		if f.Kind == faultInstance {
 			warm += f.At + f.DownSeconds
 		}
 	}
-	endT := tEnd.Sub(t0).Seconds()
 	half := (endT - warm) / 2
 	rep.WarmSeconds = endT - warm
+	floor := func(from, to float64, get func(soakSample) float64) float64 {
+		lo := math.Inf(1)
+		for _, s := range rep.Samples {
+			if v := get(s); s.T >= from && s.T <= to && !math.IsNaN(v) {
+				lo = min(lo, v)
+			}
+		}
+		if math.IsInf(lo, 1) {
+			return math.NaN()
+		}
+		return lo
+	}
 	for i := range o.Instances {
 		in := soakInstance{Instance: i + 1, From: warm}
 		for _, f := range faults {
 			in.Restarted = in.Restarted || f.Kind == faultInstance && f.instanceDown == i
-		}
-		floor := func(from, to float64, get func(soakSample) float64) float64 {
-			lo := math.Inf(1)
-			for _, s := range rep.Samples {
-				if v := get(s); s.T >= from && s.T <= to && !math.IsNaN(v) {
-					lo = min(lo, v)
-				}
-			}
-			if math.IsInf(lo, 1) {
-				return math.NaN()
-			}
-			return lo
 		}
 		rss := func(s soakSample) float64 { return s.RSSMiB[i] }
 		gor := func(s soakSample) float64 { return s.Goroutines[i] }
@@ -681,7 +637,6 @@ func soakSummarise(rep *soakReport, r *soakRun, faults []soakFault, reports []so
 		in.GoGrowth = in.GoSecond/in.GoFirst - 1
 		rep.PerInstance = append(rep.PerInstance, in)
 	}
-	rep.Checks = soakChecks(rep)
 }
 
 // makeUpMost is how many admissions a tick may add to a batch of batch to
@@ -803,4 +758,132 @@ func soakSVG(rep *soakReport) string {
 			{Title: "Goroutines per instance", Series: per(func(s soakSample) []float64 { return s.Goroutines })},
 			{Title: "Push connections per instance", Series: per(func(s soakSample) []float64 { return s.Conns })},
 		}, marks)
+}
+
+func soakScenario() scenario {
+	return scenario{name: "soak", quickHelp: "a run of about a minute with 600 visitors (what the tests run)",
+		flags: func(fs *flag.FlagSet) func(context.Context, runEnv) (string, error) {
+			var o soakOptions
+			fs.IntVar(&o.N, "n", 0, "push visitors (default 30000; 600 with -quick)")
+			fs.DurationVar(&o.Duration, "duration", 0, "admitting time, with the faults (default 10m; 45s with -quick)")
+			fs.IntVar(&o.Instances, "instances", 3, "server instances, all on the one redis-server")
+			fs.IntVar(&o.Batch, "batch", 0, "server -batch: visitors admitted per tick (default 14)")
+			fs.DurationVar(&o.Tick, "tick", 0, "server -tick (default 100ms)")
+			fs.DurationVar(&o.FaultEvery, "fault-every", 0, "pub/sub connections are killed this often (default 1m; 10s with -quick)")
+			fs.DurationVar(&o.Linger, "linger", 0, "how long an admitted visitor keeps its stream before joining again (default 10s; 2s with -quick)")
+			fs.DurationVar(&o.Sample, "sample", 0, "how often RSS and goroutines are read (default 5s; 1s with -quick)")
+			fs.StringVar(&o.RedisStop, "redis-stop", "kill", "how Redis is stopped before its restart: kill (SIGKILL, a crash) or term (SIGTERM)")
+			fs.IntVar(&o.PerProc, "per-proc", 0, "visitors per client process; more are spread over child processes (default 15000; 300 with -quick)")
+			return func(ctx context.Context, env runEnv) (string, error) {
+				o.Out, o.Quick, o.Progress = env.out, env.quick, env.progress
+				_, err := runSoak(ctx, o, env.command)
+				return "soak.{md,json,svg}", err
+			}
+		}}
+}
+
+// connect starts the fleets into handles while the room is paused (every
+// slot joins and opens its stream) and waits until the instances hold
+// every connection.
+func (r *soakRun) connect(ctx context.Context, handles []soakHandle, connectLimit time.Duration) error {
+	o, procs := r.o, len(handles)
+	urls := r.env.urls()
+	fmt.Fprintf(o.Progress, "soak: connecting %d visitors over %d instances from %d process(es)\n", o.N, o.Instances, procs)
+	cctx, ccancel := context.WithTimeout(ctx, connectLimit)
+	err := soakFleets.startAll(cctx, handles, func(p int) soakFleetConfig {
+		first := p * o.N / procs
+		return soakFleetConfig{URLs: urls, Room: r.room, First: first, Count: (p+1)*o.N/procs - first,
+			IPBase: 2 + p*20, IPs: 20, SetupConc: 64, Linger: o.Linger, Grace: 10 * time.Second}
+	})
+	ccancel()
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	if err := waitFor(ctx, 30*time.Second, func() bool { return r.env.conns(ctx) == float64(o.N) }); err != nil {
+		return fmt.Errorf("the instances hold %.0f of %d connections: %w", r.env.conns(ctx), o.N, err)
+	}
+	return nil
+}
+
+// runFaults brings on each fault at its time, from r.t0 to the end of
+// o.Duration, and sets each one's At to when it came.
+func (r *soakRun) runFaults(ctx context.Context, faults []soakFault) error {
+	o := r.o
+	var err error
+	nextLine := r.t0.Add(10 * time.Second)
+	// wait waits until t, printing a progress line every 10 s.
+	wait := func(t time.Time) error {
+		for time.Now().Before(t) {
+			until := t
+			if nextLine.Before(t) {
+				until = nextLine
+			}
+			if err := waitPhase(ctx, until); err != nil {
+				return err
+			}
+			if !time.Now().Before(nextLine) {
+				r.progressLine()
+				nextLine = nextLine.Add(10 * time.Second)
+			}
+		}
+		return nil
+	}
+	for i := range faults {
+		f := &faults[i]
+		if err := wait(r.t0.Add(time.Duration(f.At * float64(time.Second)))); err != nil {
+			return err
+		}
+		f.At = time.Since(r.t0).Seconds()
+		switch f.Kind {
+		case faultPubSub:
+			err = r.killPubSub(ctx, f)
+		case faultInstance:
+			err = r.restartInstance(ctx, f.instanceDown, f)
+		case faultRedis:
+			err = r.restartRedis(ctx, f)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// A fault the bench could not bring back ends the run: what
+			// follows would measure a broken setup.
+			return fmt.Errorf("fault %s at %.0fs: %w", f.Kind, f.At, err)
+		}
+		fmt.Fprintf(o.Progress, "soak: %5.1fs %s: %s\n", f.At, f.Kind, f.What)
+	}
+	if err := wait(r.t0.Add(o.Duration)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// endSoakFleets ends every fleet in handles at once and collects the
+// reports; handles is cleared, so the caller's abort skips them.
+func endSoakFleets(handles []soakHandle) ([]soakFleetReport, error) {
+	reports := make([]soakFleetReport, len(handles))
+	errs := make([]error, len(handles))
+	var wg sync.WaitGroup
+	for i, h := range handles {
+		wg.Go(func() { reports[i], errs[i] = h.end() })
+	}
+	wg.Wait()
+	clear(handles)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("client processes: %w", err)
+	}
+	return reports, nil
+}
+
+// startSampling starts reading the instances' RSS and goroutines into
+// r.samples until ctx ends or the returned stop, which waits for the
+// sampler to return and may be called more than once.
+func (r *soakRun) startSampling(ctx context.Context) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() { defer close(done); r.sampleLoop(ctx, quit) }()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(quit) })
+		<-done
+	}
 }

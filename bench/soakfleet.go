@@ -148,24 +148,32 @@ func (f *soakFleet) runSlot(i int, sem chan struct{}, ready func()) {
 // visit joins (at instance inst, or the next ones if it fails) and listens
 // until admitted and lingered, the fleet ends, or -- at the end -- the slot
 // is let go. It returns the instance to start the next visit at.
-func (f *soakFleet) visit(i int, v *soakVisit, inst int, opened func()) int {
-	ctx := f.ctx
-	var cred string
+// join joins on instance inst, or the next ones while joins fail, until
+// one succeeds or the fleet ends (then cred is ""); inst is the instance
+// it ended on.
+func (f *soakFleet) join(inst int) (cred string, _ int) {
 	for attempt := 0; ; attempt++ {
-		st, err := f.apis[inst].join(ctx, "")
+		st, err := f.apis[inst].join(f.ctx, "")
 		if err == nil {
-			cred = st.Visitor
-			break
+			return st.Visitor, inst
 		}
-		if ctx.Err() != nil {
-			return inst
+		if f.ctx.Err() != nil {
+			return "", inst
 		}
 		f.fail(&f.joinErrs, fmt.Errorf("join: %w", err))
 		inst = (inst + 1) % len(f.apis)
 		// Redis may be restarting: back off up to about 2 s.
-		if !sleepCtx(ctx, min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second)+rand.N(200*time.Millisecond)) {
-			return inst
+		if !sleepCtx(f.ctx, min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second)+rand.N(200*time.Millisecond)) {
+			return "", inst
 		}
+	}
+}
+
+func (f *soakFleet) visit(i int, v *soakVisit, inst int, opened func()) int {
+	ctx := f.ctx
+	cred, inst := f.join(inst)
+	if cred == "" {
+		return inst // the fleet ended
 	}
 	v.Joined, v.Cred = time.Now().UnixNano(), cred
 	f.mu.Lock()
@@ -309,9 +317,20 @@ func (f *soakFleet) abort() {
 // soakHandle is a fleet in this process or in a soak-worker child.
 type soakHandle = fleetOf[soakFleetReport]
 
-// soakWorkerMain is `bench soak-worker -config JSON`: it starts its slots,
-// says "ready", and reports once it reads "end".
+// soakFleets are the soak scenario's fleets: slots of visitors that join
+// again after each admission, with no steps between ready and end.
+var soakFleets = fleetKind[soakFleetConfig, soakFleetReport]{
+	worker: "soak-worker",
+	start: func(ctx context.Context, cfg soakFleetConfig) (localFleet[soakFleetReport], error) {
+		f, err := startSoakFleet(ctx, cfg)
+		if err != nil {
+			return localFleet[soakFleetReport]{}, err
+		}
+		return localFleet[soakFleetReport]{report: f.finish, stop: f.abort}, nil
+	},
+}
+
+// soakWorkerMain is `bench soak-worker -config JSON`.
 func soakWorkerMain(ctx context.Context, cfgJSON string) error {
-	return workerMain(ctx, "soak-worker", cfgJSON, startSoakFleet, (*soakFleet).abort,
-		func(f *soakFleet) any { return f.finish() })
+	return soakFleets.workerMain(ctx, cfgJSON)
 }

@@ -1,16 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -385,251 +379,41 @@ func (f *fleet) end() fleetReport {
 	return rep
 }
 
-// abort stops every visitor without a report.
+// abort stops every visitor without a report, and the sampling if the
+// window is open.
 func (f *fleet) abort() {
+	if f.sampleStop != nil {
+		select {
+		case <-f.sampleDone: // marked
+		default:
+			close(f.sampleStop)
+			<-f.sampleDone
+		}
+	}
 	f.stop()
 	f.wg.Wait()
 	f.api.close()
 }
 
-// fleetHandle is a fleet in this process or in a cost-worker child.
-type fleetHandle interface {
-	begin() error
-	mark() error
-	end() (fleetReport, error)
-	abort()
-}
-
-type localFleet struct{ f *fleet }
-
-func (l localFleet) begin() error              { l.f.begin(); return nil }
-func (l localFleet) mark() error               { l.f.mark(); return nil }
-func (l localFleet) end() (fleetReport, error) { return l.f.end(), nil }
-func (l localFleet) abort()                    { l.f.abort() }
-
-// workerFleet is a child process of the bench (cost-worker, scale-worker):
-// it is given its configuration as JSON on the command line, says "ready"
-// on stdout, and is driven by lines on stdin (cost: "begin", "mark", "end";
-// scale: "end"); its report is one JSON document on stdout.
-type workerFleet struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
-}
-
-// startWorker starts `bench sub -config JSON(cfg)` and waits for its
-// "ready".
-func startWorker(ctx context.Context, sub string, cfg any) (*workerFleet, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	js, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(exe, sub, "-config", string(js))
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	outp, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := startChild(cmd); err != nil {
-		return nil, fmt.Errorf("start %s: %w", sub, err)
-	}
-	w := &workerFleet{cmd: cmd, in: in, out: bufio.NewReaderSize(outp, 1<<20)}
-	line := make(chan string, 1)
-	go func() {
-		s, _ := w.out.ReadString('\n')
-		line <- s
-	}()
-	select {
-	case s := <-line:
-		if s != "ready\n" {
-			w.abort()
-			return nil, fmt.Errorf("%s did not get ready: %q", sub, s)
+// costFleets are the cost scenario's fleets: waiting visitors of one mode,
+// stepped through "begin" and "mark" of the measured window.
+var costFleets = fleetKind[fleetConfig, fleetReport]{
+	worker: "cost-worker",
+	start: func(ctx context.Context, cfg fleetConfig) (localFleet[fleetReport], error) {
+		f, err := startFleet(ctx, cfg)
+		if err != nil {
+			return localFleet[fleetReport]{}, err
 		}
-	case <-ctx.Done():
-		w.abort()
-		return nil, ctx.Err()
-	}
-	return w, nil
-}
-
-func (w *workerFleet) begin() error {
-	_, err := io.WriteString(w.in, "begin\n")
-	return err
-}
-
-func (w *workerFleet) mark() error {
-	_, err := io.WriteString(w.in, "mark\n")
-	return err
-}
-
-func (w *workerFleet) end() (fleetReport, error) {
-	var rep fleetReport
-	err := w.finish(&rep)
-	return rep, err
-}
-
-// finish says "end", decodes the worker's report into v and reaps it.
-func (w *workerFleet) finish(v any) error {
-	if _, err := io.WriteString(w.in, "end\n"); err != nil {
-		return err
-	}
-	err := json.NewDecoder(w.out).Decode(v)
-	_ = w.in.Close()
-	_ = w.cmd.Wait()
-	return err
-}
-
-func (w *workerFleet) abort() {
-	_ = w.in.Close()
-	stopProcess(w.cmd.Process.Pid, 5*time.Second)
-}
-
-// startFleets starts len(handles) fleets at once, fleet p with cfg(p): in
-// this process when there is one (local), else each in a child process
-// `bench sub` (worker wraps it). Each one started is put in handles, where
-// the caller ends or aborts it, also when another failed.
-func startFleets[C any, H any](ctx context.Context, handles []H, sub string, cfg func(p int) C,
-	local func(context.Context, C) (H, error), worker func(*workerFleet) H) error {
-	procs := len(handles)
-	errs := make([]error, procs)
-	var wg sync.WaitGroup
-	for p := range procs {
-		c := cfg(p)
-		wg.Go(func() {
-			if procs == 1 {
-				h, err := local(ctx, c)
-				if err == nil {
-					handles[p] = h
-				}
-				errs[p] = err
-				return
-			}
-			w, err := startWorker(ctx, sub, c)
-			if err == nil {
-				handles[p] = worker(w)
-			}
-			errs[p] = err
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// fleetOf is a fleet in this process or in a worker child, whose report
-// is an R.
-type fleetOf[R any] interface {
-	end() (R, error)
-	abort()
-	pid() int // 0 for this process
-}
-
-// localHandle is a fleet in this process.
-type localHandle[R any] struct {
-	report func() R
-	stop   func()
-}
-
-func (l localHandle[R]) end() (R, error) { return l.report(), nil }
-func (l localHandle[R]) abort()          { l.stop() }
-func (l localHandle[R]) pid() int        { return 0 } // counted as this process
-
-// workerHandle is a fleet in a worker child process whose report is an R.
-type workerHandle[R any] struct{ w *workerFleet }
-
-func (h workerHandle[R]) end() (R, error) {
-	var rep R
-	err := h.w.finish(&rep)
-	return rep, err
-}
-func (h workerHandle[R]) abort() { h.w.abort() }
-func (h workerHandle[R]) pid() int {
-	if h.w.cmd.Process == nil {
-		return 0
-	}
-	return h.w.cmd.Process.Pid
-}
-
-// workerMain is the body of a worker child (`bench name -config JSON`): it
-// starts its fleet from the configuration, says "ready", and once it reads
-// "end" on stdin writes the fleet's report as JSON on stdout.
-func workerMain[C any, F any](ctx context.Context, name, cfgJSON string, start func(context.Context, C) (F, error), abort func(F), report func(F) any) error {
-	var cfg C
-	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
-		return fmt.Errorf("%s: config: %w", name, err)
-	}
-	f, err := start(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	fmt.Println("ready")
-	got := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(os.Stdin)
-		sc.Scan()
-		got <- sc.Text()
-	}()
-	select {
-	case l := <-got:
-		if l != "end" {
-			abort(f)
-			return fmt.Errorf("%s: stopped before end", name)
-		}
-	case <-ctx.Done():
-		abort(f)
-		return ctx.Err()
-	}
-	return json.NewEncoder(os.Stdout).Encode(report(f))
+		return localFleet[fleetReport]{
+			steps:  map[string]func(){"begin": f.begin, "mark": f.mark},
+			report: f.end,
+			stop:   f.abort,
+		}, nil
+	},
+	steps: []string{"begin", "mark"},
 }
 
 // costWorkerMain is `bench cost-worker -config JSON`.
 func costWorkerMain(ctx context.Context, cfgJSON string) error {
-	var cfg fleetConfig
-	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
-		return fmt.Errorf("cost-worker: config: %w", err)
-	}
-	f, err := startFleet(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	fmt.Println("ready")
-	sc := bufio.NewScanner(os.Stdin)
-	lines := make(chan string)
-	go func() {
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	next := func() (string, bool) {
-		select {
-		case l, ok := <-lines:
-			return l, ok
-		case <-ctx.Done():
-			return "", false
-		}
-	}
-	if l, ok := next(); !ok || l != "begin" {
-		f.abort()
-		return errors.New("cost-worker: stopped before begin")
-	}
-	f.begin()
-	if l, ok := next(); !ok || l != "mark" {
-		f.mark()
-		f.end()
-		return errors.New("cost-worker: stopped before mark")
-	}
-	f.mark()
-	if l, ok := next(); !ok || l != "end" {
-		f.end()
-		return errors.New("cost-worker: stopped before end")
-	}
-	return json.NewEncoder(os.Stdout).Encode(f.end())
+	return costFleets.workerMain(ctx, cfgJSON)
 }
