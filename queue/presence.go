@@ -105,14 +105,5 @@ func (q *Queue) Presence(ctx context.Context, room string) (PresenceStats, error
 	if err != nil {
 		return PresenceStats{}, fmt.Errorf("queue: presence stats: %w", err)
 	}
-	n, err := asInts(v, 12)
-	if err != nil {
-		return PresenceStats{}, err
-	}
-	return PresenceStats{
-		On: n[0] == 1, WaitingPresent: n[1], Away: n[2], Back: n[3],
-		ReclaimedPerMinute: n[4], SkippedPerMinute: n[5], DroppedPerMinute: n[6],
-		ReclaimedTotal: n[7], SkippedTotal: n[8], DroppedTotal: n[9],
-		MadeUpPerMinute: n[10], MadeUpTotal: n[11],
-	}, nil
+	return decodePresenceStats(v)
 }

@@ -229,11 +229,10 @@ func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tick
 	if err != nil {
 		return Restored{}, fmt.Errorf("queue: retake: %w", err)
 	}
-	n, err := asInts(v, 3)
+	r, err := decodeRetake(v, room)
 	if err != nil {
 		return Restored{}, err
 	}
-	r := Restored{Room: room, Settings: n[0] == 1, Tickets: int(n[1]), Removed: int(n[2])}
 	q.restored(r)
 	// Settings put back with an opening to come bring back a committed
 	// draw seed too (commitDraw keeps one that survived): without it the

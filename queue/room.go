@@ -384,15 +384,7 @@ func (q *Queue) Stats(ctx context.Context, room string) (RoomStats, error) {
 	if err != nil {
 		return RoomStats{}, fmt.Errorf("queue: room stats: %w", err)
 	}
-	n, err := asInts(v, 6)
-	if err != nil {
-		return RoomStats{}, err
-	}
-	st := RoomStats{Waiting: n[0], PreQueue: n[1], ActiveTokens: n[2], AdmittedTotal: n[3], SeatsHeld: n[4], Rate: float64(n[5]) / 1000}
-	if len(n) > 6 {
-		st.Priority = n[6]
-	}
-	return st, nil
+	return decodeRoomStats(v)
 }
 
 // RoomExists reports whether an operator created room (stored settings).
