@@ -68,7 +68,7 @@ func (q *Queue) Consume(ctx context.Context, t Token, use Use) (time.Time, error
 }
 
 func (q *Queue) consume(ctx context.Context, t Token, use Use, idle time.Duration) (consumeReply, error) {
-	v, err := q.r.Eval(ctx, consumeScript, []string{queueKey(t.Room)},
+	v, err := q.r.Eval(ctx, consumeScript, visitorKeys(t.Room, t.Visitor),
 		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
 		strconv.Itoa(int(use)), strconv.FormatInt(idle.Milliseconds(), 10))
 	if err != nil {
@@ -87,7 +87,7 @@ func (q *Queue) Restore(ctx context.Context, t Token, expiresAt time.Time) error
 		return err
 	}
 	capAt := expiresAt.UnixMilli()
-	_, err := q.r.Eval(ctx, restoreScript, []string{queueKey(t.Room)},
+	_, err := q.r.Eval(ctx, restoreScript, visitorKeys(t.Room, t.Visitor),
 		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
 		strconv.FormatInt(expiresAt.UnixMilli(), 10), strconv.FormatInt(capAt, 10),
 		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10))

@@ -336,7 +336,7 @@ func (q *Queue) writeRoomConfig(ctx context.Context, room string, c RoomConfig, 
 		}
 	}
 	args := append([]string{prefix(room), room, q.channel(room), version}, c.fields()...)
-	v, err := q.r.Eval(ctx, setcfgScript, []string{queueKey(room)}, args...)
+	v, err := q.r.Eval(ctx, setcfgScript, roomKeys(room), args...)
 	if err != nil {
 		return false, fmt.Errorf("queue: set room config: %w", err)
 	}
@@ -380,7 +380,7 @@ func (q *Queue) Stats(ctx context.Context, room string) (RoomStats, error) {
 	if !ValidRoom(room) {
 		return RoomStats{}, ErrInvalidRoom
 	}
-	v, err := q.r.Eval(ctx, roomstatsScript, []string{queueKey(room)}, prefix(room))
+	v, err := q.r.Eval(ctx, roomstatsScript, roomKeys(room), prefix(room))
 	if err != nil {
 		return RoomStats{}, fmt.Errorf("queue: room stats: %w", err)
 	}

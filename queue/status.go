@@ -33,7 +33,7 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 		strconv.FormatInt(q.opts.TokenTTL.Milliseconds(), 10),
 		strconv.FormatInt(q.opts.TokenMax.Milliseconds(), 10),
 		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10)}, extra...)
-	v, err := q.r.Eval(ctx, script, []string{queueKey(room)}, args...)
+	v, err := q.r.Eval(ctx, script, visitorKeys(room, visitor), args...)
 	if err != nil {
 		return wire.State{}, Ticket{}, fmt.Errorf("queue: join: %w", err)
 	}
@@ -115,7 +115,7 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 		}
 		args = append(args, v)
 	}
-	v, err := q.r.Eval(ctx, statusScript, []string{queueKey(room)}, args...)
+	v, err := q.r.Eval(ctx, statusScript, roomKeys(room), args...)
 	if err != nil {
 		return nil, fmt.Errorf("queue: status: %w", err)
 	}
@@ -238,7 +238,7 @@ func (q *Queue) Leave(ctx context.Context, room, visitor string) (bool, error) {
 	if err := check(room, visitor); err != nil {
 		return false, err
 	}
-	v, err := q.r.Eval(ctx, leaveScript, []string{queueKey(room)}, prefix(room), visitor)
+	v, err := q.r.Eval(ctx, leaveScript, visitorKeys(room, visitor), prefix(room), visitor)
 	if err != nil {
 		return false, fmt.Errorf("queue: leave: %w", err)
 	}
