@@ -43,23 +43,23 @@ func (q *Queue) Consume(ctx context.Context, t Token, use Use) (time.Time, error
 			idle = cfg.TokenTTL
 		}
 	}
-	n, err := q.consume(ctx, t, use, idle)
-	if err == nil && n[0] == consumeUnknown {
+	r, err := q.consume(ctx, t, use, idle)
+	if err == nil && r.Code == consumeUnknown {
 		// The record may be gone with a Redis that lost it: a signed token
 		// that was not used is written back once, and checked again.
 		var ok bool
 		if ok, err = q.revive(ctx, t, use, idle.Milliseconds()); ok {
-			n, err = q.consume(ctx, t, use, idle)
+			r, err = q.consume(ctx, t, use, idle)
 		}
 	}
 	if err != nil {
 		return time.Time{}, err
 	}
-	switch n[0] {
+	switch r.Code {
 	case consumeOK:
-		return time.UnixMilli(n[1]), nil
+		return time.UnixMilli(r.A), nil
 	case consumeTooEarly:
-		return time.Time{}, &TooEarlyError{Wait: time.Duration(n[1]) * time.Millisecond}
+		return time.Time{}, &TooEarlyError{Wait: time.Duration(r.A) * time.Millisecond}
 	case consumeExpired:
 		return time.Time{}, ErrTokenExpired
 	case consumeUnknown:
@@ -67,14 +67,14 @@ func (q *Queue) Consume(ctx context.Context, t Token, use Use) (time.Time, error
 	return time.Time{}, ErrTokenUnknown
 }
 
-func (q *Queue) consume(ctx context.Context, t Token, use Use, idle time.Duration) ([]int64, error) {
-	v, err := q.r.Eval(ctx, consumeScript, []string{queueKey(t.Room)},
+func (q *Queue) consume(ctx context.Context, t Token, use Use, idle time.Duration) (consumeReply, error) {
+	v, err := q.r.Eval(ctx, consumeScript, visitorKeys(t.Room, t.Visitor),
 		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
 		strconv.Itoa(int(use)), strconv.FormatInt(idle.Milliseconds(), 10))
 	if err != nil {
-		return nil, fmt.Errorf("queue: consume: %w", err)
+		return consumeReply{}, fmt.Errorf("queue: consume: %w", err)
 	}
-	return asInts(v, 2)
+	return decodeConsume(v)
 }
 
 // Restore gives back a token that Spend used up when the request it
@@ -87,7 +87,7 @@ func (q *Queue) Restore(ctx context.Context, t Token, expiresAt time.Time) error
 		return err
 	}
 	capAt := expiresAt.UnixMilli()
-	_, err := q.r.Eval(ctx, restoreScript, []string{queueKey(t.Room)},
+	_, err := q.r.Eval(ctx, restoreScript, visitorKeys(t.Room, t.Visitor),
 		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
 		strconv.FormatInt(expiresAt.UnixMilli(), 10), strconv.FormatInt(capAt, 10),
 		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10))

@@ -62,7 +62,7 @@ func (q *Queue) commitDraw(ctx context.Context, room string) error {
 		return err
 	}
 	seed := hex.EncodeToString(b[:])
-	_, err := q.r.Eval(ctx, commitScript, []string{queueKey(room)}, prefix(room), seed, Commitment(seed))
+	_, err := q.r.Eval(ctx, commitScript, roomKeys(room), prefix(room), seed, Commitment(seed))
 	if err != nil {
 		return fmt.Errorf("queue: commit draw: %w", err)
 	}
@@ -90,7 +90,7 @@ func (q *Queue) Draw(ctx context.Context, room string, offset, limit int) (Draw,
 	if !ValidRoom(room) {
 		return Draw{}, ErrInvalidRoom
 	}
-	v, err := q.r.Eval(ctx, revealScript, []string{queueKey(room)}, prefix(room),
+	v, err := q.r.Eval(ctx, revealScript, roomKeys(room), prefix(room),
 		strconv.Itoa(offset), strconv.Itoa(limit))
 	if err != nil {
 		return Draw{}, fmt.Errorf("queue: draw: %w", err)

@@ -65,7 +65,7 @@ func (q *Queue) seen(ctx context.Context, room, mode string, visitors []string) 
 		}
 		args = append(args, v)
 	}
-	v, err := q.r.Eval(ctx, seenScript, []string{queueKey(room)}, args...)
+	v, err := q.r.Eval(ctx, seenScript, roomKeys(room), args...)
 	if err != nil {
 		return 0, fmt.Errorf("queue: seen: %w", err)
 	}
@@ -101,18 +101,9 @@ func (q *Queue) Presence(ctx context.Context, room string) (PresenceStats, error
 	if !ValidRoom(room) {
 		return PresenceStats{}, ErrInvalidRoom
 	}
-	v, err := q.r.Eval(ctx, presenceStatsScript, []string{queueKey(room)}, prefix(room), fmt.Sprint(presenceStatsLimit))
+	v, err := q.r.Eval(ctx, presenceStatsScript, roomKeys(room), prefix(room), fmt.Sprint(presenceStatsLimit))
 	if err != nil {
 		return PresenceStats{}, fmt.Errorf("queue: presence stats: %w", err)
 	}
-	n, err := asInts(v, 12)
-	if err != nil {
-		return PresenceStats{}, err
-	}
-	return PresenceStats{
-		On: n[0] == 1, WaitingPresent: n[1], Away: n[2], Back: n[3],
-		ReclaimedPerMinute: n[4], SkippedPerMinute: n[5], DroppedPerMinute: n[6],
-		ReclaimedTotal: n[7], SkippedTotal: n[8], DroppedTotal: n[9],
-		MadeUpPerMinute: n[10], MadeUpTotal: n[11],
-	}, nil
+	return decodePresenceStats(v)
 }

@@ -225,15 +225,14 @@ func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tick
 		}
 		args = append(args, visitors[i], strconv.FormatInt(t.Seq, 10), strconv.FormatInt(t.IssuedAt.UnixMilli(), 10), band)
 	}
-	v, err := q.r.Eval(ctx, retakeScript, []string{queueKey(room)}, args...)
+	v, err := q.r.Eval(ctx, retakeScript, roomKeys(room), args...)
 	if err != nil {
 		return Restored{}, fmt.Errorf("queue: retake: %w", err)
 	}
-	n, err := asInts(v, 3)
+	r, err := decodeRetake(v, room)
 	if err != nil {
 		return Restored{}, err
 	}
-	r := Restored{Room: room, Settings: n[0] == 1, Tickets: int(n[1]), Removed: int(n[2])}
 	q.restored(r)
 	// Settings put back with an opening to come bring back a committed
 	// draw seed too (commitDraw keeps one that survived): without it the
@@ -372,7 +371,7 @@ func (q *Queue) revive(ctx context.Context, t Token, use Use, idleMs int64) (boo
 	if use == Touch {
 		touch = "1"
 	}
-	v, err := q.r.Eval(ctx, reviveScript, []string{queueKey(t.Room)},
+	v, err := q.r.Eval(ctx, reviveScript, visitorKeys(t.Room, t.Visitor),
 		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
 		strconv.FormatInt(t.ExpiresAt.UnixMilli(), 10), touch, strconv.FormatInt(idleMs, 10),
 		strconv.FormatInt(q.opts.TokenTTL.Milliseconds(), 10), strconv.FormatInt(q.opts.TokenMax.Milliseconds(), 10),

@@ -336,7 +336,7 @@ func (q *Queue) writeRoomConfig(ctx context.Context, room string, c RoomConfig, 
 		}
 	}
 	args := append([]string{prefix(room), room, q.channel(room), version}, c.fields()...)
-	v, err := q.r.Eval(ctx, setcfgScript, []string{queueKey(room)}, args...)
+	v, err := q.r.Eval(ctx, setcfgScript, roomKeys(room), args...)
 	if err != nil {
 		return false, fmt.Errorf("queue: set room config: %w", err)
 	}
@@ -380,19 +380,11 @@ func (q *Queue) Stats(ctx context.Context, room string) (RoomStats, error) {
 	if !ValidRoom(room) {
 		return RoomStats{}, ErrInvalidRoom
 	}
-	v, err := q.r.Eval(ctx, roomstatsScript, []string{queueKey(room)}, prefix(room))
+	v, err := q.r.Eval(ctx, roomstatsScript, roomKeys(room), prefix(room))
 	if err != nil {
 		return RoomStats{}, fmt.Errorf("queue: room stats: %w", err)
 	}
-	n, err := asInts(v, 6)
-	if err != nil {
-		return RoomStats{}, err
-	}
-	st := RoomStats{Waiting: n[0], PreQueue: n[1], ActiveTokens: n[2], AdmittedTotal: n[3], SeatsHeld: n[4], Rate: float64(n[5]) / 1000}
-	if len(n) > 6 {
-		st.Priority = n[6]
-	}
-	return st, nil
+	return decodeRoomStats(v)
 }
 
 // RoomExists reports whether an operator created room (stored settings).

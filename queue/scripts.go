@@ -2,6 +2,7 @@ package queue
 
 import (
 	"embed"
+	"strconv"
 	"strings"
 
 	"github.com/waitroom/waitroom/wire"
@@ -17,7 +18,7 @@ var prelude = []string{"publish", "draw", "lotlog", "now", "presence", "method"}
 // loadScript joins the shared prelude and the named scripts, in order, into
 // one script.
 func loadScript(names ...string) *Script {
-	var src []byte
+	src := []byte(keysLua)
 	for _, name := range append(append([]string(nil), prelude...), names...) {
 		body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
 		if err != nil {
@@ -50,6 +51,76 @@ var (
 
 	tickRoomsScript = loadScript("tickrooms")
 )
+
+// roomKeyNames are the names (after prefix(room)) of the room's keys whose
+// names are fixed: every room script is given all of them in KEYS, in this
+// order, so that each key a script touches is declared as Redis's
+// scripting contract asks. "q" comes first: KEYS[1] is the queue.
+//
+// The keys of one visitor (visitorKeyNames) follow them in the KEYS of a
+// script about one visitor known before the call. Where the visitor is
+// learnt inside the script (popped from the queue, read from a sorted set,
+// one of a batch of any size, or in the shared functions of the prelude
+// that serve both kinds of script) the script builds the visitor's keys
+// from the room's prefix (ARGV[1]), as it does the key of an invite code
+// (inv:, known only to the join that runs invite.lua). Every key built so
+// carries the room's hash tag: it is in the room's cluster slot.
+var roomKeyNames = []string{
+	"q", "cfg", "stats", "seq", "pseq", "pmark", "active", "tick",
+	"pre", "ppre", "back", "away", "awayt", "seen", "aseen", "closed", "owed",
+	"done", "pdone", "donein", "retook",
+	"draw", "drawc", "drawkey", "drawlist", "drawpool",
+	"lotc", "lotl", "lotlog",
+}
+
+// visitorKeyNames are the names (after prefix(room), before the visitor)
+// of one visitor's keys, in the order visitorKeys gives them.
+var visitorKeyNames = []string{"t:", "spent:", "gone:", "left:", "dropped:"}
+
+// keysLua starts every script: K maps each name of roomKeyNames to its
+// key in KEYS, and V each name of visitorKeyNames (without its colon) to
+// the key that follows them, when the caller passed visitorKeys (a script
+// whose KEYS are not a room's, such as tickrooms, reads neither).
+var keysLua = func() string {
+	var b strings.Builder
+	b.WriteString("local K = {}\ndo\n  local names = {")
+	for i, name := range roomKeyNames {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("'" + name + "'")
+	}
+	b.WriteString("}\n  for i = 1, #names do K[names[i]] = KEYS[i] end\nend\nlocal V = {}\ndo\n  local names = {")
+	for i, name := range visitorKeyNames {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("'" + strings.TrimSuffix(name, ":") + "'")
+	}
+	b.WriteString("}\n  for i = 1, #names do V[names[i]] = KEYS[" + strconv.Itoa(len(roomKeyNames)) + " + i] end\nend\n")
+	return b.String()
+}()
+
+// roomKeys is the KEYS of room's scripts: its keys of roomKeyNames, in order.
+func roomKeys(room string) []string {
+	p := prefix(room)
+	keys := make([]string, len(roomKeyNames))
+	for i, name := range roomKeyNames {
+		keys[i] = p + name
+	}
+	return keys
+}
+
+// visitorKeys is the KEYS of a script about visitor in room: roomKeys, then
+// the visitor's keys of visitorKeyNames, in order.
+func visitorKeys(room, visitor string) []string {
+	p := prefix(room)
+	keys := roomKeys(room)
+	for _, name := range visitorKeyNames {
+		keys = append(keys, p+name+visitor)
+	}
+	return keys
+}
 
 // roomsKey is the set of rooms that have waiting visitors (its hash tag
 // keeps it in one cluster slot with configuredRoomsKey); every instance's

@@ -33,20 +33,20 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 		strconv.FormatInt(q.opts.TokenTTL.Milliseconds(), 10),
 		strconv.FormatInt(q.opts.TokenMax.Milliseconds(), 10),
 		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10)}, extra...)
-	v, err := q.r.Eval(ctx, script, []string{queueKey(room)}, args...)
+	v, err := q.r.Eval(ctx, script, visitorKeys(room, visitor), args...)
 	if err != nil {
 		return wire.State{}, Ticket{}, fmt.Errorf("queue: join: %w", err)
 	}
-	n, err := asInts(v, 7)
+	r, err := decodeJoin(v)
 	if err != nil {
 		return wire.State{}, Ticket{}, err
 	}
 	var t Ticket
-	if len(n) >= 9 && n[0] == replyWaiting && n[7] > 0 {
-		t = Ticket{Room: room, Seq: n[7], IssuedAt: time.UnixMilli(n[8]), Priority: len(n) >= 11 && n[10] == 1}
+	if r.Code == replyWaiting && r.Seq > 0 {
+		t = Ticket{Room: room, Seq: r.Seq, IssuedAt: time.UnixMilli(r.Now), Priority: r.Prio}
 		q.remember(room).noteTicket(t)
 	}
-	switch n[0] {
+	switch r.Code {
 	case replySettingsChanged:
 		return wire.State{}, Ticket{}, ErrSettingsChanged
 	case replyInviteRequired:
@@ -54,27 +54,27 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 	case replyInviteUsed:
 		return wire.State{}, Ticket{}, ErrInviteUsed
 	case replyClosed:
-		return wire.State{Room: room, Status: wire.StatusClosed, Message: stringAt(v, 6)}, Ticket{}, nil
+		return wire.State{Room: room, Status: wire.StatusClosed, Message: r.Message}, Ticket{}, nil
 	}
 	// Every join that leaves the visitor waiting lists the room for the
 	// tick loop (the set is in another slot than the room, so this is a
 	// call of its own): if it fails, the join fails, and the retry lists
 	// the room, so a queue is never left without ticks.
-	if n[0] == replyWaiting || n[0] == replyPreQueue {
+	if r.Code == replyWaiting || r.Code == replyPreQueue {
 		if _, err := q.r.Do(ctx, "SADD", roomsKey, room); err != nil {
 			return wire.State{}, Ticket{}, fmt.Errorf("queue: join: %w", err)
 		}
 		q.poke()
 	}
-	h := roomHeader{rate: q.rate(room), paused: n[4] == 1, settings: n[5], message: stringAt(v, 6), draw: -1}
-	if len(n) >= 10 && n[0] == replyWaiting {
-		h.draw = n[9]
+	h := roomHeader{rate: q.rate(room), paused: r.Paused, settings: r.Settings, message: r.Message, draw: -1}
+	if r.HasDraw && r.Code == replyWaiting {
+		h.draw = r.Draw
 		q.noteDraw(room, h.draw)
 	}
-	if n[0] == replyPreQueue {
-		h.opensAt = n[1]
+	if r.Code == replyPreQueue {
+		h.opensAt = r.A
 	}
-	return q.state(room, visitor, h, n[0], n[1], n[2]), t, nil
+	return q.state(room, visitor, h, r.Code, r.A, r.B), t, nil
 }
 
 // Status returns visitor's state in room.
@@ -101,11 +101,6 @@ type roomHeader struct {
 	draw int64
 }
 
-// statusHeader is the length of the status script's room header:
-// rate*1000, paused, soldOut, opensAt, waiting, settings version, message,
-// lottery size.
-const statusHeader = 8
-
 // StatusMany returns the states of several visitors of one room in one
 // round trip.
 func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) ([]wire.State, error) {
@@ -120,16 +115,16 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 		}
 		args = append(args, v)
 	}
-	v, err := q.r.Eval(ctx, statusScript, []string{queueKey(room)}, args...)
+	v, err := q.r.Eval(ctx, statusScript, roomKeys(room), args...)
 	if err != nil {
 		return nil, fmt.Errorf("queue: status: %w", err)
 	}
-	n, err := asInts(v, statusHeader+3*len(visitors))
+	r, err := decodeStatus(v, len(visitors))
 	if err != nil {
 		return nil, err
 	}
-	h := roomHeader{rate: float64(n[0]) / 1000, paused: n[1] == 1, soldOut: n[2] == 1, opensAt: n[3],
-		settings: n[5], message: stringAt(v, 6), draw: n[7]}
+	h := roomHeader{rate: float64(r.RateMilli) / 1000, paused: r.Paused, soldOut: r.SoldOut, opensAt: r.OpensAt,
+		settings: r.Settings, message: r.Message, draw: r.Draw}
 	q.noteDraw(room, h.draw)
 	if h.rate > 0 {
 		// The key outlives the call: a caller's string may alias a
@@ -139,8 +134,8 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 	}
 	out := make([]wire.State, len(visitors))
 	for i, vis := range visitors {
-		r := n[statusHeader+3*i:]
-		out[i] = q.state(room, vis, h, r[0], r[1], r[2])
+		e := r.Visitors[i]
+		out[i] = q.state(room, vis, h, e.Code, e.A, e.B)
 	}
 	return out, nil
 }
@@ -243,7 +238,7 @@ func (q *Queue) Leave(ctx context.Context, room, visitor string) (bool, error) {
 	if err := check(room, visitor); err != nil {
 		return false, err
 	}
-	v, err := q.r.Eval(ctx, leaveScript, []string{queueKey(room)}, prefix(room), visitor)
+	v, err := q.r.Eval(ctx, leaveScript, visitorKeys(room, visitor), prefix(room), visitor)
 	if err != nil {
 		return false, fmt.Errorf("queue: leave: %w", err)
 	}

@@ -1,5 +1,5 @@
 -- admit: the leaderless tick.
--- KEYS = queue
+-- KEYS = roomKeys (K: scripts.go)
 -- ARGV = prefix, room, channel, tickMs, batch, ttlMs, maxMs, retentionMs,
 --        seed, maxActive, jitter (1/0), lotterySeed, lotteryCommit (a fresh
 --        256-bit seed and its commitment, used only by a random room whose
@@ -7,6 +7,7 @@
 -- The room's cfg hash overrides batch, ttlMs, maxMs and maxActive, and adds
 -- paused, seats and opensAt, so a change applies from the next tick on every
 -- instance.
+-- The reply is read by admitReply in replies.go, field for field.
 -- Returns {taken, tick, admitted, waiting, event, head, born, draw,
 -- phead, paused, done}: taken = 0 when this tick was already taken by another caller
 -- (nothing done); head is the ticket of the last visitor admitted (0 when
@@ -24,20 +25,20 @@ local p, room, channel = ARGV[1], ARGV[2], ARGV[3]
 local tick_ms = tonumber(ARGV[4])
 local seed = tonumber(ARGV[9])
 local jitter = ARGV[11] == '1'
-local stats = p .. 'stats'
-local active = p .. 'active'
+local stats = K.stats
+local active = K.active
 
 local now = now_ms()
 local tick = math.floor(now / tick_ms)
-local last = tonumber(redis.call('GET', p .. 'tick') or '-1')
+local last = tonumber(redis.call('GET', K.tick) or '-1')
 if tick <= last then
   local size = -1
-  if redis.call('HGET', p .. 'cfg', 'method') == 'random' then size = redis.call('ZCARD', KEYS[1]) end
+  if redis.call('HGET', K.cfg, 'method') == 'random' then size = redis.call('ZCARD', KEYS[1]) end
   local paused = 0
-  if redis.call('HGET', p .. 'cfg', 'paused') == '1' then paused = 1 end
+  if redis.call('HGET', K.cfg, 'paused') == '1' then paused = 1 end
   return {0, tick, 0, redis.call('ZCARD', KEYS[1]), '', 0, 0, size, 0, paused}
 end
-redis.call('SET', p .. 'tick', tick, 'PX', 86400000)
+redis.call('SET', K.tick, tick, 'PX', 86400000)
 
 local cfg = load_cfg(p)
 seed = next_rand(seed)
@@ -66,7 +67,7 @@ end
 -- Those who came back wait ahead of the queue; those set aside as away
 -- keep the room in the tick loop until they come back or are dropped.
 local waiting = redis.call('ZCARD', KEYS[1]) + (undrawn_left or 0) + presence_ahead(p)
-local aside = redis.call('ZCARD', p .. 'away')
+local aside = redis.call('ZCARD', K.away)
 if cfg.paused == '1' or waiting == 0 then
   local paused = 0
   if cfg.paused == '1' then paused = 1 end
@@ -144,6 +145,7 @@ if batch > 0 then
     local exp = nb + ttl
     local cap = nb + max_ttl
     local v = popped[2 * i + 1]
+    -- v was popped from the queue just now: its key is built here.
     redis.call('SET', p .. 't:' .. v, nb .. ':' .. exp .. ':' .. cap, 'PX', cap - now + keep)
     redis.call('ZADD', active, exp, v)
     parts[#parts + 1] = '["' .. v .. '",' .. nb .. ',' .. exp .. ']'

@@ -1,8 +1,8 @@
--- commit: KEYS = queue; ARGV = prefix, seed, commitment
+-- commit: KEYS = roomKeys (K: scripts.go); ARGV = prefix, seed, commitment
 -- Stores a new secret seed and its commitment for the room's next draw,
 -- unless one is stored and not revealed yet (draw.lua). Returns 1 if
 -- stored.
-local c = ARGV[1] .. 'drawc'
+local c = K.drawc
 if redis.call('HEXISTS', c, 'seed') == 1 and redis.call('HEXISTS', c, 'openedAt') == 0 then
   return 0
 end

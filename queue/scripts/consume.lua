@@ -1,10 +1,11 @@
--- consume: KEYS = queue; ARGV = prefix, visitor, notBefore, mode, idleMs
+-- consume: KEYS = visitorKeys (K, V: scripts.go); ARGV = prefix, visitor, notBefore, mode, idleMs
 -- mode 0 checks, 1 uses the token up, 2 checks and slides its expiry to
 -- min(now + idle, cap). Returns {code, a}: 1 valid (a = expiresAt), -1
 -- unknown or used, -2 too early (a = ms until notBefore), -3 expired; a
--- valid answer also carries the cap as its third value.
+-- valid answer also carries the cap as its third value. The reply is read
+-- by consumeReply in replies.go, field for field.
 local p, v, mode = ARGV[1], ARGV[2], ARGV[4]
-local key = p .. 't:' .. v
+local key = V.t
 local nb, exp, cap = read_token(key)
 if not nb or nb ~= tonumber(ARGV[3]) then return {-1, 0} end
 local now = now_ms()
@@ -13,15 +14,15 @@ if now >= exp then return {-3, 0} end
 -- Using or checking a token is a sign of life, and a token once used is
 -- no longer an unused one whose slot could be taken back (presence.lua):
 -- a gateway session that reads a long page keeps its slot.
-redis.call('ZADD', p .. 'seen', 'XX', now, v)
-redis.call('ZREM', p .. 'aseen', v)
+redis.call('ZADD', K.seen, 'XX', now, v)
+redis.call('ZREM', K.aseen, v)
 if mode == '1' then
   redis.call('DEL', key)
   -- Frees a max-active slot; the seat stays held, as sold. The spent
   -- marker lets one Restore of this very token take the seat back.
-  if redis.call('ZREM', p .. 'active', v) == 1 then
-    redis.call('HINCRBY', p .. 'stats', 'sold', 1)
-    redis.call('SET', p .. 'spent:' .. v, nb, 'PX', exp - now)
+  if redis.call('ZREM', K.active, v) == 1 then
+    redis.call('HINCRBY', K.stats, 'sold', 1)
+    redis.call('SET', V.spent, nb, 'PX', exp - now)
   end
 elseif mode == '2' then
   local idle = tonumber(ARGV[5])
@@ -29,7 +30,7 @@ elseif mode == '2' then
   if new_exp > exp then
     local ttl = redis.call('PTTL', key)
     redis.call('SET', key, nb .. ':' .. new_exp .. ':' .. cap, 'PX', ttl + (new_exp - exp))
-    redis.call('ZADD', p .. 'active', 'XX', new_exp, v)
+    redis.call('ZADD', K.active, 'XX', new_exp, v)
     exp = new_exp
   end
 end

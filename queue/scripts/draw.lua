@@ -15,14 +15,14 @@
 -- one from fallback (a room that opened without opensAt ever set). It
 -- marks the draw as started with its opening moment and size.
 local function draw_start(p, fallback, opens, n)
-  local c = p .. 'drawc'
+  local c = K.drawc
   local seed = redis.call('HGET', c, 'seed')
   if not seed or redis.call('HEXISTS', c, 'openedAt') == 1 then
     seed = 'x' .. fallback
     redis.call('DEL', c)
     redis.call('HSET', c, 'seed', seed, 'commit', '')
   end
-  redis.call('DEL', p .. 'drawlist', p .. 'drawkey')
+  redis.call('DEL', K.drawlist, K.drawkey)
   redis.call('HSET', c, 'openedAt', opens, 'n', n)
   return seed
 end
@@ -39,14 +39,14 @@ local function draw_key_slice(p, seed, members, chunk)
       listed[#listed + 1] = 0
       listed[#listed + 1] = m
     end
-    redis.call('ZADD', p .. 'drawkey', unpack(keyed))
-    redis.call('ZADD', p .. 'drawlist', unpack(listed))
+    redis.call('ZADD', K.drawkey, unpack(keyed))
+    redis.call('ZADD', K.drawlist, unpack(listed))
   end
 end
 
 -- draw_done marks the draw complete; the list is kept for a week for the
 -- reveal.
 local function draw_done(p)
-  redis.call('HSET', p .. 'drawc', 'doneAt', redis.call('TIME')[1])
-  redis.call('PEXPIRE', p .. 'drawlist', 7 * 86400000)
+  redis.call('HSET', K.drawc, 'doneAt', redis.call('TIME')[1])
+  redis.call('PEXPIRE', K.drawlist, 7 * 86400000)
 end

@@ -1,4 +1,4 @@
--- endsession: KEYS = queue; ARGV = prefix, visitor, notBefore, channel,
+-- endsession: KEYS = visitorKeys (K, V: scripts.go); ARGV = prefix, visitor, notBefore, channel,
 -- key, untilMs
 -- Ends a gateway session before its time. If the visitor's token record is
 -- still the one with this notBefore it goes, and with it the max-active
@@ -8,17 +8,17 @@
 -- keeps accepting the cookie; until is the token's cap, or untilMs when the
 -- record is gone. Returns 1 if a live session ended, else 0.
 local p, v = ARGV[1], ARGV[2]
-local key = p .. 't:' .. v
+local key = V.t
 local nb, exp, cap = read_token(key)
 local until_ms = tonumber(ARGV[6])
 local ended = 0
 if nb and nb == tonumber(ARGV[3]) then
   until_ms = cap
   redis.call('DEL', key)
-  if redis.call('ZREM', p .. 'active', v) == 1 then ended = 1 end
+  if redis.call('ZREM', K.active, v) == 1 then ended = 1 end
 end
 -- An ended session stays ended: revive.lua must not write it back.
 local left = until_ms - now_ms()
-if left > 0 then redis.call('SET', p .. 'gone:' .. v, ARGV[3], 'PX', left) end
+if left > 0 then redis.call('SET', V.gone, ARGV[3], 'PX', left) end
 redis.call('PUBLISH', ARGV[4], ARGV[5] .. ' ' .. until_ms)
 return ended

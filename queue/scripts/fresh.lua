@@ -4,6 +4,6 @@
 -- join does nothing and returns {-3, version}: the caller reads the
 -- settings again, checks its gates and joins again.
 if ARGV[12] then
-  local v = tonumber(redis.call('HGET', ARGV[1] .. 'cfg', 'v') or '0')
+  local v = tonumber(redis.call('HGET', K.cfg, 'v') or '0')
   if v ~= tonumber(ARGV[12]) then return {-3, v, 0, 0, 0, 0, ''} end
 end

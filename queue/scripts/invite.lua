@@ -14,20 +14,22 @@
 do
   local p, v = ARGV[1], ARGV[2]
   local prio = ARGV[11] == '1' and (ARGV[8] or '') ~= ''
-  local only = redis.call('HGET', p .. 'cfg', 'inviteOnly') == '1'
-  if (only or prio) and redis.call('HGET', p .. 'cfg', 'method') ~= 'reject' then
+  local only = redis.call('HGET', K.cfg, 'inviteOnly') == '1'
+  if (only or prio) and redis.call('HGET', K.cfg, 'method') ~= 'reject' then
     local score = tonumber(redis.call('ZSCORE', KEYS[1], v))
-    local pre = redis.call('SISMEMBER', p .. 'pre', v) == 1
-    local holds = score ~= nil or pre or redis.call('ZSCORE', p .. 'ppre', v) or
-      redis.call('ZSCORE', p .. 'back', v) or redis.call('ZSCORE', p .. 'away', v) or
-      (redis.call('EXISTS', p .. 'draw') == 1 and undrawn(p, v))
+    local pre = redis.call('SISMEMBER', K.pre, v) == 1
+    local holds = score ~= nil or pre or redis.call('ZSCORE', K.ppre, v) or
+      redis.call('ZSCORE', K.back, v) or redis.call('ZSCORE', K.away, v) or
+      (redis.call('EXISTS', K.draw) == 1 and undrawn(p, v))
     if not holds then
-      local nb, exp = read_token(p .. 't:' .. v)
+      local nb, exp = read_token(V.t)
       holds = nb ~= nil and now_ms() < exp
     end
     local upgrade = prio and ((score ~= nil and score > 0) or pre)
     if not holds or upgrade then
       if (ARGV[8] or '') == '' then return {-2, 0, 0, 0, 0, 0, ''} end
+      -- The code's key is built here: the join's KEYS are the same with
+      -- or without a code (scripts.go).
       local k = p .. 'inv:' .. ARGV[8]
       local n = redis.call('INCR', k)
       if n == 1 then redis.call('PEXPIREAT', k, tonumber(ARGV[10]) + 86400000) end
@@ -38,14 +40,14 @@ do
       if upgrade then
         -- The public ticket is given up for good (retake.lua).
         if score then
-          redis.call('SET', p .. 'left:' .. v, score, 'PX', 86400000)
+          redis.call('SET', V.left, score, 'PX', 86400000)
           mark_done(p, score)
-          if lot_begin(p, redis.call('HGET', p .. 'cfg', 'method')) then
+          if lot_begin(p, redis.call('HGET', K.cfg, 'method')) then
             lot_tickets('remove', 'upgrade', {score})
           end
         end
         redis.call('ZREM', KEYS[1], v)
-        redis.call('SREM', p .. 'pre', v)
+        redis.call('SREM', K.pre, v)
       end
     end
   end

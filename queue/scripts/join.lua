@@ -1,7 +1,9 @@
--- join: KEYS = queue; ARGV = prefix, visitor, seed, channel, ttlMs, maxMs,
+-- join: KEYS = visitorKeys (the room's keys, K, then the visitor's, V:
+-- scripts.go); ARGV = prefix, visitor, seed, channel, ttlMs, maxMs,
 -- retentionMs (and invite.lua's ARGV[8..11] when it runs first: with a
 -- priority code, whose use invite.lua took, a new ticket is one of the
 -- priority band, see now.lua)
+-- The reply is read by joinReply in replies.go, field for field.
 -- Returns {code, a, b, new, paused, settings, message, seq, now, draw, prio}: 1 waiting
 -- (a = 0-based rank), 2 admitted (a = notBefore, b = expiresAt), 4 in the
 -- pre-queue before opening, or not yet drawn after it (a = opensAt, or the
@@ -21,10 +23,10 @@ local paused = 0
 if cfg.paused == '1' then paused = 1 end
 local draw_next, undrawn_left = maybe_open(p, cfg, now, tonumber(ARGV[3]), ARGV[4])
 seen_many(p, cfg, {v}, now)
-local nb, exp = read_token(p .. 't:' .. v)
+local nb, exp = read_token(V.t)
 if nb then
   if now < exp then return {2, nb, exp, 0, paused, num(cfg.v, 0), cfg.message or ''} end
-  redis.call('DEL', p .. 't:' .. v) -- expired unused: a new ticket at the back
+  redis.call('DEL', V.t) -- expired unused: a new ticket at the back
 end
 
 -- rank_of is the 0-based place of a queued visitor, counting the visitors
@@ -45,10 +47,10 @@ if r then
 end
 local back = presence_place(p, v)
 if back then return {1, back, 0, 0, paused, num(cfg.v, 0), cfg.message or '', 0, now, lottery_size(cfg, KEYS[1], undrawn_left)} end
-if redis.call('ZSCORE', p .. 'ppre', v) then
+if redis.call('ZSCORE', K.ppre, v) then
   return {4, num(cfg.opensAt, 0), 0, 0, paused, num(cfg.v, 0), cfg.message or ''}
 end
-redis.call('DEL', p .. 'dropped:' .. v) -- lost its place while away: a new ticket
+redis.call('DEL', V.dropped) -- lost its place while away: a new ticket
 if draw_next then
   local at = undrawn(p, v)
   if at then return {4, at, 0, 0, paused, num(cfg.v, 0), cfg.message or ''} end
@@ -60,12 +62,12 @@ if ARGV[11] == '1' and (ARGV[8] or '') ~= '' then
   -- A priority ticket (invite.lua took the code's use): ahead of every
   -- public one, in join order; held in ppre until a scheduled opening.
   ensure_pseq(p, KEYS[1])
-  redis.call('HSETNX', p .. 'stats', 'born', now)
-  local s = redis.call('INCR', p .. 'pseq')
+  redis.call('HSETNX', K.stats, 'born', now)
+  local s = redis.call('INCR', K.pseq)
   mark_priority(p, KEYS[1], s)
   keep_while_used(p, cfg)
   if opens > now then
-    redis.call('ZADD', p .. 'ppre', 'NX', s - PRIO_BASE, v)
+    redis.call('ZADD', K.ppre, 'NX', s - PRIO_BASE, v)
     return {4, opens, 0, 1, paused, num(cfg.v, 0), cfg.message or ''}
   end
   redis.call('ZADD', KEYS[1], 'NX', s - PRIO_BASE, v)
@@ -73,14 +75,14 @@ if ARGV[11] == '1' and (ARGV[8] or '') ~= '' then
   return {1, rank_of(redis.call('ZRANK', KEYS[1], v)) + presence_ahead(p), 0, 1, paused, num(cfg.v, 0), cfg.message or '', s, now, lottery_size(cfg, KEYS[1], undrawn_left), 1}
 end
 if opens > now then
-  local added = redis.call('SADD', p .. 'pre', v)
+  local added = redis.call('SADD', K.pre, v)
   return {4, opens, 0, added, paused, num(cfg.v, 0), cfg.message or ''}
 end
 ensure_seq(p, KEYS[1])
 -- The moment this room's state began: tickets taken before it were taken
 -- from a Redis that has lost them since (see retake.lua).
-redis.call('HSETNX', p .. 'stats', 'born', now)
-local s = redis.call('INCR', p .. 'seq')
+redis.call('HSETNX', K.stats, 'born', now)
+local s = redis.call('INCR', K.seq)
 redis.call('ZADD', KEYS[1], 'NX', s, v)
 lot_tickets('add', 'join', {s})
 keep_while_used(p, cfg)

@@ -54,16 +54,16 @@ end
 local function lot_log(...)
   if not lot.on then return end
   if not lot.n then
-    local last = redis.call('XREVRANGE', lot.p .. 'lotlog', '+', '-', 'COUNT', 1)
+    local last = redis.call('XREVRANGE', K.lotlog, '+', '-', 'COUNT', 1)
     if #last == 0 then
-      redis.call('DEL', lot.p .. 'lotl')
+      redis.call('DEL', K.lotl)
       lot.on = false
       return
     end
     lot.n = tonumber(string.match(last[1][1], '^(%d+)'))
   end
   lot.n = lot.n + 1
-  redis.call('XADD', lot.p .. 'lotlog', 'MAXLEN', '~', LOT_MAX, lot.n .. '-0', ...)
+  redis.call('XADD', K.lotlog, 'MAXLEN', '~', LOT_MAX, lot.n .. '-0', ...)
 end
 
 -- lot_tickets logs tickets (a list of scores; 0, a token's place, is no
@@ -113,30 +113,30 @@ end
 -- draw before the log knows everyone in it.
 local function lot_walk(p, cfg, q, now)
   if not lot_begin(p, cfg.method) then return false end
-  local l = p .. 'lotl'
+  local l = K.lotl
   local st = redis.call('HMGET', l, 'n', 'snap', 'last')
   local cur = st[2]
   if not st[1] then
     -- The log begins with the seed's commitment: with none stored yet
     -- (a Redis that lost the room), it waits for the tick, which commits
     -- one (lottery_commit, method.lua), and nothing is drawn meanwhile.
-    local commit = redis.call('HGET', p .. 'lotc', 'commit')
-    if not commit or commit == '' or redis.call('HEXISTS', p .. 'lotc', 'endedAt') == 1 then
+    local commit = redis.call('HGET', K.lotc, 'commit')
+    if not commit or commit == '' or redis.call('HEXISTS', K.lotc, 'endedAt') == 1 then
       lot.on = false
       return true
     end
-    redis.call('DEL', p .. 'lotlog')
+    redis.call('DEL', K.lotlog)
     lot.n = 0
     local f = {'e', 'start', 'commit', commit, 'at', now}
     -- Tickets set aside, or back and due first, when the log begins, so
     -- that their return is checked too; when there are too many to list
     -- in one call, the entry says nothing of them.
-    if redis.call('HLEN', p .. 'awayt') + redis.call('ZCARD', p .. 'back') <= LOT_SLICE then
+    if redis.call('HLEN', K.awayt) + redis.call('ZCARD', K.back) <= LOT_SLICE then
       local aside, back = {}, {}
-      for _, s in ipairs(redis.call('HVALS', p .. 'awayt')) do
+      for _, s in ipairs(redis.call('HVALS', K.awayt)) do
         if tonumber(s) ~= 0 then aside[#aside + 1] = s end
       end
-      local b = redis.call('ZRANGE', p .. 'back', 0, -1, 'WITHSCORES')
+      local b = redis.call('ZRANGE', K.back, 0, -1, 'WITHSCORES')
       for i = 2, #b, 2 do
         if tonumber(b[i]) ~= 0 then back[#back + 1] = b[i] end
       end
@@ -172,11 +172,11 @@ end
 local function lot_method(p, old, new)
   if old == new then return end
   if new == 'random' then
-    redis.call('DEL', p .. 'lotlog', p .. 'lotl')
+    redis.call('DEL', K.lotlog, K.lotl)
   elseif old == 'random' then
     lot_begin(p, 'random')
     lot_log('e', 'end')
-    redis.call('DEL', p .. 'lotl')
-    redis.call('PEXPIRE', p .. 'lotlog', LOT_KEEP_MS)
+    redis.call('DEL', K.lotl)
+    redis.call('PEXPIRE', K.lotlog, LOT_KEEP_MS)
   end
 end

@@ -1,11 +1,11 @@
--- lottery: KEYS = queue; ARGV = prefix, op, seed, commitment
+-- lottery: KEYS = roomKeys (K: scripts.go); ARGV = prefix, op, seed, commitment
 -- The lottery's seed record (lotc: seed, commit, at, endedAt; method.lua
 -- draws with it). op "commit" stores a new secret seed and its commitment
 -- unless one is stored and the lottery has not ended; op "end" marks the
 -- stored seed's lottery as ended (the room left the random method), so it
 -- may be revealed and the next lottery gets a new seed; op "read" changes
 -- nothing. Returns {seed, commit, at, endedAt} ("" when none).
-local c = ARGV[1] .. 'lotc'
+local c = K.lotc
 local op = ARGV[2]
 local now = now_ms()
 if op == 'commit' then

@@ -27,8 +27,8 @@ local function join_method(p, cfg, v, now, ttl_ms, max_ms, keep_ms)
   local exp = now + ttl
   local cap = now + math.max(num(cfg.maxMs, max_ms), ttl)
   redis.call('SET', p .. 't:' .. v, now .. ':' .. exp .. ':' .. cap, 'PX', cap - now + keep_ms)
-  redis.call('ZADD', p .. 'active', exp, v)
-  redis.call('HINCRBY', p .. 'stats', 'admitted', 1)
+  redis.call('ZADD', K.active, exp, v)
+  redis.call('HINCRBY', K.stats, 'admitted', 1)
   admitted_seen(p, cfg, {v}, now)
   keep_while_used(p, cfg, cap - now + keep_ms)
   local paused = 0
@@ -45,11 +45,11 @@ end
 -- The room turning random commits a seed first (queue.SetRoomConfig); this
 -- is for a Redis that lost it. Returns the seed in force.
 local function lottery_commit(p, seed, commit, now)
-  local c = p .. 'lotc'
+  local c = K.lotc
   local d = redis.call('HMGET', c, 'seed', 'commit', 'endedAt')
   if d[1] and d[2] and d[2] ~= '' and not d[3] then return d[1] end
   if not seed or #seed ~= 64 or not commit or #commit ~= 64 then return nil end
-  redis.call('DEL', c, p .. 'lotl', p .. 'lotlog')
+  redis.call('DEL', c, K.lotl, K.lotlog)
   redis.call('HSET', c, 'seed', seed, 'commit', commit, 'at', now)
   return seed
 end
@@ -57,7 +57,7 @@ end
 -- The lottery's seed: the room's committed one (lotc: seed, commit, at),
 -- nil when there is none (no draw then).
 local function lottery_seed(p)
-  local d = redis.call('HMGET', p .. 'lotc', 'seed', 'commit')
+  local d = redis.call('HMGET', K.lotc, 'seed', 'commit')
   if d[2] and d[2] ~= '' then return d[1] end
   return nil
 end
@@ -94,7 +94,7 @@ end
 local function take_random(p, cfg, q, n, now, limit, seed, tick, below)
   local out = {}
   if n <= 0 then return out end
-  local b = redis.call('ZPOPMIN', p .. 'back', n)
+  local b = redis.call('ZPOPMIN', K.back, n)
   for i = 1, #b do out[#out + 1] = b[i] end
   lot_returned(b)
   local need = n - #b / 2
@@ -112,10 +112,10 @@ local function take_random(p, cfg, q, n, now, limit, seed, tick, below)
     i = i + 1
     local v, score = got[1], got[2]
     redis.call('ZREM', q, v)
-    local t = on and tonumber(redis.call('ZSCORE', p .. 'seen', v))
+    local t = on and tonumber(redis.call('ZSCORE', K.seen, v))
     if unconfirmed(p, v, t, cutoff) then
-      redis.call('ZADD', p .. 'away', t, v)
-      redis.call('HSET', p .. 'awayt', v, score)
+      redis.call('ZADD', K.away, t, v)
+      redis.call('HSET', K.awayt, v, score)
       skipped = skipped + 1
       if lot.on then picks[#picks + 1] = size .. ':' .. r .. ':' .. score .. ':1' end
     else

@@ -22,7 +22,7 @@ end
 
 -- The room's settings (HGETALL of the cfg hash) as a table.
 local function load_cfg(p)
-  local flat = redis.call('HGETALL', p .. 'cfg')
+  local flat = redis.call('HGETALL', K.cfg)
   local cfg = {}
   for i = 1, #flat, 2 do cfg[flat[i]] = flat[i + 1] end
   return cfg
@@ -66,7 +66,7 @@ local ZADD_CHUNK = 500 -- members per ZADD call (Lua's stack bounds unpack)
 -- above the next one (those who joined after opening) stand behind every
 -- visitor still in the pool.
 local function maybe_open(p, cfg, now, seed, channel)
-  local draw, pool = p .. 'draw', p .. 'drawpool'
+  local draw, pool = K.draw, K.drawpool
   local st = redis.call('HMGET', draw, 'next', 'last')
   local nx = tonumber(st[1])
   local since = now - num(st[2], 0)
@@ -79,8 +79,8 @@ local function maybe_open(p, cfg, now, seed, channel)
     -- Priority visitors held until opening take their places first, in
     -- the order they joined (they hold their tickets since then), ahead
     -- of the draw's.
-    if redis.call('EXISTS', p .. 'ppre') == 1 then
-      local pp = redis.call('ZRANGE', p .. 'ppre', 0, -1, 'WITHSCORES')
+    if redis.call('EXISTS', K.ppre) == 1 then
+      local pp = redis.call('ZRANGE', K.ppre, 0, -1, 'WITHSCORES')
       for i = 1, #pp, 2 * ZADD_CHUNK do
         local args, ts = {}, {}
         for j = i, math.min(i + 2 * ZADD_CHUNK - 1, #pp), 2 do
@@ -88,15 +88,15 @@ local function maybe_open(p, cfg, now, seed, channel)
           args[#args + 1] = pp[j]
           ts[#ts + 1] = pp[j + 1]
         end
-        redis.call('ZADD', p .. 'q', 'NX', unpack(args))
+        redis.call('ZADD', K.q, 'NX', unpack(args))
         lot_tickets('add', 'open', ts)
       end
-      redis.call('DEL', p .. 'ppre')
+      redis.call('DEL', K.ppre)
     end
-    local n = redis.call('SCARD', p .. 'pre')
+    local n = redis.call('SCARD', K.pre)
     if n == 0 then return nil end
-    redis.call('RENAME', p .. 'pre', pool)
-    nx = redis.call('INCRBY', p .. 'seq', n) - n + 1
+    redis.call('RENAME', K.pre, pool)
+    nx = redis.call('INCRBY', K.seq, n) - n + 1
     if opens == 0 then opens = now end
     draw_start(p, seed .. ':' .. now, opens, n)
     redis.call('HSET', draw, 'next', nx, 'at', opens, 'n', n)
@@ -108,15 +108,15 @@ local function maybe_open(p, cfg, now, seed, channel)
   -- draw is keyed and placed at once.
   local members = redis.call('SPOP', pool, DRAW_SLICE)
   if #members > 0 then
-    draw_key_slice(p, redis.call('HGET', p .. 'drawc', 'seed'), members, ZADD_CHUNK)
+    draw_key_slice(p, redis.call('HGET', K.drawc, 'seed'), members, ZADD_CHUNK)
   end
   local budget = DRAW_SLICE - #members
   local unkeyed = redis.call('SCARD', pool)
   if unkeyed > 0 or budget <= 0 then
     redis.call('HSET', draw, 'last', now)
-    return nx, unkeyed + redis.call('ZCARD', p .. 'drawkey')
+    return nx, unkeyed + redis.call('ZCARD', K.drawkey)
   end
-  local keyed = redis.call('ZPOPMIN', p .. 'drawkey', budget)
+  local keyed = redis.call('ZPOPMIN', K.drawkey, budget)
   local placed = #keyed / 2
   for i = 1, placed, ZADD_CHUNK do
     local args, ts = {}, {}
@@ -125,11 +125,11 @@ local function maybe_open(p, cfg, now, seed, channel)
       args[#args + 1] = string.sub(keyed[2 * j - 1], 42)
       ts[#ts + 1] = nx + j - 1
     end
-    redis.call('ZADD', p .. 'q', 'NX', unpack(args))
+    redis.call('ZADD', K.q, 'NX', unpack(args))
     lot_tickets('add', 'open', ts)
   end
   nx = nx + placed
-  local left = redis.call('ZCARD', p .. 'drawkey')
+  local left = redis.call('ZCARD', K.drawkey)
   if left > 0 then
     redis.call('HSET', draw, 'next', nx, 'last', now)
     return nx, left
@@ -144,9 +144,9 @@ end
 -- When a visitor is still in the pool of a draw under way: the moment of
 -- opening (a pre-queue answer), else nil.
 local function undrawn(p, v)
-  if redis.call('SISMEMBER', p .. 'drawpool', v) == 0 and
-    not redis.call('ZSCORE', p .. 'drawlist', v) then return nil end
-  return num(redis.call('HGET', p .. 'draw', 'at'), 0)
+  if redis.call('SISMEMBER', K.drawpool, v) == 0 and
+    not redis.call('ZSCORE', K.drawlist, v) then return nil end
+  return num(redis.call('HGET', K.draw, 'at'), 0)
 end
 
 -- Seats held: live tokens plus tokens used up (sold). Every admission takes
@@ -156,8 +156,8 @@ end
 -- twice is impossible; tokens past expiresAt that the sweep has not reached
 -- yet do not count.
 local function seats_held(p, now)
-  return redis.call('ZCOUNT', p .. 'active', '(' .. now, '+inf') +
-    num(redis.call('HGET', p .. 'stats', 'sold'), 0)
+  return redis.call('ZCOUNT', K.active, '(' .. now, '+inf') +
+    num(redis.call('HGET', K.stats, 'sold'), 0)
 end
 
 -- Seats held against the room's seats; 0 seats means no limit.
@@ -175,16 +175,16 @@ local function keep_while_used(p, cfg, longest_ms)
   if next(cfg) ~= nil then return end
   local ttl = math.max(idle_ms, longest_ms or 0)
   for _, k in ipairs({'seq', 'pseq', 'pmark', 'stats', 'active', 'done', 'pdone'}) do
-    redis.call('PEXPIRE', p .. k, ttl)
+    redis.call('PEXPIRE', K[k], ttl)
   end
 end
 
 -- The ticket counter must stay ahead of every ticket in the queue even if
 -- it expired while the room sat idle with visitors (or was lost).
 local function ensure_seq(p, q)
-  if redis.call('EXISTS', p .. 'seq') == 1 then return end
+  if redis.call('EXISTS', K.seq) == 1 then return end
   local top = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')
-  if top[2] and tonumber(top[2]) > 0 then redis.call('SET', p .. 'seq', top[2]) end
+  if top[2] and tonumber(top[2]) > 0 then redis.call('SET', K.seq, top[2]) end
 end
 
 -- The priority band: visitors who joined with a priority code hold
@@ -199,13 +199,13 @@ local PRIO_BASE = 1000000000000
 -- The priority counter must stay ahead of every priority ticket, as
 -- ensure_seq does for the public one.
 local function ensure_pseq(p, q)
-  if redis.call('EXISTS', p .. 'pseq') == 1 then return end
+  if redis.call('EXISTS', K.pseq) == 1 then return end
   local top = 0
-  for _, k in ipairs({q, p .. 'ppre'}) do
+  for _, k in ipairs({q, K.ppre}) do
     local t = redis.call('ZREVRANGEBYSCORE', k, '(0', '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
     if t[2] then top = math.max(top, tonumber(t[2]) + PRIO_BASE) end
   end
-  if top > 0 then redis.call('SET', p .. 'pseq', top) end
+  if top > 0 then redis.call('SET', K.pseq, top) end
 end
 
 -- Positions never rise (except at the draw): a public visitor's position
@@ -218,17 +218,17 @@ end
 local function mark_member(pticket) return string.format('%012d', pticket) end
 
 local function mark_priority(p, q, pticket)
-  if redis.call('ZCOUNT', q, '-inf', '(0') == 0 and redis.call('EXISTS', p .. 'ppre') == 0 then
-    redis.call('DEL', p .. 'pmark') -- nobody in the band: the marks are spent
+  if redis.call('ZCOUNT', q, '-inf', '(0') == 0 and redis.call('EXISTS', K.ppre) == 0 then
+    redis.call('DEL', K.pmark) -- nobody in the band: the marks are spent
   end
-  redis.call('ZADD', p .. 'pmark', num(redis.call('GET', p .. 'seq'), 0), mark_member(pticket))
+  redis.call('ZADD', K.pmark, num(redis.call('GET', K.seq), 0), mark_member(pticket))
 end
 
 -- late_priority is how many priority visitors in the queue joined after
 -- the public ticket at score: they are not counted in its position.
 local function late_priority(p, q, score)
   if score <= 0 then return 0 end
-  local before = redis.call('ZREVRANGEBYSCORE', p .. 'pmark', '(' .. score, '-inf', 'LIMIT', 0, 1)
+  local before = redis.call('ZREVRANGEBYSCORE', K.pmark, '(' .. score, '-inf', 'LIMIT', 0, 1)
   local last = tonumber(before[1]) or 0
   return redis.call('ZCOUNT', q, '(' .. (last - PRIO_BASE), '(0')
 end
@@ -254,8 +254,8 @@ local done_now = {}
 
 local function done_bit(p, score)
   local s, prio = ticket_of(score)
-  if prio == 1 then return p .. 'pdone', s end
-  return p .. 'done', s
+  if prio == 1 then return K.pdone, s end
+  return K.done, s
 end
 
 local function mark_done(p, score)

@@ -39,7 +39,7 @@ local function drop_ms(cfg) return num(cfg.dropMs, DROP_MS) end
 -- that minute), F:p (count in the minute before), F (total).
 local function bump(p, f, n, now)
   if n <= 0 then return end
-  local st = p .. 'stats'
+  local st = K.stats
   local minute = math.floor(now / 60000)
   local m = redis.call('HMGET', st, f .. ':m', f .. ':c')
   local at, c = num(m[1], minute), num(m[2], 0)
@@ -56,7 +56,7 @@ end
 -- The count over the last 60 s, the minute before weighed by how much of
 -- it the window still covers.
 local function per_minute(p, f, now)
-  local m = redis.call('HMGET', p .. 'stats', f .. ':m', f .. ':c', f .. ':p')
+  local m = redis.call('HMGET', K.stats, f .. ':m', f .. ':c', f .. ':p')
   local minute = math.floor(now / 60000)
   local frac = (now % 60000) / 60000
   local at, c, prev = num(m[1], -1), num(m[2], 0), num(m[3], 0)
@@ -78,28 +78,28 @@ local function seen_many(p, cfg, vs, now, closing)
       args[#args + 1] = vs[j]
       names[#names + 1] = vs[j]
     end
-    redis.call('ZADD', p .. 'seen', unpack(args))
-    redis.call('ZADD', p .. 'aseen', 'XX', unpack(args))
+    redis.call('ZADD', K.seen, unpack(args))
+    redis.call('ZADD', K.aseen, 'XX', unpack(args))
     if closing then
-      redis.call('ZADD', p .. 'closed', unpack(args))
+      redis.call('ZADD', K.closed, unpack(args))
     else
-      redis.call('ZREM', p .. 'closed', unpack(names))
+      redis.call('ZREM', K.closed, unpack(names))
     end
-    local tk = redis.call('HMGET', p .. 'awayt', unpack(names))
+    local tk = redis.call('HMGET', K.awayt, unpack(names))
     local came = {}
     for j = 1, #names do
       if tk[j] then
-        redis.call('ZREM', p .. 'away', names[j])
-        redis.call('HDEL', p .. 'awayt', names[j])
-        redis.call('ZADD', p .. 'back', tk[j], names[j])
+        redis.call('ZREM', K.away, names[j])
+        redis.call('HDEL', K.awayt, names[j])
+        redis.call('ZADD', K.back, tk[j], names[j])
         came[#came + 1] = tk[j]
       end
     end
     lot_tickets('back', nil, came)
   end
   if next(cfg) == nil then
-    redis.call('PEXPIRE', p .. 'seen', idle_ms)
-    if closing then redis.call('PEXPIRE', p .. 'closed', idle_ms) end
+    redis.call('PEXPIRE', K.seen, idle_ms)
+    if closing then redis.call('PEXPIRE', K.closed, idle_ms) end
   end
 end
 
@@ -109,24 +109,24 @@ end
 local function unconfirmed(p, v, t, cutoff, closed)
   if not t then return false end
   if t < cutoff then return true end
-  if closed == nil then closed = redis.call('ZSCORE', p .. 'closed', v) end
+  if closed == nil then closed = redis.call('ZSCORE', K.closed, v) end
   return closed ~= false and closed ~= nil
 end
 
 -- The place of v among those who came back or are set aside (0-based),
 -- or nil. Those ahead of the whole queue.
 local function presence_place(p, v)
-  local r = redis.call('ZRANK', p .. 'back', v)
+  local r = redis.call('ZRANK', K.back, v)
   if r then return r end
-  if redis.call('ZSCORE', p .. 'away', v) then
-    return redis.call('ZCARD', p .. 'back')
+  if redis.call('ZSCORE', K.away, v) then
+    return redis.call('ZCARD', K.back)
   end
   return nil
 end
 
 -- How many stand ahead of the queue: those who came back.
 local function presence_ahead(p)
-  return redis.call('ZCARD', p .. 'back')
+  return redis.call('ZCARD', K.back)
 end
 
 -- Whether v lost its place for being away (and has not joined since).
@@ -138,12 +138,12 @@ end
 -- 1 if v held a place there, and the ticket of that place (the lottery's
 -- log).
 local function forget_presence(p, v)
-  local tk = redis.call('HGET', p .. 'awayt', v) or redis.call('ZSCORE', p .. 'back', v)
-  local n = redis.call('ZREM', p .. 'away', v) + redis.call('ZREM', p .. 'back', v)
-  redis.call('HDEL', p .. 'awayt', v)
-  redis.call('ZREM', p .. 'seen', v)
-  redis.call('ZREM', p .. 'aseen', v)
-  redis.call('ZREM', p .. 'closed', v)
+  local tk = redis.call('HGET', K.awayt, v) or redis.call('ZSCORE', K.back, v)
+  local n = redis.call('ZREM', K.away, v) + redis.call('ZREM', K.back, v)
+  redis.call('HDEL', K.awayt, v)
+  redis.call('ZREM', K.seen, v)
+  redis.call('ZREM', K.aseen, v)
+  redis.call('ZREM', K.closed, v)
   redis.call('DEL', p .. 'dropped:' .. v)
   if n > 0 then return 1, tk end
   return 0
@@ -163,30 +163,30 @@ end
 -- token was admitted: at least a tick before its notBefore, at most two.
 local function presence_sweep(p, cfg, q, now, keep, slots, tick_ms)
   if not presence_on(cfg) then
-    local a = redis.call('ZRANGE', p .. 'away', 0, SWEEP - 1)
+    local a = redis.call('ZRANGE', K.away, 0, SWEEP - 1)
     local came = {}
     for _, v in ipairs(a) do
-      local tk = redis.call('HGET', p .. 'awayt', v) or '0'
-      redis.call('ZADD', p .. 'back', tk, v)
-      redis.call('ZREM', p .. 'away', v)
-      redis.call('HDEL', p .. 'awayt', v)
+      local tk = redis.call('HGET', K.awayt, v) or '0'
+      redis.call('ZADD', K.back, tk, v)
+      redis.call('ZREM', K.away, v)
+      redis.call('HDEL', K.awayt, v)
       came[#came + 1] = tk
     end
     lot_tickets('back', nil, came)
     return
   end
-  local stale = redis.call('ZRANGEBYSCORE', p .. 'seen', '-inf', '(' .. (now - drop_ms(cfg)), 'LIMIT', 0, SWEEP)
+  local stale = redis.call('ZRANGEBYSCORE', K.seen, '-inf', '(' .. (now - drop_ms(cfg)), 'LIMIT', 0, SWEEP)
   local dropped = 0
   local gone = {}
   for _, v in ipairs(stale) do
-    local tk = redis.call('ZSCORE', q, v) or redis.call('HGET', p .. 'awayt', v) or
-      redis.call('ZSCORE', p .. 'back', v) or '0'
+    local tk = redis.call('ZSCORE', q, v) or redis.call('HGET', K.awayt, v) or
+      redis.call('ZSCORE', K.back, v) or '0'
     gone[#gone + 1] = tk
-    redis.call('ZREM', p .. 'seen', v)
-    redis.call('ZREM', p .. 'aseen', v)
-    redis.call('ZREM', p .. 'closed', v)
-    redis.call('HDEL', p .. 'awayt', v)
-    local n = redis.call('ZREM', q, v) + redis.call('ZREM', p .. 'away', v) + redis.call('ZREM', p .. 'back', v)
+    redis.call('ZREM', K.seen, v)
+    redis.call('ZREM', K.aseen, v)
+    redis.call('ZREM', K.closed, v)
+    redis.call('HDEL', K.awayt, v)
+    local n = redis.call('ZREM', q, v) + redis.call('ZREM', K.away, v) + redis.call('ZREM', K.back, v)
     if n > 0 then
       -- The marker says why (a status reads expired, reason away) for a
       -- while; the ticket is done for good (mark_done, now.lua): its
@@ -199,7 +199,7 @@ local function presence_sweep(p, cfg, q, now, keep, slots, tick_ms)
   bump(p, 'dropped', dropped, now)
   lot_tickets('remove', 'drop', gone)
 
-  local idle = redis.call('ZRANGEBYSCORE', p .. 'aseen', '-inf', '(' .. (now - away_ms(cfg)), 'WITHSCORES', 'LIMIT', 0, SWEEP)
+  local idle = redis.call('ZRANGEBYSCORE', K.aseen, '-inf', '(' .. (now - away_ms(cfg)), 'WITHSCORES', 'LIMIT', 0, SWEEP)
   local reclaimed = 0
   local names, owed = {}, {}
   for i = 1, #idle, 2 do
@@ -209,23 +209,23 @@ local function presence_sweep(p, cfg, q, now, keep, slots, tick_ms)
     local key = p .. 't:' .. v
     local nb, _, cap = read_token(key)
     local unheard = nb and t < nb - 2 * tick_ms
-    if (slots or unheard) and redis.call('ZREM', p .. 'active', v) == 1 then
+    if (slots or unheard) and redis.call('ZREM', K.active, v) == 1 then
       redis.call('DEL', key)
       -- A token taken back stays taken back: revive.lua must not write it
       -- back as one Redis lost.
       if nb and cap > now then redis.call('SET', p .. 'gone:' .. v, nb, 'PX', cap - now) end
-      redis.call('ZADD', p .. 'away', t, v)
-      redis.call('HSET', p .. 'awayt', v, 0)
+      redis.call('ZADD', K.away, t, v)
+      redis.call('HSET', K.awayt, v, 0)
       owed[#owed + 1] = now
       owed[#owed + 1] = v .. ':' .. (nb or now)
       reclaimed = reclaimed + 1
     end
   end
   -- Tokens used, expired or given back need no watch any more.
-  if #names > 0 then redis.call('ZREM', p .. 'aseen', unpack(names)) end
+  if #names > 0 then redis.call('ZREM', K.aseen, unpack(names)) end
   if #owed > 0 then
-    redis.call('ZADD', p .. 'owed', unpack(owed))
-    if next(cfg) == nil then redis.call('PEXPIRE', p .. 'owed', idle_ms) end
+    redis.call('ZADD', K.owed, unpack(owed))
+    if next(cfg) == nil then redis.call('PEXPIRE', K.owed, idle_ms) end
   end
   bump(p, 'reclaimed', reclaimed, now)
 end
@@ -239,7 +239,7 @@ end
 -- pause, or while nobody waited) is not made up in a burst later.
 local function owed_extra(p, cfg, batch, now)
   if not presence_on(cfg) or cfg.method == 'passthrough' then return 0 end
-  local k = p .. 'owed'
+  local k = K.owed
   redis.call('ZREMRANGEBYSCORE', k, '-inf', '(' .. (now - away_ms(cfg)))
   return math.min(redis.call('ZCARD', k), math.max(1, math.floor(batch / 4)))
 end
@@ -247,7 +247,7 @@ end
 -- owed_paid records that n of the owed admissions were made.
 local function owed_paid(p, n, now)
   if n <= 0 then return end
-  redis.call('ZPOPMIN', p .. 'owed', n)
+  redis.call('ZPOPMIN', K.owed, n)
   bump(p, 'madeup', n, now)
 end
 
@@ -259,7 +259,7 @@ end
 local function take(p, cfg, q, n, now, limit)
   local out = {}
   if n <= 0 then return out end
-  local b = redis.call('ZPOPMIN', p .. 'back', n)
+  local b = redis.call('ZPOPMIN', K.back, n)
   for i = 1, #b do out[#out + 1] = b[i] end
   lot_returned(b)
   local need = n - #b / 2
@@ -278,13 +278,13 @@ local function take(p, cfg, q, n, now, limit)
     if #c == 0 then break end
     local names = {}
     for i = 1, #c, 2 do names[#names + 1] = c[i] end
-    local s = redis.call('ZMSCORE', p .. 'seen', unpack(names))
-    local cl = redis.call('ZMSCORE', p .. 'closed', unpack(names))
+    local s = redis.call('ZMSCORE', K.seen, unpack(names))
+    local cl = redis.call('ZMSCORE', K.closed, unpack(names))
     for i = 1, #names do
       local t = tonumber(s[i])
       if unconfirmed(p, names[i], t, cutoff, cl[i] or false) then
-        redis.call('ZADD', p .. 'away', t, names[i])
-        redis.call('HSET', p .. 'awayt', names[i], c[2 * i])
+        redis.call('ZADD', K.away, t, names[i])
+        redis.call('HSET', K.awayt, names[i], c[2 * i])
         skipped = skipped + 1
         lot_log('e', 'pop', 'ticket', c[2 * i], 'away', 1)
       else
@@ -308,15 +308,15 @@ local function admitted_seen(p, cfg, vs, now)
   for i = 1, #vs, ZADD_CHUNK do
     local names = {}
     for j = i, math.min(i + ZADD_CHUNK - 1, #vs) do names[#names + 1] = vs[j] end
-    local s = redis.call('ZMSCORE', p .. 'seen', unpack(names))
+    local s = redis.call('ZMSCORE', K.seen, unpack(names))
     local args = {}
     for j = 1, #names do
       args[#args + 1] = tonumber(s[j]) or now
       args[#args + 1] = names[j]
     end
-    redis.call('ZADD', p .. 'aseen', unpack(args))
+    redis.call('ZADD', K.aseen, unpack(args))
   end
   if next(cfg) == nil then
-    redis.call('PEXPIRE', p .. 'aseen', idle_ms)
+    redis.call('PEXPIRE', K.aseen, idle_ms)
   end
 end

@@ -1,4 +1,4 @@
--- restore: KEYS = queue; ARGV = prefix, visitor, notBefore, expiresAt, cap, retentionMs
+-- restore: KEYS = visitorKeys (K, V: scripts.go); ARGV = prefix, visitor, notBefore, expiresAt, cap, retentionMs
 -- Gives back a token that was used up by a request that then failed on the
 -- protected side, unless the visitor holds another record by now. Only a
 -- token that consume used up can come back, once: its spent marker moves
@@ -7,11 +7,11 @@ local p, v = ARGV[1], ARGV[2]
 local nb, exp, cap = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local now = now_ms()
 if now >= exp then return 0 end
-local mark = p .. 'spent:' .. v
+local mark = V.spent
 if tonumber(redis.call('GET', mark) or '') ~= nb then return 0 end
-local ok = redis.call('SET', p .. 't:' .. v, nb .. ':' .. exp .. ':' .. cap, 'NX', 'PX', cap - now + tonumber(ARGV[6]))
+local ok = redis.call('SET', V.t, nb .. ':' .. exp .. ':' .. cap, 'NX', 'PX', cap - now + tonumber(ARGV[6]))
 if not ok then return 0 end
 redis.call('DEL', mark)
-redis.call('HINCRBY', p .. 'stats', 'sold', -1)
-redis.call('ZADD', p .. 'active', exp, v)
+redis.call('HINCRBY', K.stats, 'sold', -1)
+redis.call('ZADD', K.active, exp, v)
 return 1

@@ -1,4 +1,4 @@
--- retake: KEYS = queue
+-- retake: KEYS = roomKeys (K: scripts.go)
 -- ARGV = prefix, room, channel, head, headBorn, seqFloor, pHead, pSeqFloor,
 --        done, pDone (bitmaps of the tickets the instance knows were done
 --        with, as Redis stores bitmaps, "" for none: see mark_done in
@@ -12,26 +12,27 @@
 -- places of visitors who come back with a signed ticket, each at its
 -- original score in its band. Every part only ever raises or fills in, so
 -- any number of instances may call it at once, any number of times.
+-- The reply is read by decodeRetake in replies.go, field for field.
 -- Returns {settingsRestored, retaken, removed}.
 local p, room, channel = ARGV[1], ARGV[2], ARGV[3]
 local head_born = tonumber(ARGV[5])
 local ncfg = tonumber(ARGV[11])
 local first = 12 + math.max(ncfg, 0) * 2
 local now = now_ms()
-local stats = p .. 'stats'
-local retook = p .. 'retook'
+local stats = K.stats
+local retook = K.retook
 
 -- Settings first: nothing of this room may be admitted under defaults.
 local restored = 0
-if ncfg >= 0 and redis.call('EXISTS', p .. 'cfg') == 0 then
-  redis.call('HSET', p .. 'cfg', 'v', 1)
-  if ncfg > 0 then redis.call('HSET', p .. 'cfg', unpack(ARGV, 12, first - 1)) end
+if ncfg >= 0 and redis.call('EXISTS', K.cfg) == 0 then
+  redis.call('HSET', K.cfg, 'v', 1)
+  if ncfg > 0 then redis.call('HSET', K.cfg, unpack(ARGV, 12, first - 1)) end
   restored = 1
   publish(channel, '{"type":"config","room":"' .. room .. '"}')
 end
 
 -- A random room logs what changes its draw (lotlog.lua).
-lot_begin(p, redis.call('HGET', p .. 'cfg', 'method'))
+lot_begin(p, redis.call('HGET', K.cfg, 'method'))
 
 -- The tickets the instance knows were done with join those Redis knows.
 -- A visitor taken back since the loss (retook) whose ticket turns out done
@@ -39,9 +40,9 @@ lot_begin(p, redis.call('HGET', p .. 'cfg', 'method'))
 local merged = false
 for i, k in ipairs({'done', 'pdone'}) do
   if ARGV[8 + i] ~= '' then
-    redis.call('SET', p .. 'donein', ARGV[8 + i])
-    redis.call('BITOP', 'OR', p .. k, p .. k, p .. 'donein')
-    redis.call('DEL', p .. 'donein')
+    redis.call('SET', K.donein, ARGV[8 + i])
+    redis.call('BITOP', 'OR', K[k], K[k], K.donein)
+    redis.call('DEL', K.donein)
     merged = true
   end
 end
@@ -122,13 +123,13 @@ for i = first, #ARGV, 4 do
   -- older than that may be one whose state is gone, and is not taken back.
   if lost and iat < now - idle_ms and next(load_cfg(p)) == nil then lost = false end
   if lost and not redis.call('ZSCORE', KEYS[1], v) and redis.call('EXISTS', p .. 't:' .. v) == 0
-      and redis.call('SISMEMBER', p .. 'pre', v) == 0 and redis.call('SISMEMBER', p .. 'drawpool', v) == 0
-      and not redis.call('ZSCORE', p .. 'ppre', v)
-      and not redis.call('ZSCORE', p .. 'away', v) and not redis.call('ZSCORE', p .. 'back', v)
+      and redis.call('SISMEMBER', K.pre, v) == 0 and redis.call('SISMEMBER', K.drawpool, v) == 0
+      and not redis.call('ZSCORE', K.ppre, v)
+      and not redis.call('ZSCORE', K.away, v) and not redis.call('ZSCORE', K.back, v)
       and redis.call('EXISTS', p .. 'dropped:' .. v) == 0 then
     redis.call('ZADD', KEYS[1], 'NX', score, v)
     lot_tickets('add', 'restore', {score})
-    if b.base > 0 then redis.call('ZADD', p .. 'pmark', 'NX', 0, mark_member(s)) end
+    if b.base > 0 then redis.call('ZADD', K.pmark, 'NX', 0, mark_member(s)) end
     redis.call('HSET', retook, v, score)
     redis.call('PEXPIRE', retook, 86400000)
     retaken = retaken + 1
@@ -139,6 +140,6 @@ end
 -- New tickets go behind every ticket of their band that was ever given.
 for _, b in pairs(bands) do
   local want = math.max(b.seq_floor, b.top, b.floor, b.admitted)
-  if want > num(redis.call('GET', p .. b.ctr), 0) then redis.call('SET', p .. b.ctr, want) end
+  if want > num(redis.call('GET', K[b.ctr]), 0) then redis.call('SET', K[b.ctr], want) end
 end
 return {restored, retaken, removed}

@@ -1,4 +1,4 @@
--- revive: KEYS = queue; ARGV = prefix, visitor, notBefore, expiresAt,
+-- revive: KEYS = visitorKeys (K, V: scripts.go); ARGV = prefix, visitor, notBefore, expiresAt,
 --         touch (1/0), idleMs, ttlMs, maxMs, retentionMs
 -- Writes back the record of a signed entry token that Redis lost, once:
 -- not when the visitor holds a record, not when the token was used (its
@@ -9,10 +9,10 @@
 local p, v = ARGV[1], ARGV[2]
 local nb, exp = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()
-local key = p .. 't:' .. v
+local key = V.t
 if redis.call('EXISTS', key) == 1 then return 0 end
-if tonumber(redis.call('GET', p .. 'spent:' .. v) or '') == nb then return 0 end
-local mark = p .. 'gone:' .. v -- written back once already, or given back
+if tonumber(redis.call('GET', V.spent) or '') == nb then return 0 end
+local mark = V.gone -- written back once already, or given back
 if tonumber(redis.call('GET', mark) or '') == nb then return 0 end
 local cfg = load_cfg(p)
 local ttl = num(cfg.ttlMs, tonumber(ARGV[7]))
@@ -23,5 +23,5 @@ if now >= exp then return 0 end
 local keep = cap - now + tonumber(ARGV[9])
 redis.call('SET', key, nb .. ':' .. exp .. ':' .. cap, 'PX', keep)
 redis.call('SET', mark, nb, 'PX', keep)
-redis.call('ZADD', p .. 'active', exp, v)
+redis.call('ZADD', K.active, exp, v)
 return 1

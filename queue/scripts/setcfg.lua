@@ -1,4 +1,4 @@
--- setcfg: KEYS = queue; ARGV = prefix, room, channel, version, field, value, ...
+-- setcfg: KEYS = roomKeys (K: scripts.go); ARGV = prefix, room, channel, version, field, value, ...
 -- Replaces the room's settings if their version is still the one the
 -- caller read ("" = whatever it is), bumps the version and tells every
 -- instance's hub (which then reconciles the room's visitors, e.g. for
@@ -7,7 +7,7 @@
 -- method into or out of random starts or ends the lottery's log
 -- (lotlog.lua). Returns 1 when written, 0 when another writer came first.
 local p = ARGV[1]
-local key = p .. 'cfg'
+local key = K.cfg
 local v = tonumber(redis.call('HGET', key, 'v') or '0')
 if ARGV[4] ~= '' and tonumber(ARGV[4]) ~= v then return 0 end
 local old_msg = redis.call('HGET', key, 'message') or ''

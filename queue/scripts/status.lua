@@ -1,4 +1,5 @@
--- status: KEYS = queue; ARGV = prefix, seed, channel, visitor...
+-- status: KEYS = roomKeys (K: scripts.go); ARGV = prefix, seed, channel, visitor...
+-- The reply is read by statusReply in replies.go, field for field.
 -- Returns a room header {rate*1000, paused, soldOut, opensAt, waiting,
 -- settings version, message, draw} (draw: the size of a random room's
 -- lottery, -1 when the room is not random)
@@ -12,7 +13,7 @@ local now = now_ms()
 local cfg = load_cfg(p)
 lot_walk(p, cfg, KEYS[1], now)
 local draw_next, undrawn_left = maybe_open(p, cfg, now, tonumber(ARGV[2]), ARGV[3])
-local rate = num(redis.call('HGET', p .. 'stats', 'rate'), 0)
+local rate = num(redis.call('HGET', K.stats, 'rate'), 0)
 local paused = 0
 if cfg.paused == '1' then paused = 1 end
 local soldout = 0
@@ -71,13 +72,13 @@ end
 
 -- Priority visitors who joined after a public visitor do not raise its
 -- position (now.lua).
-if redis.call('EXISTS', p .. 'pmark') == 1 and redis.call('ZCOUNT', KEYS[1], '-inf', '(0') > 0 then
+if redis.call('EXISTS', K.pmark) == 1 and redis.call('ZCOUNT', KEYS[1], '-inf', '(0') > 0 then
   for v, r in pairs(rank) do
     rank[v] = r - late_priority(p, KEYS[1], tonumber(redis.call('ZSCORE', KEYS[1], v)))
   end
 end
 
-local pre = p .. 'pre'
+local pre = K.pre
 local ahead = presence_ahead(p)
 for i = 1, n do
   local v = visitors[i]
@@ -88,10 +89,11 @@ for i = 1, n do
   elseif back then
     code, a = 1, back
   else
+    -- One of a batch of any size: its key is built here.
     local nb, exp = read_token(p .. 't:' .. v)
     if nb then
       if now < exp then code, a, b = 2, nb, exp else code = 3 end
-    elseif redis.call('SISMEMBER', pre, v) == 1 or redis.call('ZSCORE', p .. 'ppre', v) then
+    elseif redis.call('SISMEMBER', pre, v) == 1 or redis.call('ZSCORE', K.ppre, v) then
       code, a = 4, num(cfg.opensAt, 0)
     elseif draw_next then
       local at = undrawn(p, v)

@@ -1,0 +1,44 @@
+package queue
+
+import (
+	"regexp"
+	"slices"
+	"testing"
+)
+
+// TestScriptKeysAreDeclared: every room key a script names (K.name or
+// K[name]) and every visitor key (V.name) is one that roomKeys or
+// visitorKeys passes in KEYS, so no script reaches for a key it was not
+// given.
+func TestScriptKeysAreDeclared(t *testing.T) {
+	entries, err := scriptFS.ReadDir("scripts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var visitor []string
+	for _, name := range visitorKeyNames {
+		visitor = append(visitor, name[:len(name)-1])
+	}
+	uses := regexp.MustCompile(`\b([KV])\.([a-z]+)`)
+	for _, e := range entries {
+		src, err := scriptFS.ReadFile("scripts/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range uses.FindAllStringSubmatch(string(src), -1) {
+			known := roomKeyNames
+			if m[1] == "V" {
+				known = visitor
+			}
+			if !slices.Contains(known, m[2]) {
+				t.Errorf("%s uses %s.%s, which is not in KEYS", e.Name(), m[1], m[2])
+			}
+		}
+	}
+	if got := len(visitorKeys("r", "v")); got != len(roomKeyNames)+len(visitorKeyNames) {
+		t.Errorf("visitorKeys gives %d keys, want %d", got, len(roomKeyNames)+len(visitorKeyNames))
+	}
+	if roomKeys("r")[0] != queueKey("r") {
+		t.Errorf("KEYS[1] is %q, want the queue %q", roomKeys("r")[0], queueKey("r"))
+	}
+}
