@@ -2,7 +2,6 @@ package main
 
 import (
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -90,15 +89,25 @@ func (m *metrics) zero() {
 }
 
 // observeHTTP counts one answered request. route is the pattern it was
-// routed by, so the label set stays bounded whatever paths clients send.
-//
-// Labels outlive the request, and fiber's strings of a request (its
-// method among them) are views of buffers the next request reuses: the
-// values are copied.
+// routed by, so the label set stays bounded whatever paths clients send;
+// it is a string fixed when the route was registered.
 func (m *metrics) observeHTTP(route, method string, code int, d time.Duration) {
-	route, method = strings.Clone(route), strings.Clone(method)
-	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
+	m.httpRequests.WithLabelValues(route, methodLabel(method), strconv.Itoa(code)).Inc()
 	m.httpSeconds.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// methodLabel is method as a constant string. Labels outlive the request,
+// and fiber's method string is a view of a buffer the next request reuses;
+// the front handler (httperr.KnownMethods) lets only these methods in, so
+// no copy is needed.
+func methodLabel(method string) string {
+	for _, m := range [...]string{fiber.MethodGet, fiber.MethodHead, fiber.MethodPost, fiber.MethodPut, fiber.MethodDelete,
+		fiber.MethodConnect, fiber.MethodOptions, fiber.MethodTrace, fiber.MethodPatch} {
+		if method == m {
+			return m
+		}
+	}
+	return "other"
 }
 
 // hubStats is what the metrics read of the hub.
