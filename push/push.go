@@ -73,7 +73,7 @@ var (
 	errUpgrade       = httperr.New(426, "upgrade_required", "this endpoint speaks WebSocket only")
 	errTooManyConns  = httperr.New(429, "too_many_connections", "this instance holds as many connections as it may")
 	errTooManyForVis = httperr.New(429, "too_many_connections_for_visitor", "this visitor has too many open connections")
-	errUnavailable   = httperr.New(503, "unavailable", "the queue store is unreachable; retry shortly")
+	errUnavailable   = httperr.ErrUnavailable
 )
 
 // Server serves push connections. Its methods are safe for concurrent

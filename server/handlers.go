@@ -17,7 +17,7 @@ import (
 
 var (
 	errInvalidJSON  = httperr.ErrInvalidJSON
-	errUnavailable  = httperr.New(503, "unavailable", "the queue store is unreachable; retry shortly")
+	errUnavailable  = httperr.ErrUnavailable
 	errRoomNotFound = httperr.New(404, "room_not_found", "this waiting room does not exist")
 )
 

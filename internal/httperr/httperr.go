@@ -33,6 +33,9 @@ func New(status int, code, msg string) *Error {
 // ErrInvalidJSON answers a body that is not one JSON object.
 var ErrInvalidJSON = New(400, "invalid_json", "the body must be a JSON object")
 
+// ErrUnavailable answers a request the queue store could not serve.
+var ErrUnavailable = New(503, "unavailable", "the queue store is unreachable; retry shortly")
+
 // Body is e as the JSON the client reads.
 func (e *Error) Body() []byte {
 	b := make([]byte, 0, 96+len(e.Message))
