@@ -29,10 +29,19 @@ type Options struct {
 	Settings SettingsSource
 	// OnRestored is called after state Redis had lost was put back.
 	OnRestored func(Restored)
+	// Tokens signs the entry tokens of admitted states (nil: the Signer's
+	// own HMAC format, SignToken).
+	Tokens TokenSigner
 	// Sharded publishes room events with SPUBLISH (Redis Cluster's sharded
 	// pub/sub: the event stays on the node of the room's slot) instead of
 	// PUBLISH. Subscribers must use SSUBSCRIBE then.
 	Sharded bool
+}
+
+// TokenSigner encodes an admitted visitor's entry token. Safe for
+// concurrent use.
+type TokenSigner interface {
+	SignToken(Token) string
 }
 
 // Queue runs the queue operations of every room against one Redis.
@@ -95,6 +104,9 @@ func New(r Redis, signer *Signer, opts *Options) (*Queue, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Tokens == nil {
+		o.Tokens = signer
 	}
 	return &Queue{r: r, signer: signer, opts: o, log: o.Logger, wake: make(chan struct{}, 1), quiet: quietEvery}, nil
 }

@@ -210,7 +210,7 @@ func (q *Queue) state(room, visitor string, h roomHeader, code, a, b int64) wire
 		s.Status = wire.StatusAdmitted
 		s.NotBefore = time.UnixMilli(a)
 		s.ExpiresAt = time.UnixMilli(b)
-		s.Token = q.signer.SignToken(Token{Room: room, Visitor: visitor, NotBefore: s.NotBefore, ExpiresAt: s.ExpiresAt})
+		s.Token = q.opts.Tokens.SignToken(Token{Room: room, Visitor: visitor, NotBefore: s.NotBefore, ExpiresAt: s.ExpiresAt})
 	case replyExpired:
 		s.Status = wire.StatusExpired
 	case replyAway:

@@ -37,6 +37,7 @@ type server struct {
 	redis   *redisConn
 	q       *queue.Queue
 	signer  *queue.Signer
+	tokens  *entryTokens // entry tokens (entry.go)
 	hub     *hub.Hub
 	polls   *pollCache
 	uses    *tokenUses
@@ -52,6 +53,8 @@ type server struct {
 	invites  *invite.Minter
 	tickets  *push.Tickets // connect tickets (ticket.go)
 	draining atomic.Bool
+
+	serviceKeys []serviceKey // -service-keys: who may consume tokens
 }
 
 // newServer connects to Redis and builds the app; nothing runs until run.
@@ -62,6 +65,10 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		_, _ = rand.Read(secret)
 	}
 	signer, err := queue.NewSigner(secret)
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := newEntryTokens(cfg, secret, cfg.Secret == "", log)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +84,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	var idb [6]byte
 	_, _ = rand.Read(idb[:])
 	s := &server{
-		cfg: cfg, log: log, redis: rc, signer: signer,
+		cfg: cfg, log: log, redis: rc, signer: signer, tokens: tokens,
 		polls:   newPollCache(1 << 20),
 		uses:    newTokenUses(),
 		db:      newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
@@ -98,6 +105,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		Settings:   restoreSettings{s},
 		OnRestored: s.onRestored,
 		Sharded:    cfg.Cluster,
+		Tokens:     tokens,
 	})
 	if err != nil {
 		rc.Close()
@@ -105,7 +113,12 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	}
 	s.q = q
 	s.rooms = newRoomCache(q, cfg.FailMode)
+	tokens.rooms = s.rooms
 	if err := s.startOps(ctx); err != nil {
+		rc.Close()
+		return nil, err
+	}
+	if err := s.startEntry(ctx); err != nil {
 		rc.Close()
 		return nil, err
 	}
@@ -183,6 +196,7 @@ func (s *server) routes() *fiber.App {
 	protected.Post("", s.order)
 	rooms.Post("/touch", s.touch)
 	api.Post("/tokens/verify", s.verify)
+	api.Post("/tokens/consume", s.consume)
 	api.All("/check", s.gw.Check)
 	api.All("/check-end", s.gw.CheckEnd)
 	api.All("/check/*", s.gw.Check) // Envoy: the original path follows the prefix
@@ -207,6 +221,7 @@ func (s *server) routes() *fiber.App {
 	admin.Get("/rooms/:room/audit", s.adminAudit)
 	admin.Post("/rooms/:room/invites", s.adminInvites)
 
+	app.Get("/.well-known/jwks.json", s.jwks)
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
 	app.Get("/metrics", s.metricsGate, s.metrics.handler())
@@ -277,6 +292,7 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	bgWG.Wait()
 	// Ends whatever push connection is still waiting after the deadline.
 	s.push.Shutdown(dctx)
+	s.unpublishEntryKeys(dctx)
 	s.redis.Close()
 	s.log.Info("stopped", "after", time.Since(deadline.Add(-s.cfg.Shutdown)))
 	return err

@@ -71,6 +71,7 @@ type config struct {
 	// FrameAncestors is who may frame the waiting page (CSP
 	// frame-ancestors): 'none', 'self' or origins.
 	FrameAncestors string
+	Entry          entryConfig // -signing-keys, -issuer, -service-keys (entry.go)
 
 	// pushOpts are test options of the push transports (SSEHeartbeat);
 	// the flags fill in the rest. Not flags.
@@ -155,6 +156,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.PageDir, "page-dir", "", "serve the waiting page (index.html and its /assets/) from this directory instead of the built-in one; a file it lacks is the built-in one")
 	fs.StringVar(&c.FrameAncestors, "frame-ancestors", "'self'", "who may show the waiting page in a frame: 'none', 'self', or origins separated by spaces (https://shop.example.com) for a shop that embeds it")
 	fs.StringVar(&c.AdminKeysFile, "admin-keys", "", "file of labelled admin keys (YAML: label: key), beside -admin-key; the label names who changed what in the audit trail; reread on SIGHUP")
+	entryFlags(fs, &c.Entry)
 
 	return fs
 }

@@ -167,7 +167,7 @@ func (s *server) status(c *fiber.Ctx) error {
 	if st.Status == wire.StatusNotInQueue {
 		// A page that holds its token (cookie or bearer) keeps hearing
 		// admitted if Redis lost the token's record.
-		if tok, err := s.signer.ParseToken(bearer(c)); err == nil && tok.Room == r && tok.Visitor == id {
+		if tok, err := s.parseToken(bearer(c)); err == nil && tok.Room == r && tok.Visitor == id {
 			if again, ok := s.readmit(ctx, tok); ok {
 				st = again
 			}
@@ -371,7 +371,7 @@ func (s *server) verify(c *fiber.Ctx) error {
 	if req.Token == "" {
 		return httperr.New(400, "missing_field", "token is required")
 	}
-	tok, err := s.signer.ParseToken(req.Token)
+	tok, err := s.parseToken(req.Token)
 	if err != nil {
 		return errInvalidToken
 	}
@@ -429,7 +429,7 @@ func (s *server) roomToken(c *fiber.Ctx) (queue.Token, error) {
 	if raw == "" {
 		return queue.Token{}, errMissingToken
 	}
-	tok, err := s.signer.ParseToken(raw)
+	tok, err := s.parseToken(raw)
 	if err != nil {
 		return queue.Token{}, errInvalidToken
 	}

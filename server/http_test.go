@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/entry"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/queue"
 )
@@ -116,12 +118,20 @@ func TestProtectedEndpoint(t *testing.T) {
 		if r := v.status("drop"); r.str("status") != "not_in_queue" {
 			t.Fatalf("status after use: %s", r.Raw)
 		}
-		// Forged, truncated, other secret, missing.
+		// Forged, truncated, another key under the same kid, the former
+		// format with another secret, missing.
 		otherSigner, _ := queue.NewSigner([]byte("some-other-secret-1234"))
-		tk, _ := ts.signer.ParseToken(tok)
+		tk, err := ts.parseToken(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		otherKey, _ := entry.GenerateKey(entry.EdDSA, ts.tokens.keys.Active().ID)
+		otherSet, _ := entry.NewKeySet(otherKey.ID, otherKey)
+		otherTok, _ := otherSet.Sign(entry.Claims{Issuer: ts.tokens.issuer, Room: tk.Room, Visitor: tk.Visitor, NotBefore: tk.NotBefore, ExpiresAt: tk.ExpiresAt})
 		for name, bad := range map[string]string{
-			"forged":       strings.Replace(tok, ".drop.", ".dros.", 1),
+			"forged":       forgeClaim(t, tok, `"aud":"drop"`, `"aud":"dros"`),
 			"truncated":    tok[:len(tok)-4],
+			"other key":    otherTok,
 			"other secret": otherSigner.SignToken(tk),
 			"garbage":      "abc",
 		} {
@@ -304,4 +314,17 @@ func TestCORS(t *testing.T) {
 	if _, err := parseConfig([]string{"-origins", "shop.example.com"}, func(string) string { return "" }); err == nil {
 		t.Fatal("origin without scheme accepted")
 	}
+}
+
+// forgeClaim returns tok with old replaced by new in its payload and the
+// signature kept.
+func forgeClaim(t *testing.T, tok, old, new string) string {
+	t.Helper()
+	p := strings.Split(tok, ".")
+	body, err := base64.RawURLEncoding.DecodeString(p[1])
+	if err != nil || !strings.Contains(string(body), old) {
+		t.Fatalf("payload %s lacks %s", body, old)
+	}
+	p[1] = base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(body), old, new, 1)))
+	return strings.Join(p, ".")
 }

@@ -99,6 +99,9 @@ func (s *server) housekeeping(ctx context.Context, every time.Duration) error {
 		if err := s.publishInstance(rctx); err != nil && ctx.Err() == nil {
 			s.log.Debug("housekeeping: instance", "err", err)
 		}
+		if err := s.publishEntryKeys(rctx); err != nil && ctx.Err() == nil {
+			s.log.Debug("housekeeping: entry keys", "err", err)
+		}
 		cancel()
 		select {
 		case <-ctx.Done():

@@ -1,0 +1,139 @@
+package entry
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Cookie names the waitroom page sets.
+const (
+	TokenCookie   = "wr_token"
+	VisitorCookie = "wr_visitor"
+)
+
+// MiddlewareOptions configure Middleware. Nil means the defaults.
+type MiddlewareOptions struct {
+	// Consumer, when set, spends each token at the server after it
+	// verified offline: a token passes once. Nil only verifies.
+	Consumer *Consumer
+	// Token finds the request's token (default: Authorization: Bearer,
+	// else the wr_token cookie).
+	Token func(*http.Request) string
+	// Visitor finds the visitor credential sent to consume (default:
+	// X-Visitor, else the wr_visitor cookie).
+	Visitor func(*http.Request) string
+	// Error writes a refusal (default: a JSON error body with a stable
+	// code, see WriteError).
+	Error func(w http.ResponseWriter, r *http.Request, err error)
+}
+
+type ctxKey struct{}
+
+// FromContext returns the claims Middleware put in a request's context.
+func FromContext(ctx context.Context) (Claims, bool) {
+	c, ok := ctx.Value(ctxKey{}).(Claims)
+	return c, ok
+}
+
+// Middleware protects next: a request passes with a token v accepts (and,
+// with a Consumer, that the server spends for it now); next finds the
+// claims with FromContext. Others are refused with 401, 403, 409, 410 or
+// 425, or 503 when the key set or the server cannot be reached.
+func (v *Verifier) Middleware(next http.Handler, opts *MiddlewareOptions) http.Handler {
+	var o MiddlewareOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Token == nil {
+		o.Token = requestToken
+	}
+	if o.Visitor == nil {
+		o.Visitor = requestVisitor
+	}
+	if o.Error == nil {
+		o.Error = func(w http.ResponseWriter, _ *http.Request, err error) { WriteError(w, err) }
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := o.Token(r)
+		if tok == "" {
+			o.Error(w, r, errMissing)
+			return
+		}
+		c, err := v.Verify(r.Context(), tok)
+		if err != nil {
+			o.Error(w, r, err)
+			return
+		}
+		if o.Consumer != nil {
+			if _, err := o.Consumer.Consume(r.Context(), tok, o.Visitor(r)); err != nil {
+				o.Error(w, r, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, c)))
+	})
+}
+
+var errMissing = &APIError{Status: 401, Code: "missing_token", Message: "an entry token is required (Authorization: Bearer)"}
+
+func requestToken(r *http.Request) string {
+	if h := r.Header.Get("Authorization"); h != "" {
+		t, _ := strings.CutPrefix(h, "Bearer ")
+		return strings.TrimSpace(t)
+	}
+	if c, err := r.Cookie(TokenCookie); err == nil {
+		return c.Value
+	}
+	return ""
+}
+
+func requestVisitor(r *http.Request) string {
+	if h := r.Header.Get("X-Visitor"); h != "" {
+		return h
+	}
+	if c, err := r.Cookie(VisitorCookie); err == nil {
+		return c.Value
+	}
+	return ""
+}
+
+// WriteError writes err as the waitroom's JSON error shape,
+// {"error":{"code":…,"message":…}}: a server's refusal as it came, a
+// failed offline check as 401 invalid_token (403 wrong_room for another
+// room's token, 425 too_early before its notBefore, 410 token_expired
+// after its cap), anything else as 503 unavailable.
+func WriteError(w http.ResponseWriter, err error) {
+	var ae *APIError
+	switch {
+	case errors.As(err, &ae):
+	case errors.Is(err, ErrWrongAudience):
+		ae = &APIError{Status: 403, Code: "wrong_room", Message: "the entry token is for another room"}
+	case errors.Is(err, ErrNotYetValid):
+		ae = &APIError{Status: 425, Code: "too_early", Message: "the entry token is not valid yet"}
+	case errors.Is(err, ErrExpired):
+		ae = &APIError{Status: 410, Code: "token_expired", Message: "the entry token has expired"}
+	case errors.Is(err, ErrInvalid):
+		ae = &APIError{Status: 401, Code: "invalid_token", Message: err.Error()}
+	default:
+		ae = &APIError{Status: 503, Code: "unavailable", Message: "the entry token cannot be checked now"}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if ae.WaitMs > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt((ae.WaitMs+999)/1000, 10))
+	}
+	w.WriteHeader(ae.Status)
+	b := []byte(`{"error":{"code":`)
+	b = strconv.AppendQuote(b, ae.Code)
+	b = append(b, `,"message":`...)
+	b = strconv.AppendQuote(b, ae.Message)
+	if ae.WaitMs > 0 {
+		b = append(b, `,"waitMs":`...)
+		b = strconv.AppendInt(b, ae.WaitMs, 10)
+	}
+	b = append(b, "}}"...)
+	w.Write(b)
+}
