@@ -30,8 +30,8 @@ const (
 type Key struct {
 	ID      string
 	Alg     string
-	Public  crypto.PublicKey  // ed25519.PublicKey or *ecdsa.PublicKey
-	Private crypto.Signer     // ed25519.PrivateKey or *ecdsa.PrivateKey; nil: verify only
+	Public  crypto.PublicKey // ed25519.PublicKey or *ecdsa.PublicKey
+	Private crypto.Signer    // ed25519.PrivateKey or *ecdsa.PrivateKey; nil: verify only
 }
 
 // GenerateKey returns a new key of alg (EdDSA or ES256) named kid; an empty

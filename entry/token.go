@@ -239,4 +239,3 @@ func (c Claims) Check(now time.Time, issuer string, rooms []string, leeway time.
 	}
 	return nil
 }
-

@@ -140,4 +140,3 @@ func invalidTokenError(err error) error {
 	}
 	return httperr.New(401, "invalid_token", msg)
 }
-
