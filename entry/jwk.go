@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-var b64 = base64.RawURLEncoding
+// b64 is strict: a token has one spelling, so its text can key a cache.
+var b64 = base64.RawURLEncoding.Strict()
 
 // jwk is one JSON Web Key as this package reads and writes it.
 type jwk struct {
