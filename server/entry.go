@@ -96,8 +96,8 @@ func issuerHost(addr string) string {
 }
 
 // SignToken signs t as a JWT whose exp is the room's cap (as admit.lua
-// sets it: notBefore + max(cap, idle lifetime)) and whose wr_idle_exp_ms
-// is t's expiry now.
+// sets it: notBefore + max(cap, idle lifetime)), whose wr_idle_exp_ms is
+// t's expiry now and whose iat is its notBefore.
 func (e *entryTokens) SignToken(t queue.Token) string {
 	ttl, maxTTL := e.ttl, e.max
 	if e.rooms != nil {
@@ -108,6 +108,9 @@ func (e *entryTokens) SignToken(t queue.Token) string {
 	tok, err := e.keys.Sign(entry.Claims{
 		Issuer: e.issuer, Room: t.Room, Visitor: t.Visitor,
 		NotBefore: t.NotBefore, ExpiresAt: t.NotBefore.Add(max(ttl, maxTTL)), IdleExpiresAt: t.ExpiresAt,
+		// The admission's moment, not the copy's: every poll signs the
+		// same EdDSA token until the idle expiry slides.
+		IssuedAt: t.NotBefore,
 	})
 	if err != nil {
 		e.log.Error("entry token not signed", "room", t.Room, "err", err)
