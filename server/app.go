@@ -197,6 +197,7 @@ func (s *server) routes() *fiber.App {
 	rooms.Post("/touch", s.touch)
 	api.Post("/tokens/verify", s.verify)
 	api.Post("/tokens/consume", s.consume)
+	api.Get("/openapi.json", staticFile("openapi.json", fiber.MIMEApplicationJSONCharsetUTF8))
 	api.All("/check", s.gw.Check)
 	api.All("/check-end", s.gw.CheckEnd)
 	api.All("/check/*", s.gw.Check) // Envoy: the original path follows the prefix

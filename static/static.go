@@ -11,9 +11,10 @@ import (
 // Files holds index.html (the waiting-room page), admin.html (the
 // dashboard), waitroom.js (the client other sites can include), the
 // pages' own scripts, style sheet and icon, and the page's translations
-// (i18n-LANG.json, one per language), served under /assets/.
+// (i18n-LANG.json, one per language), served under /assets/, and the
+// OpenAPI document of the HTTP API (openapi.json).
 //
-//go:embed *.html *.js *.css *.svg i18n-*.json
+//go:embed *.html *.js *.css *.svg i18n-*.json openapi.json
 var Files embed.FS
 
 // Languages lists the codes of the page's translations (i18n-CODE.json).
