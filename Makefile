@@ -14,7 +14,7 @@ APT_UPDATED = /tmp/.waitroom-apt-updated
 WAITROOM_BIN    ?= $(HOME)/.cache/waitroom/bin
 TRAEFIK_VERSION ?= v3.6.12
 
-.PHONY: run build test test-go e2e deps deps-redis deps-browser deps-gateway deps-traefik vet bench clean \
+.PHONY: run build test test-go e2e deps deps-redis deps-browser deps-gateway deps-traefik deps-verify vet bench clean \
 	test-deploy test-deploy-go release-check chart-check rules-check systemd-check image test-image \
 	deps-image static-binary tool-goreleaser tool-helm tool-promtool
 
@@ -80,7 +80,19 @@ deps-traefik:
 	  mv $(WAITROOM_BIN)/traefik.tmp $(WAITROOM_BIN)/traefik; }
 	@[ -x $(WAITROOM_BIN)/traefik ]
 
-deps: deps-redis deps-browser deps-gateway deps-traefik
+# The entry-token examples verify with stock libraries: PyJWT (Debian's),
+# jose (npm) and golang-jwt (its own module, fetched by go).
+deps-verify:
+	@/usr/bin/python3 -c 'import jwt, cryptography' 2>/dev/null || { \
+	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
+	  echo "installing python3-jwt and python3-cryptography" && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-jwt python3-cryptography >/dev/null; }
+	@command -v node >/dev/null 2>&1 || { \
+	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+	@[ -d examples/verify/node/node_modules/jose ] || npm ci --prefix examples/verify/node --no-audit --no-fund
+
+deps: deps-redis deps-browser deps-gateway deps-traefik deps-verify
 
 vet:
 	$(GO) vet ./...
@@ -88,7 +100,7 @@ vet:
 
 test: deps vet test-go e2e test-deploy
 
-test-go: deps-redis deps-gateway deps-traefik
+test-go: deps-redis deps-gateway deps-traefik deps-verify
 	WAITROOM_BIN=$(WAITROOM_BIN) $(GO) test -race -count=1 -timeout 30m ./...
 
 # Browser tests: headless Debian Chromium driven by playwright-core.
