@@ -229,4 +229,3 @@ func BenchmarkVerify(b *testing.B) {
 		})
 	}
 }
-
