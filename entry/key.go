@@ -2,7 +2,6 @@ package entry
 
 import (
 	"crypto"
-	"crypto/ecdh"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -12,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"os"
 	"slices"
 	"strings"
@@ -96,11 +94,10 @@ func (k *Key) Thumbprint() string {
 
 // ecCoords returns the 32-byte X and Y of a P-256 public key.
 func ecCoords(pub *ecdsa.PublicKey) (x, y []byte) {
-	e, err := pub.ECDH()
-	if err != nil {
+	b, err := pub.Bytes() // 0x04 || X || Y
+	if err != nil || len(b) != 65 {
 		return nil, nil
 	}
-	b := e.Bytes() // 0x04 || X || Y
 	return b[1:33], b[33:65]
 }
 
@@ -110,11 +107,11 @@ func ecPublic(x, y []byte) (*ecdsa.PublicKey, error) {
 	if len(x) != 32 || len(y) != 32 {
 		return nil, errors.New("entry: P-256 coordinates must be 32 bytes")
 	}
-	raw := append(append([]byte{4}, x...), y...)
-	if _, err := ecdh.P256().NewPublicKey(raw); err != nil {
+	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, x...), y...))
+	if err != nil {
 		return nil, fmt.Errorf("entry: not a P-256 point: %w", err)
 	}
-	return &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}, nil
+	return pub, nil
 }
 
 // KeySet is the keys of a deployment: every key is published, and the

@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/http"
 	"os"
 	"time"
@@ -60,7 +59,11 @@ func fetchKeys(url string) (map[string]any, error) {
 			if err != nil {
 				return nil, err
 			}
-			keys[k.Kid] = &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}
+			pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, x...), y...))
+			if err != nil {
+				return nil, fmt.Errorf("key %s: %w", k.Kid, err)
+			}
+			keys[k.Kid] = pub
 		}
 	}
 	return keys, nil
