@@ -17,7 +17,23 @@ import (
 // one, one for another room and one signed by an unpublished key are
 // refused.
 func TestVerifyExamples(t *testing.T) {
-	ts := startServer(t, nil, "rueidis", nil)
+	programs := verifyPrograms(t)
+	for _, alg := range []string{entry.EdDSA, entry.ES256} {
+		t.Run(alg, func(t *testing.T) {
+			var mut func(*config)
+			if alg == entry.ES256 {
+				k, _ := entry.GenerateKey(entry.ES256, "p256")
+				path := keyFile(t, "p256", k)
+				mut = func(c *config) { c.Entry.KeysFile = path }
+			}
+			verifyWith(t, startServer(t, nil, "rueidis", mut), programs)
+		})
+	}
+}
+
+// verifyWith runs each program on a good token of ts and on three bad
+// ones.
+func verifyWith(t *testing.T, ts *testServer, programs map[string][]string) {
 	_, good := admittedToken(t, ts, "drop")
 	_, otherRoom := admittedToken(t, ts, "shoe")
 	tk, err := ts.parseToken(good)
@@ -33,25 +49,6 @@ func TestVerifyExamples(t *testing.T) {
 		"tampered":    forgeClaim(t, good, `"sub":"`+tk.Visitor+`"`, `"sub":"someone-else"`),
 		"other room":  otherRoom,
 		"unpublished": unpublished,
-	}
-	root, _ := filepath.Abs("..")
-	dir := filepath.Join(root, "examples", "verify")
-	goBin := filepath.Join(t.TempDir(), "verify-go")
-	build := exec.Command("go", "build", "-o", goBin, ".")
-	build.Dir = filepath.Join(dir, "go")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building examples/verify/go: %v\n%s", err, out)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node", "node_modules", "jose")); err != nil {
-		t.Fatalf("examples/verify/node has no jose (make deps-verify installs it): %v", err)
-	}
-	if err := exec.Command("/usr/bin/python3", "-c", "import jwt, cryptography").Run(); err != nil {
-		t.Fatalf("Debian's python3-jwt and python3-cryptography are missing (make deps-verify installs them): %v", err)
-	}
-	programs := map[string][]string{
-		"go":     {goBin},
-		"python": {"/usr/bin/python3", filepath.Join(dir, "python", "verify.py")},
-		"node":   {"node", filepath.Join(dir, "node", "verify.mjs")},
 	}
 	jwks := ts.URL + "/.well-known/jwks.json"
 	for lang, argv := range programs {
@@ -73,5 +70,29 @@ func TestVerifyExamples(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// verifyPrograms builds the Go example and finds the Python and Node ones
+// with their libraries: the command line of each, before its arguments.
+func verifyPrograms(t *testing.T) map[string][]string {
+	root, _ := filepath.Abs("..")
+	dir := filepath.Join(root, "examples", "verify")
+	goBin := filepath.Join(t.TempDir(), "verify-go")
+	build := exec.Command("go", "build", "-o", goBin, ".")
+	build.Dir = filepath.Join(dir, "go")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building examples/verify/go: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node", "node_modules", "jose")); err != nil {
+		t.Fatalf("examples/verify/node has no jose (make deps-verify installs it): %v", err)
+	}
+	if err := exec.Command("/usr/bin/python3", "-c", "import jwt, cryptography").Run(); err != nil {
+		t.Fatalf("Debian's python3-jwt and python3-cryptography are missing (make deps-verify installs them): %v", err)
+	}
+	return map[string][]string{
+		"go":     {goBin},
+		"python": {"/usr/bin/python3", filepath.Join(dir, "python", "verify.py")},
+		"node":   {"node", filepath.Join(dir, "node", "verify.mjs")},
 	}
 }
