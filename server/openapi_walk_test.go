@@ -112,8 +112,29 @@ func TestOpenAPIResponses(t *testing.T) {
 		v.do("GET", "/api/v1/admin"+p, "", "Authorization", "Bearer "+testAdminKey)
 	}
 	v.do("GET", "/api/v1/admin/rooms", "")
+	adm := func(method, path, body string) {
+		v.do(method, "/api/v1/admin"+path, body, "Authorization", "Bearer "+testAdminKey, "Content-Type", "application/json")
+	}
+	adm("POST", "/rooms", `{"room":"walk"}`)
+	adm("POST", "/rooms", `{"room":"walk"}`)
+	adm("GET", "/rooms/walk", "")
+	adm("PUT", "/rooms/walk", `{"batch":3}`)
+	adm("PUT", "/rooms/walk", `{"batch":"x"}`)
+	adm("POST", "/rooms/walk/preview", `{"batch":4}`)
+	adm("POST", "/rooms/walk/pause", "")
+	adm("POST", "/rooms/walk/resume", "")
+	adm("PUT", "/rooms/walk/message", `{"text":"soon"}`)
+	adm("DELETE", "/rooms/walk/message", "")
+	adm("POST", "/rooms/walk/invites", `{"count":2}`)
+	adm("POST", "/visitors", `{"id":"user-42"}`)
+	adm("GET", "/audit", "")
+	adm("DELETE", "/rooms/walk/sessions/nobody", "")
+	v.do("GET", "/api/v1/rooms/walk/status", "")
+	v.do("POST", "/api/v1/rooms/BAD/join", "")
+	v.do("POST", "/api/v1/rooms/walk/join", "[1]")
 	for _, want := range []string{"join 200", "status 200", "consumeToken 200", "consumeToken 409", "consumeToken 401", "consumeToken 400",
-		"verifyToken 200", "order 401", "jwks 200", "leave 204", "adminRooms 200", "adminRooms 401", "ticket 200"} {
+		"verifyToken 200", "order 401", "jwks 200", "leave 204", "adminRooms 200", "adminRooms 401", "ticket 200",
+		"adminCreateRoom 201", "adminCreateRoom 409", "adminPutRoom 200", "adminPutRoom 400", "adminInvites 201", "join 400"} {
 		if !ct.seen[want] {
 			t.Errorf("the walk did not see %s", want)
 		}
