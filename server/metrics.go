@@ -2,6 +2,7 @@ package main
 
 import (
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,8 @@ type metrics struct {
 	restored      *prometheus.CounterVec
 	httpRequests  *prometheus.CounterVec   // by route pattern, method, code
 	httpSeconds   *prometheus.HistogramVec // by route pattern
+	httpByRoute   sync.Map                 // route pattern → *httpSeries
+	redisOps      sync.Map                 // op → *redisSeries
 	wsHeartbeats  atomic.Int64             // heartbeats queued to WebSocket connections
 }
 
@@ -92,8 +95,48 @@ func (m *metrics) zero() {
 // routed by, so the label set stays bounded whatever paths clients send;
 // it is a string fixed when the route was registered.
 func (m *metrics) observeHTTP(route, method string, code int, d time.Duration) {
-	m.httpRequests.WithLabelValues(route, methodLabel(method), strconv.Itoa(code)).Inc()
-	m.httpSeconds.WithLabelValues(route).Observe(d.Seconds())
+	v, ok := m.httpByRoute.Load(route)
+	if !ok {
+		v, _ = m.httpByRoute.LoadOrStore(route, &httpSeries{seconds: m.httpSeconds.WithLabelValues(route)})
+	}
+	rs := v.(*httpSeries)
+	rs.seconds.Observe(d.Seconds())
+	key := httpCode{methodLabel(method), code}
+	c, ok := rs.codes.Load(key)
+	if !ok {
+		c, _ = rs.codes.LoadOrStore(key, m.httpRequests.WithLabelValues(route, key.method, strconv.Itoa(code)))
+	}
+	c.(prometheus.Counter).Inc()
+}
+
+// httpSeries are one route's series, looked up once. Finding a series by
+// its labels hashes them and takes the vector's lock, a cost every request
+// would otherwise pay twice.
+type httpSeries struct {
+	seconds prometheus.Observer
+	codes   sync.Map // httpCode → prometheus.Counter
+}
+
+// httpCode is a request's method label and status code.
+type httpCode struct {
+	method string
+	code   int
+}
+
+// redisSeries are one Redis operation's series, looked up once.
+type redisSeries struct {
+	seconds prometheus.Observer
+	fails   prometheus.Counter
+}
+
+// redisOp returns op's series. The ops are script names and command names:
+// a fixed set.
+func (m *metrics) redisOp(op string) *redisSeries {
+	if v, ok := m.redisOps.Load(op); ok {
+		return v.(*redisSeries)
+	}
+	v, _ := m.redisOps.LoadOrStore(op, &redisSeries{seconds: m.redisCalls.WithLabelValues(op), fails: m.redisFails.WithLabelValues(op)})
+	return v.(*redisSeries)
 }
 
 // methodLabel is method as a constant string. Labels outlive the request,
