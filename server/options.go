@@ -16,7 +16,8 @@ type serverOptions struct {
 	// ReadTimeout and IdleTimeout bound an HTTP connection's request read
 	// and its keep-alive wait; 0 means 10 s and 60 s.
 	ReadTimeout, IdleTimeout time.Duration
-	// Push holds the push transports' own options (SSEHeartbeat); the
-	// flags set Logger, WSHeartbeat, Origins and OnWSHeartbeat over it.
+	// Push holds the push transports' own options (SSEHeartbeat);
+	// newServer sets Logger, WSHeartbeat and Origins (from the flags) and
+	// OnWSHeartbeat over them.
 	Push push.Options
 }
