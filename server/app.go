@@ -33,6 +33,7 @@ const bodyLimit = 64 << 10
 // server is one waitroom instance: the fiber app and what it is wired to.
 type server struct {
 	cfg     config
+	opts    serverOptions
 	log     *slog.Logger
 	redis   *redisConn
 	q       *queue.Queue
@@ -55,7 +56,8 @@ type server struct {
 }
 
 // newServer connects to Redis and builds the app; nothing runs until run.
-func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, error) {
+// opts may be nil; newServer keeps a copy of it.
+func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.Logger) (*server, error) {
 	secret := []byte(cfg.Secret)
 	if len(secret) == 0 {
 		secret = make([]byte, 32)
@@ -83,6 +85,9 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		db:      newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
 		id:      fmt.Sprintf("%x", idb),
 		invites: invite.NewMinter(secret),
+	}
+	if opts != nil {
+		s.opts = *opts
 	}
 	s.metrics = newMetrics(buildInfo())
 	s.tickets = push.NewTickets(secret, ticketNonces{s})
@@ -114,7 +119,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		Presence: q,
 	})
 	s.metrics.watch(s.db, s.polls, s.hub, s.rooms, cfg.MaxConns)
-	po := cfg.pushOpts
+	po := s.opts.Push
 	po.Logger, po.WSHeartbeat, po.Origins = log, cfg.WSHeartbeat, cfg.Origins
 	po.OnWSHeartbeat = func() { s.metrics.wsHeartbeats.Add(1) }
 	s.push = push.New(s.hub, &po)
@@ -132,9 +137,9 @@ func (s *server) routes() *fiber.App {
 		BodyLimit:             bodyLimit,
 		ErrorHandler:          httperr.Handler(s.log),
 		DisableStartupMessage: true,
-		ReadTimeout:           cmp.Or(s.cfg.readTimeout, 10*time.Second),
+		ReadTimeout:           cmp.Or(s.opts.ReadTimeout, 10*time.Second),
 		WriteTimeout:          10 * time.Second,
-		IdleTimeout:           cmp.Or(s.cfg.idleTimeout, 60*time.Second),
+		IdleTimeout:           cmp.Or(s.opts.IdleTimeout, 60*time.Second),
 		ReadBufferSize:        8192,
 		// Frees a connection's read buffer while it is idle and, for a
 		// hijacked push connection, for good: most of a push connection's
@@ -249,7 +254,7 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	start("redis watch", s.watchRedis)
 	hup := notifyHangup()
 	start("reload", func(ctx context.Context) error { return s.reloadOnHangup(ctx, hup) })
-	if !s.cfg.noTick {
+	if !s.opts.NoTick {
 		start("admission", s.q.Run)
 	}
 

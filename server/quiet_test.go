@@ -266,7 +266,7 @@ func TestWebSocketReadSide(t *testing.T) {
 // WebSocket that does not answer pings is; a reading one in the same room
 // stays.
 func TestSSEPeerThatNeverReadsIsDropped(t *testing.T) {
-	ts := startServer(t, nil, "rueidis", func(c *config) { withAdmin(c); c.pushOpts.SSEHeartbeat = 300 * time.Millisecond })
+	ts := startServerOpts(t, nil, "rueidis", &serverOptions{NoTick: true, Push: push.Options{SSEHeartbeat: 300 * time.Millisecond}}, withAdmin)
 	v, w := newVisitor(t, ts.URL), newVisitor(t, ts.URL)
 	v.join("drop")
 	w.join("drop")
