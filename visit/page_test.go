@@ -129,4 +129,3 @@ func TestBootPage(t *testing.T) {
 		}
 	}
 }
-
