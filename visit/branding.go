@@ -43,7 +43,7 @@ func (a *API) roomBrandingFor(ctx context.Context, room string) (roomLook, error
 }
 
 // getBranding answers GET /api/v1/rooms/{room}/branding, for pages of the
-// operator's own (-page-dir, or a shop's page with waitroom.js).
+// operator's own (Options.PageDir, or a shop's page with waitroom.js).
 func (a *API) getBranding(c *fiber.Ctx) error {
 	r, err := Room(c)
 	if err != nil {

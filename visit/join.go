@@ -73,7 +73,7 @@ func (a *API) join(c *fiber.Ctx) error {
 	}
 	if !t.IsZero() {
 		// The credential carries the ticket, signed: a Redis that loses
-		// the queue gets this place back from it (see retake). A refresh
+		// the queue gets this place back from it (Recovery.Retake). A refresh
 		// that keeps the place keeps the credential.
 		if _, held, err := a.d.Visitors.ParseCredential(cred); err != nil || held.Room != t.Room || held.Seq != t.Seq || held.Priority != t.Priority {
 			cred = a.d.Visitors.TicketCredential(id, t)

@@ -35,7 +35,7 @@ func (a *API) sse(c *fiber.Ctx) error {
 // draining. The strings are copies: fiber's alias fasthttp's request
 // buffers, which are reused once the hijack handler returns.
 // The target also holds the ticket the credential carries (see
-// heldTicket).
+// Recovery.Held).
 func (a *API) pushTarget(c *fiber.Ctx, off bool) (push.Target, error) {
 	if off {
 		return push.Target{}, errTransportOff

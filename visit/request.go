@@ -94,7 +94,7 @@ func (a *API) roomVisitor(c *fiber.Ctx) (string, string, error) {
 
 // clientAddr is the address of the client behind the request: the peer,
 // or the nearest untrusted X-Forwarded-For hop when the peer is one of
-// -trusted-proxies.
+// the trusted Proxies.
 func (a *API) clientAddr(c *fiber.Ctx) netip.Addr {
 	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
 	return a.d.Proxies.Client(peer, c.Get(fiber.HeaderXForwardedFor))
