@@ -224,7 +224,7 @@ func (ts *testServer) admitUntil(tb testing.TB, v *visitor, room string) reply {
 		if _, err := ts.q.Admit(context.Background(), room); err != nil {
 			tb.Fatal(err)
 		}
-		ts.polls.forget(room + "|" + strings.SplitN(v.cred, ".", 2)[0])
+		ts.visit.Polls().Forget(room, strings.SplitN(v.cred, ".", 2)[0])
 		r = v.status(room)
 		return r.str("status") == "admitted"
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/visit"
 )
 
 // metrics are the instance's Prometheus metrics (names waitroom_*). Each
@@ -166,7 +167,7 @@ type roomSnapshots interface {
 
 // watch registers the gauges and counters read from the simulated DB pool,
 // the poll cache, the hub and the room cache.
-func (m *metrics) watch(db *dbPool, polls *pollCache, h hubStats, rooms roomSnapshots, maxConns int) {
+func (m *metrics) watch(db *dbPool, polls *visit.PollCache, h hubStats, rooms roomSnapshots, maxConns int) {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
@@ -181,7 +182,7 @@ func (m *metrics) watch(db *dbPool, polls *pollCache, h hubStats, rooms roomSnap
 			}
 			return 0
 		}),
-		gauge("waitroom_poll_cache_entries", "Poll answers held in memory.", func() float64 { return float64(polls.size.Load()) }),
+		gauge("waitroom_poll_cache_entries", "Poll answers held in memory.", func() float64 { return float64(polls.Len()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "waitroom_connections", Help: "Open push connections.", ConstLabels: prometheus.Labels{"transport": "ws"}},
 			func() float64 { return float64(h.Stats().Conns["ws"]) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "waitroom_connections", Help: "Open push connections.", ConstLabels: prometheus.Labels{"transport": "sse"}},

@@ -163,7 +163,7 @@ func TestPushStateIsPollState(t *testing.T) {
 			t.Helper()
 			var got, want string
 			waitfor.Until(t, 5*time.Second, what, func() bool {
-				ts.polls.forget("drop|" + p.v.id())
+				ts.visit.Polls().Forget("drop", p.v.id())
 				want = p.v.status("drop").Raw
 				w := stateFields(t, want)
 				if !check(w) {
@@ -187,7 +187,7 @@ func TestPushStateIsPollState(t *testing.T) {
 		// Opening: the first read after opensAt draws the pre-queue, and
 		// the open event brings every push client its drawn place.
 		waitfor.Until(t, 5*time.Second, "opening", func() bool {
-			ts.polls.forget("drop|" + ps[0].v.id())
+			ts.visit.Polls().Forget("drop", ps[0].v.id())
 			return ps[0].v.status("drop").num("position") > 0
 		})
 		var drawn []int64
