@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/limit"
-	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -73,18 +72,9 @@ type config struct {
 	FrameAncestors string
 	Entry          entryConfig // -signing-keys, -issuer, -service-keys (entry.go)
 
-	// pushOpts are test options of the push transports (SSEHeartbeat);
-	// the flags fill in the rest. Not flags.
-	pushOpts push.Options
 	// redisWatch replaces how often Redis is checked for the degraded
 	// state in tests. Not a flag.
 	redisWatch time.Duration
-	// noTick turns the admission loop off so tests can drive admission
-	// explicitly. Not a flag.
-	noTick bool
-	// readTimeout and idleTimeout default to 10 s and 60 s; tests shorten
-	// them. Not flags.
-	readTimeout, idleTimeout time.Duration
 }
 
 // newFlagSet defines every flag on c.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -204,27 +203,26 @@ func loadServiceKeys(path string, admin adminKeys) ([]serviceKey, error) {
 	return out, nil
 }
 
-var errServiceKey = errors.New("no service key matches")
+// serviceKeySet is -service-keys as the visitor API sees them.
+type serviceKeySet struct{ s *server }
 
-// serviceKeyOf is the label of the service key the request's bearer is,
-// compared in constant time with each.
-func (s *server) serviceKeyOf(c *fiber.Ctx) (string, error) {
-	key, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
-	if !ok {
-		return "", errServiceKey
-	}
-	b := []byte(strings.TrimSpace(key))
+// ServiceKey returns the label of key, compared in constant time with
+// each service key.
+func (a serviceKeySet) ServiceKey(key string) (string, bool) {
+	b := []byte(key)
 	label := ""
-	for _, k := range s.serviceKeys {
+	for _, k := range a.s.serviceKeys {
 		if subtle.ConstantTimeCompare(k.key, b) == 1 {
 			label = k.label
 		}
 	}
-	if label == "" {
-		return "", errServiceKey
-	}
-	return label, nil
+	return label, label != ""
 }
+
+// entryParser reads entry tokens for the visitor API (entryTokens.parse).
+type entryParser struct{ s *server }
+
+func (a entryParser) ParseToken(raw string) (queue.Token, error) { return a.s.parseToken(raw) }
 
 // startEntry loads the service keys and checks this instance's signing
 // keys against the running instances'.

@@ -131,7 +131,7 @@ func TestKeyRotation(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s, err := newServer(context.Background(), cfg, slog.New(slog.DiscardHandler))
+				s, err := newServer(context.Background(), cfg, nil, slog.New(slog.DiscardHandler))
 				if err == nil {
 					s.unpublishEntryKeys(context.Background())
 					s.redis.Close()

@@ -1,8 +1,9 @@
-package main
+package visit
 
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -19,12 +20,16 @@ var (
 )
 
 // consume spends an entry token exactly once, for a protected service
-// (POST /api/v1/tokens/consume with a service key): across every instance
+// (POST /api/v1/tokens/consume with a service key, Deps.ServiceKeys): across every instance
 // sharing Redis, one call gets 200 and the claims, every other 409
 // token_used. It frees the max-active slot and holds the seat as sold, as
 // the demo order does.
-func (s *server) consume(c *fiber.Ctx) error {
-	if _, err := s.serviceKeyOf(c); err != nil {
+func (a *API) consume(c *fiber.Ctx) error {
+	key, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+	if !ok || a.d.ServiceKeys == nil {
+		return errInvalidServiceKey
+	}
+	if _, ok := a.d.ServiceKeys.ServiceKey(strings.TrimSpace(key)); !ok {
 		return errInvalidServiceKey
 	}
 	var req struct {
@@ -38,7 +43,7 @@ func (s *server) consume(c *fiber.Ctx) error {
 	if req.Token == "" {
 		return httperr.New(400, "missing_field", "token is required")
 	}
-	tok, err := s.parseToken(req.Token)
+	tok, err := a.parseToken(req.Token)
 	if err != nil {
 		return invalidTokenError(err)
 	}
@@ -46,29 +51,29 @@ func (s *server) consume(c *fiber.Ctx) error {
 		return errWrongRoom
 	}
 	if req.Visitor != "" {
-		if err := s.holds(req.Visitor, tok); err != nil {
+		if err := a.holds(req.Visitor, tok); err != nil {
 			return err
 		}
 	}
-	if s.uses.used(tok) {
+	if a.uses.used(tok) {
 		return errConsumeUsed
 	}
-	ctx, cancel := s.redisCtx(c)
-	exp, err := s.q.Consume(ctx, tok, queue.Spend)
+	ctx, cancel := a.redisCtx(c)
+	exp, err := a.d.Tokens.Consume(ctx, tok, queue.Spend)
 	cancel()
 	switch {
 	case errors.Is(err, queue.ErrTokenUnknown):
 		return errConsumeUsed
 	case errors.Is(err, queue.ErrTokenExpired):
 		return errConsumeExpired
-	case err != nil && isTokenError(err):
-		return s.tokenError(c, err) // too early
+	case err != nil && IsTokenError(err):
+		return a.tokenError(c, err) // too early
 	case err != nil:
-		if exp, err = s.consumeFailOpen(c, tok, err); err != nil {
+		if exp, err = a.consumeFailOpen(c, tok, err); err != nil {
 			return err
 		}
 	}
-	s.uses.add(tok, exp)
+	a.uses.add(tok, exp)
 	return consumed(c, tok, exp)
 }
 
@@ -78,26 +83,26 @@ func (s *server) consume(c *fiber.Ctx) error {
 // its signed window and at this instance's share of the room's admission
 // rate, and says so (X-Waitroom-Fail-Open). A token spent here stays
 // refused here; another instance cannot know of it until Redis is back.
-func (s *server) consumeFailOpen(c *fiber.Ctx, tok queue.Token, cause error) (time.Time, error) {
-	s.metrics.redisErr.Inc()
-	s.log.Warn("consume: redis unreachable", "room", tok.Room, "err", cause, "request_id", requestID(c))
-	if s.rooms.failMode(tok.Room) == queue.FailClosed {
-		s.metrics.failOpen.WithLabelValues("closed").Inc()
+func (a *API) consumeFailOpen(c *fiber.Ctx, tok queue.Token, cause error) (time.Time, error) {
+	a.metrics.StoreError()
+	a.log.Warn("consume: redis unreachable", "room", tok.Room, "err", cause, "request_id", requestID(c))
+	if a.d.Rooms.FailClosed(tok.Room) {
+		a.metrics.FailOpen("closed")
 		c.Set(fiber.HeaderRetryAfter, "2")
 		return time.Time{}, httperr.New(503, "unavailable", "the queue store is unreachable and this room fails closed; retry shortly")
 	}
 	now := time.Now()
 	switch {
 	case now.Before(tok.NotBefore):
-		return time.Time{}, s.tokenError(c, &queue.TooEarlyError{Wait: tok.NotBefore.Sub(now)})
+		return time.Time{}, a.tokenError(c, &queue.TooEarlyError{Wait: tok.NotBefore.Sub(now)})
 	case !now.Before(tok.ExpiresAt):
 		return time.Time{}, errConsumeExpired
-	case !s.rooms.limiter(tok.Room).Allow():
-		s.metrics.failOpen.WithLabelValues("limited").Inc()
+	case !a.d.Rooms.AllowFailOpen(tok.Room):
+		a.metrics.FailOpen("limited")
 		c.Set(fiber.HeaderRetryAfter, "1")
 		return time.Time{}, httperr.New(503, "fail_open_limited", "the queue store is unreachable; admitting at the room's rate, retry shortly")
 	}
-	s.metrics.failOpen.WithLabelValues("admitted").Inc()
+	a.metrics.FailOpen("admitted")
 	c.Set("X-Waitroom-Fail-Open", "1")
 	return tok.ExpiresAt, nil
 }

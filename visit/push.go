@@ -1,4 +1,4 @@
-package main
+package visit
 
 import (
 	"strings"
@@ -13,21 +13,21 @@ import (
 var errTransportOff = httperr.New(503, "transport_disabled", "this transport is turned off here; fall back to the next one")
 
 // ws hands a checked WebSocket request to the push transports.
-func (s *server) ws(c *fiber.Ctx) error {
-	t, err := s.pushTarget(c, s.cfg.NoWS)
+func (a *API) ws(c *fiber.Ctx) error {
+	t, err := a.pushTarget(c, a.noWS)
 	if err != nil {
 		return err
 	}
-	return s.push.WS(c, t)
+	return a.d.Push.WS(c, t)
 }
 
 // sse hands a checked event-stream request to the push transports.
-func (s *server) sse(c *fiber.Ctx) error {
-	t, err := s.pushTarget(c, s.cfg.NoSSE)
+func (a *API) sse(c *fiber.Ctx) error {
+	t, err := a.pushTarget(c, a.noSSE)
 	if err != nil {
 		return err
 	}
-	return s.push.SSE(c, t)
+	return a.d.Push.SSE(c, t)
 }
 
 // pushTarget checks a push request before its connection is taken over:
@@ -35,12 +35,12 @@ func (s *server) sse(c *fiber.Ctx) error {
 // draining. The strings are copies: fiber's alias fasthttp's request
 // buffers, which are reused once the hijack handler returns.
 // The target also holds the ticket the credential carries (see
-// heldTicket).
-func (s *server) pushTarget(c *fiber.Ctx, off bool) (push.Target, error) {
+// Recovery.Held).
+func (a *API) pushTarget(c *fiber.Ctx, off bool) (push.Target, error) {
 	if off {
 		return push.Target{}, errTransportOff
 	}
-	r, err := room(c)
+	r, err := Room(c)
 	if err != nil {
 		return push.Target{}, err
 	}
@@ -49,17 +49,17 @@ func (s *server) pushTarget(c *fiber.Ctx, off bool) (push.Target, error) {
 	var id string
 	var t queue.Ticket
 	if ct := c.Query("ticket"); ct != "" {
-		id, err = s.redeemTicket(c, r, ct)
+		id, err = a.redeemTicket(c, r, ct)
 	} else {
-		id, t, err = s.visitorTicket(c)
+		id, t, err = a.visitorTicket(c)
 	}
 	if err != nil {
 		return push.Target{}, err
 	}
-	if s.draining.Load() {
+	if a.d.Draining() {
 		return push.Target{}, push.ErrDraining
 	}
 	t.Room = strings.Clone(t.Room)
 	r = strings.Clone(r)
-	return push.Target{Room: r, Visitor: strings.Clone(id), Held: heldTicket(r, t)}, nil
+	return push.Target{Room: r, Visitor: strings.Clone(id), Held: a.d.Recovery.Held(r, t)}, nil
 }
