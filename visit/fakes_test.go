@@ -301,7 +301,7 @@ func newFixture(t *testing.T, opts *Options) *fixture {
 	}
 	f.api, err = New(Deps{
 		Queue: f.q, Tokens: f.q, Records: f.q, Rooms: f.rooms,
-		Visitors: signer, EntryTokens: signer, Challenges: signer, Invites: f.invites,
+		Visitors: signer, EntryTokens: signer, ServiceKeys: serviceKeys{testServiceKey: "shop"}, Challenges: signer, Invites: f.invites,
 		Recovery: f.recovery, Push: f.push, Tickets: push.NewTickets(testSecret, &nonces{used: map[string]bool{}}),
 		Proxies: noProxies{}, Metrics: f.metrics, Draining: func() bool { return f.draining },
 	}, opts)
@@ -321,6 +321,16 @@ func newFixture(t *testing.T, opts *Options) *fixture {
 		return c.JSON(fiber.Map{"visitor": tok.Visitor})
 	})
 	return f
+}
+
+const testServiceKey = "service-key-0123456789"
+
+// serviceKeys maps a service key to its label.
+type serviceKeys map[string]string
+
+func (k serviceKeys) ServiceKey(key string) (string, bool) {
+	l, ok := k[key]
+	return l, ok
 }
 
 type noProxies struct{}
