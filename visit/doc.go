@@ -2,7 +2,7 @@
 // its gates (join limits, proof of work, invite codes), the status poll
 // with its next-ask hint and the memory that answers an early poll, leave,
 // the push entry points and their connect tickets, the entry token's
-// checks (the protected prefix, touch, verify) and its fail-open rule, the
+// checks (the protected prefix, touch, verify, and consume for protected services) and its fail-open rule, the
 // public draw and lottery records, and the waiting page with its
 // languages and branding.
 //
