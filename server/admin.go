@@ -2,20 +2,19 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"io"
-	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/waitroom/waitroom/branding"
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 )
 
 var errAdminKey = httperr.New(401, "invalid_admin_key", "a valid admin key is required (Authorization: Bearer <admin key>)")
@@ -55,6 +54,7 @@ func (s *server) adminKeyOf(c *fiber.Ctx) (adminKey, error) {
 // message (adminPutRoom).
 var adminRoutes = map[string]role{
 	"GET /whoami":                 roleReadOnly,
+	"GET /settings":               roleReadOnly,
 	"GET /audit":                  roleReadOnly,
 	"GET /rooms":                  roleReadOnly,
 	"GET /rooms/:room":            roleReadOnly,
@@ -133,78 +133,84 @@ func (s *server) metricsGate(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// roomConfigJSON is a room's settings on the wire.
-type roomConfigJSON struct {
-	Room             string  `json:"room"`
-	Paused           bool    `json:"paused"`
-	Strategy         string  `json:"strategy"`
-	Batch            int     `json:"batch"`
-	MaxActive        int     `json:"maxActive"`
-	Seats            int     `json:"seats"`
-	OpensAt          *string `json:"opensAt"`
-	TokenTTLSeconds  float64 `json:"tokenTtlSeconds"`
-	TokenMaxSeconds  float64 `json:"tokenMaxSeconds"`
-	FailMode         string  `json:"failMode"`
-	JoinRate         float64 `json:"joinRate"`
-	JoinBurst        int     `json:"joinBurst"`
-	PowBits          int     `json:"powBits"`
-	Message          string  `json:"message"`
-	InviteOnly       bool    `json:"inviteOnly"`
-	TickMs           int64   `json:"tickMs"`
-	TPS              float64 `json:"tps"`
-	Presence         bool    `json:"presence"`
-	AwayAfterSeconds float64 `json:"awayAfterSeconds"`
-	DropAfterSeconds float64 `json:"dropAfterSeconds"`
-	Method           string  `json:"method"`
-	BrandTitle       string  `json:"brandTitle"`
-	BrandLogo        string  `json:"brandLogo"`
-	BrandAccent      string  `json:"brandAccent"`
-	BrandBackground  string  `json:"brandBackground"`
-	BrandFooter      string  `json:"brandFooter"`
-	// FromFile maps each setting the rooms file sets to why it is
+// roomView is a room's settings on the wire: its name, each setting's
+// effective value (settings.Fields, in order), the tick and admission rate
+// they make, and which settings the rooms file sets.
+type roomView struct {
+	room string
+	eff  queue.RoomConfig // with the instance defaults filled in
+	tick time.Duration
+	tps  float64
+	// fromFile maps each setting the rooms file sets to why it is
 	// read-only here.
-	FromFile map[string]string `json:"fromFile,omitempty"`
+	fromFile map[string]string
+}
+
+// MarshalJSON writes v as one object: room, the settings by name, tickMs,
+// tps and, when the rooms file sets any, fromFile.
+func (v roomView) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	put := func(k string, val any) error {
+		enc, err := json.Marshal(val)
+		if err != nil {
+			return err
+		}
+		if b.Len() == 0 {
+			b.WriteByte('{')
+		} else {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Quote(k) + ":")
+		b.Write(enc)
+		return nil
+	}
+	if err := put("room", v.room); err != nil {
+		return nil, err
+	}
+	for _, f := range settings.Fields {
+		if err := put(f.Name, f.Value(v.eff)); err != nil {
+			return nil, err
+		}
+	}
+	_ = put("tickMs", v.tick.Milliseconds())
+	if err := put("tps", v.tps); err != nil {
+		return nil, err
+	}
+	if len(v.fromFile) > 0 {
+		_ = put("fromFile", v.fromFile)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// values maps each setting's name to its effective value, as the API
+// writes it.
+func (v roomView) values() map[string]any {
+	out := make(map[string]any, len(settings.Fields))
+	for _, f := range settings.Fields {
+		out[f.Name] = f.Value(v.eff)
+	}
+	return out
 }
 
 // effective fills the instance defaults into a room's stored settings.
-func (s *server) effective(room string, c queue.RoomConfig) roomConfigJSON {
-	out := roomConfigJSON{
-		Room: room, Paused: c.Paused, Strategy: c.Strategy, Batch: c.Batch, MaxActive: c.MaxActive, Seats: c.Seats,
-		TokenTTLSeconds: c.TokenTTL.Seconds(), TokenMaxSeconds: c.TokenMax.Seconds(), FailMode: c.FailMode,
-		JoinRate: c.JoinRate, JoinBurst: c.JoinBurst, PowBits: c.PowBits, Message: c.Message, InviteOnly: c.InviteOnly, TickMs: s.cfg.Capacity.Tick.Milliseconds(),
-		Presence: !c.NoPresence, AwayAfterSeconds: c.EffectiveAwayAfter().Seconds(),
-		DropAfterSeconds: c.EffectiveDropAfter().Seconds(),
-		Method:           cmp.Or(c.Method, queue.MethodFIFO),
-		BrandTitle:       c.BrandTitle, BrandLogo: c.BrandLogo, BrandAccent: c.BrandAccent,
-		BrandBackground: c.BrandBackground, BrandFooter: c.BrandFooter,
+func (s *server) effective(room string, c queue.RoomConfig) roomView {
+	eff := c.Effective(settings.Defaults{
+		Batch: s.cfg.Capacity.BatchSize(), TokenTTL: s.cfg.TokenTTL, TokenMax: s.cfg.TokenMax,
+		FailMode: s.cfg.FailMode, JoinRate: s.cfg.JoinRate, JoinBurst: s.cfg.JoinBurst,
+	})
+	return roomView{
+		room: room, eff: eff, tick: s.cfg.Capacity.Tick,
+		tps:      float64(eff.Batch) / s.cfg.Capacity.Tick.Seconds(),
+		fromFile: s.fileLocks(room),
 	}
-	if out.JoinRate == 0 {
-		out.JoinRate, out.JoinBurst = s.cfg.JoinRate, s.cfg.JoinBurst
-	} else if out.JoinBurst == 0 {
-		out.JoinBurst = max(int(out.JoinRate), 1)
-	}
-	if out.Strategy == "" {
-		out.Strategy = queue.StrategyFixed
-	}
-	if out.Batch == 0 {
-		out.Batch = s.cfg.Capacity.BatchSize()
-	}
-	if out.TokenTTLSeconds == 0 {
-		out.TokenTTLSeconds = s.cfg.TokenTTL.Seconds()
-	}
-	if out.TokenMaxSeconds == 0 {
-		out.TokenMaxSeconds = s.cfg.TokenMax.Seconds()
-	}
-	if out.FailMode == "" {
-		out.FailMode = s.cfg.FailMode
-	}
-	if !c.OpensAt.IsZero() {
-		t := c.OpensAt.UTC().Format(time.RFC3339Nano)
-		out.OpensAt = &t
-	}
-	out.TPS = float64(out.Batch) / s.cfg.Capacity.Tick.Seconds()
-	out.FromFile = s.fileLocks(room)
-	return out
+}
+
+// adminSettings describes the room settings for the dashboard's form, in
+// the order it shows them: each one's name, label, kind, options and
+// bounds, a hint, and whether an operator may change it.
+func (s *server) adminSettings(c *fiber.Ctx) error {
+	return c.JSON(fiber.Map{"settings": settings.Form()})
 }
 
 // roomConfig reads the stored settings of the route's :room.
@@ -236,47 +242,6 @@ func fieldError(field, msg string) *httperr.Error {
 	return e
 }
 
-// roomPatch is a change of some of a room's settings: the fields present
-// in a request body. Absent fields keep their value.
-type roomPatch struct {
-	Paused          *bool    `json:"paused"`
-	Strategy        *string  `json:"strategy"`
-	Batch           *int     `json:"batch"`
-	MaxActive       *int     `json:"maxActive"`
-	Seats           *int     `json:"seats"`
-	OpensAt         *string  `json:"opensAt"`
-	TokenTTLSeconds *float64 `json:"tokenTtlSeconds"`
-	TokenMaxSeconds *float64 `json:"tokenMaxSeconds"`
-	FailMode        *string  `json:"failMode"`
-	JoinRate        *float64 `json:"joinRate"`
-	JoinBurst       *int     `json:"joinBurst"`
-	PowBits         *int     `json:"powBits"`
-	Message         *string  `json:"message"`
-	InviteOnly      *bool    `json:"inviteOnly"`
-
-	Presence         *bool    `json:"presence"`
-	AwayAfterSeconds *float64 `json:"awayAfterSeconds"`
-	DropAfterSeconds *float64 `json:"dropAfterSeconds"`
-	Method           *string  `json:"method"`
-
-	BrandTitle      *string `json:"brandTitle"`
-	BrandLogo       *string `json:"brandLogo"`
-	BrandAccent     *string `json:"brandAccent"`
-	BrandBackground *string `json:"brandBackground"`
-	// BrandFooter is stored as branding.Footer cleans it.
-	BrandFooter *string `json:"brandFooter"`
-
-	opensAt time.Time
-}
-
-// steerOnly reports whether p changes nothing but paused and message:
-// what an operator may change.
-func (p roomPatch) steerOnly() bool {
-	q := p
-	q.Paused, q.Message = nil, nil
-	return reflect.ValueOf(q).IsZero()
-}
-
 // decodeStrict decodes a JSON object body into dst, refusing unknown
 // fields with the field's name.
 func decodeStrict(raw []byte, dst any) error {
@@ -302,108 +267,30 @@ func decodeStrict(raw []byte, dst any) error {
 	return nil
 }
 
-// readPatch reads a settings change from a request body.
-func readPatch(body []byte) (roomPatch, error) {
-	var p roomPatch
-	if err := decodeStrict(body, &p); err != nil {
-		return p, err
+// readPatch reads a settings change from a request body; also are keys
+// beside the settings (see settings.DecodePatch).
+func readPatch(body []byte, also map[string]any) (settings.Patch, error) {
+	p, err := settings.DecodePatch(body, also)
+	var fe *settings.FieldError
+	switch {
+	case errors.As(err, &fe):
+		return p, fieldError(fe.Field, fe.Msg)
+	case err != nil:
+		return p, errInvalidJSON
 	}
-	return p, p.check()
-}
-
-// check parses what needs parsing; the rest is RoomConfig.Validate's.
-func (p *roomPatch) check() error {
-	if p.OpensAt != nil && *p.OpensAt != "" {
-		t, err := time.Parse(time.RFC3339Nano, *p.OpensAt)
-		if err != nil {
-			return fieldError("opensAt", "must be an RFC 3339 time or empty")
-		}
-		p.opensAt = t
-	}
-	return nil
-}
-
-// apply changes cfg's fields that p has.
-func (p *roomPatch) apply(cfg *queue.RoomConfig) {
-	set := func(dst *int, v *int) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	if p.Paused != nil {
-		cfg.Paused = *p.Paused
-	}
-	if p.Strategy != nil {
-		cfg.Strategy = *p.Strategy
-	}
-	set(&cfg.Batch, p.Batch)
-	set(&cfg.MaxActive, p.MaxActive)
-	set(&cfg.Seats, p.Seats)
-	if p.OpensAt != nil {
-		cfg.OpensAt = p.opensAt
-	}
-	// The bounds are RoomConfig.Validate's; a value no duration can hold
-	// becomes one it refuses with the field's message.
-	seconds := func(v *float64, dst *time.Duration) {
-		if v == nil {
-			return
-		}
-		*dst = -1
-		if *v >= 0 && *v < 1e9 {
-			*dst = time.Duration(*v * float64(time.Second))
-		}
-	}
-	seconds(p.TokenTTLSeconds, &cfg.TokenTTL)
-	seconds(p.TokenMaxSeconds, &cfg.TokenMax)
-	seconds(p.AwayAfterSeconds, &cfg.AwayAfter)
-	seconds(p.DropAfterSeconds, &cfg.DropAfter)
-	if p.Presence != nil {
-		cfg.NoPresence = !*p.Presence
-	}
-	if p.Method != nil {
-		cfg.Method = *p.Method
-	}
-	if p.FailMode != nil {
-		cfg.FailMode = *p.FailMode
-	}
-	if p.JoinRate != nil {
-		cfg.JoinRate = *p.JoinRate
-	}
-	set(&cfg.JoinBurst, p.JoinBurst)
-	set(&cfg.PowBits, p.PowBits)
-	if p.Message != nil {
-		cfg.Message = *p.Message
-	}
-	if p.InviteOnly != nil {
-		cfg.InviteOnly = *p.InviteOnly
-	}
-	str := func(dst *string, v *string) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	str(&cfg.BrandTitle, p.BrandTitle)
-	str(&cfg.BrandLogo, p.BrandLogo)
-	str(&cfg.BrandAccent, p.BrandAccent)
-	str(&cfg.BrandBackground, p.BrandBackground)
-	if p.BrandFooter != nil {
-		cfg.BrandFooter = *p.BrandFooter
-		if branding.CheckFooter(cfg.BrandFooter) == "" { // else Validate names the field
-			cfg.BrandFooter = branding.Footer(cfg.BrandFooter)
-		}
-	}
+	return p, nil
 }
 
 // changeRoom applies p to room's settings as they are when written (a
 // concurrent change of other fields is kept), refusing a change of a
 // setting the rooms file sets, and records it in the audit trail.
-func (s *server) changeRoom(c *fiber.Ctx, r, action string, p *roomPatch) (queue.RoomConfig, error) {
+func (s *server) changeRoom(c *fiber.Ctx, r, action string, p settings.Patch) (queue.RoomConfig, error) {
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
 	var before queue.RoomConfig
 	cfg, err := s.q.UpdateRoomConfig(ctx, r, func(cfg *queue.RoomConfig) error {
 		before = *cfg
-		p.apply(cfg)
+		p.Apply(cfg)
 		return s.checkFileLocks(r, *cfg)
 	})
 	if err != nil {
@@ -444,16 +331,16 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, err := readPatch(c.Body())
+	p, err := readPatch(c.Body(), nil)
 	if err != nil {
 		return err
 	}
-	if !p.steerOnly() {
+	if !p.SteerOnly() {
 		if err := needRole(c, roleAdmin); err != nil {
 			return err
 		}
 	}
-	cfg, err := s.changeRoom(c, r, "update", &p)
+	cfg, err := s.changeRoom(c, r, "update", p)
 	if err != nil {
 		return err
 	}
@@ -463,20 +350,15 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 // adminCreateRoom creates a room with the settings in the body; 409 when
 // it exists already.
 func (s *server) adminCreateRoom(c *fiber.Ctx) error {
-	var in struct {
-		Room *string `json:"room"`
-		roomPatch
-	}
-	if err := decodeStrict(c.Body(), &in); err != nil {
+	var name *string
+	p, err := readPatch(c.Body(), map[string]any{"room": &name})
+	if err != nil {
 		return err
 	}
-	if in.Room == nil || !queue.ValidRoom(*in.Room) {
+	if name == nil || !queue.ValidRoom(*name) {
 		return fieldError("room", "must match ^[a-z0-9][a-z0-9-]{0,63}$")
 	}
-	if err := in.check(); err != nil {
-		return err
-	}
-	r := *in.Room
+	r := *name
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
 	exists, err := s.q.RoomExists(ctx, r)
@@ -486,7 +368,7 @@ func (s *server) adminCreateRoom(c *fiber.Ctx) error {
 	if exists {
 		return httperr.New(409, "room_exists", "room "+r+" exists already; change it with PUT /api/v1/admin/rooms/"+r)
 	}
-	cfg, err := s.changeRoom(c, r, "create", &in.roomPatch)
+	cfg, err := s.changeRoom(c, r, "create", p)
 	if err != nil {
 		return err
 	}
@@ -501,7 +383,7 @@ func (s *server) adminPreview(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, err := readPatch(c.Body())
+	p, err := readPatch(c.Body(), nil)
 	if err != nil {
 		return err
 	}
@@ -510,7 +392,7 @@ func (s *server) adminPreview(c *fiber.Ctx) error {
 		return err
 	}
 	after := before
-	p.apply(&after)
+	p.Apply(&after)
 	if err := after.Validate(); err != nil {
 		var fe *queue.FieldError
 		if errors.As(err, &fe) {
@@ -557,7 +439,7 @@ func (s *server) adminMessage(clear bool) fiber.Handler {
 		if err := queue.CheckMessage(text); err != nil {
 			return fieldError("text", err.Error())
 		}
-		cfg, err := s.changeRoom(c, r, "update", &roomPatch{Message: &text})
+		cfg, err := s.changeRoom(c, r, "update", settings.Patch{}.With("message", text))
 		if err != nil {
 			return err
 		}
@@ -576,7 +458,7 @@ func (s *server) adminPause(paused bool) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		cfg, err := s.changeRoom(c, r, action, &roomPatch{Paused: &paused})
+		cfg, err := s.changeRoom(c, r, action, settings.Patch{}.With("paused", paused))
 		if err != nil {
 			return err
 		}
@@ -671,10 +553,10 @@ func (s *server) adminStats(c *fiber.Ctx) error {
 		"room": r, "waiting": st.Waiting, "preQueue": st.PreQueue, "priority": st.Priority,
 		"admittedTotal": st.AdmittedTotal, "admittedPerSecond": st.Rate,
 		"activeTokens": st.ActiveTokens, "seats": cfg.Seats, "seatsHeld": st.SeatsHeld,
-		"paused": cfg.Paused, "strategy": eff.Strategy,
+		"paused": cfg.Paused, "strategy": eff.eff.Strategy,
 		"connections": fiber.Map{"ws": ws, "sse": sse}, "instances": live,
 		"deliveryLagMs": fiber.Map{"p50": float64(p50.Microseconds()) / 1000, "p99": float64(p99.Microseconds()) / 1000, "count": lagN},
-		"batch":         eff.Batch, "tickMs": eff.TickMs, "tps": eff.TPS,
+		"batch":         eff.eff.Batch, "tickMs": eff.tick.Milliseconds(), "tps": eff.tps,
 		"presence": fiber.Map{
 			"on": pres.On, "waitingPresent": pres.WaitingPresent, "away": pres.Away, "back": pres.Back,
 			"reclaimedPerMinute": pres.ReclaimedPerMinute, "skippedPerMinute": pres.SkippedPerMinute,

@@ -191,6 +191,7 @@ func (s *server) routes() *fiber.App {
 
 	admin := api.Group("/admin", s.adminAuth)
 	admin.Get("/whoami", s.adminWhoami)
+	admin.Get("/settings", s.adminSettings)
 	admin.Get("/audit", s.adminAuditAll)
 	admin.Get("/rooms", s.adminRooms)
 	admin.Get("/rooms/:room", s.adminGetRoom)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/waitroom/waitroom/queue"
-	"github.com/waitroom/waitroom/roomsfile"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // auditEntry is one admin action: who (the admin key's label, or
@@ -44,21 +44,14 @@ type fieldChange struct {
 // changes lists the settings whose effective value differs between before
 // and after, in the order the dashboard shows them.
 func (s *server) changes(room string, before, after queue.RoomConfig) []fieldChange {
-	a, b := settingsMap(s.effective(room, before)), settingsMap(s.effective(room, after))
+	a, b := s.effective(room, before).values(), s.effective(room, after).values()
 	var out []fieldChange
-	for _, f := range roomsfile.Fields {
+	for _, f := range settings.Names() {
 		if !reflect.DeepEqual(a[f], b[f]) {
 			out = append(out, fieldChange{Field: f, From: a[f], To: b[f]})
 		}
 	}
 	return out
-}
-
-func settingsMap(v roomConfigJSON) map[string]any {
-	b, _ := json.Marshal(v)
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	return m
 }
 
 // audit records a change in the room's audit trail (the last

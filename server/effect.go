@@ -12,117 +12,14 @@ import (
 // effects says in words what changing a room's settings from before to
 // after will do, given its counters now: what the dashboard asks the
 // operator to confirm. The estimates use the ETA formula every visitor is
-// shown (queue.ETAAt) at the configured admission rate.
+// shown (queue.ETAAt) at the configured admission rate. Each rule of
+// effectRules speaks for the settings it names.
 func (s *server) effects(room string, before, after queue.RoomConfig, st queue.RoomStats) []string {
-	b, a := s.effective(room, before), s.effective(room, after)
-	waiting := st.Waiting + st.PreQueue
-	tick := s.cfg.Capacity.Tick
-	perTick := func(n int) string { return fmt.Sprintf("%d per %s", n, tickWords(tick)) }
-	last := func(tps float64) string {
-		if waiting == 0 {
-			return "nobody is waiting now"
-		}
-		return "ETA for the last in line " + durWords(queue.ETAAt(waiting, tps))
-	}
+	e := effectEnv{b: s.effective(room, before), a: s.effective(room, after), st: st, waiting: st.Waiting + st.PreQueue, tick: s.cfg.Capacity.Tick}
 	var out []string
-	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-
-	switch {
-	case b.Strategy != a.Strategy && a.Strategy == queue.StrategyMaxActive:
-		add("%s → %s: at most %d hold an entry token at once (%d do now); a place frees when a token is used up or expires, up to %s",
-			b.Strategy, a.Strategy, a.MaxActive, st.ActiveTokens, perTick(a.Batch))
-	case b.Strategy != a.Strategy:
-		add("%s → %s: %s whatever is active, about %s admitted/s; %s → %s",
-			b.Strategy, a.Strategy, perTick(a.Batch), num(a.TPS), last(b.TPS), durWordsOf(waiting, a.TPS))
-	case b.Batch != a.Batch:
-		add("%s → %s: about %s admitted/s; %s → %s", perTick(b.Batch), perTick(a.Batch), num(a.TPS), last(b.TPS), durWordsOf(waiting, a.TPS))
-	}
-	if b.MaxActive != a.MaxActive && a.Strategy == queue.StrategyMaxActive && b.Strategy == a.Strategy {
-		add("at most %d → %d hold an entry token at once (%d do now)", b.MaxActive, a.MaxActive, st.ActiveTokens)
-	}
-	if b.Paused != a.Paused {
-		if a.Paused {
-			add("admissions stop; the %d waiting keep their places and see the room paused", waiting)
-		} else {
-			add("admissions resume at %s; %s", perTick(a.Batch), last(a.TPS))
-		}
-	}
-	if b.Seats != a.Seats {
-		switch {
-		case a.Seats == 0:
-			add("seats %d → no limit: the room never sells out", b.Seats)
-		case int64(a.Seats) <= st.SeatsHeld:
-			add("seats %s → %d with %d held: the room is sold out at once for the %d waiting", seatWords(b.Seats), a.Seats, st.SeatsHeld, waiting)
-		default:
-			add("seats %s → %d with %d held: sold out after %d more admissions", seatWords(b.Seats), a.Seats, st.SeatsHeld, int64(a.Seats)-st.SeatsHeld)
-		}
-	}
-	if ptr(b.OpensAt) != ptr(a.OpensAt) {
-		if a.OpensAt == nil {
-			add("no opening time: joins enter the queue at once")
-		} else {
-			t, _ := time.Parse(time.RFC3339Nano, *a.OpensAt)
-			when := "in " + durWords(int64(time.Until(t).Seconds()))
-			if !t.After(time.Now()) {
-				when = "now (the time is past)"
-			}
-			add("opens at %s, %s; joins before then wait in the pre-queue and are drawn at random at opening", t.UTC().Format(time.RFC3339), when)
-		}
-	}
-	if b.TokenTTLSeconds != a.TokenTTLSeconds {
-		add("new entry tokens last %s → %s idle (each use extends them)", durWords(int64(b.TokenTTLSeconds)), durWords(int64(a.TokenTTLSeconds)))
-	}
-	if b.TokenMaxSeconds != a.TokenMaxSeconds {
-		add("new entry tokens last at most %s → %s", durWords(int64(b.TokenMaxSeconds)), durWords(int64(a.TokenMaxSeconds)))
-	}
-	if b.FailMode != a.FailMode {
-		if a.FailMode == queue.FailOpen {
-			add("fail mode %s → %s: while Redis is unreachable the protected endpoint admits through a local limiter at the room's rate", b.FailMode, a.FailMode)
-		} else {
-			add("fail mode %s → %s: while Redis is unreachable the protected endpoint admits nobody", b.FailMode, a.FailMode)
-		}
-	}
-	if b.JoinRate != a.JoinRate || b.JoinBurst != a.JoinBurst {
-		add("each client address may create %s → %s new visitors per second, %d → %d at once", num(b.JoinRate), num(a.JoinRate), b.JoinBurst, a.JoinBurst)
-	}
-	if b.PowBits != a.PowBits {
-		if a.PowBits == 0 {
-			add("proof of work %d → 0 bits: joins need no proof of work", b.PowBits)
-		} else {
-			add("proof of work %d → %d bits: each new visitor's join costs about %s hashes", b.PowBits, a.PowBits, num(math.Pow(2, float64(a.PowBits))))
-		}
-	}
-	if b.Method != a.Method {
-		switch a.Method {
-		case queue.MethodPassthrough:
-			add("method %s → %s: a join is admitted at once with a token; the %d waiting go at the next tick", b.Method, a.Method, waiting)
-		case queue.MethodRandom:
-			add("method %s → %s: the %d waiting keep their tickets and are drawn at random, %s, among those present; each is shown the draw's size and chance per minute instead of a place", b.Method, a.Method, waiting, perTick(a.Batch))
-		case queue.MethodReject:
-			add("method %s → %s: new visitors are turned away with the room's message; the %d waiting go on", b.Method, a.Method, waiting)
-		default:
-			add("method %s → %s: tickets are admitted in order at %s", b.Method, a.Method, perTick(a.Batch))
-		}
-	}
-	if b.Presence != a.Presence || b.AwayAfterSeconds != a.AwayAfterSeconds || b.DropAfterSeconds != a.DropAfterSeconds {
-		if a.Presence {
-			add("presence on: a visitor unseen for %s is set aside (keeps the ticket), after %s loses the place", durWords(int64(a.AwayAfterSeconds)), durWords(int64(a.DropAfterSeconds)))
-		} else {
-			add("presence off: visitors keep their places however long they are away")
-		}
-	}
-	if b.InviteOnly != a.InviteOnly {
-		if a.InviteOnly {
-			add("invite-only: a new visitor needs an invite code; the %d waiting keep their places", waiting)
-		} else {
-			add("open to everyone: joins need no invite code")
-		}
-	}
-	if b.Message != a.Message {
-		if a.Message == "" {
-			add("the message is removed for everyone waiting (%d)", waiting)
-		} else {
-			add("everyone waiting (%d) sees at once: %q", waiting, a.Message)
+	for _, r := range effectRules {
+		if line := r.say(e); line != "" {
+			out = append(out, line)
 		}
 	}
 	if len(out) == 0 {
@@ -131,11 +28,200 @@ func (s *server) effects(room string, before, after queue.RoomConfig, st queue.R
 	return out
 }
 
-func ptr(p *string) string {
-	if p == nil {
+// effectEnv is what an effect is worked out from: the room's settings
+// before and after (with the instance defaults) and its counters now.
+type effectEnv struct {
+	b, a    roomView
+	st      queue.RoomStats
+	waiting int64
+	tick    time.Duration
+}
+
+func (e effectEnv) perTick(n int) string { return fmt.Sprintf("%d per %s", n, tickWords(e.tick)) }
+
+// last is the ETA of the last in line at tps, in words.
+func (e effectEnv) last(tps float64) string {
+	if e.waiting == 0 {
+		return "nobody is waiting now"
+	}
+	return "ETA for the last in line " + durWords(queue.ETAAt(e.waiting, tps))
+}
+
+// effectRule says in words what a change of the settings it names does
+// ("" for nothing to say).
+type effectRule struct {
+	fields []string
+	say    func(effectEnv) string
+}
+
+// silentSettings are the settings whose change has no effect to confirm
+// beside the change itself: the page's look.
+var silentSettings = []string{"brandTitle", "brandLogo", "brandAccent", "brandBackground", "brandFooter"}
+
+// effectRules are in the order the preview lists the effects; every
+// setting is named by one rule or by silentSettings.
+var effectRules = []effectRule{
+	{[]string{"strategy", "batch"}, strategyEffect},
+	{[]string{"maxActive"}, func(e effectEnv) string {
+		b, a := e.b.eff, e.a.eff
+		if b.MaxActive == a.MaxActive || a.Strategy != queue.StrategyMaxActive || b.Strategy != a.Strategy {
+			return ""
+		}
+		return fmt.Sprintf("at most %d → %d hold an entry token at once (%d do now)", b.MaxActive, a.MaxActive, e.st.ActiveTokens)
+	}},
+	{[]string{"paused"}, pausedEffect},
+	{[]string{"seats"}, seatsEffect},
+	{[]string{"opensAt"}, opensAtEffect},
+	{[]string{"tokenTtlSeconds"}, func(e effectEnv) string {
+		b, a := e.b.eff.TokenTTL, e.a.eff.TokenTTL
+		if b == a {
+			return ""
+		}
+		return fmt.Sprintf("new entry tokens last %s → %s idle (each use extends them)", durWords(int64(b.Seconds())), durWords(int64(a.Seconds())))
+	}},
+	{[]string{"tokenMaxSeconds"}, func(e effectEnv) string {
+		b, a := e.b.eff.TokenMax, e.a.eff.TokenMax
+		if b == a {
+			return ""
+		}
+		return fmt.Sprintf("new entry tokens last at most %s → %s", durWords(int64(b.Seconds())), durWords(int64(a.Seconds())))
+	}},
+	{[]string{"failMode"}, failModeEffect},
+	{[]string{"joinRate", "joinBurst"}, func(e effectEnv) string {
+		b, a := e.b.eff, e.a.eff
+		if b.JoinRate == a.JoinRate && b.JoinBurst == a.JoinBurst {
+			return ""
+		}
+		return fmt.Sprintf("each client address may create %s → %s new visitors per second, %d → %d at once", num(b.JoinRate), num(a.JoinRate), b.JoinBurst, a.JoinBurst)
+	}},
+	{[]string{"powBits"}, powEffect},
+	{[]string{"method"}, methodEffect},
+	{[]string{"presence", "awayAfterSeconds", "dropAfterSeconds"}, presenceEffect},
+	{[]string{"inviteOnly"}, inviteEffect},
+	{[]string{"message"}, messageEffect},
+}
+
+func strategyEffect(e effectEnv) string {
+	b, a := e.b.eff, e.a.eff
+	switch {
+	case b.Strategy != a.Strategy && a.Strategy == queue.StrategyMaxActive:
+		return fmt.Sprintf("%s → %s: at most %d hold an entry token at once (%d do now); a place frees when a token is used up or expires, up to %s",
+			b.Strategy, a.Strategy, a.MaxActive, e.st.ActiveTokens, e.perTick(a.Batch))
+	case b.Strategy != a.Strategy:
+		return fmt.Sprintf("%s → %s: %s whatever is active, about %s admitted/s; %s → %s",
+			b.Strategy, a.Strategy, e.perTick(a.Batch), num(e.a.tps), e.last(e.b.tps), durWordsOf(e.waiting, e.a.tps))
+	case b.Batch != a.Batch:
+		return fmt.Sprintf("%s → %s: about %s admitted/s; %s → %s", e.perTick(b.Batch), e.perTick(a.Batch), num(e.a.tps), e.last(e.b.tps), durWordsOf(e.waiting, e.a.tps))
+	}
+	return ""
+}
+
+func pausedEffect(e effectEnv) string {
+	switch {
+	case e.b.eff.Paused == e.a.eff.Paused:
+		return ""
+	case e.a.eff.Paused:
+		return fmt.Sprintf("admissions stop; the %d waiting keep their places and see the room paused", e.waiting)
+	}
+	return fmt.Sprintf("admissions resume at %s; %s", e.perTick(e.a.eff.Batch), e.last(e.a.tps))
+}
+
+func seatsEffect(e effectEnv) string {
+	b, a, held := e.b.eff.Seats, e.a.eff.Seats, e.st.SeatsHeld
+	switch {
+	case b == a:
+		return ""
+	case a == 0:
+		return fmt.Sprintf("seats %d → no limit: the room never sells out", b)
+	case int64(a) <= held:
+		return fmt.Sprintf("seats %s → %d with %d held: the room is sold out at once for the %d waiting", seatWords(b), a, held, e.waiting)
+	}
+	return fmt.Sprintf("seats %s → %d with %d held: sold out after %d more admissions", seatWords(b), a, held, int64(a)-held)
+}
+
+func opensAtEffect(e effectEnv) string {
+	t := e.a.eff.OpensAt
+	switch {
+	case e.b.eff.OpensAt.Equal(t):
+		return ""
+	case t.IsZero():
+		return "no opening time: joins enter the queue at once"
+	}
+	when := "in " + durWords(int64(time.Until(t).Seconds()))
+	if !t.After(time.Now()) {
+		when = "now (the time is past)"
+	}
+	return fmt.Sprintf("opens at %s, %s; joins before then wait in the pre-queue and are drawn at random at opening", t.UTC().Format(time.RFC3339), when)
+}
+
+func failModeEffect(e effectEnv) string {
+	b, a := e.b.eff.FailMode, e.a.eff.FailMode
+	switch {
+	case b == a:
+		return ""
+	case a == queue.FailOpen:
+		return fmt.Sprintf("fail mode %s → %s: while Redis is unreachable the protected endpoint admits through a local limiter at the room's rate", b, a)
+	}
+	return fmt.Sprintf("fail mode %s → %s: while Redis is unreachable the protected endpoint admits nobody", b, a)
+}
+
+func powEffect(e effectEnv) string {
+	b, a := e.b.eff.PowBits, e.a.eff.PowBits
+	switch {
+	case b == a:
+		return ""
+	case a == 0:
+		return fmt.Sprintf("proof of work %d → 0 bits: joins need no proof of work", b)
+	}
+	return fmt.Sprintf("proof of work %d → %d bits: each new visitor's join costs about %s hashes", b, a, num(math.Pow(2, float64(a))))
+}
+
+func methodEffect(e effectEnv) string {
+	b, a := e.b.eff.Method, e.a.eff.Method
+	if b == a {
 		return ""
 	}
-	return *p
+	switch a {
+	case queue.MethodPassthrough:
+		return fmt.Sprintf("method %s → %s: a join is admitted at once with a token; the %d waiting go at the next tick", b, a, e.waiting)
+	case queue.MethodRandom:
+		return fmt.Sprintf("method %s → %s: the %d waiting keep their tickets and are drawn at random, %s, among those present; each is shown the draw's size and chance per minute instead of a place", b, a, e.waiting, e.perTick(e.a.eff.Batch))
+	case queue.MethodReject:
+		return fmt.Sprintf("method %s → %s: new visitors are turned away with the room's message; the %d waiting go on", b, a, e.waiting)
+	}
+	return fmt.Sprintf("method %s → %s: tickets are admitted in order at %s", b, a, e.perTick(e.a.eff.Batch))
+}
+
+func presenceEffect(e effectEnv) string {
+	b, a := e.b.eff, e.a.eff
+	switch {
+	case b.NoPresence == a.NoPresence && b.AwayAfter == a.AwayAfter && b.DropAfter == a.DropAfter:
+		return ""
+	case a.NoPresence:
+		return "presence off: visitors keep their places however long they are away"
+	}
+	return fmt.Sprintf("presence on: a visitor unseen for %s is set aside (keeps the ticket), after %s loses the place", durWords(int64(a.AwayAfter.Seconds())), durWords(int64(a.DropAfter.Seconds())))
+}
+
+func inviteEffect(e effectEnv) string {
+	switch {
+	case e.b.eff.InviteOnly == e.a.eff.InviteOnly:
+		return ""
+	case e.a.eff.InviteOnly:
+		return fmt.Sprintf("invite-only: a new visitor needs an invite code; the %d waiting keep their places", e.waiting)
+	}
+	return "open to everyone: joins need no invite code"
+}
+
+func messageEffect(e effectEnv) string {
+	switch msg := e.a.eff.Message; {
+	case e.b.eff.Message == msg:
+		return ""
+	case msg == "":
+		return fmt.Sprintf("the message is removed for everyone waiting (%d)", e.waiting)
+	default:
+		return fmt.Sprintf("everyone waiting (%d) sees at once: %q", e.waiting, msg)
+	}
 }
 
 func seatWords(n int) string {

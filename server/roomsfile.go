@@ -255,7 +255,7 @@ type roomAppliedKey struct{}
 // not set and that differ from the defaults: those a value of the file
 // can clash with.
 func storedBeside(s *server, r roomsfile.Room, cfg queue.RoomConfig) string {
-	now, def := settingsMap(s.effective(r.Name, cfg)), settingsMap(s.effective(r.Name, queue.RoomConfig{}))
+	now, def := s.effective(r.Name, cfg).values(), s.effective(r.Name, queue.RoomConfig{}).values()
 	var out []string
 	for _, f := range roomsfile.Fields {
 		if !r.Sets(f) && !reflect.DeepEqual(now[f], def[f]) {
