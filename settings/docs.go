@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// FormField is a setting as the dashboard's settings form shows it.
+// FormField is a setting as the dashboard shows it.
 type FormField struct {
 	Name    string   `json:"name"`
 	Label   string   `json:"label"`
@@ -16,16 +16,15 @@ type FormField struct {
 	Hint    string   `json:"hint"`
 	// Steer: an operator may change it; the others need the admin role.
 	Steer bool `json:"steer"`
+	// Form: it is on the settings form (paused has buttons instead).
+	Form bool `json:"form"`
 }
 
-// Form lists the settings of the dashboard's form, in order.
+// Form describes every setting for the dashboard, in order.
 func Form() []FormField {
 	var out []FormField
 	for _, f := range Fields {
-		if f.NoForm {
-			continue
-		}
-		ff := FormField{Name: f.Name, Label: f.Label, Kind: string(f.Kind), Hint: f.Doc, Steer: f.Steer}
+		ff := FormField{Name: f.Name, Label: f.Label, Kind: string(f.Kind), Hint: f.Doc, Steer: f.Steer, Form: !f.NoForm}
 		switch f.Kind {
 		case Enum:
 			ff.Kind, ff.Options = "select", f.Options
