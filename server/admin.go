@@ -6,12 +6,12 @@ import (
 	"errors"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/waitroom/waitroom/admin"
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/settings"
@@ -27,81 +27,30 @@ func (s *server) adminAuth(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	c.Locals("adminLabel", k.label)
-	c.Locals("adminRole", k.role)
-	if err := needRole(c, routeRole(c.Method(), c.Path())); err != nil {
+	c.Locals("adminLabel", k.Label)
+	c.Locals("adminRole", k.Role)
+	if err := needRole(c, admin.RouteRole(c.Method(), c.Path())); err != nil {
 		return err
 	}
 	return c.Next()
 }
 
 // adminKeyOf is the admin key the request's bearer token is.
-func (s *server) adminKeyOf(c *fiber.Ctx) (adminKey, error) {
+func (s *server) adminKeyOf(c *fiber.Ctx) (admin.Key, error) {
 	key, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
 	if !ok {
-		return adminKey{}, errAdminKey
+		return admin.Key{}, errAdminKey
 	}
-	k, ok := s.opsNow().keys.match([]byte(strings.TrimSpace(key)))
+	k, ok := s.opsNow().keys.Match([]byte(strings.TrimSpace(key)))
 	if !ok {
-		return adminKey{}, errAdminKey
+		return admin.Key{}, errAdminKey
 	}
 	return k, nil
 }
 
-// adminRoutes is the least role that may call each admin route (method
-// and path under /api/v1/admin, as registered); a route not listed needs
-// admin. An operator's PUT of a room's settings may change only paused and
-// message (adminPutRoom).
-var adminRoutes = map[string]role{
-	"GET /whoami":                 roleReadOnly,
-	"GET /settings":               roleReadOnly,
-	"GET /audit":                  roleReadOnly,
-	"GET /rooms":                  roleReadOnly,
-	"GET /rooms/:room":            roleReadOnly,
-	"GET /rooms/:room/stats":      roleReadOnly,
-	"GET /rooms/:room/audit":      roleReadOnly,
-	"POST /rooms/:room/pause":     roleOperator,
-	"POST /rooms/:room/resume":    roleOperator,
-	"PUT /rooms/:room/message":    roleOperator,
-	"DELETE /rooms/:room/message": roleOperator,
-	"POST /rooms/:room/preview":   roleOperator,
-	"PUT /rooms/:room":            roleOperator,
-
-	"POST /rooms":                           roleAdmin,
-	"POST /rooms/:room/invites":             roleAdmin,
-	"POST /visitors":                        roleAdmin,
-	"DELETE /rooms/:room/sessions/:visitor": roleAdmin,
-}
-
-// routeRole is the least role for a request to path (under /api/v1/admin)
-// by method: the path is matched as the router matches it (any case, a
-// trailing slash ignored), with the room and visitor segments as
-// parameters. Anything it cannot place needs admin.
-func routeRole(method, path string) role {
-	rest, ok := strings.CutPrefix(strings.ToLower(path), "/api/v1/admin")
-	if !ok {
-		return roleAdmin
-	}
-	rest = strings.TrimSuffix(rest, "/")
-	segs := strings.Split(strings.TrimPrefix(rest, "/"), "/")
-	if len(segs) >= 2 && segs[0] == "rooms" {
-		segs[1] = ":room"
-	}
-	if len(segs) >= 4 && segs[2] == "sessions" {
-		segs[3] = ":visitor"
-	}
-	if method == fiber.MethodHead {
-		method = fiber.MethodGet
-	}
-	if r, ok := adminRoutes[method+" /"+strings.Join(segs, "/")]; ok {
-		return r
-	}
-	return roleAdmin
-}
-
 // needRole refuses a request whose key's role is below need: 403
 // forbidden, naming the role needed.
-func needRole(c *fiber.Ctx, need role) error {
+func needRole(c *fiber.Ctx, need admin.Role) error {
 	if have := adminRole(c); have < need {
 		return httperr.New(403, "forbidden", "this needs the "+need.String()+" role; the key "+adminLabel(c)+" has the "+have.String()+" role")
 	}
@@ -113,7 +62,7 @@ func (s *server) adminWhoami(c *fiber.Ctx) error {
 	r := adminRole(c)
 	return c.JSON(fiber.Map{
 		"label": adminLabel(c), "role": r.String(),
-		"may": fiber.Map{"read": true, "steer": r >= roleOperator, "configure": r >= roleAdmin},
+		"may": fiber.Map{"read": true, "steer": r >= admin.Operator, "configure": r >= admin.Admin},
 	})
 }
 
@@ -133,77 +82,17 @@ func (s *server) metricsGate(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// roomView is a room's settings on the wire: its name, each setting's
-// effective value (settings.Fields, in order), the tick and admission rate
-// they make, and which settings the rooms file sets.
-type roomView struct {
-	room string
-	eff  queue.RoomConfig // with the instance defaults filled in
-	tick time.Duration
-	tps  float64
-	// fromFile maps each setting the rooms file sets to why it is
-	// read-only here.
-	fromFile map[string]string
-}
-
-// MarshalJSON writes v as one object: room, the settings by name, tickMs,
-// tps and, when the rooms file sets any, fromFile.
-func (v roomView) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	put := func(k string, val any) error {
-		enc, err := json.Marshal(val)
-		if err != nil {
-			return err
-		}
-		if b.Len() == 0 {
-			b.WriteByte('{')
-		} else {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Quote(k) + ":")
-		b.Write(enc)
-		return nil
-	}
-	if err := put("room", v.room); err != nil {
-		return nil, err
-	}
-	for _, f := range settings.Fields {
-		if err := put(f.Name, f.Value(v.eff)); err != nil {
-			return nil, err
-		}
-	}
-	_ = put("tickMs", v.tick.Milliseconds())
-	if err := put("tps", v.tps); err != nil {
-		return nil, err
-	}
-	if len(v.fromFile) > 0 {
-		_ = put("fromFile", v.fromFile)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-// values maps each setting's name to its effective value, as the API
-// writes it.
-func (v roomView) values() map[string]any {
-	out := make(map[string]any, len(settings.Fields))
-	for _, f := range settings.Fields {
-		out[f.Name] = f.Value(v.eff)
-	}
-	return out
-}
-
 // effective fills the instance defaults into a room's stored settings.
-func (s *server) effective(room string, c queue.RoomConfig) roomView {
-	eff := c.Effective(settings.Defaults{
-		Batch: s.cfg.Capacity.BatchSize(), TokenTTL: s.cfg.TokenTTL, TokenMax: s.cfg.TokenMax,
-		FailMode: s.cfg.FailMode, JoinRate: s.cfg.JoinRate, JoinBurst: s.cfg.JoinBurst,
+func (s *server) effective(room string, c queue.RoomConfig) admin.View {
+	v := admin.Effective(room, c, admin.Defaults{
+		Defaults: settings.Defaults{
+			Batch: s.cfg.Capacity.BatchSize(), TokenTTL: s.cfg.TokenTTL, TokenMax: s.cfg.TokenMax,
+			FailMode: s.cfg.FailMode, JoinRate: s.cfg.JoinRate, JoinBurst: s.cfg.JoinBurst,
+		},
+		Tick: s.cfg.Capacity.Tick,
 	})
-	return roomView{
-		room: room, eff: eff, tick: s.cfg.Capacity.Tick,
-		tps:      float64(eff.Batch) / s.cfg.Capacity.Tick.Seconds(),
-		fromFile: s.fileLocks(room),
-	}
+	v.FromFile = s.fileLocks(room)
+	return v
 }
 
 // adminSettings describes the room settings for the dashboard's form, in
@@ -336,7 +225,7 @@ func (s *server) adminPutRoom(c *fiber.Ctx) error {
 		return err
 	}
 	if !p.SteerOnly() {
-		if err := needRole(c, roleAdmin); err != nil {
+		if err := needRole(c, admin.Admin); err != nil {
 			return err
 		}
 	}
@@ -410,8 +299,8 @@ func (s *server) adminPreview(c *fiber.Ctx) error {
 		return s.storeError(c, err)
 	}
 	return c.JSON(fiber.Map{
-		"room": r, "changes": s.changes(r, before, after),
-		"effects": s.effects(r, before, after, st),
+		"room": r, "changes": admin.Changes(s.effective(r, before), s.effective(r, after)),
+		"effects": admin.Effects(s.effective(r, before), s.effective(r, after), st),
 	})
 }
 
@@ -553,10 +442,10 @@ func (s *server) adminStats(c *fiber.Ctx) error {
 		"room": r, "waiting": st.Waiting, "preQueue": st.PreQueue, "priority": st.Priority,
 		"admittedTotal": st.AdmittedTotal, "admittedPerSecond": st.Rate,
 		"activeTokens": st.ActiveTokens, "seats": cfg.Seats, "seatsHeld": st.SeatsHeld,
-		"paused": cfg.Paused, "strategy": eff.eff.Strategy,
+		"paused": cfg.Paused, "strategy": eff.Settings.Strategy,
 		"connections": fiber.Map{"ws": ws, "sse": sse}, "instances": live,
 		"deliveryLagMs": fiber.Map{"p50": float64(p50.Microseconds()) / 1000, "p99": float64(p99.Microseconds()) / 1000, "count": lagN},
-		"batch":         eff.eff.Batch, "tickMs": eff.tick.Milliseconds(), "tps": eff.tps,
+		"batch":         eff.Settings.Batch, "tickMs": eff.Tick.Milliseconds(), "tps": eff.TPS,
 		"presence": fiber.Map{
 			"on": pres.On, "waitingPresent": pres.WaitingPresent, "away": pres.Away, "back": pres.Back,
 			"reclaimedPerMinute": pres.ReclaimedPerMinute, "skippedPerMinute": pres.SkippedPerMinute,
@@ -584,6 +473,6 @@ func (s *server) adminVisitor(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
-	s.auditEvent(ctx, "", adminLabel(c), auditEntry{Action: "mint-visitor", Visitor: in.ID})
+	s.auditEvent(ctx, "", adminLabel(c), admin.Entry{Action: "mint-visitor", Visitor: in.ID})
 	return c.JSON(fiber.Map{"id": in.ID, "visitor": s.signer.VisitorCredential(in.ID)})
 }

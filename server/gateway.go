@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/waitroom/waitroom/admin"
 	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
@@ -148,6 +149,6 @@ func (s *server) adminEndSession(c *fiber.Ctx) error {
 	if err := s.gw.EndSession(ctx, gateway.Session{Room: r, Visitor: id, NotBefore: nb, ExpiresAt: exp}); err != nil {
 		return s.storeError(c, err)
 	}
-	s.auditEvent(ctx, r, adminLabel(c), auditEntry{Action: "end-session", Visitor: id})
+	s.auditEvent(ctx, r, adminLabel(c), admin.Entry{Action: "end-session", Visitor: id})
 	return c.SendStatus(fiber.StatusNoContent)
 }

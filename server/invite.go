@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/waitroom/waitroom/admin"
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/queue"
@@ -138,7 +139,7 @@ func (s *server) adminInvites(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.redisCtx(c)
 	defer cancel()
-	s.auditEvent(ctx, r, adminLabel(c), auditEntry{Action: "mint-invites", Visitor: visitor, Invites: &inviteAudit{
+	s.auditEvent(ctx, r, adminLabel(c), admin.Entry{Action: "mint-invites", Visitor: visitor, Invites: &admin.Invites{
 		Count: count, Uses: uses, Priority: prio, ExpiresAt: expires.UTC().Format(time.RFC3339),
 	}})
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{

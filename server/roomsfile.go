@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/waitroom/waitroom/admin"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/roomsfile"
 )
@@ -22,7 +23,7 @@ import (
 // reload, never changed.
 type opsFiles struct {
 	rooms *roomsfile.File // nil without -rooms
-	keys  adminKeys
+	keys  admin.Keys
 }
 
 // loadOpsFiles reads the operator's files. The error is one line naming
@@ -40,13 +41,13 @@ func loadOpsFiles(cfg config) (*opsFiles, error) {
 }
 
 // loadAdminKeysFlags reads the keys of -admin-key and -admin-keys.
-func loadAdminKeysFlags(cfg config) (adminKeys, error) {
-	var keys adminKeys
+func loadAdminKeysFlags(cfg config) (admin.Keys, error) {
+	var keys admin.Keys
 	if cfg.AdminKey != "" {
-		keys = adminKeys{{label: "admin", key: []byte(cfg.AdminKey), role: roleAdmin}}
+		keys = admin.Keys{admin.NewKey("admin", []byte(cfg.AdminKey), admin.Admin)}
 	}
 	if cfg.AdminKeysFile != "" {
-		ks, err := loadAdminKeys(cfg.AdminKeysFile)
+		ks, err := admin.LoadKeys(cfg.AdminKeysFile)
 		if err != nil {
 			return nil, err
 		}
@@ -255,7 +256,7 @@ type roomAppliedKey struct{}
 // not set and that differ from the defaults: those a value of the file
 // can clash with.
 func storedBeside(s *server, r roomsfile.Room, cfg queue.RoomConfig) string {
-	now, def := s.effective(r.Name, cfg).values(), s.effective(r.Name, queue.RoomConfig{}).values()
+	now, def := s.effective(r.Name, cfg).Values(), s.effective(r.Name, queue.RoomConfig{}).Values()
 	var out []string
 	for _, f := range roomsfile.Fields {
 		if !r.Sets(f) && !reflect.DeepEqual(now[f], def[f]) {

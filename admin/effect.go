@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"fmt"
@@ -9,13 +9,13 @@ import (
 	"github.com/waitroom/waitroom/queue"
 )
 
-// effects says in words what changing a room's settings from before to
+// Effects says in words what changing a room's settings from before to
 // after will do, given its counters now: what the dashboard asks the
 // operator to confirm. The estimates use the ETA formula every visitor is
 // shown (queue.ETAAt) at the configured admission rate. Each rule of
 // effectRules speaks for the settings it names.
-func (s *server) effects(room string, before, after queue.RoomConfig, st queue.RoomStats) []string {
-	e := effectEnv{b: s.effective(room, before), a: s.effective(room, after), st: st, waiting: st.Waiting + st.PreQueue, tick: s.cfg.Capacity.Tick}
+func Effects(before, after View, st queue.RoomStats) []string {
+	e := effectEnv{b: before, a: after, st: st, waiting: st.Waiting + st.PreQueue, tick: after.Tick}
 	var out []string
 	for _, r := range effectRules {
 		if line := r.say(e); line != "" {
@@ -31,7 +31,7 @@ func (s *server) effects(room string, before, after queue.RoomConfig, st queue.R
 // effectEnv is what an effect is worked out from: the room's settings
 // before and after (with the instance defaults) and its counters now.
 type effectEnv struct {
-	b, a    roomView
+	b, a    View
 	st      queue.RoomStats
 	waiting int64
 	tick    time.Duration
@@ -63,7 +63,7 @@ var silentSettings = []string{"brandTitle", "brandLogo", "brandAccent", "brandBa
 var effectRules = []effectRule{
 	{[]string{"strategy", "batch"}, strategyEffect},
 	{[]string{"maxActive"}, func(e effectEnv) string {
-		b, a := e.b.eff, e.a.eff
+		b, a := e.b.Settings, e.a.Settings
 		if b.MaxActive == a.MaxActive || a.Strategy != queue.StrategyMaxActive || b.Strategy != a.Strategy {
 			return ""
 		}
@@ -73,14 +73,14 @@ var effectRules = []effectRule{
 	{[]string{"seats"}, seatsEffect},
 	{[]string{"opensAt"}, opensAtEffect},
 	{[]string{"tokenTtlSeconds"}, func(e effectEnv) string {
-		b, a := e.b.eff.TokenTTL, e.a.eff.TokenTTL
+		b, a := e.b.Settings.TokenTTL, e.a.Settings.TokenTTL
 		if b == a {
 			return ""
 		}
 		return fmt.Sprintf("new entry tokens last %s → %s idle (each use extends them)", durWords(int64(b.Seconds())), durWords(int64(a.Seconds())))
 	}},
 	{[]string{"tokenMaxSeconds"}, func(e effectEnv) string {
-		b, a := e.b.eff.TokenMax, e.a.eff.TokenMax
+		b, a := e.b.Settings.TokenMax, e.a.Settings.TokenMax
 		if b == a {
 			return ""
 		}
@@ -88,7 +88,7 @@ var effectRules = []effectRule{
 	}},
 	{[]string{"failMode"}, failModeEffect},
 	{[]string{"joinRate", "joinBurst"}, func(e effectEnv) string {
-		b, a := e.b.eff, e.a.eff
+		b, a := e.b.Settings, e.a.Settings
 		if b.JoinRate == a.JoinRate && b.JoinBurst == a.JoinBurst {
 			return ""
 		}
@@ -102,32 +102,32 @@ var effectRules = []effectRule{
 }
 
 func strategyEffect(e effectEnv) string {
-	b, a := e.b.eff, e.a.eff
+	b, a := e.b.Settings, e.a.Settings
 	switch {
 	case b.Strategy != a.Strategy && a.Strategy == queue.StrategyMaxActive:
 		return fmt.Sprintf("%s → %s: at most %d hold an entry token at once (%d do now); a place frees when a token is used up or expires, up to %s",
 			b.Strategy, a.Strategy, a.MaxActive, e.st.ActiveTokens, e.perTick(a.Batch))
 	case b.Strategy != a.Strategy:
 		return fmt.Sprintf("%s → %s: %s whatever is active, about %s admitted/s; %s → %s",
-			b.Strategy, a.Strategy, e.perTick(a.Batch), num(e.a.tps), e.last(e.b.tps), durWordsOf(e.waiting, e.a.tps))
+			b.Strategy, a.Strategy, e.perTick(a.Batch), num(e.a.TPS), e.last(e.b.TPS), durWordsOf(e.waiting, e.a.TPS))
 	case b.Batch != a.Batch:
-		return fmt.Sprintf("%s → %s: about %s admitted/s; %s → %s", e.perTick(b.Batch), e.perTick(a.Batch), num(e.a.tps), e.last(e.b.tps), durWordsOf(e.waiting, e.a.tps))
+		return fmt.Sprintf("%s → %s: about %s admitted/s; %s → %s", e.perTick(b.Batch), e.perTick(a.Batch), num(e.a.TPS), e.last(e.b.TPS), durWordsOf(e.waiting, e.a.TPS))
 	}
 	return ""
 }
 
 func pausedEffect(e effectEnv) string {
 	switch {
-	case e.b.eff.Paused == e.a.eff.Paused:
+	case e.b.Settings.Paused == e.a.Settings.Paused:
 		return ""
-	case e.a.eff.Paused:
+	case e.a.Settings.Paused:
 		return fmt.Sprintf("admissions stop; the %d waiting keep their places and see the room paused", e.waiting)
 	}
-	return fmt.Sprintf("admissions resume at %s; %s", e.perTick(e.a.eff.Batch), e.last(e.a.tps))
+	return fmt.Sprintf("admissions resume at %s; %s", e.perTick(e.a.Settings.Batch), e.last(e.a.TPS))
 }
 
 func seatsEffect(e effectEnv) string {
-	b, a, held := e.b.eff.Seats, e.a.eff.Seats, e.st.SeatsHeld
+	b, a, held := e.b.Settings.Seats, e.a.Settings.Seats, e.st.SeatsHeld
 	switch {
 	case b == a:
 		return ""
@@ -140,9 +140,9 @@ func seatsEffect(e effectEnv) string {
 }
 
 func opensAtEffect(e effectEnv) string {
-	t := e.a.eff.OpensAt
+	t := e.a.Settings.OpensAt
 	switch {
-	case e.b.eff.OpensAt.Equal(t):
+	case e.b.Settings.OpensAt.Equal(t):
 		return ""
 	case t.IsZero():
 		return "no opening time: joins enter the queue at once"
@@ -155,7 +155,7 @@ func opensAtEffect(e effectEnv) string {
 }
 
 func failModeEffect(e effectEnv) string {
-	b, a := e.b.eff.FailMode, e.a.eff.FailMode
+	b, a := e.b.Settings.FailMode, e.a.Settings.FailMode
 	switch {
 	case b == a:
 		return ""
@@ -166,7 +166,7 @@ func failModeEffect(e effectEnv) string {
 }
 
 func powEffect(e effectEnv) string {
-	b, a := e.b.eff.PowBits, e.a.eff.PowBits
+	b, a := e.b.Settings.PowBits, e.a.Settings.PowBits
 	switch {
 	case b == a:
 		return ""
@@ -177,7 +177,7 @@ func powEffect(e effectEnv) string {
 }
 
 func methodEffect(e effectEnv) string {
-	b, a := e.b.eff.Method, e.a.eff.Method
+	b, a := e.b.Settings.Method, e.a.Settings.Method
 	if b == a {
 		return ""
 	}
@@ -185,15 +185,15 @@ func methodEffect(e effectEnv) string {
 	case queue.MethodPassthrough:
 		return fmt.Sprintf("method %s → %s: a join is admitted at once with a token; the %d waiting go at the next tick", b, a, e.waiting)
 	case queue.MethodRandom:
-		return fmt.Sprintf("method %s → %s: the %d waiting keep their tickets and are drawn at random, %s, among those present; each is shown the draw's size and chance per minute instead of a place", b, a, e.waiting, e.perTick(e.a.eff.Batch))
+		return fmt.Sprintf("method %s → %s: the %d waiting keep their tickets and are drawn at random, %s, among those present; each is shown the draw's size and chance per minute instead of a place", b, a, e.waiting, e.perTick(e.a.Settings.Batch))
 	case queue.MethodReject:
 		return fmt.Sprintf("method %s → %s: new visitors are turned away with the room's message; the %d waiting go on", b, a, e.waiting)
 	}
-	return fmt.Sprintf("method %s → %s: tickets are admitted in order at %s", b, a, e.perTick(e.a.eff.Batch))
+	return fmt.Sprintf("method %s → %s: tickets are admitted in order at %s", b, a, e.perTick(e.a.Settings.Batch))
 }
 
 func presenceEffect(e effectEnv) string {
-	b, a := e.b.eff, e.a.eff
+	b, a := e.b.Settings, e.a.Settings
 	switch {
 	case b.NoPresence == a.NoPresence && b.AwayAfter == a.AwayAfter && b.DropAfter == a.DropAfter:
 		return ""
@@ -205,17 +205,17 @@ func presenceEffect(e effectEnv) string {
 
 func inviteEffect(e effectEnv) string {
 	switch {
-	case e.b.eff.InviteOnly == e.a.eff.InviteOnly:
+	case e.b.Settings.InviteOnly == e.a.Settings.InviteOnly:
 		return ""
-	case e.a.eff.InviteOnly:
+	case e.a.Settings.InviteOnly:
 		return fmt.Sprintf("invite-only: a new visitor needs an invite code; the %d waiting keep their places", e.waiting)
 	}
 	return "open to everyone: joins need no invite code"
 }
 
 func messageEffect(e effectEnv) string {
-	switch msg := e.a.eff.Message; {
-	case e.b.eff.Message == msg:
+	switch msg := e.a.Settings.Message; {
+	case e.b.Settings.Message == msg:
 		return ""
 	case msg == "":
 		return fmt.Sprintf("the message is removed for everyone waiting (%d)", e.waiting)
