@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/cors"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 
+	"github.com/waitroom/waitroom/admin"
 	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
@@ -48,6 +49,7 @@ type server struct {
 	gw      *gateway.Gateway
 	id      string // this instance, in the instances hash
 
+	admin    *admin.API
 	ops      atomic.Pointer[opsFiles] // the rooms file and admin keys in force
 	invites  *invite.Minter
 	tickets  *push.Tickets // connect tickets (ticket.go)
@@ -104,6 +106,7 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		return nil, err
 	}
 	s.q = q
+	s.admin = s.newAdmin()
 	s.rooms = newRoomCache(q, cfg.FailMode)
 	if err := s.startOps(ctx); err != nil {
 		rc.Close()
@@ -189,24 +192,7 @@ func (s *server) routes() *fiber.App {
 	rooms.Get("/enter", s.gw.Enter)
 	rooms.Delete("/session", s.gw.EndOwnSession)
 
-	adm := api.Group("/admin", s.adminAuth)
-	adm.Get("/whoami", s.adminWhoami)
-	adm.Get("/settings", s.adminSettings)
-	adm.Get("/audit", s.adminAuditAll)
-	adm.Get("/rooms", s.adminRooms)
-	adm.Get("/rooms/:room", s.adminGetRoom)
-	adm.Put("/rooms/:room", s.adminPutRoom)
-	adm.Post("/rooms/:room/pause", s.adminPause(true))
-	adm.Post("/rooms/:room/resume", s.adminPause(false))
-	adm.Get("/rooms/:room/stats", s.adminStats)
-	adm.Post("/visitors", s.adminVisitor)
-	adm.Delete("/rooms/:room/sessions/:visitor", s.adminEndSession)
-	adm.Post("/rooms", s.adminCreateRoom)
-	adm.Post("/rooms/:room/preview", s.adminPreview)
-	adm.Put("/rooms/:room/message", s.adminMessage(false))
-	adm.Delete("/rooms/:room/message", s.adminMessage(true))
-	adm.Get("/rooms/:room/audit", s.adminAudit)
-	adm.Post("/rooms/:room/invites", s.adminInvites)
+	s.admin.Mount(api)
 
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)

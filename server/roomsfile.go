@@ -101,20 +101,6 @@ func (s *server) opsNow() *opsFiles {
 	return &opsFiles{}
 }
 
-// fileLocks maps each setting of room that the rooms file sets to the
-// reason it cannot be changed live.
-func (s *server) fileLocks(room string) map[string]string {
-	fr, ok := s.fileRoom(room)
-	if !ok || len(fr.Lines) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(fr.Lines))
-	for f, line := range fr.Lines {
-		out[f] = fmt.Sprintf("set by the rooms file (%s, line %d): change it there and reload (SIGHUP)", s.opsNow().rooms.Path, line)
-	}
-	return out
-}
-
 // fileAuditLabel is who the audit trail names for changes the rooms file
 // made.
 const fileAuditLabel = "rooms-file"
@@ -241,7 +227,7 @@ func (s *server) applyRoomsFile(ctx context.Context, f *roomsfile.File) (roomsAp
 		// Recorded even when the deadline passes right after the write:
 		// the change is made.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		s.audit(actx, r.Name, fileAuditLabel, action, before, after)
+		s.admin.Audit(actx, r.Name, fileAuditLabel, action, before, after)
 		cancel()
 	}
 	return done, nil
