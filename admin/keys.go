@@ -1,8 +1,3 @@
-// Package admin is the admin API's model: the labelled keys and their
-// roles, the least role of each route, a room's settings as the API shows
-// them, the audit trail's entries and the effects a change of settings
-// has, in words. It depends on package settings for what a room's
-// settings are and on queue only for a room's counters.
 package admin
 
 import (
