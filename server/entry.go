@@ -10,12 +10,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/waitroom/waitroom/admin"
 	"github.com/waitroom/waitroom/entry"
 	"github.com/waitroom/waitroom/queue"
 )
@@ -160,6 +162,9 @@ func (s *server) jwks(c *fiber.Ctx) error {
 	return c.Send(s.tokens.jwks)
 }
 
+// serviceLabelRE is what a service key's label may be (as an admin key's).
+var serviceLabelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+
 // serviceKey is one key of -service-keys.
 type serviceKey struct {
 	label string
@@ -169,7 +174,7 @@ type serviceKey struct {
 // loadServiceKeys reads the -service-keys file, a YAML mapping of label to
 // key (at least 16 bytes, each key once). A key that is also an admin key
 // is refused: the kinds are kept apart.
-func loadServiceKeys(path string, admin adminKeys) ([]serviceKey, error) {
+func loadServiceKeys(path string, adminKeys admin.Keys) ([]serviceKey, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -184,9 +189,9 @@ func loadServiceKeys(path string, admin adminKeys) ([]serviceKey, error) {
 	var out []serviceKey
 	seen := map[string]string{}
 	for label, key := range m {
-		switch _, isAdmin := admin.match([]byte(key)); {
-		case !adminLabelRE.MatchString(label):
-			return nil, fmt.Errorf("-service-keys %s: label %q must match %s", path, label, adminLabelRE)
+		switch _, isAdmin := adminKeys.Match([]byte(key)); {
+		case !serviceLabelRE.MatchString(label):
+			return nil, fmt.Errorf("-service-keys %s: label %q must match %s", path, label, serviceLabelRE)
 		case len(key) < 16:
 			return nil, fmt.Errorf("-service-keys %s: the key of %q must be at least 16 bytes", path, label)
 		case seen[key] != "":

@@ -128,13 +128,14 @@ func TestOpenAPIResponses(t *testing.T) {
 	adm("POST", "/rooms/walk/invites", `{"count":2}`)
 	adm("POST", "/visitors", `{"id":"user-42"}`)
 	adm("GET", "/audit", "")
+	adm("GET", "/settings", "")
 	adm("DELETE", "/rooms/walk/sessions/nobody", "")
 	v.do("GET", "/api/v1/rooms/walk/status", "")
 	v.do("POST", "/api/v1/rooms/BAD/join", "")
 	v.do("POST", "/api/v1/rooms/walk/join", "[1]")
 	for _, want := range []string{"join 200", "status 200", "consumeToken 200", "consumeToken 409", "consumeToken 401", "consumeToken 400",
 		"verifyToken 200", "order 401", "jwks 200", "leave 204", "adminRooms 200", "adminRooms 401", "ticket 200",
-		"adminCreateRoom 201", "adminCreateRoom 409", "adminPutRoom 200", "adminPutRoom 400", "adminInvites 201", "join 400"} {
+		"adminCreateRoom 201", "adminCreateRoom 409", "adminPutRoom 200", "adminPutRoom 400", "adminInvites 201", "join 400", "adminSettings 200"} {
 		if !ct.seen[want] {
 			t.Errorf("the walk did not see %s", want)
 		}
