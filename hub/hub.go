@@ -223,29 +223,15 @@ func (h *Hub) goTracked(f func(), inline bool) bool {
 // from the Source. The returned Conn must be closed when the connection
 // ends. ctx bounds the Redis round trips only.
 func (h *Hub) Attach(ctx context.Context, room, visitor string, t Transport) (*Conn, error) {
-	return h.AttachHeld(ctx, room, visitor, t, Held{})
+	return h.AttachTicket(ctx, room, visitor, t, wire.Ticket{})
 }
 
-// Held is what a connection's credential says about its visitor's place
-// (the ticket's sequence and issue time, Unix ms), which the hub keeps
-// with the visitor for as long as it has a connection here, so the Source
-// can give the place back to a visitor a Redis that lost its data no
-// longer knows (see Hub.Held). The zero value holds nothing. The hub only
-// keeps it, and keeps the newest of its connections' (the latest issued,
-// or the highest Seq of one band).
-type Held struct {
-	Seq      int64
-	IssuedAt int64
-	Priority bool // a ticket of the priority band, whose Seq counts apart
-}
-
-// newer reports whether h is a newer ticket than o.
-func (h Held) newer(o Held) bool {
-	return h.IssuedAt > o.IssuedAt || (h.Priority == o.Priority && h.Seq > o.Seq)
-}
-
-// AttachHeld is Attach for a connection whose credential carries held.
-func (h *Hub) AttachHeld(ctx context.Context, room, visitor string, t Transport, held Held) (*Conn, error) {
+// AttachTicket is Attach for a connection whose credential carries ticket.
+// The hub keeps the newest ticket of a visitor's connections (see
+// wire.Ticket.Newer) for as long as it has one here, and hands it to the
+// Source with every read of the visitor's state (see Source.States); a
+// ticket of another room is ignored.
+func (h *Hub) AttachTicket(ctx context.Context, room, visitor string, t Transport, ticket wire.Ticket) (*Conn, error) {
 	if h.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -254,7 +240,7 @@ func (h *Hub) AttachHeld(ctx context.Context, room, visitor string, t Transport,
 		return nil, ErrTooManyConns
 	}
 	c := &Conn{h: h, t: t}
-	r, seq, err := h.add(room, visitor, c, held)
+	r, seq, claim, err := h.add(room, visitor, c, ticket)
 	if err != nil {
 		h.connGone()
 		return nil, err
@@ -271,7 +257,11 @@ func (h *Hub) AttachHeld(ctx context.Context, room, visitor string, t Transport,
 		// pub/sub is back, and the hub then reconciles.
 		h.log.Warn("hub: subscribe", "room", room, "err", err)
 	}
-	states, err := h.src.States(ctx, room, []string{visitor})
+	var claims []wire.Claim
+	if !claim.IsZero() {
+		claims = []wire.Claim{claim}
+	}
+	states, err := h.src.States(ctx, room, []string{visitor}, claims)
 	if err == nil && len(states) != 1 {
 		err = fmt.Errorf("got %d states for 1 visitor", len(states))
 	}
@@ -294,8 +284,9 @@ func (h *Hub) AttachHeld(ctx context.Context, room, visitor string, t Transport,
 }
 
 // add puts c into the room index, creating room and visitor as needed. It
-// returns the room and its event sequence at the time of adding.
-func (h *Hub) add(name, visitorID string, c *Conn, held Held) (*room, uint64, error) {
+// returns the room, its event sequence at the time of adding and what the
+// visitor's connections claim then.
+func (h *Hub) add(name, visitorID string, c *Conn, ticket wire.Ticket) (*room, uint64, wire.Claim, error) {
 	for {
 		h.mu.RLock()
 		r := h.rooms[name]
@@ -315,43 +306,26 @@ func (h *Hub) add(name, visitorID string, c *Conn, held Held) (*room, uint64, er
 		}
 		if !h.perVisitor.take(visitorID, h.opts.MaxPerVisitor) {
 			r.mu.Unlock()
-			return nil, 0, ErrTooManyForVisitor
+			return nil, 0, wire.Claim{}, ErrTooManyForVisitor
 		}
 		v := r.visitors[visitorID]
 		if v == nil {
 			v = &visitor{id: visitorID}
 			r.visitors[visitorID] = v
 		}
-		if held.newer(v.held) {
-			v.held = held // a rejoin after admission took a newer ticket
+		if ticket.Room == name && ticket.Newer(v.ticket) {
+			// A rejoin after admission took a newer ticket. The room's
+			// own name is kept: the ticket's may hold on to a cookie.
+			ticket.Room = r.name
+			v.ticket = ticket
 		}
 		v.conns = append(v.conns, c)
 		r.nconns++
 		c.r, c.v = r, v
-		seq := r.seq
+		seq, claim := r.seq, v.claim()
 		r.mu.Unlock()
-		return r, seq, nil
+		return r, seq, claim, nil
 	}
-}
-
-// Held returns what the connections of visitor in room hold (see Held)
-// and the last state the hub knows for it (the admitted state, token and
-// all, once admitted); ok is false when the visitor has no connection
-// here. The Source may call it from States.
-func (h *Hub) Held(room, visitor string) (held Held, last wire.State, ok bool) {
-	h.mu.RLock()
-	r := h.rooms[room]
-	h.mu.RUnlock()
-	if r == nil {
-		return Held{}, wire.State{}, false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	v := r.visitors[visitor]
-	if v == nil {
-		return Held{}, wire.State{}, false
-	}
-	return v.held, v.st, true
 }
 
 // removeLocked takes c out of the index; it reports whether c was still in

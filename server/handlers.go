@@ -121,7 +121,7 @@ func (s *server) join(c *fiber.Ctx) error {
 	}
 	if !t.IsZero() {
 		// The credential carries the ticket, signed: a Redis that loses
-		// the queue gets this place back from it (see retake). A refresh
+		// the queue gets this place back from it (see queue.Reclaim). A refresh
 		// that keeps the place keeps the credential.
 		if _, held, err := s.signer.ParseCredential(cred); err != nil || held.Room != t.Room || held.Seq != t.Seq || held.Priority != t.Priority {
 			cred = s.signer.TicketCredential(id, t)
@@ -165,19 +165,15 @@ func (s *server) status(c *fiber.Ctx) error {
 		return s.storeError(c, err)
 	}
 	if st.Status == wire.StatusNotInQueue {
-		// A page that holds its token (cookie or bearer) keeps hearing
-		// admitted if Redis lost the token's record.
+		// Redis may have lost this visitor: a page that holds its token
+		// (cookie or bearer) keeps hearing admitted, and its signed ticket
+		// takes its place back.
+		claim := wire.Claim{Ticket: t}
 		if tok, err := s.signer.ParseToken(bearer(c)); err == nil && tok.Room == r && tok.Visitor == id {
-			if again, ok := s.readmit(ctx, tok); ok {
-				st = again
-			}
+			claim.NotBefore, claim.ExpiresAt = tok.NotBefore, tok.ExpiresAt
 		}
-	}
-	if st.Status == wire.StatusNotInQueue && t.Room == r {
-		// Redis may have lost this visitor's place: its signed ticket
-		// takes it back.
 		states := []wire.State{st}
-		if err := s.retake(ctx, r, []string{id}, []queue.Ticket{t}, states); err != nil {
+		if err := s.q.Reclaim(ctx, r, []string{id}, []wire.Claim{claim}, states); err != nil {
 			return s.storeError(c, err)
 		}
 		st = states[0]

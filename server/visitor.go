@@ -11,6 +11,7 @@ import (
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/wire"
 )
 
 const (
@@ -51,14 +52,14 @@ func (s *server) visitor(c *fiber.Ctx) (string, error) {
 
 // visitorTicket returns the request's verified visitor id and the ticket
 // its credential carries (zero when none).
-func (s *server) visitorTicket(c *fiber.Ctx) (string, queue.Ticket, error) {
+func (s *server) visitorTicket(c *fiber.Ctx) (string, wire.Ticket, error) {
 	cred := credential(c)
 	if cred == "" {
-		return "", queue.Ticket{}, errMissingVisitor
+		return "", wire.Ticket{}, errMissingVisitor
 	}
 	id, t, err := s.signer.ParseCredential(cred)
 	if err != nil {
-		return "", queue.Ticket{}, errInvalidVisitor
+		return "", wire.Ticket{}, errInvalidVisitor
 	}
 	return id, t, nil
 }
