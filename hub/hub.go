@@ -313,16 +313,13 @@ func (h *Hub) add(name, visitorID string, c *Conn, ticket wire.Ticket) (*room, u
 			v = &visitor{id: visitorID}
 			r.visitors[visitorID] = v
 		}
-		if ticket.Room == name && ticket.Newer(v.ticket) {
-			// A rejoin after admission took a newer ticket. The room's
-			// own name is kept: the ticket's may hold on to a cookie.
-			ticket.Room = r.name
-			v.ticket = ticket
+		if ticket.Room == name && ticket.Newer(v.ticket.in(name)) {
+			v.ticket = keepTicket(ticket) // a rejoin after admission took a newer ticket
 		}
 		v.conns = append(v.conns, c)
 		r.nconns++
 		c.r, c.v = r, v
-		seq, claim := r.seq, v.claim()
+		seq, claim := r.seq, v.claim(r.name)
 		r.mu.Unlock()
 		return r, seq, claim, nil
 	}

@@ -189,7 +189,7 @@ func claimsOf(r *room, ids []string) []wire.Claim {
 		if v == nil {
 			continue
 		}
-		if c := v.claim(); !c.IsZero() {
+		if c := v.claim(r.name); !c.IsZero() {
 			if claims == nil {
 				claims = make([]wire.Claim, len(ids))
 			}
