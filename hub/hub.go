@@ -50,6 +50,13 @@ type Options struct {
 	// Presence, when set, is told which visitors hold a push connection
 	// (see Presence).
 	Presence Presence
+	// Ping, when set, checks that the queue's store answers. Run calls it
+	// every PingEvery: two failures in a row put the hub in the
+	// degraded state (see SetDegraded), the next success takes it out.
+	Ping func(ctx context.Context) error
+	// PingEvery is how often Ping is called, and how long one call may
+	// take. Default 1s; tests shorten it.
+	PingEvery time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -74,6 +81,7 @@ func (o *Options) withDefaults() Options {
 	defd(&v.WriteTimeout, 5*time.Second)
 	defd(&v.PositionEvery, 500*time.Millisecond)
 	defd(&v.ReconcileEvery, 10*time.Second)
+	defd(&v.PingEvery, time.Second)
 	return v
 }
 
@@ -144,8 +152,8 @@ func New(b Broker, src Source, log *slog.Logger, opts *Options) *Hub {
 	return h
 }
 
-// Run runs the broker, the reconcile loop, the position flush and the
-// notBefore scheduler until ctx ends. Then it closes every connection (Attach
+// Run runs the broker, the reconcile loop, the position flush, the
+// notBefore scheduler and the store's watch (Options.Ping) until ctx ends. Then it closes every connection (Attach
 // returns ErrClosed from then on), waits for all of its goroutines and
 // returns nil. Run may be called once.
 func (h *Hub) Run(ctx context.Context) error {
@@ -166,6 +174,9 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	if h.opts.Presence != nil {
 		loopFns = append(loopFns, h.presenceLoop)
+	}
+	if h.opts.Ping != nil {
+		loopFns = append(loopFns, h.watchStore)
 	}
 	for _, f := range loopFns {
 		wg.Go(func() { f(loops) })

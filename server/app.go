@@ -113,6 +113,8 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	s.hub = hub.New(rc.roomBroker(log), q, log, &hub.Options{
 		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.observeDelivery,
 		Presence: q,
+		// Push clients are told when Redis stops answering.
+		Ping: rc.ping,
 	})
 	s.metrics.watch(s.db, s.polls, s.hub, s.rooms, cfg.MaxConns)
 	po := cfg.pushOpts
@@ -247,7 +249,6 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	start("polls", func(ctx context.Context) error { return s.polls.Run(ctx, 2*time.Second) })
 	start("housekeeping", func(ctx context.Context) error { return s.housekeeping(ctx, 2*time.Second) })
 	start("gateway", s.gw.Run)
-	start("redis watch", s.watchRedis)
 	hup := notifyHangup()
 	start("reload", func(ctx context.Context) error { return s.reloadOnHangup(ctx, hup) })
 	if !s.cfg.noTick {

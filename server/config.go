@@ -75,9 +75,6 @@ type config struct {
 	// pushOpts are test options of the push transports (SSEHeartbeat);
 	// the flags fill in the rest. Not flags.
 	pushOpts push.Options
-	// redisWatch replaces how often Redis is checked for the degraded
-	// state in tests. Not a flag.
-	redisWatch time.Duration
 	// noTick turns the admission loop off so tests can drive admission
 	// explicitly. Not a flag.
 	noTick bool
