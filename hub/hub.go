@@ -153,9 +153,9 @@ func New(b Broker, src Source, log *slog.Logger, opts *Options) *Hub {
 }
 
 // Run runs the broker, the reconcile loop, the position flush, the
-// notBefore scheduler and the store's watch (Options.Ping) until ctx ends. Then it closes every connection (Attach
-// returns ErrClosed from then on), waits for all of its goroutines and
-// returns nil. Run may be called once.
+// notBefore scheduler and the store's watch (Options.Ping) until ctx ends.
+// Then it closes every connection (Attach returns ErrClosed from then on),
+// waits for all of its goroutines and returns nil. Run may be called once.
 func (h *Hub) Run(ctx context.Context) error {
 	if !h.running.CompareAndSwap(false, true) {
 		return errors.New("hub: already running")
