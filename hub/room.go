@@ -144,128 +144,173 @@ func (h *Hub) pushLocked(r *room, v *visitor, now time.Time) []*Conn {
 	case st.Status == "":
 		return nil
 	case st.Status == wire.StatusAdmitted:
-		nb := st.NotBefore
-		if now.Before(nb) {
-			if v.timerAt != nb.UnixNano() {
-				v.timerAt = nb.UnixNano()
-				h.sched.add(timerEntry{at: nb, r: r, v: v, nb: nb.UnixNano()})
-			}
-			return nil
-		}
-		var data []byte
-		for _, c := range v.conns {
-			if c.sentStatus == wire.StatusAdmitted && c.sentNB == nb.UnixNano() {
-				continue
-			}
-			if data == nil {
-				data = st.AppendJSON(nil)
-			}
-			c.sentStatus, c.sentNB = wire.StatusAdmitted, nb.UnixNano()
-			send(c, outMsg{event: "state", data: data, notBefore: nb})
-		}
+		h.pushAdmittedLocked(r, v, now, send)
 	case st.PreQueue():
-		opens := st.OpensAt.UnixNano()
-		var data []byte
-		for _, c := range v.conns {
-			if c.sentStatus == sentPreQueue && c.sentOpens == opens && c.sentPaused == st.Paused {
-				continue
-			}
-			if data == nil {
-				data = st.AppendJSON(nil)
-			}
-			c.sentStatus, c.sentOpens, c.sentPaused = sentPreQueue, opens, st.Paused
-			send(c, outMsg{event: "state", data: data})
-		}
+		pushPreQueueLocked(v, send)
 	case st.Status == wire.StatusWaiting && st.InDraw > 0:
 		h.pushDrawLocked(r, v, now, send)
 	case st.Status == wire.StatusWaiting:
-		pos := v.position(r.head)
-		due := !now.Before(v.due)
-		if due && v.every > 0 && now.Sub(v.due) > v.every {
-			// The queue stood still for a while (a pause, a quiet room):
-			// when it moves again every visitor would be due at once.
-			// Spread their first updates over one interval instead.
-			v.due = now.Add(rand.N(v.every))
-			due = false
-		}
-		var (
-			data     []byte
-			lastPos  int64
-			rate     float64
-			nextPoll time.Duration
-			sent     bool
-			atOnce   bool
-			pending  bool
-			moving   bool // a page moves on by itself: look at it again
-		)
-		for _, c := range v.conns {
-			p := pos
-			if c.sentStatus == wire.StatusWaiting {
-				p = min(p, c.sentPos)
-				if st.Paused == c.sentPaused {
-					shown := c.shown(now)
-					if !drifted(shown, p, c.sentRate) {
-						moving = moving || (c.sentRate > 0 && shown > 1)
-						continue // what its page shows is close enough
-					}
-					if !due {
-						pending = true // only the position moved: it waits its turn
-						continue
-					}
-				}
-			}
-			atOnce = atOnce || c.sentStatus != wire.StatusWaiting || st.Paused != c.sentPaused
-			if data == nil || p != lastPos {
-				var eta int64
-				eta, rate, nextPoll = h.src.Estimate(r.name, p)
-				data = make([]byte, 0, len(r.waitingPrefix)+100)
-				data = wire.AppendWaiting(append(data, r.waitingPrefix...), p, eta, rate, nextPoll, st.Paused)
-				lastPos = p
-			}
-			c.sentStatus, c.sentPos, c.sentPaused = wire.StatusWaiting, p, st.Paused
-			c.sentAt, c.sentRate = now.UnixNano(), rate
-			if st.Paused {
-				c.sentRate = 0 // a paused page stands still
-			}
-			moving = moving || c.sentRate > 0
-			send(c, outMsg{event: "state", data: data})
-			sent = true
-		}
-		switch {
-		case sent:
-			next := nextPoll
-			if atOnce {
-				// A message that went to everyone at once (connect,
-				// resume) would line up every visitor's next update:
-				// spread those over one more interval.
-				next += rand.N(nextPoll + 1)
-			}
-			v.due, v.every = now.Add(next), nextPoll
-		case due && moving:
-			v.due = now.Add(max(v.every, h.step()))
-		}
-		if pending || moving {
-			h.file(r, v, v.due)
-		} else {
-			r.rest(v)
-		}
+		h.pushWaitingLocked(r, v, now, send)
 	default:
-		var data []byte
-		for _, c := range v.conns {
-			if c.sentStatus == st.Status {
-				continue
-			}
-			if data == nil {
-				data = st.AppendJSON(nil)
-			}
-			c.sentStatus = st.Status
-			send(c, outMsg{event: "state", data: data})
-		}
+		pushStatusLocked(v, send)
 	}
 	for _, c := range slow {
 		h.removeLocked(c)
 	}
 	return slow
+}
+
+// pushAdmittedLocked is pushLocked for an admitted visitor: the state goes
+// once to each connection when notBefore has come; before, a timer is
+// scheduled for it (once per notBefore). Needs r.mu.
+func (h *Hub) pushAdmittedLocked(r *room, v *visitor, now time.Time, send func(*Conn, outMsg)) {
+	st := &v.st
+	nb := st.NotBefore
+	if now.Before(nb) {
+		if v.timerAt != nb.UnixNano() {
+			v.timerAt = nb.UnixNano()
+			h.sched.add(timerEntry{at: nb, r: r, v: v, nb: nb.UnixNano()})
+		}
+		return
+	}
+	var data []byte
+	for _, c := range v.conns {
+		if c.sentStatus == wire.StatusAdmitted && c.sentNB == nb.UnixNano() {
+			continue
+		}
+		if data == nil {
+			data = st.AppendJSON(nil)
+		}
+		c.sentStatus, c.sentNB = wire.StatusAdmitted, nb.UnixNano()
+		send(c, outMsg{event: "state", data: data, notBefore: nb})
+	}
+}
+
+// pushPreQueueLocked is pushLocked for a visitor in the pre-queue: the
+// state goes to each connection not yet told this opening and pause.
+// Needs r.mu.
+func pushPreQueueLocked(v *visitor, send func(*Conn, outMsg)) {
+	st := &v.st
+	opens := st.OpensAt.UnixNano()
+	var data []byte
+	for _, c := range v.conns {
+		if c.sentStatus == sentPreQueue && c.sentOpens == opens && c.sentPaused == st.Paused {
+			continue
+		}
+		if data == nil {
+			data = st.AppendJSON(nil)
+		}
+		c.sentStatus, c.sentOpens, c.sentPaused = sentPreQueue, opens, st.Paused
+		send(c, outMsg{event: "state", data: data})
+	}
+}
+
+// pushStatusLocked is pushLocked for any other status: the state goes to
+// each connection not yet told that status. Needs r.mu.
+func pushStatusLocked(v *visitor, send func(*Conn, outMsg)) {
+	st := &v.st
+	var data []byte
+	for _, c := range v.conns {
+		if c.sentStatus == st.Status {
+			continue
+		}
+		if data == nil {
+			data = st.AppendJSON(nil)
+		}
+		c.sentStatus = st.Status
+		send(c, outMsg{event: "state", data: data})
+	}
+}
+
+// waitingPass is what one pass of pushWaitingLocked over a visitor's
+// connections did.
+type waitingPass struct {
+	nextPoll time.Duration // of the last message built
+	sent     bool          // a message went out
+	atOnce   bool          // one went to a connection told a new status or pause
+	pending  bool          // a position moved but was not due yet
+	moving   bool          // a page moves on by itself: look at it again
+}
+
+// pushWaitingLocked is pushLocked for a visitor waiting in line: a new
+// status or pause goes out at once, a position that drifted from what the
+// page shows only when v is due, and never higher than one sent before.
+// Needs r.mu.
+func (h *Hub) pushWaitingLocked(r *room, v *visitor, now time.Time, send func(*Conn, outMsg)) {
+	st := &v.st
+	pos := v.position(r.head)
+	due := !now.Before(v.due)
+	if due && v.every > 0 && now.Sub(v.due) > v.every {
+		// The queue stood still for a while (a pause, a quiet room):
+		// when it moves again every visitor would be due at once.
+		// Spread their first updates over one interval instead.
+		v.due = now.Add(rand.N(v.every))
+		due = false
+	}
+	var (
+		pass    waitingPass
+		data    []byte
+		lastPos int64
+		rate    float64
+	)
+	for _, c := range v.conns {
+		p := pos
+		if c.sentStatus == wire.StatusWaiting {
+			p = min(p, c.sentPos)
+			if st.Paused == c.sentPaused {
+				shown := c.shown(now)
+				if !drifted(shown, p, c.sentRate) {
+					pass.moving = pass.moving || (c.sentRate > 0 && shown > 1)
+					continue // what its page shows is close enough
+				}
+				if !due {
+					pass.pending = true // only the position moved: it waits its turn
+					continue
+				}
+			}
+		}
+		pass.atOnce = pass.atOnce || c.sentStatus != wire.StatusWaiting || st.Paused != c.sentPaused
+		if data == nil || p != lastPos {
+			var eta int64
+			eta, rate, pass.nextPoll = h.src.Estimate(r.name, p)
+			data = make([]byte, 0, len(r.waitingPrefix)+100)
+			data = wire.AppendWaiting(append(data, r.waitingPrefix...), p, eta, rate, pass.nextPoll, st.Paused)
+			lastPos = p
+		}
+		c.sentStatus, c.sentPos, c.sentPaused = wire.StatusWaiting, p, st.Paused
+		c.sentAt, c.sentRate = now.UnixNano(), rate
+		if st.Paused {
+			c.sentRate = 0 // a paused page stands still
+		}
+		pass.moving = pass.moving || c.sentRate > 0
+		send(c, outMsg{event: "state", data: data})
+		pass.sent = true
+	}
+	h.refileWaitingLocked(r, v, now, due, pass)
+}
+
+// refileWaitingLocked sets when v, waiting, is due next after pass and
+// files it for then, or lets it rest when nothing about it can change by
+// itself. Needs r.mu.
+func (h *Hub) refileWaitingLocked(r *room, v *visitor, now time.Time, due bool, pass waitingPass) {
+	switch {
+	case pass.sent:
+		next := pass.nextPoll
+		if pass.atOnce {
+			// A message that went to everyone at once (connect,
+			// resume) would line up every visitor's next update:
+			// spread those over one more interval.
+			next += rand.N(pass.nextPoll + 1)
+		}
+		v.due, v.every = now.Add(next), pass.nextPoll
+	case due && pass.moving:
+		v.due = now.Add(max(v.every, h.step()))
+	}
+	if pass.pending || pass.moving {
+		h.file(r, v, v.due)
+	} else {
+		r.rest(v)
+	}
 }
 
 // flushLoop sends due positions and heartbeats: it serves the steps up to

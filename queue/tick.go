@@ -188,6 +188,16 @@ func (q *Queue) tickOnce(ctx context.Context) { q.tick(ctx, -1) }
 // room called is not paused, or its call failed or still runs, or Redis
 // could not be asked.
 func (q *Queue) tick(ctx context.Context, wait time.Duration) (busy bool) {
+	rooms, busy := q.roomsOfTick(ctx)
+	return q.callRooms(ctx, rooms, wait) || busy
+}
+
+// roomsOfTick is the rooms one tick calls: the configured rooms with
+// waiting visitors (all of them when Redis could not be asked), a sample
+// of the other rooms with waiting visitors and, every sweepEvery, a
+// sample of the rooms holding only tokens. busy is whether Redis could
+// not be asked.
+func (q *Queue) roomsOfTick(ctx context.Context) (rooms []string, busy bool) {
 	tick := q.opts.Capacity.Tick
 	configured := q.configured.get(ctx, q)
 	sctx, cancel := context.WithTimeout(ctx, tick)
@@ -218,19 +228,35 @@ func (q *Queue) tick(ctx context.Context, wait time.Duration) (busy bool) {
 		}
 	}
 	if time.Since(q.sweptAt) >= sweepEvery {
-		q.sweptAt = time.Now()
-		sctx, cancel := context.WithTimeout(ctx, tick)
-		v, err := q.r.Do(sctx, "SRANDMEMBER", tokensKey, strconv.Itoa(tickSample))
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			q.log.Warn("tick: rooms with tokens", "err", err)
-		}
-		for _, room := range validRooms(v) {
-			if !slices.Contains(rooms, room) {
-				rooms = append(rooms, room)
-			}
+		rooms = q.addTokenRooms(ctx, rooms)
+	}
+	return rooms, busy
+}
+
+// addTokenRooms appends to rooms a random sample of tokensKey's rooms
+// (nobody waiting, tokens held), whose admit call prunes their expired
+// tokens.
+func (q *Queue) addTokenRooms(ctx context.Context, rooms []string) []string {
+	q.sweptAt = time.Now()
+	sctx, cancel := context.WithTimeout(ctx, q.opts.Capacity.Tick)
+	v, err := q.r.Do(sctx, "SRANDMEMBER", tokensKey, strconv.Itoa(tickSample))
+	cancel()
+	if err != nil && ctx.Err() == nil {
+		q.log.Warn("tick: rooms with tokens", "err", err)
+	}
+	for _, room := range validRooms(v) {
+		if !slices.Contains(rooms, room) {
+			rooms = append(rooms, room)
 		}
 	}
+	return rooms
+}
+
+// callRooms admits each of rooms once, at most tickWorkers at a time,
+// skipping a room whose call of an earlier tick still runs and (with
+// wait >= 0) a paused room not due yet. It waits as tick says and reports
+// whether any room needs the next tick.
+func (q *Queue) callRooms(ctx context.Context, rooms []string, wait time.Duration) (busy bool) {
 	sem := make(chan struct{}, tickWorkers)
 	var wg sync.WaitGroup
 	var need atomic.Bool // a room called is not paused, or its call failed

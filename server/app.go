@@ -22,9 +22,9 @@ import (
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/invite"
-	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/visit"
 )
 
 const bodyLimit = 64 << 10
@@ -32,14 +32,14 @@ const bodyLimit = 64 << 10
 // server is one waitroom instance: the fiber app and what it is wired to.
 type server struct {
 	cfg     config
+	opts    serverOptions
 	log     *slog.Logger
 	redis   *redisConn
 	q       *queue.Queue
 	signer  *queue.Signer
 	hub     *hub.Hub
-	polls   *pollCache
-	uses    *tokenUses
 	push    *push.Server // WebSocket and SSE
+	visit   *visit.API   // the visitor API and the waiting page
 	db      *dbPool
 	app     *fiber.App
 	metrics *metrics
@@ -54,7 +54,8 @@ type server struct {
 }
 
 // newServer connects to Redis and builds the app; nothing runs until run.
-func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, error) {
+// opts may be nil; newServer keeps a copy of it.
+func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.Logger) (*server, error) {
 	secret := []byte(cfg.Secret)
 	if len(secret) == 0 {
 		secret = make([]byte, 32)
@@ -77,11 +78,12 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 	_, _ = rand.Read(idb[:])
 	s := &server{
 		cfg: cfg, log: log, redis: rc, signer: signer,
-		polls:   newPollCache(1 << 20),
-		uses:    newTokenUses(),
 		db:      newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
 		id:      fmt.Sprintf("%x", idb),
 		invites: invite.NewMinter(secret),
+	}
+	if opts != nil {
+		s.opts = *opts
 	}
 	s.metrics = newMetrics(buildInfo())
 	s.tickets = push.NewTickets(secret, ticketNonces{s})
@@ -116,11 +118,15 @@ func newServer(ctx context.Context, cfg config, log *slog.Logger) (*server, erro
 		// Push clients are told when Redis stops answering.
 		Ping: rc.ping,
 	})
-	s.metrics.watch(s.db, s.polls, s.hub, s.rooms, cfg.MaxConns)
-	po := cfg.pushOpts
+	po := s.opts.Push
 	po.Logger, po.WSHeartbeat, po.Origins = log, cfg.WSHeartbeat, cfg.Origins
 	po.OnWSHeartbeat = func() { s.metrics.wsHeartbeats.Add(1) }
 	s.push = push.New(s.hub, &po)
+	if err := s.newVisit(); err != nil {
+		rc.Close()
+		return nil, err
+	}
+	s.metrics.watch(s.db, s.visit.Polls(), s.hub, s.rooms, cfg.MaxConns)
 	if err := s.newGateway(secret); err != nil {
 		rc.Close()
 		return nil, err
@@ -135,9 +141,9 @@ func (s *server) routes() *fiber.App {
 		BodyLimit:             bodyLimit,
 		ErrorHandler:          httperr.Handler(s.log),
 		DisableStartupMessage: true,
-		ReadTimeout:           cmp.Or(s.cfg.readTimeout, 10*time.Second),
+		ReadTimeout:           cmp.Or(s.opts.ReadTimeout, 10*time.Second),
 		WriteTimeout:          10 * time.Second,
-		IdleTimeout:           cmp.Or(s.cfg.idleTimeout, 60*time.Second),
+		IdleTimeout:           cmp.Or(s.opts.IdleTimeout, 60*time.Second),
 		ReadBufferSize:        8192,
 		// Frees a connection's read buffer while it is idle and, for a
 		// hijacked push connection, for good: most of a push connection's
@@ -168,24 +174,12 @@ func (s *server) routes() *fiber.App {
 			MaxAge:        600,
 		}))
 	}
+	s.visit.Mount(app)
 	rooms := api.Group("/rooms/:room")
-	rooms.Post("/join", s.limitJoins(limit.NewTable(s.cfg.JoinRate, s.cfg.JoinBurst, joinTableSize)), s.join)
-	rooms.Get("/status", s.status)
-	rooms.Get("/challenge", s.challenge)
-	rooms.Delete("/queue", s.leave)
-	rooms.Get("/ws", s.ws)
-	rooms.Get("/sse", s.sse)
-	rooms.Post("/ticket", s.ticket)
-	rooms.Get("/draw", s.draw)
-	rooms.Get("/lottery", s.lottery)
-	rooms.Get("/lottery/log", s.lotteryLog)
-	rooms.Get("/branding", s.getBranding)
 	// Every route under this prefix is behind the entry token: the check is
 	// registered by path, so a new protected route cannot forget it.
-	protected := rooms.Group("/orders", s.requireToken)
+	protected := rooms.Group("/orders", s.visit.RequireToken)
 	protected.Post("", s.order)
-	rooms.Post("/touch", s.touch)
-	api.Post("/tokens/verify", s.verify)
 	api.All("/check", s.gw.Check)
 	api.All("/check-end", s.gw.CheckEnd)
 	api.All("/check/*", s.gw.Check) // Envoy: the original path follows the prefix
@@ -213,10 +207,7 @@ func (s *server) routes() *fiber.App {
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
 	app.Get("/metrics", s.metricsGate, s.metrics.handler())
-	app.Get("/", pageHeaders(s.cfg.FrameAncestors, s.cfg.PageDir != ""), s.page(mustLanguages()))
 	app.Get("/admin", adminHeaders, staticFile("admin.html", fiber.MIMETextHTMLCharsetUTF8))
-	app.Get("/waitroom.js", staticFile("waitroom.js", "text/javascript; charset=utf-8"))
-	app.Get("/assets/:name", s.asset)
 	return app
 }
 
@@ -246,12 +237,12 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	}
 	s.push.Start()
 	start("hub", s.hub.Run)
-	start("polls", func(ctx context.Context) error { return s.polls.Run(ctx, 2*time.Second) })
+	start("polls", s.visit.Run)
 	start("housekeeping", func(ctx context.Context) error { return s.housekeeping(ctx, 2*time.Second) })
 	start("gateway", s.gw.Run)
 	hup := notifyHangup()
 	start("reload", func(ctx context.Context) error { return s.reloadOnHangup(ctx, hup) })
-	if !s.cfg.noTick {
+	if !s.opts.NoTick {
 		start("admission", s.q.Run)
 	}
 

@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/push"
 )
 
 // fields decodes a received message as a map.
@@ -28,7 +29,7 @@ func (m pushMsg) fields() map[string]any {
 // server may stay silent on it and what time the server has, before the
 // first state; SSE heartbeats are events the page can see.
 func TestPushHello(t *testing.T) {
-	ts := startServer(t, nil, "rueidis", func(c *config) { c.WSHeartbeat = 2 * time.Second; c.pushOpts.SSEHeartbeat = 300 * time.Millisecond })
+	ts := startServerOpts(t, nil, "rueidis", &serverOptions{NoTick: true, Push: push.Options{SSEHeartbeat: 300 * time.Millisecond}}, func(c *config) { c.WSHeartbeat = 2 * time.Second })
 	// The interval, the grain heartbeats are put off by to go out together
 	// (a sixteenth of the interval, at least a flush step of 100 ms) and
 	// the flush step serving them.
@@ -184,11 +185,10 @@ func TestEmbeddingHeadersAndLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.noTick = true
 	cfg.OpenRooms = true
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	s, err := newServer(context.Background(), cfg, log)
+	s, err := newServer(context.Background(), cfg, manualAdmission(), log)
 	if err != nil {
 		t.Fatal(err)
 	}

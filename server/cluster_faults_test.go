@@ -33,15 +33,14 @@ func TestClusterFaults(t *testing.T) {
 	mutate := func(c *config) {
 		withAdmin(c)
 		c.Redis, c.Cluster = url, true
-		c.noTick = false
 		c.OpenRooms = false
 		c.JoinRate = 0
 		c.Capacity.Tick = tick
 	}
 	servers := []*testServer{
-		startServer(t, nil, "rueidis", mutate),
-		startServer(t, nil, "go-redis", mutate),
-		startServer(t, nil, "rueidis", mutate),
+		startServerOpts(t, nil, "rueidis", &serverOptions{}, mutate),
+		startServerOpts(t, nil, "go-redis", &serverOptions{}, mutate),
+		startServerOpts(t, nil, "rueidis", &serverOptions{}, mutate),
 	}
 
 	// Three rooms on three masters; the one whose master is killed is not

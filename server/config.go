@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/limit"
-	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -71,16 +70,6 @@ type config struct {
 	// FrameAncestors is who may frame the waiting page (CSP
 	// frame-ancestors): 'none', 'self' or origins.
 	FrameAncestors string
-
-	// pushOpts are test options of the push transports (SSEHeartbeat);
-	// the flags fill in the rest. Not flags.
-	pushOpts push.Options
-	// noTick turns the admission loop off so tests can drive admission
-	// explicitly. Not a flag.
-	noTick bool
-	// readTimeout and idleTimeout default to 10 s and 60 s; tests shorten
-	// them. Not flags.
-	readTimeout, idleTimeout time.Duration
 }
 
 // newFlagSet defines every flag on c.

@@ -12,6 +12,7 @@ import (
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/visit"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -73,7 +74,7 @@ type gatewayStore struct{ s *server }
 
 func (a gatewayStore) Touch(ctx context.Context, sess gateway.Session) (time.Time, error) {
 	exp, err := a.s.q.Consume(ctx, queue.Token{Room: sess.Room, Visitor: sess.Visitor, NotBefore: sess.NotBefore}, queue.Touch)
-	if err != nil && isTokenError(err) {
+	if err != nil && visit.IsTokenError(err) {
 		return exp, fmt.Errorf("%w: %w", gateway.ErrSessionOver, err)
 	}
 	return exp, err
@@ -115,7 +116,7 @@ func (a gatewayRooms) AllowFailOpen(room string) bool    { return a.rc.limiter(r
 type gatewayAPI struct{ s *server }
 
 func (a gatewayAPI) Room(c *fiber.Ctx) (string, error)        { return room(c) }
-func (a gatewayAPI) Visitor(c *fiber.Ctx) (string, error)     { return a.s.visitor(c) }
+func (a gatewayAPI) Visitor(c *fiber.Ctx) (string, error)     { return a.s.visit.Visitor(c) }
 func (a gatewayAPI) StoreError(c *fiber.Ctx, err error) error { return a.s.storeError(c, err) }
 
 // gatewayMetrics counts the gateway's decisions in the server's metrics.

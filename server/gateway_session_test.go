@@ -394,7 +394,7 @@ func routesError(t *testing.T, routes ...string) error {
 		t.Fatal(err)
 	}
 	cfg.Routes = routes
-	s, err := newServer(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	s, err := newServer(context.Background(), cfg, nil, slog.New(slog.DiscardHandler))
 	if err == nil {
 		s.redis.Close()
 	}

@@ -324,7 +324,7 @@ func TestGatewayConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		mutate(&cfg)
-		s, err := newServer(context.Background(), cfg, slog.New(slog.DiscardHandler))
+		s, err := newServer(context.Background(), cfg, nil, slog.New(slog.DiscardHandler))
 		if err == nil {
 			s.redis.Close()
 			t.Errorf("%+v accepted", cfg)

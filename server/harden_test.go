@@ -104,9 +104,7 @@ func closedWithin(t *testing.T, c net.Conn, d time.Duration) time.Duration {
 // closed at the read timeout, an idle keep-alive one at the idle timeout,
 // and a push connection outlives both.
 func TestSilentConnectionsClosed(t *testing.T) {
-	ts := startServer(t, nil, "rueidis", func(c *config) {
-		c.readTimeout, c.idleTimeout = 300*time.Millisecond, 600*time.Millisecond
-	})
+	ts := startServerOpts(t, nil, "rueidis", &serverOptions{NoTick: true, ReadTimeout: 300 * time.Millisecond, IdleTimeout: 600 * time.Millisecond}, nil)
 	addr := strings.TrimPrefix(ts.URL, "http://")
 
 	t.Run("silent", func(t *testing.T) {

@@ -59,12 +59,12 @@ func TestEarlyPollAnsweredFromMemory(t *testing.T) {
 		if first.Header.Get("X-Waitroom-Cache") != "" || first.num("nextPollMs") < 450 {
 			t.Fatalf("first poll: %s %v", first.Raw, first.Header)
 		}
-		hitsBefore := ts.polls.hits.Load()
+		hitsBefore := ts.visit.Polls().Hits()
 		second := v.status("busy")
 		if second.Header.Get("X-Waitroom-Cache") != "hit" || second.Raw != first.Raw {
 			t.Fatalf("early poll was not answered from memory: %s", second.Raw)
 		}
-		if ts.polls.hits.Load() != hitsBefore+1 {
+		if ts.visit.Polls().Hits() != hitsBefore+1 {
 			t.Fatal("hit not counted")
 		}
 	})

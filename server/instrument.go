@@ -21,9 +21,10 @@ type instrumented struct {
 }
 
 func (r instrumented) observe(op string, start time.Time, err error) {
-	r.m.redisCalls.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	rs := r.m.redisOp(op)
+	rs.seconds.Observe(time.Since(start).Seconds())
 	if err != nil {
-		r.m.redisFails.WithLabelValues(op).Inc()
+		rs.fails.Inc()
 	}
 }
 
@@ -68,6 +69,9 @@ func (s *server) accessLog(c *fiber.Ctx) error {
 	level := slog.LevelDebug
 	if status >= 500 {
 		level = slog.LevelWarn
+	}
+	if !s.log.Enabled(c.UserContext(), level) {
+		return nil // spare building the record's attributes
 	}
 	s.log.Log(c.UserContext(), level, "request", "method", c.Method(), "path", c.Path(),
 		"query", redactQuery(c.Context().QueryArgs().String()), "status", status,

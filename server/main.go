@@ -70,7 +70,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		// beyond its own; lower trades that for CPU and lag (see docs/configuration.md).
 		debug.SetGCPercent(cfg.GCPercent)
 	}
-	s, err := newServer(ctx, cfg, log)
+	s, err := newServer(ctx, cfg, nil, log)
 	if err != nil {
 		return err
 	}

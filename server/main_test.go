@@ -31,18 +31,41 @@ type testServer struct {
 }
 
 // startServer runs an in-process server on a free port against srv (nil =
-// embedded). Admission is driven by the test unless tick is on.
+// embedded). Admission is driven by the test (manualAdmission).
 func startServer(tb testing.TB, srv *redistest.Server, client string, mutate func(*config)) *testServer {
 	tb.Helper()
-	level := slog.LevelWarn
-	if os.Getenv("WAITROOM_TEST_LOG") != "" {
-		level = slog.LevelDebug
-	}
-	return startServerWithLog(tb, srv, client, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})), mutate)
+	return launchServer(tb, srv, client, testLog(), manualAdmission(), mutate)
+}
+
+// startServerOpts is startServer with opts instead of manualAdmission:
+// &serverOptions{} runs the admission loop as production does.
+func startServerOpts(tb testing.TB, srv *redistest.Server, client string, opts *serverOptions, mutate func(*config)) *testServer {
+	tb.Helper()
+	return launchServer(tb, srv, client, testLog(), opts, mutate)
 }
 
 // startServerWithLog is startServer logging to log.
 func startServerWithLog(tb testing.TB, srv *redistest.Server, client string, log *slog.Logger, mutate func(*config)) *testServer {
+	tb.Helper()
+	return launchServer(tb, srv, client, log, manualAdmission(), mutate)
+}
+
+// manualAdmission is the tests' default server options: no admission
+// loop, the test calls Admit.
+func manualAdmission() *serverOptions { return &serverOptions{NoTick: true} }
+
+// testLog logs warnings to stderr, everything with WAITROOM_TEST_LOG set.
+func testLog() *slog.Logger {
+	level := slog.LevelWarn
+	if os.Getenv("WAITROOM_TEST_LOG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// launchServer starts a server built with opts and the test flags changed
+// by mutate, and stops it when the test ends.
+func launchServer(tb testing.TB, srv *redistest.Server, client string, log *slog.Logger, opts *serverOptions, mutate func(*config)) *testServer {
 	tb.Helper()
 	cfg, err := parseConfig([]string{"-addr", "127.0.0.1:0", "-redis-client", client, "-secret", testSecret, "-shutdown-timeout", "5s", "-drain-window", "200ms"}, func(string) string { return "" })
 	if err != nil {
@@ -51,7 +74,6 @@ func startServerWithLog(tb testing.TB, srv *redistest.Server, client string, log
 	if srv != nil {
 		cfg.Redis = srv.URL()
 	}
-	cfg.noTick = true
 	cfg.OpenRooms = true // tests that need rooms to exist turn it off
 	if mutate != nil {
 		mutate(&cfg)
@@ -60,7 +82,7 @@ func startServerWithLog(tb testing.TB, srv *redistest.Server, client string, log
 		tb.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := newServer(ctx, cfg, log)
+	s, err := newServer(ctx, cfg, opts, log)
 	if err != nil {
 		cancel()
 		tb.Fatal(err)
@@ -202,7 +224,7 @@ func (ts *testServer) admitUntil(tb testing.TB, v *visitor, room string) reply {
 		if _, err := ts.q.Admit(context.Background(), room); err != nil {
 			tb.Fatal(err)
 		}
-		ts.polls.forget(room + "|" + strings.SplitN(v.cred, ".", 2)[0])
+		ts.visit.Polls().Forget(room, strings.SplitN(v.cred, ".", 2)[0])
 		r = v.status(room)
 		return r.str("status") == "admitted"
 	})
@@ -357,7 +379,7 @@ func TestRouteToMissingRoomRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.RoomsFile = rooms
-	s, err := newServer(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := newServer(context.Background(), cfg, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

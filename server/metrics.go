@@ -2,6 +2,7 @@ package main
 
 import (
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/visit"
 )
 
 // metrics are the instance's Prometheus metrics (names waitroom_*). Each
@@ -30,6 +32,8 @@ type metrics struct {
 	restored      *prometheus.CounterVec
 	httpRequests  *prometheus.CounterVec   // by route pattern, method, code
 	httpSeconds   *prometheus.HistogramVec // by route pattern
+	httpByRoute   sync.Map                 // route pattern → *httpSeries
+	redisOps      sync.Map                 // op → *redisSeries
 	wsHeartbeats  atomic.Int64             // heartbeats queued to WebSocket connections
 }
 
@@ -92,8 +96,48 @@ func (m *metrics) zero() {
 // routed by, so the label set stays bounded whatever paths clients send;
 // it is a string fixed when the route was registered.
 func (m *metrics) observeHTTP(route, method string, code int, d time.Duration) {
-	m.httpRequests.WithLabelValues(route, methodLabel(method), strconv.Itoa(code)).Inc()
-	m.httpSeconds.WithLabelValues(route).Observe(d.Seconds())
+	v, ok := m.httpByRoute.Load(route)
+	if !ok {
+		v, _ = m.httpByRoute.LoadOrStore(route, &httpSeries{seconds: m.httpSeconds.WithLabelValues(route)})
+	}
+	rs := v.(*httpSeries)
+	rs.seconds.Observe(d.Seconds())
+	key := httpCode{methodLabel(method), code}
+	c, ok := rs.codes.Load(key)
+	if !ok {
+		c, _ = rs.codes.LoadOrStore(key, m.httpRequests.WithLabelValues(route, key.method, strconv.Itoa(code)))
+	}
+	c.(prometheus.Counter).Inc()
+}
+
+// httpSeries are one route's series, looked up once. Finding a series by
+// its labels hashes them and takes the vector's lock, a cost every request
+// would otherwise pay twice.
+type httpSeries struct {
+	seconds prometheus.Observer
+	codes   sync.Map // httpCode → prometheus.Counter
+}
+
+// httpCode is a request's method label and status code.
+type httpCode struct {
+	method string
+	code   int
+}
+
+// redisSeries are one Redis operation's series, looked up once.
+type redisSeries struct {
+	seconds prometheus.Observer
+	fails   prometheus.Counter
+}
+
+// redisOp returns op's series. The ops are script names and command names:
+// a fixed set.
+func (m *metrics) redisOp(op string) *redisSeries {
+	if v, ok := m.redisOps.Load(op); ok {
+		return v.(*redisSeries)
+	}
+	v, _ := m.redisOps.LoadOrStore(op, &redisSeries{seconds: m.redisCalls.WithLabelValues(op), fails: m.redisFails.WithLabelValues(op)})
+	return v.(*redisSeries)
 }
 
 // methodLabel is method as a constant string. Labels outlive the request,
@@ -123,7 +167,7 @@ type roomSnapshots interface {
 
 // watch registers the gauges and counters read from the simulated DB pool,
 // the poll cache, the hub and the room cache.
-func (m *metrics) watch(db *dbPool, polls *pollCache, h hubStats, rooms roomSnapshots, maxConns int) {
+func (m *metrics) watch(db *dbPool, polls *visit.PollCache, h hubStats, rooms roomSnapshots, maxConns int) {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
@@ -138,7 +182,7 @@ func (m *metrics) watch(db *dbPool, polls *pollCache, h hubStats, rooms roomSnap
 			}
 			return 0
 		}),
-		gauge("waitroom_poll_cache_entries", "Poll answers held in memory.", func() float64 { return float64(polls.size.Load()) }),
+		gauge("waitroom_poll_cache_entries", "Poll answers held in memory.", func() float64 { return float64(polls.Len()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "waitroom_connections", Help: "Open push connections.", ConstLabels: prometheus.Labels{"transport": "ws"}},
 			func() float64 { return float64(h.Stats().Conns["ws"]) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "waitroom_connections", Help: "Open push connections.", ConstLabels: prometheus.Labels{"transport": "sse"}},

@@ -110,7 +110,7 @@ func TestRoomsFileStopsStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = newServer(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	_, err = newServer(context.Background(), cfg, nil, slog.New(slog.DiscardHandler))
 	want := "-rooms " + rooms + ":3: rooms.drop.strategy: must be"
 	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("got %v, want %s…", err, want)

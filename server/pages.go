@@ -1,16 +1,13 @@
 package main
 
 import (
-	"path"
-	"strings"
-
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/static"
 )
 
-// staticFile serves one embedded file.
+// staticFile serves one embedded file (the dashboard's page).
 func staticFile(name, ctype string) fiber.Handler {
 	b, err := static.Files.ReadFile(name)
 	if err != nil {
@@ -22,27 +19,4 @@ func staticFile(name, ctype string) fiber.Handler {
 		c.Set(fiber.HeaderCacheControl, "no-cache")
 		return c.Send(b)
 	}
-}
-
-var assetTypes = map[string]string{
-	".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
-	".html": fiber.MIMETextHTMLCharsetUTF8, ".svg": "image/svg+xml", ".png": "image/png",
-	".json": "application/json; charset=utf-8", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp",
-	".gif": "image/gif", ".ico": "image/x-icon", ".woff2": "font/woff2",
-}
-
-// asset serves any other embedded file by name.
-func (s *server) asset(c *fiber.Ctx) error {
-	name := c.Params("name")
-	ctype, ok := assetTypes[path.Ext(name)]
-	if !ok || strings.ContainsAny(name, "/\\") || strings.HasPrefix(name, ".") {
-		return httperr.New(404, "not_found", "no such asset")
-	}
-	b, err := s.pageFile(name)
-	if err != nil {
-		return httperr.New(404, "not_found", "no such asset")
-	}
-	c.Set(fiber.HeaderContentType, ctype)
-	c.Set(fiber.HeaderCacheControl, "no-cache")
-	return c.Send(b)
 }

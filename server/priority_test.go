@@ -18,7 +18,7 @@ func idOf(v *visitor) string { return strings.SplitN(v.cred, ".", 2)[0] }
 // of the last one).
 func pollNow(ts *testServer, v *visitor, room string) reply {
 	v.tb.Helper()
-	ts.polls.forget(room + "|" + idOf(v))
+	ts.visit.Polls().Forget(room, idOf(v))
 	return v.status(room)
 }
 

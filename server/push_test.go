@@ -233,15 +233,16 @@ func TestPushAcrossInstances(t *testing.T) {
 // It also counts PUBLISH and SUBSCRIBE calls in Redis.
 func TestPushManyClients(t *testing.T) {
 	srv := redistest.StartReal(t)
+	// The test starts the instances' admission loops itself, once every
+	// client is connected.
 	mutate := func(c *config) {
-		c.noTick = false
 		c.Capacity.Batch = 10
 		c.Capacity.Tick = 50 * time.Millisecond
 	}
 	servers := []*testServer{
-		startServer(t, srv, "rueidis", func(c *config) { mutate(c); c.noTick = true }),
-		startServer(t, srv, "go-redis", func(c *config) { mutate(c); c.noTick = true }),
-		startServer(t, srv, "rueidis", func(c *config) { mutate(c); c.noTick = true }),
+		startServer(t, srv, "rueidis", mutate),
+		startServer(t, srv, "go-redis", mutate),
+		startServer(t, srv, "rueidis", mutate),
 	}
 	const n = 300
 	rooms := []string{"room-a", "room-b"}

@@ -163,7 +163,7 @@ func TestPushStateIsPollState(t *testing.T) {
 			t.Helper()
 			var got, want string
 			waitfor.Until(t, 5*time.Second, what, func() bool {
-				ts.polls.forget("drop|" + p.v.id())
+				ts.visit.Polls().Forget("drop", p.v.id())
 				want = p.v.status("drop").Raw
 				w := stateFields(t, want)
 				if !check(w) {
@@ -187,7 +187,7 @@ func TestPushStateIsPollState(t *testing.T) {
 		// Opening: the first read after opensAt draws the pre-queue, and
 		// the open event brings every push client its drawn place.
 		waitfor.Until(t, 5*time.Second, "opening", func() bool {
-			ts.polls.forget("drop|" + ps[0].v.id())
+			ts.visit.Polls().Forget("drop", ps[0].v.id())
 			return ps[0].v.status("drop").num("position") > 0
 		})
 		var drawn []int64
@@ -266,7 +266,7 @@ func TestWebSocketReadSide(t *testing.T) {
 // WebSocket that does not answer pings is; a reading one in the same room
 // stays.
 func TestSSEPeerThatNeverReadsIsDropped(t *testing.T) {
-	ts := startServer(t, nil, "rueidis", func(c *config) { withAdmin(c); c.pushOpts.SSEHeartbeat = 300 * time.Millisecond })
+	ts := startServerOpts(t, nil, "rueidis", &serverOptions{NoTick: true, Push: push.Options{SSEHeartbeat: 300 * time.Millisecond}}, withAdmin)
 	v, w := newVisitor(t, ts.URL), newVisitor(t, ts.URL)
 	v.join("drop")
 	w.join("drop")

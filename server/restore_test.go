@@ -30,14 +30,13 @@ func TestRedisDataLoss(t *testing.T) {
 	srv := redistest.StartReal(t)
 	mutate := func(c *config) {
 		withAdmin(c)
-		c.noTick = false
 		c.OpenRooms = false
 		c.JoinRate = 0
 		c.Capacity.Tick = time.Second // one batch of 100 between resume and pause
 		c.Capacity.ServiceTime = time.Millisecond
 	}
-	a := startServer(t, srv, "rueidis", mutate)
-	b := startServer(t, srv, "go-redis", mutate)
+	a := startServerOpts(t, srv, "rueidis", &serverOptions{}, mutate)
+	b := startServerOpts(t, srv, "go-redis", &serverOptions{}, mutate)
 	servers := []*testServer{a, b}
 	const room = "drop"
 	admin := newVisitor(t, a.URL)

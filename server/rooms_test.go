@@ -179,7 +179,7 @@ func TestJoinLimitPerRoom(t *testing.T) {
 // TestMetricsNameOnlyConfiguredRooms: rooms visitors made (open rooms) add
 // no metric series of their own; configured rooms do.
 func TestMetricsNameOnlyConfiguredRooms(t *testing.T) {
-	ts := startServer(t, nil, "rueidis", func(c *config) { withAdmin(c); c.PublicMetrics = true; c.noTick = false })
+	ts := startServerOpts(t, nil, "rueidis", &serverOptions{}, func(c *config) { withAdmin(c); c.PublicMetrics = true })
 	admin := newVisitor(t, ts.URL)
 	if r := admin.admin("PUT", "/rooms/shop", `{}`); r.Code != 200 {
 		t.Fatalf("put: %d %s", r.Code, r.Raw)

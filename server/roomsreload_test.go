@@ -266,7 +266,7 @@ func TestRoomsFileClashStopsStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = newServer(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	_, err = newServer(context.Background(), cfg, nil, slog.New(slog.DiscardHandler))
 	want := "-rooms " + rooms + ":4: rooms.drop.tokenMaxSeconds: must be at least tokenTtlSeconds (with the settings stored now: tokenTtlSeconds 600); nothing was written"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)

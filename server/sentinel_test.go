@@ -26,13 +26,12 @@ func TestSentinelFailover(t *testing.T) {
 		withAdmin(c)
 		c.Redis = sen.URL()
 		c.Sentinel = sen.Name
-		c.noTick = false
 		c.OpenRooms = false
 		c.JoinRate = 0
 		c.Capacity.Tick = tick
 	}
-	a := startServer(t, nil, "rueidis", mutate)
-	b := startServer(t, nil, "go-redis", mutate)
+	a := startServerOpts(t, nil, "rueidis", &serverOptions{}, mutate)
+	b := startServerOpts(t, nil, "go-redis", &serverOptions{}, mutate)
 	servers := []*testServer{a, b}
 	const room = "sale"
 	admin := newVisitor(t, a.URL)

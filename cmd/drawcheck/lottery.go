@@ -85,214 +85,305 @@ type replayed struct {
 
 // replayLottery checks r and returns what it found, or the first mismatch.
 func replayLottery(r lotteryReveal) (replayed, error) {
-	out := replayed{Fate: map[int64]string{}}
+	if err := checkLotteryStart(r); err != nil {
+		return replayed{Fate: map[int64]string{}}, err
+	}
+	p := newLotteryReplay(r.Seed, r.Entries[0])
+	for k, e := range r.Entries {
+		if e.ID != int64(k)+1 {
+			return p.out, p.fail(e, "entry %d is missing", int64(k)+1)
+		}
+		if p.ended {
+			return p.out, p.fail(e, "an entry after the end")
+		}
+		p.out.Entries++
+		if err := p.apply(k, e); err != nil {
+			return p.out, err
+		}
+	}
+	if p.walking {
+		return p.out, fmt.Errorf("%w: the log ends before it listed everyone waiting", errUnverifiable)
+	}
+	if !p.ended {
+		return p.out, fmt.Errorf("%w: the log has no end entry (the lottery still runs, or the log was read before it ended)", errUnverifiable)
+	}
+	p.out.Waiting = p.waiting.len()
+	return p.out, nil
+}
+
+// checkLotteryStart checks what must hold before any entry is replayed:
+// a revealed seed matching the published commitment, and a log that still
+// holds its start entry, made under that commitment.
+func checkLotteryStart(r lotteryReveal) error {
 	if r.Seed == "" {
-		return out, fmt.Errorf("%w: the seed is not revealed yet (state %q): the room still draws by lottery", errUnverifiable, r.State)
+		return fmt.Errorf("%w: the seed is not revealed yet (state %q): the room still draws by lottery", errUnverifiable, r.State)
 	}
 	if r.Commitment == "" {
-		return out, fmt.Errorf("%w: this lottery had no commitment published (its seed was made after Redis lost the room)", errUnverifiable)
+		return fmt.Errorf("%w: this lottery had no commitment published (its seed was made after Redis lost the room)", errUnverifiable)
 	}
 	sum := sha256.Sum256([]byte(r.Seed))
 	if got := hex.EncodeToString(sum[:]); got != r.Commitment {
-		return out, fmt.Errorf("the seed does not match the commitment: SHA-256 is %s, published %s", got, r.Commitment)
+		return fmt.Errorf("the seed does not match the commitment: SHA-256 is %s, published %s", got, r.Commitment)
 	}
 	if len(r.Entries) == 0 {
-		return out, fmt.Errorf("%w: the log is empty", errUnverifiable)
+		return fmt.Errorf("%w: the log is empty", errUnverifiable)
 	}
 	if r.First > 1 || r.Entries[0].ID != 1 {
-		return out, fmt.Errorf("%w: the log no longer holds its start (its oldest entry is %d, the cap trimmed the rest)", errUnverifiable, max(r.First, r.Entries[0].ID))
+		return fmt.Errorf("%w: the log no longer holds its start (its oldest entry is %d, the cap trimmed the rest)", errUnverifiable, max(r.First, r.Entries[0].ID))
 	}
 	start := r.Entries[0]
 	if start.Event != "start" {
-		return out, fmt.Errorf("entry 1 is %q, not the start", start.Event)
+		return fmt.Errorf("entry 1 is %q, not the start", start.Event)
 	}
 	if start.Commitment == nil || *start.Commitment != r.Commitment {
-		return out, errors.New("the log began with another seed's commitment")
+		return errors.New("the log began with another seed's commitment")
 	}
-	var waiting, aside, back ticketSet
+	return nil
+}
+
+// lotteryReplay is the state of a replay between entries: the tickets
+// waiting, set aside and come back, as the log has told them so far.
+type lotteryReplay struct {
+	seed                 string
+	out                  replayed
+	waiting, aside, back ticketSet
 	// known: tickets the log has had waiting. Only a ticket it never had
 	// (set aside before the log began) may come back unannounced, and only
 	// when the start did not list those set aside then (strict).
-	known := map[int64]bool{}
-	strict := start.Aside != nil && start.Back != nil
-	if strict {
+	known  map[int64]bool
+	strict bool
+	// walking: the log is still listing who waited when it began;
+	// covered is how far it has listed (nil: nothing yet).
+	walking  bool
+	covered  *int64
+	lastTick int64
+	ended    bool
+}
+
+// newLotteryReplay starts a replay of seed's log from its start entry.
+func newLotteryReplay(seed string, start lotEntry) *lotteryReplay {
+	p := &lotteryReplay{
+		seed:     seed,
+		out:      replayed{Fate: map[int64]string{}},
+		known:    map[int64]bool{},
+		strict:   start.Aside != nil && start.Back != nil,
+		walking:  true,
+		lastTick: -1,
+	}
+	if p.strict {
 		for _, t := range *start.Aside {
-			aside.insert(t)
-			known[t] = true
+			p.aside.insert(t)
+			p.known[t] = true
 		}
 		for _, t := range *start.Back {
-			back.insert(t)
-			known[t] = true
+			p.back.insert(t)
+			p.known[t] = true
 		}
 	}
-	walking := true
-	var covered *int64 // the walk has listed tickets up to here (nil: none yet)
-	var lastTick int64 = -1
-	ended := false
-	fail := func(e lotEntry, format string, args ...any) error {
-		return fmt.Errorf("entry %d (%s): %s", e.ID, e.Event, fmt.Sprintf(format, args...))
+	return p
+}
+
+func (p *lotteryReplay) fail(e lotEntry, format string, args ...any) error {
+	return fmt.Errorf("entry %d (%s): %s", e.ID, e.Event, fmt.Sprintf(format, args...))
+}
+
+// earlier accepts a ticket the log never had, set aside before it
+// began, unless the start listed those (strict).
+func (p *lotteryReplay) earlier(e lotEntry, t int64, what string) error {
+	if p.known[t] || p.strict {
+		return p.fail(e, "ticket %d %s", t, what)
 	}
-	// earlier accepts a ticket the log never had, set aside before it
-	// began, unless the start listed those (strict).
-	earlier := func(e lotEntry, t int64, what string) error {
-		if known[t] || strict {
-			return fail(e, "ticket %d %s", t, what)
+	p.out.Earlier++
+	return nil
+}
+
+// uncovered reports a ticket the walk has not reached yet, whose changes
+// the walk's later slice settles.
+func (p *lotteryReplay) uncovered(t int64) bool {
+	return p.walking && (p.covered == nil || t > *p.covered)
+}
+
+// apply replays entry e, the k-th (0-based) of the log.
+func (p *lotteryReplay) apply(k int, e lotEntry) error {
+	switch e.Event {
+	case "start":
+		if k > 0 {
+			return p.fail(e, "a second start")
 		}
-		out.Earlier++
-		return nil
+	case "snap":
+		return p.snap(e)
+	case "add":
+		for _, t := range e.Tickets {
+			if !p.waiting.insert(t) && !p.uncovered(t) {
+				return p.fail(e, "ticket %d added while waiting", t)
+			}
+			p.out.Fate[t] = "waiting (" + e.Why + ")"
+			p.known[t] = true
+		}
+	case "remove":
+		return p.remove(e)
+	case "picks":
+		return p.picks(e)
+	case "pop":
+		return p.pop(e)
+	case "back":
+		return p.comeBack(e)
+	case "return":
+		return p.admitAhead(e)
+	case "end":
+		p.ended = true
+	default:
+		return p.fail(e, "unknown event")
 	}
-	// uncovered: a ticket the walk has not reached yet, whose changes the
-	// walk's later slice settles.
-	uncovered := func(t int64) bool { return walking && (covered == nil || t > *covered) }
-	for k, e := range r.Entries {
-		if e.ID != int64(k)+1 {
-			return out, fail(e, "entry %d is missing", int64(k)+1)
+	return nil
+}
+
+// snap is one slice of the walk listing who waited when the log began.
+func (p *lotteryReplay) snap(e lotEntry) error {
+	if !p.walking {
+		return p.fail(e, "a walk slice after the walk ended")
+	}
+	if (p.covered == nil) != (e.After == nil) || (p.covered != nil && *p.covered != *e.After) {
+		return p.fail(e, "the slice does not follow the last one")
+	}
+	p.waiting.removeRange(e.After, e.Upto)
+	for _, t := range e.Tickets {
+		if !inRange(t, e.After, e.Upto) || !p.waiting.insert(t) {
+			return p.fail(e, "ticket %d out of the slice's range or twice", t)
 		}
-		if ended {
-			return out, fail(e, "an entry after the end")
+		p.out.Fate[t] = "waiting when the log began"
+		p.known[t] = true
+	}
+	if e.Upto == nil {
+		p.walking = false
+	} else {
+		p.covered = e.Upto
+	}
+	return nil
+}
+
+// remove is tickets that left, wherever they stood.
+func (p *lotteryReplay) remove(e lotEntry) error {
+	for _, t := range e.Tickets {
+		if !p.waiting.remove(t) && !p.aside.remove(t) && !p.back.remove(t) && !p.uncovered(t) {
+			if err := p.earlier(e, t, "removed but not waiting"); err != nil {
+				return err
+			}
 		}
-		out.Entries++
-		switch e.Event {
-		case "start":
-			if k > 0 {
-				return out, fail(e, "a second start")
-			}
-		case "snap":
-			if !walking {
-				return out, fail(e, "a walk slice after the walk ended")
-			}
-			if (covered == nil) != (e.After == nil) || (covered != nil && *covered != *e.After) {
-				return out, fail(e, "the slice does not follow the last one")
-			}
-			waiting.removeRange(e.After, e.Upto)
-			for _, t := range e.Tickets {
-				if !inRange(t, e.After, e.Upto) || !waiting.insert(t) {
-					return out, fail(e, "ticket %d out of the slice's range or twice", t)
-				}
-				out.Fate[t] = "waiting when the log began"
-				known[t] = true
-			}
-			if e.Upto == nil {
-				walking = false
-			} else {
-				covered = e.Upto
-			}
-		case "add":
-			for _, t := range e.Tickets {
-				if !waiting.insert(t) && !uncovered(t) {
-					return out, fail(e, "ticket %d added while waiting", t)
-				}
-				out.Fate[t] = "waiting (" + e.Why + ")"
-				known[t] = true
-			}
-		case "remove":
-			for _, t := range e.Tickets {
-				if !waiting.remove(t) && !aside.remove(t) && !back.remove(t) && !uncovered(t) {
-					if err := earlier(e, t, "removed but not waiting"); err != nil {
-						return out, err
-					}
-				}
-				out.Fate[t] = "gone (" + e.Why + ")"
-			}
-		case "picks":
-			if walking {
-				return out, fail(e, "picks before the log listed everyone waiting")
-			}
-			if e.Tick == nil || len(e.Picks) == 0 {
-				return out, fail(e, "no tick or no picks")
-			}
-			tick := *e.Tick
-			if tick <= lastTick {
-				return out, fail(e, "tick %d after tick %d", tick, lastTick)
-			}
-			lastTick = tick
-			out.Ticks++
-			for j, p := range e.Picks {
-				i := int64(j)
-				if p.I != i {
-					return out, fail(e, "tick %d: pick %d is numbered %d", tick, i, p.I)
-				}
-				n := int64(waiting.len())
-				if e.Below != nil {
-					n = int64(waiting.below(*e.Below))
-				}
-				if p.N != n {
-					return out, fail(e, "pick %d of tick %d: the log says %d waiting, the replay has %d", i, tick, p.N, n)
-				}
-				rank := lotteryRank(r.Seed, tick, i, n)
-				if p.Rank != rank {
-					return out, fail(e, "pick %d of tick %d: rank %d, the seed gives %d", i, tick, p.Rank, rank)
-				}
-				if t := waiting.at(int(rank)); t != p.Ticket {
-					return out, fail(e, "pick %d of tick %d: ticket %d picked, rank %d is ticket %d", i, tick, p.Ticket, rank, t)
-				}
-				waiting.remove(p.Ticket)
-				out.Picks++
-				if p.Away {
-					aside.insert(p.Ticket)
-					out.SetAside++
-					out.Fate[p.Ticket] = fmt.Sprintf("picked at tick %d (pick %d of %d waiting), set aside: away", tick, i, n)
-				} else {
-					out.Admitted++
-					out.Fate[p.Ticket] = fmt.Sprintf("picked at tick %d (pick %d of %d waiting), admitted", tick, i, n)
-				}
-			}
-		case "pop":
-			if e.Ticket == nil {
-				return out, fail(e, "no ticket")
-			}
-			t := *e.Ticket
-			if !walking && (waiting.len() == 0 || waiting.at(0) != t || t >= 0) {
-				return out, fail(e, "ticket %d is not the first priority ticket waiting", t)
-			}
-			if !waiting.remove(t) && !uncovered(t) {
-				return out, fail(e, "ticket %d admitted while not waiting", t)
-			}
-			if e.Away != nil && *e.Away {
-				aside.insert(t)
-				out.Fate[t] = "priority, set aside: away"
-			} else {
-				out.Fate[t] = "priority, admitted in order"
-			}
-		case "back":
-			for _, t := range e.Tickets {
-				if waiting.has(t) {
-					return out, fail(e, "ticket %d came back while waiting", t)
-				}
-				if !aside.remove(t) {
-					if err := earlier(e, t, "came back but was never set aside"); err != nil {
-						return out, err
-					}
-				}
-				back.insert(t)
-				out.Fate[t] = "came back"
-			}
-		case "return":
-			for _, t := range e.Tickets {
-				if waiting.has(t) {
-					return out, fail(e, "ticket %d admitted ahead of the draw while waiting in it", t)
-				}
-				if !back.remove(t) {
-					if err := earlier(e, t, "admitted ahead of the draw but never came back"); err != nil {
-						return out, err
-					}
-				}
-				out.Fate[t] = "came back, admitted ahead of the draw"
-			}
-		case "end":
-			ended = true
-		default:
-			return out, fail(e, "unknown event")
+		p.out.Fate[t] = "gone (" + e.Why + ")"
+	}
+	return nil
+}
+
+// picks is one tick's draw: each pick is checked against the seed and
+// the tickets waiting.
+func (p *lotteryReplay) picks(e lotEntry) error {
+	if p.walking {
+		return p.fail(e, "picks before the log listed everyone waiting")
+	}
+	if e.Tick == nil || len(e.Picks) == 0 {
+		return p.fail(e, "no tick or no picks")
+	}
+	tick := *e.Tick
+	if tick <= p.lastTick {
+		return p.fail(e, "tick %d after tick %d", tick, p.lastTick)
+	}
+	p.lastTick = tick
+	p.out.Ticks++
+	for j, pk := range e.Picks {
+		if err := p.pick(e, tick, int64(j), pk); err != nil {
+			return err
 		}
 	}
-	if walking {
-		return out, fmt.Errorf("%w: the log ends before it listed everyone waiting", errUnverifiable)
+	return nil
+}
+
+// pick checks pick i of tick: how many it drew among, the rank the seed
+// gives and the ticket at that rank.
+func (p *lotteryReplay) pick(e lotEntry, tick, i int64, pk lotPick) error {
+	if pk.I != i {
+		return p.fail(e, "tick %d: pick %d is numbered %d", tick, i, pk.I)
 	}
-	if !ended {
-		return out, fmt.Errorf("%w: the log has no end entry (the lottery still runs, or the log was read before it ended)", errUnverifiable)
+	n := int64(p.waiting.len())
+	if e.Below != nil {
+		n = int64(p.waiting.below(*e.Below))
 	}
-	out.Waiting = waiting.len()
-	return out, nil
+	if pk.N != n {
+		return p.fail(e, "pick %d of tick %d: the log says %d waiting, the replay has %d", i, tick, pk.N, n)
+	}
+	rank := lotteryRank(p.seed, tick, i, n)
+	if pk.Rank != rank {
+		return p.fail(e, "pick %d of tick %d: rank %d, the seed gives %d", i, tick, pk.Rank, rank)
+	}
+	if t := p.waiting.at(int(rank)); t != pk.Ticket {
+		return p.fail(e, "pick %d of tick %d: ticket %d picked, rank %d is ticket %d", i, tick, pk.Ticket, rank, t)
+	}
+	p.waiting.remove(pk.Ticket)
+	p.out.Picks++
+	if pk.Away {
+		p.aside.insert(pk.Ticket)
+		p.out.SetAside++
+		p.out.Fate[pk.Ticket] = fmt.Sprintf("picked at tick %d (pick %d of %d waiting), set aside: away", tick, i, n)
+	} else {
+		p.out.Admitted++
+		p.out.Fate[pk.Ticket] = fmt.Sprintf("picked at tick %d (pick %d of %d waiting), admitted", tick, i, n)
+	}
+	return nil
+}
+
+// pop is a priority ticket admitted in order, ahead of the draw.
+func (p *lotteryReplay) pop(e lotEntry) error {
+	if e.Ticket == nil {
+		return p.fail(e, "no ticket")
+	}
+	t := *e.Ticket
+	if !p.walking && (p.waiting.len() == 0 || p.waiting.at(0) != t || t >= 0) {
+		return p.fail(e, "ticket %d is not the first priority ticket waiting", t)
+	}
+	if !p.waiting.remove(t) && !p.uncovered(t) {
+		return p.fail(e, "ticket %d admitted while not waiting", t)
+	}
+	if e.Away != nil && *e.Away {
+		p.aside.insert(t)
+		p.out.Fate[t] = "priority, set aside: away"
+	} else {
+		p.out.Fate[t] = "priority, admitted in order"
+	}
+	return nil
+}
+
+// comeBack is set-aside tickets whose visitors came back.
+func (p *lotteryReplay) comeBack(e lotEntry) error {
+	for _, t := range e.Tickets {
+		if p.waiting.has(t) {
+			return p.fail(e, "ticket %d came back while waiting", t)
+		}
+		if !p.aside.remove(t) {
+			if err := p.earlier(e, t, "came back but was never set aside"); err != nil {
+				return err
+			}
+		}
+		p.back.insert(t)
+		p.out.Fate[t] = "came back"
+	}
+	return nil
+}
+
+// admitAhead is come-back tickets admitted ahead of the draw (event
+// "return").
+func (p *lotteryReplay) admitAhead(e lotEntry) error {
+	for _, t := range e.Tickets {
+		if p.waiting.has(t) {
+			return p.fail(e, "ticket %d admitted ahead of the draw while waiting in it", t)
+		}
+		if !p.back.remove(t) {
+			if err := p.earlier(e, t, "admitted ahead of the draw but never came back"); err != nil {
+				return err
+			}
+		}
+		p.out.Fate[t] = "came back, admitted ahead of the draw"
+	}
+	return nil
 }
 
 // runLottery is drawcheck -lottery.

@@ -1,9 +1,8 @@
-package main
+package visit
 
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -19,13 +18,13 @@ var errNoLottery = httperr.New(404, "no_lottery", "this room has never admitted 
 
 // readLottery reads room r's lottery record, answering 404 no_lottery for
 // a room that was never random.
-func (s *server) readLottery(ctx context.Context, c *fiber.Ctx, r string) (queue.Lottery, error) {
-	l, err := s.q.ReadLottery(ctx, r)
+func (a *API) readLottery(ctx context.Context, c *fiber.Ctx, r string) (queue.Lottery, error) {
+	l, err := a.d.Records.ReadLottery(ctx, r)
 	if errors.Is(err, queue.ErrNoDraw) {
 		return l, errNoLottery
 	}
 	if err != nil {
-		return l, s.storeError(c, err)
+		return l, a.StoreError(c, err)
 	}
 	return l, nil
 }
@@ -33,14 +32,14 @@ func (s *server) readLottery(ctx context.Context, c *fiber.Ctx, r string) (queue
 // lottery is the public commit-reveal record of a room's lottery (method
 // random): while the room draws, the commitment only; once it left the
 // random method, the seed too.
-func (s *server) lottery(c *fiber.Ctx) error {
-	r, err := room(c)
+func (a *API) lottery(c *fiber.Ctx) error {
+	r, err := Room(c)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.redisCtx(c)
+	ctx, cancel := a.redisCtx(c)
 	defer cancel()
-	l, err := s.readLottery(ctx, c, r)
+	l, err := a.readLottery(ctx, c, r)
 	if err != nil {
 		return err
 	}
@@ -76,27 +75,15 @@ const (
 
 var errLotteryLogBusy = httperr.New(503, "lottery_log_busy", "too many readers of lottery logs on this instance right now; retry after the Retry-After seconds")
 
-// logReaders holds each server's semaphore of log readers.
-var logReaders sync.Map // *server -> chan struct{}
-
-func (s *server) logReaders() chan struct{} {
-	if v, ok := logReaders.Load(s); ok {
-		return v.(chan struct{})
-	}
-	v, _ := logReaders.LoadOrStore(s, make(chan struct{}, lotteryLogReaders))
-	return v.(chan struct{})
-}
-
 // lotteryLog is the public log of a room's lottery (method random): every
 // change of the tickets waiting and every pick, in pages (after: the last
 // entry id read, limit), so that with the revealed seed anyone can replay
 // the lottery (go run ./cmd/drawcheck -lottery). It names tickets, never
 // visitors. A page is bounded in entries (limit) and in bytes (about 1 MiB
 // of entry data, see queue.ReadLotteryLog): next is set whenever entries
-// remain after it. At most lotteryLogReaders pages are read at once per
-// instance.
-func (s *server) lotteryLog(c *fiber.Ctx) error {
-	r, err := room(c)
+// remain after it. At most Options.LogReaders pages are read at once.
+func (a *API) lotteryLog(c *fiber.Ctx) error {
+	r, err := Room(c)
 	if err != nil {
 		return err
 	}
@@ -108,24 +95,23 @@ func (s *server) lotteryLog(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	sem := s.logReaders()
 	select {
-	case sem <- struct{}{}:
-		defer func() { <-sem }()
+	case a.logReaders <- struct{}{}:
+		defer func() { <-a.logReaders }()
 	default:
 		c.Set(fiber.HeaderRetryAfter, "1")
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		return errLotteryLogBusy
 	}
-	ctx, cancel := s.redisCtx(c)
+	ctx, cancel := a.redisCtx(c)
 	defer cancel()
-	l, err := s.readLottery(ctx, c, r)
+	l, err := a.readLottery(ctx, c, r)
 	if err != nil {
 		return err
 	}
-	page, err := s.q.ReadLotteryLog(ctx, r, int64(after), limit)
+	page, err := a.d.Records.ReadLotteryLog(ctx, r, int64(after), limit)
 	if err != nil {
-		return s.storeError(c, err)
+		return a.StoreError(c, err)
 	}
 	out := fiber.Map{"room": r, "state": "drawing", "first": page.First, "entries": page.Entries}
 	if l.Ended {

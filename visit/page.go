@@ -1,4 +1,4 @@
-package main
+package visit
 
 import (
 	"cmp"
@@ -18,9 +18,9 @@ import (
 	"github.com/waitroom/waitroom/static"
 )
 
-// langCookie remembers the language a visitor picked with the page's
+// LangCookie remembers the language a visitor picked with the page's
 // switcher; it wins over Accept-Language.
-const langCookie = "waitroom_lang"
+const LangCookie = "waitroom_lang"
 
 // translation is one language of the page: static/i18n-CODE.json.
 type translation struct {
@@ -97,16 +97,6 @@ func newLanguages(list []translation) (*languages, error) {
 	}
 	ls.matcher = language.NewMatcher(ls.tags)
 	return ls, nil
-}
-
-// mustLanguages loads the embedded translations, which the static
-// package's tests check; a build without them cannot serve the page.
-func mustLanguages() *languages {
-	ls, err := loadLanguages()
-	if err != nil {
-		panic(err)
-	}
-	return ls
 }
 
 // match returns the translation for a language tag, or "". A translation
@@ -221,35 +211,34 @@ func bootPage(page []byte, boot pageBoot) []byte {
 	return append(script, out...)
 }
 
-// page serves the waiting page (index.html, embedded or from -page-dir) in
-// the visitor's language, with the room's branding.
-func (s *server) page(ls *languages) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		html, err := s.pageFile("index.html")
-		if err != nil {
-			return httperr.New(404, "not_found", "no such page")
-		}
-		lang := ls.pick(c.Cookies(langCookie), c.Get(fiber.HeaderAcceptLanguage))
-		boot := pageBoot{Lang: lang, Langs: ls.list, Text: ls.list[ls.byCode[lang]].text}
-		boot.Branding = s.pageBranding(c)
-		c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
-		c.Set(fiber.HeaderCacheControl, "no-cache")
-		c.Set(fiber.HeaderVary, "Accept-Language, Cookie")
-		return c.Send(bootPage(html, boot))
+// page serves the waiting page (index.html, embedded or from
+// Options.PageDir) in the visitor's language, with the room's branding.
+func (a *API) page(c *fiber.Ctx) error {
+	html, err := a.pageFile("index.html")
+	if err != nil {
+		return httperr.New(404, "not_found", "no such page")
 	}
+	ls := a.langs
+	lang := ls.pick(c.Cookies(LangCookie), c.Get(fiber.HeaderAcceptLanguage))
+	boot := pageBoot{Lang: lang, Langs: ls.list, Text: ls.list[ls.byCode[lang]].text}
+	boot.Branding = a.pageBranding(c)
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	c.Set(fiber.HeaderVary, "Accept-Language, Cookie")
+	return c.Send(bootPage(html, boot))
 }
 
-// dashboardFiles are always the built-in ones: -page-dir is the waiting
+// dashboardFiles are always the built-in ones: the page directory is the waiting
 // page's, not the dashboard's.
 var dashboardFiles = map[string]bool{"admin.html": true, "admin.js": true, "admin.css": true}
 
-// pageFile reads one file of the waiting page: from -page-dir when set and
+// pageFile reads one file of the waiting page: from Options.PageDir when set and
 // the file is there, else the embedded one. name is one path element
 // (the routes refuse slashes); it is read anew each time, so an operator's
 // edit shows on the next load.
-func (s *server) pageFile(name string) ([]byte, error) {
-	if s.cfg.PageDir != "" && fs.ValidPath(name) && !dashboardFiles[name] {
-		b, err := fs.ReadFile(os.DirFS(s.cfg.PageDir), name)
+func (a *API) pageFile(name string) ([]byte, error) {
+	if a.pageDir != "" && fs.ValidPath(name) && !dashboardFiles[name] {
+		b, err := fs.ReadFile(os.DirFS(a.pageDir), name)
 		if err == nil {
 			return b, nil
 		}

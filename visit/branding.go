@@ -1,4 +1,4 @@
-package main
+package visit
 
 import (
 	"context"
@@ -31,11 +31,11 @@ func roomBranding(c queue.RoomConfig) roomLook {
 
 // roomBrandingFor returns room's branding from the room cache, or read
 // from Redis for a room the cache has not read yet.
-func (s *server) roomBrandingFor(ctx context.Context, room string) (roomLook, error) {
-	if cfg, ok := s.rooms.RoomSettings(room); ok {
+func (a *API) roomBrandingFor(ctx context.Context, room string) (roomLook, error) {
+	if cfg, ok := a.d.Rooms.Settings(room); ok {
 		return roomBranding(cfg), nil
 	}
-	cfg, err := s.q.RoomConfig(ctx, room)
+	cfg, err := a.d.Queue.RoomConfig(ctx, room)
 	if err != nil {
 		return roomLook{}, err
 	}
@@ -43,17 +43,17 @@ func (s *server) roomBrandingFor(ctx context.Context, room string) (roomLook, er
 }
 
 // getBranding answers GET /api/v1/rooms/{room}/branding, for pages of the
-// operator's own (-page-dir, or a shop's page with waitroom.js).
-func (s *server) getBranding(c *fiber.Ctx) error {
-	r, err := room(c)
+// operator's own (Options.PageDir, or a shop's page with waitroom.js).
+func (a *API) getBranding(c *fiber.Ctx) error {
+	r, err := Room(c)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.redisCtx(c)
+	ctx, cancel := a.redisCtx(c)
 	defer cancel()
-	b, err := s.roomBrandingFor(ctx, r)
+	b, err := a.roomBrandingFor(ctx, r)
 	if err != nil {
-		return s.storeError(c, err)
+		return a.StoreError(c, err)
 	}
 	c.Set(fiber.HeaderCacheControl, "no-cache")
 	return c.JSON(b)
@@ -61,14 +61,14 @@ func (s *server) getBranding(c *fiber.Ctx) error {
 
 // pageBranding is the branding of the page's ?room, or nil when it has
 // none or cannot be read quickly: the page then shows the default look.
-func (s *server) pageBranding(c *fiber.Ctx) *roomLook {
+func (a *API) pageBranding(c *fiber.Ctx) *roomLook {
 	r := c.Query("room", "demo")
 	if !queue.ValidRoom(r) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 500*time.Millisecond)
 	defer cancel()
-	b, err := s.roomBrandingFor(ctx, r)
+	b, err := a.roomBrandingFor(ctx, r)
 	if err != nil || b == (roomLook{}) {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package main
+package visit
 
 import (
 	"time"
@@ -15,33 +15,33 @@ import (
 // through a local limiter at this instance's share of the room's admission
 // rate; with "closed" nobody passes. A token this instance saw used, before
 // or during the outage, is refused: Redis cannot mark it used meanwhile.
-func (s *server) failOpen(c *fiber.Ctx, tok queue.Token, cause error) error {
-	s.metrics.redisErr.Inc()
-	s.log.Warn("protected endpoint: redis unreachable", "room", tok.Room, "err", cause, "request_id", requestID(c))
-	if s.rooms.failMode(tok.Room) == queue.FailClosed {
-		s.metrics.failOpen.WithLabelValues("closed").Inc()
+func (a *API) failOpen(c *fiber.Ctx, tok queue.Token, cause error) error {
+	a.metrics.StoreError()
+	a.log.Warn("protected endpoint: redis unreachable", "room", tok.Room, "err", cause, "request_id", requestID(c))
+	if a.d.Rooms.FailClosed(tok.Room) {
+		a.metrics.FailOpen("closed")
 		c.Set(fiber.HeaderRetryAfter, "2")
 		return httperr.New(503, "unavailable", "the queue store is unreachable and this room fails closed; retry shortly")
 	}
 	now := time.Now()
 	if now.Before(tok.NotBefore) {
-		return s.tokenError(c, &queue.TooEarlyError{Wait: tok.NotBefore.Sub(now)})
+		return a.tokenError(c, &queue.TooEarlyError{Wait: tok.NotBefore.Sub(now)})
 	}
 	if !now.Before(tok.ExpiresAt) {
 		return errTokenExpired
 	}
-	if s.uses.used(tok) {
-		s.metrics.failOpen.WithLabelValues("used").Inc()
+	if a.uses.used(tok) {
+		a.metrics.FailOpen("used")
 		return errTokenUsed
 	}
-	if !s.rooms.limiter(tok.Room).Allow() {
-		s.metrics.failOpen.WithLabelValues("limited").Inc()
+	if !a.d.Rooms.AllowFailOpen(tok.Room) {
+		a.metrics.FailOpen("limited")
 		c.Set(fiber.HeaderRetryAfter, "1")
 		return httperr.New(503, "fail_open_limited", "the queue store is unreachable; admitting at the room's rate, retry shortly")
 	}
-	s.uses.add(tok, tok.ExpiresAt)
-	s.metrics.failOpen.WithLabelValues("admitted").Inc()
+	a.uses.add(tok, tok.ExpiresAt)
+	a.metrics.FailOpen("admitted")
 	c.Set("X-Waitroom-Fail-Open", "1")
-	c.Locals("token", tok)
+	c.Locals(tokenKey, tok)
 	return c.Next()
 }

@@ -1,4 +1,4 @@
-package main
+package visit
 
 import (
 	"context"
@@ -28,13 +28,13 @@ var errSettingsChanging = httperr.New(503, "settings_changing", "the room's sett
 // joinGated joins visitor (known is "" when the request created it) into
 // room at the settings version the cache holds, running the cache's gates
 // again each time the settings changed since.
-func (s *server) joinGated(c *fiber.Ctx, ctx context.Context, r, visitor, known string, inv queue.Invite) (wire.State, wire.Ticket, error) {
+func (a *API) joinGated(c *fiber.Ctx, ctx context.Context, r, visitor, known string, inv queue.Invite) (wire.State, wire.Ticket, error) {
 	for range joinTries {
-		st, t, err := s.q.JoinAt(ctx, r, visitor, inv, s.rooms.version(r))
+		st, t, err := a.d.Queue.JoinAt(ctx, r, visitor, inv, a.d.Rooms.Version(r))
 		if !errors.Is(err, queue.ErrSettingsChanged) {
 			return st, t, err
 		}
-		if err := s.regate(c, ctx, r, known); err != nil {
+		if err := a.regate(c, ctx, r, known); err != nil {
 			return wire.State{}, wire.Ticket{}, err
 		}
 	}
@@ -47,12 +47,12 @@ var errHandled = errors.New("answered")
 // regate reads room's settings into the cache and checks the join's
 // cache gates against them: the join limit when it changed, and the proof
 // of work when the room now asks for more than the join proved.
-func (s *server) regate(c *fiber.Ctx, ctx context.Context, r, known string) error {
-	rate, burst := s.rooms.joinLimit(r)
-	if err := s.rooms.reload(ctx, r); err != nil {
-		return s.storeError(c, err)
+func (a *API) regate(c *fiber.Ctx, ctx context.Context, r, known string) error {
+	rate, burst := a.d.Rooms.JoinLimit(r)
+	if err := a.d.Rooms.Reload(ctx, r); err != nil {
+		return a.StoreError(c, err)
 	}
-	if nr, nb := s.rooms.joinLimit(r); nr != rate || nb != burst {
+	if nr, nb := a.d.Rooms.JoinLimit(r); nr != rate || nb != burst {
 		if check, ok := c.Locals(joinLimitKey).(func() error); ok {
 			if err := check(); err != nil {
 				return err
@@ -60,8 +60,8 @@ func (s *server) regate(c *fiber.Ctx, ctx context.Context, r, known string) erro
 		}
 	}
 	proven, _ := c.Locals(powProvenKey).(int)
-	if s.rooms.powBits(r) > proven {
-		handled, err := s.requireProof(c, r, known)
+	if a.d.Rooms.PowBits(r) > proven {
+		handled, err := a.requireProof(c, r, known)
 		if handled && err == nil {
 			return errHandled
 		}

@@ -1,4 +1,4 @@
-package main
+package visit
 
 import (
 	"strings"
@@ -13,21 +13,21 @@ import (
 var errTransportOff = httperr.New(503, "transport_disabled", "this transport is turned off here; fall back to the next one")
 
 // ws hands a checked WebSocket request to the push transports.
-func (s *server) ws(c *fiber.Ctx) error {
-	t, err := s.pushTarget(c, s.cfg.NoWS)
+func (a *API) ws(c *fiber.Ctx) error {
+	t, err := a.pushTarget(c, a.noWS)
 	if err != nil {
 		return err
 	}
-	return s.push.WS(c, t)
+	return a.d.Push.WS(c, t)
 }
 
 // sse hands a checked event-stream request to the push transports.
-func (s *server) sse(c *fiber.Ctx) error {
-	t, err := s.pushTarget(c, s.cfg.NoSSE)
+func (a *API) sse(c *fiber.Ctx) error {
+	t, err := a.pushTarget(c, a.noSSE)
 	if err != nil {
 		return err
 	}
-	return s.push.SSE(c, t)
+	return a.d.Push.SSE(c, t)
 }
 
 // pushTarget checks a push request before its connection is taken over:
@@ -36,11 +36,11 @@ func (s *server) sse(c *fiber.Ctx) error {
 // buffers, which are reused once the hijack handler returns.
 // The target also holds the ticket the credential carries (see
 // push.Target).
-func (s *server) pushTarget(c *fiber.Ctx, off bool) (push.Target, error) {
+func (a *API) pushTarget(c *fiber.Ctx, off bool) (push.Target, error) {
 	if off {
 		return push.Target{}, errTransportOff
 	}
-	r, err := room(c)
+	r, err := Room(c)
 	if err != nil {
 		return push.Target{}, err
 	}
@@ -49,14 +49,14 @@ func (s *server) pushTarget(c *fiber.Ctx, off bool) (push.Target, error) {
 	var id string
 	var t wire.Ticket
 	if ct := c.Query("ticket"); ct != "" {
-		id, err = s.redeemTicket(c, r, ct)
+		id, err = a.redeemTicket(c, r, ct)
 	} else {
-		id, t, err = s.visitorTicket(c)
+		id, t, err = a.visitorTicket(c)
 	}
 	if err != nil {
 		return push.Target{}, err
 	}
-	if s.draining.Load() {
+	if a.d.Draining() {
 		return push.Target{}, push.ErrDraining
 	}
 	t.Room = strings.Clone(t.Room)

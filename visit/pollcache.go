@@ -1,4 +1,4 @@
-package main
+package visit
 
 import (
 	"context"
@@ -8,10 +8,11 @@ import (
 	"time"
 )
 
-// pollCache answers a poll that comes sooner than the nextPollMs its
-// visitor was given from memory, without touching Redis. It is per
+// PollCache answers a poll that comes sooner than the nextPollMs its
+// visitor was given from memory, without touching the store. It is per
 // instance; a stale "waiting" is allowed until the told time has passed.
-type pollCache struct {
+// Its methods are safe for concurrent use.
+type PollCache struct {
 	seed   maphash.Seed
 	shards [32]pollShard
 	max    int
@@ -30,20 +31,21 @@ type pollEntry struct {
 	due  time.Time
 }
 
-func newPollCache(max int) *pollCache {
-	p := &pollCache{seed: maphash.MakeSeed(), max: max}
+// NewPollCache returns a cache holding at most max answers.
+func NewPollCache(max int) *PollCache {
+	p := &PollCache{seed: maphash.MakeSeed(), max: max}
 	for i := range p.shards {
 		p.shards[i].m = make(map[string]pollEntry)
 	}
 	return p
 }
 
-func (p *pollCache) shard(key string) *pollShard {
+func (p *PollCache) shard(key string) *pollShard {
 	return &p.shards[maphash.String(p.seed, key)%uint64(len(p.shards))]
 }
 
 // get returns the remembered answer while it is still due in the future.
-func (p *pollCache) get(key string, now time.Time) ([]byte, bool) {
+func (p *PollCache) get(key string, now time.Time) ([]byte, bool) {
 	s := p.shard(key)
 	s.mu.Lock()
 	e, ok := s.m[key]
@@ -58,7 +60,7 @@ func (p *pollCache) get(key string, now time.Time) ([]byte, bool) {
 
 // put remembers body until due. When full, it stops remembering rather than
 // growing without bound.
-func (p *pollCache) put(key string, body []byte, due time.Time) {
+func (p *PollCache) put(key string, body []byte, due time.Time) {
 	s := p.shard(key)
 	s.mu.Lock()
 	if _, ok := s.m[key]; !ok {
@@ -72,7 +74,19 @@ func (p *pollCache) put(key string, body []byte, due time.Time) {
 	s.mu.Unlock()
 }
 
-func (p *pollCache) forget(key string) {
+// pollKey is the cache key of visitor's answer in room.
+func pollKey(room, visitor string) string { return room + "|" + visitor }
+
+// Forget drops visitor's answer in room, so its next poll asks the store.
+func (p *PollCache) Forget(room, visitor string) { p.forget(pollKey(room, visitor)) }
+
+// Len is the number of answers held.
+func (p *PollCache) Len() int64 { return p.size.Load() }
+
+// Hits is the number of polls answered from memory so far.
+func (p *PollCache) Hits() int64 { return p.hits.Load() }
+
+func (p *PollCache) forget(key string) {
 	s := p.shard(key)
 	s.mu.Lock()
 	if _, ok := s.m[key]; ok {
@@ -83,7 +97,7 @@ func (p *pollCache) forget(key string) {
 }
 
 // sweep drops entries whose time has passed.
-func (p *pollCache) sweep(now time.Time) {
+func (p *PollCache) sweep(now time.Time) {
 	for i := range p.shards {
 		s := &p.shards[i]
 		s.mu.Lock()
@@ -98,7 +112,7 @@ func (p *pollCache) sweep(now time.Time) {
 }
 
 // Run sweeps every interval until ctx ends.
-func (p *pollCache) Run(ctx context.Context, every time.Duration) error {
+func (p *PollCache) Run(ctx context.Context, every time.Duration) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

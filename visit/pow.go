@@ -1,4 +1,4 @@
-package main
+package visit
 
 import (
 	"encoding/json"
@@ -46,14 +46,6 @@ func powError(err error) error {
 	return err
 }
 
-// powBits is the proof of work a new visitor of room needs; 0 for a room
-// no operator configured.
-func (rc *roomCache) powBits(room string) int {
-	rc.mu.RLock()
-	defer rc.mu.RUnlock()
-	return rc.cfg[room].PowBits
-}
-
 // challengeJSON is a challenge on the wire.
 func challengeJSON(b []byte, ch string, n int, expires time.Time) []byte {
 	b = append(b, `"challenge":`...)
@@ -67,16 +59,16 @@ func challengeJSON(b []byte, ch string, n int, expires time.Time) []byte {
 
 // challenge hands out a fresh challenge for the room (GET
 // /rooms/{room}/challenge). powBits 0 means the room asks for none.
-func (s *server) challenge(c *fiber.Ctx) error {
-	r, err := room(c)
+func (a *API) challenge(c *fiber.Ctx) error {
+	r, err := Room(c)
 	if err != nil {
 		return err
 	}
-	n := s.rooms.powBits(r)
+	n := a.d.Rooms.PowBits(r)
 	now := time.Now()
 	b := append(make([]byte, 0, 192), '{')
 	if n > 0 {
-		b = challengeJSON(b, s.signer.NewChallenge(r, n, now), n, now.Add(queue.ChallengeTTL))
+		b = challengeJSON(b, a.d.Challenges.NewChallenge(r, n, now), n, now.Add(queue.ChallengeTTL))
 	} else {
 		b = append(b, `"powBits":0`...)
 	}
@@ -119,8 +111,8 @@ func proof(c *fiber.Ctx) (ch, nonce string, err error) {
 //
 // What it let the join through with is kept in the request (powProven),
 // for regate.
-func (s *server) requireProof(c *fiber.Ctx, r, visitor string) (handled bool, err error) {
-	n := s.rooms.powBits(r)
+func (a *API) requireProof(c *fiber.Ctx, r, visitor string) (handled bool, err error) {
+	n := a.d.Rooms.PowBits(r)
 	if n == 0 {
 		c.Locals(powProvenKey, 0)
 		return false, nil
@@ -131,11 +123,11 @@ func (s *server) requireProof(c *fiber.Ctx, r, visitor string) (handled bool, er
 	}
 	now := time.Now()
 	if ch == "" && visitor != "" {
-		ctx, cancel := s.redisCtx(c)
-		st, err := s.q.Status(ctx, r, visitor)
+		ctx, cancel := a.redisCtx(c)
+		st, err := a.d.Queue.Status(ctx, r, visitor)
 		cancel()
 		if err != nil {
-			return false, s.storeError(c, err)
+			return false, a.StoreError(c, err)
 		}
 		if st.Status == wire.StatusWaiting || st.Status == wire.StatusAdmitted {
 			c.Locals(powProvenKey, math.MaxInt) // holds a place: no proof needed
@@ -144,24 +136,24 @@ func (s *server) requireProof(c *fiber.Ctx, r, visitor string) (handled bool, er
 	}
 	if ch == "" {
 		b := append(make([]byte, 0, 256), `{"error":{"code":"pow_required","message":"this room asks a new visitor to solve a proof of work first",`...)
-		b = challengeJSON(b, s.signer.NewChallenge(r, n, now), n, now.Add(queue.ChallengeTTL))
+		b = challengeJSON(b, a.d.Challenges.NewChallenge(r, n, now), n, now.Add(queue.ChallengeTTL))
 		b = append(b, "}}"...)
 		c.Status(fiber.StatusPreconditionRequired)
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		return true, c.Send(b)
 	}
-	got, err := s.signer.CheckProof(ch, nonce, r, n, now)
+	got, err := a.d.Challenges.CheckProof(ch, nonce, r, n, now)
 	if err != nil {
 		return false, powError(err)
 	}
-	ctx, cancel := s.redisCtx(c)
+	ctx, cancel := a.redisCtx(c)
 	defer cancel()
-	if err := s.q.SpendProof(ctx, got, now); err != nil {
+	if err := a.d.Queue.SpendProof(ctx, got, now); err != nil {
 		if errors.Is(err, queue.ErrPowUsed) || errors.Is(err, queue.ErrPowExpired) {
 			return false, powError(err)
 		}
-		return false, s.storeError(c, err)
+		return false, a.StoreError(c, err)
 	}
 	c.Locals(powProvenKey, n)
 	return false, nil

@@ -1,4 +1,4 @@
-package main
+package visit
 
 import (
 	"strconv"

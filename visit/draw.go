@@ -1,4 +1,4 @@
-package main
+package visit
 
 import (
 	"errors"
@@ -26,8 +26,8 @@ var errNoDraw = httperr.New(404, "no_draw", "this room has no scheduled opening 
 // before opening the commitment only; after opening the seed and the
 // sorted list of ids, in pages (offset, limit), so anyone can recompute
 // the order (go run ./cmd/drawcheck).
-func (s *server) draw(c *fiber.Ctx) error {
-	r, err := room(c)
+func (a *API) draw(c *fiber.Ctx) error {
+	r, err := Room(c)
 	if err != nil {
 		return err
 	}
@@ -39,14 +39,14 @@ func (s *server) draw(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.redisCtx(c)
+	ctx, cancel := a.redisCtx(c)
 	defer cancel()
-	d, err := s.q.Draw(ctx, r, offset, limit)
+	d, err := a.d.Records.Draw(ctx, r, offset, limit)
 	if errors.Is(err, queue.ErrNoDraw) {
 		return errNoDraw
 	}
 	if err != nil {
-		return s.storeError(c, err)
+		return a.StoreError(c, err)
 	}
 	out := fiber.Map{"room": r, "commitment": d.Commitment, "function": drawFunction}
 	if !d.CommittedAt.IsZero() {
