@@ -19,10 +19,6 @@ const replySettingsChanged int64 = -3
 // of the settings version.
 var joinAtScript = loadScript("fresh", "invite", "join")
 
-// Version is the version of the stored settings c was read from (0 for a
-// room with none); every write of a room's settings raises it.
-func (c RoomConfig) Version() int64 { return c.version }
-
 // JoinAt is JoinInvite for a caller that checked gates of its own (proof
 // of work, join limits) against room's settings of version settings: the
 // join is made only if the stored settings are still of that version, in

@@ -3,7 +3,10 @@ package queue
 import (
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/waitroom/waitroom/settings"
 )
 
 // TestScriptKeysAreDeclared: every room key a script names (K.name or
@@ -40,5 +43,37 @@ func TestScriptKeysAreDeclared(t *testing.T) {
 	}
 	if roomKeys("r")[0] != queueKey("r") {
 		t.Errorf("KEYS[1] is %q, want the queue %q", roomKeys("r")[0], queueKey("r"))
+	}
+}
+
+// TestScriptSettingsAreDeclared: every field of the room's settings hash
+// a script reads (cfg.name of load_cfg's table, or HGET of K.cfg) is one
+// the settings schema declares, so a script never reads a setting the Go
+// side does not write.
+func TestScriptSettingsAreDeclared(t *testing.T) {
+	entries, err := scriptFS.ReadDir("scripts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := settings.HashFields()
+	uses := regexp.MustCompile(`\bcfg\.([A-Za-z]+)|K\.cfg, '([A-Za-z]+)'`)
+	n := 0
+	for _, e := range entries {
+		src, err := scriptFS.ReadFile("scripts/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range uses.FindAllStringSubmatch(string(src), -1) {
+			n++
+			if f := m[1] + m[2]; !slices.Contains(known, f) {
+				t.Errorf("%s reads the setting %q, which the settings schema does not declare", e.Name(), f)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no script reads a setting: the pattern is out of date")
+	}
+	if !strings.Contains(keysLua, "local CFG = {'"+strings.Join(known, "', '")+"'}") {
+		t.Errorf("the scripts' header does not list the settings' fields:\n%s", keysLua)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"github.com/waitroom/waitroom/settings"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -22,8 +23,8 @@ import (
 // ChallengeTTL is how long a challenge may be solved and spent.
 const ChallengeTTL = 2 * time.Minute
 
-// MaxPowBits bounds a room's powBits: 2^28 hashes take a phone minutes.
-const MaxPowBits = 28
+// MaxPowBits bounds a room's powBits (settings.MaxPowBits).
+const MaxPowBits = settings.MaxPowBits
 
 // maxNonceLen bounds the nonce a client sends (decimal digits).
 const maxNonceLen = 20

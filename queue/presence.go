@@ -3,35 +3,16 @@ package queue
 import (
 	"context"
 	"fmt"
+	"github.com/waitroom/waitroom/settings"
 	"time"
 )
 
-// Presence defaults and bounds of a room (RoomConfig.AwayAfter, DropAfter).
-// AwayAfter is at least three times the longest nextPollMs a waiting
-// visitor is given (5 s), so a visitor who polls as told is never away.
+// Presence defaults and bounds of a room: see package settings.
 const (
-	DefaultAwayAfter = 60 * time.Second
-	DefaultDropAfter = 10 * time.Minute
-	MinAwayAfter     = 15 * time.Second
+	DefaultAwayAfter = settings.DefaultAwayAfter
+	DefaultDropAfter = settings.DefaultDropAfter
+	MinAwayAfter     = settings.MinAwayAfter
 )
-
-func (c RoomConfig) awayAfter() time.Duration {
-	if c.AwayAfter > 0 {
-		return c.AwayAfter
-	}
-	return DefaultAwayAfter
-}
-
-// EffectiveAwayAfter is the room's awayAfter with the default filled in.
-func (c RoomConfig) EffectiveAwayAfter() time.Duration { return c.awayAfter() }
-
-// EffectiveDropAfter is the room's dropAfter with the default filled in.
-func (c RoomConfig) EffectiveDropAfter() time.Duration {
-	if c.DropAfter > 0 {
-		return c.DropAfter
-	}
-	return DefaultDropAfter
-}
 
 // Seen records that visitors of room are there now (their push connection
 // is open). A hub calls it for its connected visitors in batches; polls

@@ -181,7 +181,7 @@ func (q *Queue) settingsArgs(room string) []string {
 	if !ok || c.Validate() != nil {
 		return []string{"-1"}
 	}
-	f := c.fields()
+	f := c.Hash()
 	return append([]string{strconv.Itoa(len(f) / 2)}, f...)
 }
 

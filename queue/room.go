@@ -5,268 +5,38 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
-	"github.com/waitroom/waitroom/branding"
+	"github.com/waitroom/waitroom/settings"
 )
 
-// Admission strategies.
+// Admission strategies, methods and fail modes: see package settings.
 const (
-	StrategyFixed     = "fixed"      // batch per tick, whatever is active
-	StrategyMaxActive = "max-active" // keep live tokens at or under MaxActive
+	StrategyFixed     = settings.StrategyFixed
+	StrategyMaxActive = settings.StrategyMaxActive
+
+	MethodFIFO        = settings.MethodFIFO
+	MethodRandom      = settings.MethodRandom
+	MethodPassthrough = settings.MethodPassthrough
+	MethodReject      = settings.MethodReject
+
+	FailOpen   = settings.FailOpen
+	FailClosed = settings.FailClosed
 )
 
-// Queueing methods (RoomConfig.Method).
-const (
-	MethodFIFO        = "fifo"        // tickets in order (the default)
-	MethodRandom      = "random"      // a lottery among those waiting, each tick
-	MethodPassthrough = "passthrough" // admitted at join, with a token
-	MethodReject      = "reject"      // closed to new visitors, with a message
-)
-
-// Fail modes of the protected endpoint while Redis is unreachable.
-const (
-	FailOpen   = "open"   // admit through a local limiter at the room's rate
-	FailClosed = "closed" // admit nobody
-)
-
-// RoomConfig is a room's live settings, stored in Redis; a zero field means
-// the instance default. A change applies from the next tick everywhere.
-type RoomConfig struct {
-	Paused    bool
-	Strategy  string
-	Batch     int
-	MaxActive int
-	Seats     int
-	OpensAt   time.Time
-	TokenTTL  time.Duration // idle lifetime, extended by use
-	TokenMax  time.Duration // absolute cap of a token's lifetime
-	FailMode  string
-	JoinRate  float64 // new visitors per second one client address may create here; 0 = the deployment's
-	JoinBurst int     // with JoinRate: how many at once
-	PowBits   int     // proof of work a new visitor's join needs (leading zero bits); 0 = none
-	Message   string  // to everyone waiting, plain text ("" = none); see CheckMessage
-	// InviteOnly rooms take a new visitor only with an invite code.
-	InviteOnly bool
-
-	// Presence (see Seen): with NoPresence unset, admission skips visitors
-	// unseen for AwayAfter (default 60 s) and they lose their place after
-	// DropAfter (default 10 min); with max-active or seats, an admitted
-	// visitor unseen for AwayAfter gives its unused token's slot back
-	// (under fixed, one never seen since its admission gives its token
-	// back), and each token taken back is made up by an admission more in
-	// a later tick.
-	NoPresence bool
-	AwayAfter  time.Duration
-	DropAfter  time.Duration
-
-	// Method is how the room admits (method.lua): "" or fifo, random,
-	// passthrough, reject; Message is also what a join into a rejecting room is told.
-	Method string
-
-	// The waiting page's look (package branding checks them): a title, a
-	// logo image URL, an accent colour, a background (colour or image URL)
-	// and an HTML fragment for the footer, stored sanitized.
-	BrandTitle      string
-	BrandLogo       string
-	BrandAccent     string
-	BrandBackground string
-	BrandFooter     string
-
-	version int64 // of the stored settings this was read from
-}
+// RoomConfig is a room's live settings, stored in Redis as the hash
+// settings.Room.Hash writes; a zero field means the instance default.
+type RoomConfig = settings.Room
 
 // FieldError names the setting that is invalid.
-type FieldError struct {
-	Field string
-	Msg   string
-}
+type FieldError = settings.FieldError
 
-func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
-
-// Validate reports the first invalid field.
-func (c RoomConfig) Validate() error {
-	switch {
-	case c.Strategy != "" && c.Strategy != StrategyFixed && c.Strategy != StrategyMaxActive:
-		return &FieldError{"strategy", `must be "fixed" or "max-active"`}
-	case c.Batch < 0 || c.Batch > 100000:
-		return &FieldError{"batch", "must be between 0 (default) and 100000"}
-	case c.MaxActive < 0 || c.MaxActive > 10000000:
-		return &FieldError{"maxActive", "must be between 0 and 10000000"}
-	case c.Strategy == StrategyMaxActive && c.MaxActive == 0:
-		return &FieldError{"maxActive", "is required with strategy max-active"}
-	case c.Seats < 0 || c.Seats > 100000000:
-		return &FieldError{"seats", "must be between 0 (no limit) and 100000000"}
-	case c.TokenTTL != 0 && (c.TokenTTL < time.Second || c.TokenTTL > 24*time.Hour):
-		return &FieldError{"tokenTtlSeconds", "must be 0 (the default) or between 1 and 86400"}
-	case c.TokenMax != 0 && (c.TokenMax < time.Second || c.TokenMax > 7*24*time.Hour):
-		return &FieldError{"tokenMaxSeconds", "must be 0 (the default) or between 1 and 604800"}
-	case c.TokenMax != 0 && c.TokenTTL != 0 && c.TokenMax < c.TokenTTL:
-		return &FieldError{"tokenMaxSeconds", "must be at least tokenTtlSeconds"}
-	case c.JoinRate < 0 || c.JoinRate > 1e6 || c.JoinRate != c.JoinRate:
-		return &FieldError{"joinRate", "must be between 0 (the default) and 1000000 per second"}
-	case c.JoinBurst < 0 || c.JoinBurst > 1000000:
-		return &FieldError{"joinBurst", "must be between 0 (the default) and 1000000"}
-	case c.JoinBurst > 0 && c.JoinRate == 0:
-		return &FieldError{"joinBurst", "needs joinRate"}
-	case c.PowBits < 0 || c.PowBits > MaxPowBits:
-		return &FieldError{"powBits", "must be between 0 (no proof of work) and " + strconv.Itoa(MaxPowBits)}
-	case c.FailMode != "" && c.FailMode != FailOpen && c.FailMode != FailClosed:
-		return &FieldError{"failMode", `must be "open" or "closed"`}
-	case !c.OpensAt.IsZero() && (c.OpensAt.Year() < 2000 || c.OpensAt.Year() > 3000):
-		return &FieldError{"opensAt", "must be a time between the years 2000 and 3000"}
-	case c.Method != "" && c.Method != MethodFIFO && c.Method != MethodRandom && c.Method != MethodPassthrough && c.Method != MethodReject:
-		return &FieldError{"method", `must be "fifo", "random", "passthrough" or "reject"`}
-	case c.AwayAfter != 0 && (c.AwayAfter < MinAwayAfter || c.AwayAfter > time.Hour):
-		return &FieldError{"awayAfterSeconds", "must be 0 (the default, 60) or between 15 (3 × the longest nextPollMs) and 3600"}
-	case c.DropAfter != 0 && (c.DropAfter < c.awayAfter() || c.DropAfter > 24*time.Hour):
-		return &FieldError{"dropAfterSeconds", "must be 0 (the default, 600) or between awayAfterSeconds and 86400"}
-	case c.DropAfter == 0 && c.awayAfter() > DefaultDropAfter:
-		return &FieldError{"awayAfterSeconds", "must be at most dropAfterSeconds (default 600)"}
-	}
-	if err := CheckMessage(c.Message); err != nil {
-		return &FieldError{"message", err.Error()}
-	}
-	for _, b := range []struct{ field, msg string }{
-		{"brandTitle", branding.CheckTitle(c.BrandTitle)},
-		{"brandLogo", branding.CheckImageURL(c.BrandLogo)},
-		{"brandAccent", branding.CheckColor(c.BrandAccent)},
-		{"brandBackground", branding.CheckBackground(c.BrandBackground)},
-		{"brandFooter", branding.CheckFooter(c.BrandFooter)},
-	} {
-		if b.msg != "" {
-			return &FieldError{b.field, b.msg}
-		}
-	}
-	return nil
-}
-
-func (c RoomConfig) fields() []string {
-	var f []string
-	add := func(k, v string) { f = append(f, k, v) }
-	if c.Paused {
-		add("paused", "1")
-	}
-	if c.Strategy != "" {
-		add("strategy", c.Strategy)
-	}
-	if c.Batch > 0 {
-		add("batch", strconv.Itoa(c.Batch))
-	}
-	if c.MaxActive > 0 {
-		add("maxActive", strconv.Itoa(c.MaxActive))
-	}
-	if c.Seats > 0 {
-		add("seats", strconv.Itoa(c.Seats))
-	}
-	if !c.OpensAt.IsZero() {
-		add("opensAt", strconv.FormatInt(c.OpensAt.UnixMilli(), 10))
-	}
-	if c.TokenTTL > 0 {
-		add("ttlMs", strconv.FormatInt(c.TokenTTL.Milliseconds(), 10))
-	}
-	if c.TokenMax > 0 {
-		add("maxMs", strconv.FormatInt(c.TokenMax.Milliseconds(), 10))
-	}
-	if c.FailMode != "" {
-		add("failMode", c.FailMode)
-	}
-	if c.JoinRate > 0 {
-		add("joinRate", strconv.FormatFloat(c.JoinRate, 'g', -1, 64))
-	}
-	if c.JoinBurst > 0 {
-		add("joinBurst", strconv.Itoa(c.JoinBurst))
-	}
-	if c.PowBits > 0 {
-		add("powBits", strconv.Itoa(c.PowBits))
-	}
-	if c.NoPresence {
-		add("presence", "off")
-	}
-	if c.Method != "" && c.Method != MethodFIFO {
-		add("method", c.Method)
-	}
-	if c.Message != "" {
-		add("message", c.Message)
-	}
-	if c.AwayAfter > 0 {
-		add("awayMs", strconv.FormatInt(c.AwayAfter.Milliseconds(), 10))
-	}
-	if c.DropAfter > 0 {
-		add("dropMs", strconv.FormatInt(c.DropAfter.Milliseconds(), 10))
-	}
-	if c.InviteOnly {
-		add("inviteOnly", "1")
-	}
-	for _, b := range [][2]string{
-		{"brandTitle", c.BrandTitle}, {"brandLogo", c.BrandLogo}, {"brandAccent", c.BrandAccent},
-		{"brandBackground", c.BrandBackground}, {"brandFooter", c.BrandFooter},
-	} {
-		if b[1] != "" {
-			add(b[0], b[1])
-		}
-	}
-	return f
-}
-
+// parseRoomConfig reads the reply of HGETALL of a room's settings.
 func parseRoomConfig(flat []any) RoomConfig {
-	var c RoomConfig
-	for i := 0; i+1 < len(flat); i += 2 {
-		k, _ := flat[i].(string)
-		v, _ := flat[i+1].(string)
-		n, _ := strconv.ParseInt(v, 10, 64)
-		switch k {
-		case "paused":
-			c.Paused = v == "1"
-		case "strategy":
-			c.Strategy = v
-		case "batch":
-			c.Batch = int(n)
-		case "maxActive":
-			c.MaxActive = int(n)
-		case "seats":
-			c.Seats = int(n)
-		case "opensAt":
-			c.OpensAt = time.UnixMilli(n)
-		case "ttlMs":
-			c.TokenTTL = time.Duration(n) * time.Millisecond
-		case "maxMs":
-			c.TokenMax = time.Duration(n) * time.Millisecond
-		case "failMode":
-			c.FailMode = v
-		case "joinRate":
-			c.JoinRate, _ = strconv.ParseFloat(v, 64)
-		case "joinBurst":
-			c.JoinBurst = int(n)
-		case "powBits":
-			c.PowBits = int(n)
-		case "method":
-			c.Method = v
-		case "message":
-			c.Message = v
-		case "presence":
-			c.NoPresence = v == "off"
-		case "awayMs":
-			c.AwayAfter = time.Duration(n) * time.Millisecond
-		case "dropMs":
-			c.DropAfter = time.Duration(n) * time.Millisecond
-		case "inviteOnly":
-			c.InviteOnly = v == "1"
-		case "brandTitle":
-			c.BrandTitle = v
-		case "brandLogo":
-			c.BrandLogo = v
-		case "brandAccent":
-			c.BrandAccent = v
-		case "brandBackground":
-			c.BrandBackground = v
-		case "brandFooter":
-			c.BrandFooter = v
-		case "v":
-			c.version = n
-		}
+	pairs := make([]string, len(flat))
+	for i, v := range flat {
+		pairs[i], _ = v.(string)
 	}
-	return c
+	return settings.FromHash(pairs)
 }
 
 // RoomConfig reads room's stored settings.
@@ -306,7 +76,7 @@ func (q *Queue) UpdateRoomConfig(ctx context.Context, room string, change func(*
 		if err := change(&c); err != nil {
 			return RoomConfig{}, err
 		}
-		ok, err := q.writeRoomConfig(ctx, room, c, strconv.FormatInt(c.version, 10))
+		ok, err := q.writeRoomConfig(ctx, room, c, strconv.FormatInt(c.Version(), 10))
 		if err != nil || ok {
 			return c, err
 		}
@@ -335,7 +105,7 @@ func (q *Queue) writeRoomConfig(ctx context.Context, room string, c RoomConfig, 
 			return false, err
 		}
 	}
-	args := append([]string{prefix(room), room, q.channel(room), version}, c.fields()...)
+	args := append([]string{prefix(room), room, q.channel(room), version}, c.Hash()...)
 	v, err := q.r.Eval(ctx, setcfgScript, roomKeys(room), args...)
 	if err != nil {
 		return false, fmt.Errorf("queue: set room config: %w", err)

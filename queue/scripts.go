@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -77,7 +78,8 @@ var roomKeyNames = []string{
 // of one visitor's keys, in the order visitorKeys gives them.
 var visitorKeyNames = []string{"t:", "spent:", "gone:", "left:", "dropped:"}
 
-// keysLua starts every script: K maps each name of roomKeyNames to its
+// keysLua starts every script: CFG lists the fields of the room's
+// settings hash (settings.HashFields), K maps each name of roomKeyNames to its
 // key in KEYS, and V each name of visitorKeyNames (without its colon) to
 // the key that follows them, when the caller passed visitorKeys (a script
 // whose KEYS are not a room's, such as tickrooms, reads neither).
@@ -98,6 +100,15 @@ var keysLua = func() string {
 		b.WriteString("'" + strings.TrimSuffix(name, ":") + "'")
 	}
 	b.WriteString("}\n  for i = 1, #names do V[names[i]] = KEYS[" + strconv.Itoa(len(roomKeyNames)) + " + i] end\nend\n")
+	// CFG are the fields of the room's settings hash (load_cfg reads them).
+	b.WriteString("local CFG = {")
+	for i, name := range settings.HashFields() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("'" + name + "'")
+	}
+	b.WriteString("}\n")
 	return b.String()
 }()
 

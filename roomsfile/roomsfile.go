@@ -22,21 +22,17 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
+	"strings"
 	"time"
 
-	"github.com/waitroom/waitroom/branding"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 	"go.yaml.in/yaml/v3"
 )
 
-// Fields are the settings a room may declare, in the order they are shown.
-var Fields = []string{
-	"paused", "method", "strategy", "batch", "maxActive", "seats", "opensAt",
-	"tokenTtlSeconds", "tokenMaxSeconds", "failMode", "joinRate", "joinBurst", "powBits",
-	"presence", "awayAfterSeconds", "dropAfterSeconds", "message", "inviteOnly",
-	"brandTitle", "brandLogo", "brandAccent", "brandBackground", "brandFooter",
-}
+// Fields are the settings a room may declare, in the order they are shown
+// (settings.Names).
+var Fields = settings.Names()
 
 // The file's limits. Every instance applies the whole file at start and
 // on SIGHUP, a few Redis round trips per room, so the limits keep one
@@ -86,36 +82,12 @@ func (r Room) Sets(field string) bool {
 // whose value changed.
 func (r Room) Apply(c *queue.RoomConfig) []string {
 	var changed []string
-	set := func(field string, eq bool, assign func()) {
-		if r.Sets(field) && !eq {
-			assign()
-			changed = append(changed, field)
+	for _, f := range settings.Fields {
+		if r.Sets(f.Name) && !f.Equal(*c, r.Config) {
+			f.Copy(c, r.Config)
+			changed = append(changed, f.Name)
 		}
 	}
-	f := r.Config
-	set("paused", c.Paused == f.Paused, func() { c.Paused = f.Paused })
-	set("strategy", c.Strategy == f.Strategy, func() { c.Strategy = f.Strategy })
-	set("batch", c.Batch == f.Batch, func() { c.Batch = f.Batch })
-	set("maxActive", c.MaxActive == f.MaxActive, func() { c.MaxActive = f.MaxActive })
-	set("seats", c.Seats == f.Seats, func() { c.Seats = f.Seats })
-	set("opensAt", c.OpensAt.Equal(f.OpensAt), func() { c.OpensAt = f.OpensAt })
-	set("tokenTtlSeconds", c.TokenTTL == f.TokenTTL, func() { c.TokenTTL = f.TokenTTL })
-	set("tokenMaxSeconds", c.TokenMax == f.TokenMax, func() { c.TokenMax = f.TokenMax })
-	set("failMode", c.FailMode == f.FailMode, func() { c.FailMode = f.FailMode })
-	set("joinRate", c.JoinRate == f.JoinRate, func() { c.JoinRate = f.JoinRate })
-	set("joinBurst", c.JoinBurst == f.JoinBurst, func() { c.JoinBurst = f.JoinBurst })
-	set("powBits", c.PowBits == f.PowBits, func() { c.PowBits = f.PowBits })
-	set("message", c.Message == f.Message, func() { c.Message = f.Message })
-	set("inviteOnly", c.InviteOnly == f.InviteOnly, func() { c.InviteOnly = f.InviteOnly })
-	set("method", c.Method == f.Method, func() { c.Method = f.Method })
-	set("presence", c.NoPresence == f.NoPresence, func() { c.NoPresence = f.NoPresence })
-	set("awayAfterSeconds", c.AwayAfter == f.AwayAfter, func() { c.AwayAfter = f.AwayAfter })
-	set("dropAfterSeconds", c.DropAfter == f.DropAfter, func() { c.DropAfter = f.DropAfter })
-	set("brandTitle", c.BrandTitle == f.BrandTitle, func() { c.BrandTitle = f.BrandTitle })
-	set("brandLogo", c.BrandLogo == f.BrandLogo, func() { c.BrandLogo = f.BrandLogo })
-	set("brandAccent", c.BrandAccent == f.BrandAccent, func() { c.BrandAccent = f.BrandAccent })
-	set("brandBackground", c.BrandBackground == f.BrandBackground, func() { c.BrandBackground = f.BrandBackground })
-	set("brandFooter", c.BrandFooter == f.BrandFooter, func() { c.BrandFooter = f.BrandFooter })
 	return changed
 }
 
@@ -241,91 +213,30 @@ func parseRoom(path, name string, line int, n *yaml.Node) (Room, error) {
 	if n.Kind != yaml.MappingNode {
 		return fail(n.Line, where, "must be a mapping of settings")
 	}
-	c := &r.Config
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		field := where + "." + k.Value
-		if !slices.Contains(Fields, k.Value) {
+		f, ok := settings.Lookup(k.Value)
+		if !ok || f.Name != k.Value {
 			return fail(k.Line, field, "is not a room setting (known: %v)", Fields)
 		}
 		if _, dup := r.Lines[k.Value]; dup {
 			return fail(k.Line, field, "is set twice")
 		}
-		if v.Tag == "!!null" && (k.Value == "brandAccent" || k.Value == "brandBackground") {
+		if v.Tag == "!!null" && strings.Contains(f.YAMLHint, `"#`) {
 			return fail(v.Line, field, `has no value: in YAML a # starts a comment, so quote the colour ("#c2185b")`)
 		}
 		if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
 			return fail(v.Line, field, "must be a single value")
 		}
-		var err error
-		switch k.Value {
-		case "paused":
-			err = decode(v, "!!bool", "true or false", &c.Paused)
-		case "inviteOnly":
-			err = decode(v, "!!bool", "true or false", &c.InviteOnly)
-		case "presence":
-			var on bool
-			err = decode(v, "!!bool", "true or false", &on)
-			c.NoPresence = !on
-		case "method":
-			err = decode(v, "!!str", "a string", &c.Method)
-			if c.Method == queue.MethodFIFO {
-				c.Method = "" // as stored: fifo is the default
-			}
-		case "awayAfterSeconds":
-			err = decodeSeconds(v, &c.AwayAfter)
-		case "dropAfterSeconds":
-			err = decodeSeconds(v, &c.DropAfter)
-		case "strategy":
-			err = decode(v, "!!str", "a string", &c.Strategy)
-		case "failMode":
-			err = decode(v, "!!str", "a string", &c.FailMode)
-		case "message":
-			err = decode(v, "!!str", "a string (quote it)", &c.Message)
-		case "brandTitle":
-			err = decode(v, "!!str", "a string (quote it)", &c.BrandTitle)
-		case "brandLogo":
-			err = decode(v, "!!str", "a string", &c.BrandLogo)
-		case "brandAccent":
-			err = decode(v, "!!str", `a string (quote it: "#c2185b")`, &c.BrandAccent)
-		case "brandBackground":
-			err = decode(v, "!!str", `a string (quote it: "#fff8e1")`, &c.BrandBackground)
-		case "brandFooter":
-			// Stored as the admin API stores it: cleaned to the allow-list.
-			if err = decode(v, "!!str", "a string (quote it)", &c.BrandFooter); err == nil && branding.CheckFooter(c.BrandFooter) == "" {
-				c.BrandFooter = branding.Footer(c.BrandFooter)
-			}
-		case "batch":
-			err = decode(v, "!!int", "a whole number", &c.Batch)
-		case "maxActive":
-			err = decode(v, "!!int", "a whole number", &c.MaxActive)
-		case "seats":
-			err = decode(v, "!!int", "a whole number", &c.Seats)
-		case "joinBurst":
-			err = decode(v, "!!int", "a whole number", &c.JoinBurst)
-		case "powBits":
-			err = decode(v, "!!int", "a whole number", &c.PowBits)
-		case "joinRate":
-			err = decodeFloat(v, &c.JoinRate)
-		case "tokenTtlSeconds":
-			err = decodeSeconds(v, &c.TokenTTL)
-		case "tokenMaxSeconds":
-			err = decodeSeconds(v, &c.TokenMax)
-		case "opensAt":
-			if v.Value != "" {
-				c.OpensAt, err = time.Parse(time.RFC3339Nano, v.Value)
-				c.OpensAt = c.OpensAt.Truncate(time.Millisecond)
-				if err != nil {
-					err = errors.New("must be an RFC 3339 time (2026-12-01T09:00:00Z) or empty")
-				}
-			}
-		}
+		val, err := value(f, v)
 		if err != nil {
 			return fail(v.Line, field, "%s", err)
 		}
+		f.Set(&r.Config, val)
 		r.Lines[k.Value] = v.Line
 	}
-	if err := c.Validate(); err != nil {
+	if err := r.Config.Validate(); err != nil {
 		var fe *queue.FieldError
 		if errors.As(err, &fe) {
 			line, ok := r.Lines[fe.Field]
@@ -337,6 +248,39 @@ func parseRoom(path, name string, line int, n *yaml.Node) (Room, error) {
 		return fail(r.Line, where, "%s", err)
 	}
 	return r, nil
+}
+
+// value reads v as a value of f, of the type f.Set takes.
+func value(f settings.Field, v *yaml.Node) (any, error) {
+	switch f.Kind {
+	case settings.Bool:
+		var b bool
+		return b, decode(v, "!!bool", "true or false", &b)
+	case settings.Int:
+		var n int
+		return n, decode(v, "!!int", "a whole number", &n)
+	case settings.Number:
+		var x float64
+		return x, decodeFloat(v, &x)
+	case settings.Seconds:
+		var d time.Duration
+		return d, decodeSeconds(v, &d)
+	case settings.Time:
+		if v.Value == "" {
+			return time.Time{}, nil
+		}
+		t, err := time.Parse(time.RFC3339Nano, v.Value)
+		if err != nil {
+			return nil, errors.New("must be an RFC 3339 time (2026-12-01T09:00:00Z) or empty")
+		}
+		return t.Truncate(time.Millisecond), nil
+	}
+	want := "a string"
+	if f.YAMLHint != "" {
+		want += " (" + f.YAMLHint + ")"
+	}
+	var s string
+	return s, decode(v, "!!str", want, &s)
 }
 
 func decode(v *yaml.Node, tag, want string, dst any) error {

@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/cors"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 
+	"github.com/waitroom/waitroom/admin"
 	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
@@ -47,6 +48,7 @@ type server struct {
 	gw      *gateway.Gateway
 	id      string // this instance, in the instances hash
 
+	admin    *admin.API
 	ops      atomic.Pointer[opsFiles] // the rooms file and admin keys in force
 	invites  *invite.Minter
 	tickets  *push.Tickets // connect tickets (ticket.go)
@@ -105,6 +107,7 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 		return nil, err
 	}
 	s.q = q
+	s.admin = s.newAdmin()
 	s.rooms = newRoomCache(q, cfg.FailMode)
 	if err := s.startOps(ctx); err != nil {
 		rc.Close()
@@ -186,23 +189,7 @@ func (s *server) routes() *fiber.App {
 	rooms.Get("/enter", s.gw.Enter)
 	rooms.Delete("/session", s.gw.EndOwnSession)
 
-	admin := api.Group("/admin", s.adminAuth)
-	admin.Get("/whoami", s.adminWhoami)
-	admin.Get("/audit", s.adminAuditAll)
-	admin.Get("/rooms", s.adminRooms)
-	admin.Get("/rooms/:room", s.adminGetRoom)
-	admin.Put("/rooms/:room", s.adminPutRoom)
-	admin.Post("/rooms/:room/pause", s.adminPause(true))
-	admin.Post("/rooms/:room/resume", s.adminPause(false))
-	admin.Get("/rooms/:room/stats", s.adminStats)
-	admin.Post("/visitors", s.adminVisitor)
-	admin.Delete("/rooms/:room/sessions/:visitor", s.adminEndSession)
-	admin.Post("/rooms", s.adminCreateRoom)
-	admin.Post("/rooms/:room/preview", s.adminPreview)
-	admin.Put("/rooms/:room/message", s.adminMessage(false))
-	admin.Delete("/rooms/:room/message", s.adminMessage(true))
-	admin.Get("/rooms/:room/audit", s.adminAudit)
-	admin.Post("/rooms/:room/invites", s.adminInvites)
+	s.admin.Mount(api)
 
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)

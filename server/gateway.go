@@ -10,7 +10,6 @@ import (
 
 	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/hub"
-	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/visit"
 	"github.com/waitroom/waitroom/wire"
@@ -124,31 +123,3 @@ type gatewayMetrics struct{ m *metrics }
 
 func (a gatewayMetrics) StoreError()       { a.m.redisErr.Inc() }
 func (a gatewayMetrics) FailOpenAdmitted() { a.m.failOpen.WithLabelValues("admitted").Inc() }
-
-var errNoSession = httperr.New(404, "session_not_found", "this visitor holds no session in this room")
-
-// adminEndSession is DELETE /api/v1/admin/rooms/{room}/sessions/{visitor}.
-func (s *server) adminEndSession(c *fiber.Ctx) error {
-	r, err := room(c)
-	if err != nil {
-		return err
-	}
-	id := c.Params("visitor")
-	if !queue.ValidVisitor(id) {
-		return httperr.New(400, "invalid_visitor", "visitor ids match ^[A-Za-z0-9_-]{1,64}$")
-	}
-	ctx, cancel := s.redisCtx(c)
-	defer cancel()
-	nb, exp, ok, err := s.q.Session(ctx, r, id)
-	if err != nil {
-		return s.storeError(c, err)
-	}
-	if !ok {
-		return errNoSession
-	}
-	if err := s.gw.EndSession(ctx, gateway.Session{Room: r, Visitor: id, NotBefore: nb, ExpiresAt: exp}); err != nil {
-		return s.storeError(c, err)
-	}
-	s.auditEvent(ctx, r, adminLabel(c), auditEntry{Action: "end-session", Visitor: id})
-	return c.SendStatus(fiber.StatusNoContent)
-}

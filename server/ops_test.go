@@ -222,14 +222,6 @@ func TestPreview(t *testing.T) {
 	}
 }
 
-func TestDurWords(t *testing.T) {
-	for sec, want := range map[int64]string{0: "0 s", 59: "59 s", 60: "1 min", 240: "4 min", 241: "5 min", 3600: "1 h", 3900: "1 h 5 min", 7199: "2 h"} {
-		if got := durWords(sec); got != want {
-			t.Errorf("durWords(%d) = %q, want %q", sec, got, want)
-		}
-	}
-}
-
 // SIGHUP reloads the rooms file.
 func TestRoomsFileReloadOnSIGHUP(t *testing.T) {
 	rooms := filepath.Join(t.TempDir(), "rooms.yaml")

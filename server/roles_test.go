@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/waitroom/waitroom/admin"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
@@ -28,7 +29,7 @@ func rolesServer(t *testing.T) *testServer {
 
 // Every admin route is tried with each role: a role below the route's gets
 // 403 forbidden naming the role needed, one at or above it gets through.
-// Every registered admin route has a role of its own in adminRoutes.
+// Every registered admin route has a role of its own in admin.Routes.
 func TestAdminRoles(t *testing.T) {
 	ts := rolesServer(t)
 	v := newVisitor(t, ts.URL)
@@ -46,8 +47,8 @@ func TestAdminRoles(t *testing.T) {
 	keys := []struct {
 		name string
 		key  string
-		role role
-	}{{"admin", testAdminKey, roleAdmin}, {"operator", opsKey, roleOperator}, {"read-only", viewerKey, roleReadOnly}}
+		role admin.Role
+	}{{"admin", testAdminKey, admin.Admin}, {"operator", opsKey, admin.Operator}, {"read-only", viewerKey, admin.ReadOnly}}
 	seen := map[string]bool{}
 	for _, rt := range ts.app.GetRoutes(true) {
 		rest, ok := strings.CutPrefix(rt.Path, "/api/v1/admin/")
@@ -55,9 +56,9 @@ func TestAdminRoles(t *testing.T) {
 			continue
 		}
 		route := rt.Method + " /" + rest
-		need, listed := adminRoutes[route]
+		need, listed := admin.Routes[route]
 		if !listed {
-			t.Errorf("%s has no role in adminRoutes", route)
+			t.Errorf("%s has no role in admin.Routes", route)
 			continue
 		}
 		seen[route] = true
@@ -71,7 +72,7 @@ func TestAdminRoles(t *testing.T) {
 				r := v.do(rt.Method, "/api/v1/admin"+path, body, "Authorization", "Bearer "+k.key, "Content-Type", "application/json")
 				need := need
 				if route == "PUT /rooms/:room" && k.role >= need {
-					need = roleAdmin // the body changes batch; paused and message alone need less
+					need = admin.Admin // the body changes batch; paused and message alone need less
 				}
 				if k.role >= need {
 					if r.Code == 403 || r.Code == 401 {
@@ -88,9 +89,9 @@ func TestAdminRoles(t *testing.T) {
 			})
 		}
 	}
-	for route := range adminRoutes {
+	for route := range admin.Routes {
 		if !seen[route] {
-			t.Errorf("adminRoutes lists %s, which is not registered", route)
+			t.Errorf("admin.Routes lists %s, which is not registered", route)
 		}
 	}
 	// Another spelling of a route is placed as the router places it.
@@ -122,29 +123,6 @@ func TestAdminRoles(t *testing.T) {
 	}
 }
 
-// The file's key syntax: the plain form is admin; a bad role or a missing
-// key is refused with its line.
-func TestAdminKeysRoleSyntax(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "keys.yaml")
-	writeFile(t, path, "alice: alice-key-0123456789abcdef\ndesk:\n  key: desk-key-0123456789abcdef00\n  role: operator\n")
-	ks, err := loadAdminKeys(path)
-	if err != nil || len(ks) != 2 || ks[0].role != roleAdmin || ks[1].role != roleOperator || ks[1].label != "desk" {
-		t.Fatalf("%+v %v", ks, err)
-	}
-	for body, want := range map[string]string{
-		"desk:\n  key: desk-key-0123456789abcdef00\n  role: boss\n": "keys.yaml:3: the role of \"desk\" must be admin, operator or read-only",
-		"desk:\n  role: operator\n":                                 "keys.yaml:2: \"desk\" has no key",
-		"desk: {key: desk-key-0123456789abcdef00}\n":                "keys.yaml:1: \"desk\" has no role",
-		"desk: {key: short, role: operator}\n":                      "keys.yaml:1: the key of \"desk\" must be at least 16 bytes",
-		"desk: {key: desk-key-0123456789abcdef00, rank: 1}\n":       "keys.yaml:1: \"rank\" of \"desk\" is not known",
-	} {
-		writeFile(t, path, body)
-		if _, err := loadAdminKeys(path); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: %v, want %s", body, err, want)
-		}
-	}
-}
-
 // Minting invite codes (priority ones too), a credential for a user id and
 // ending a session are audited, without the secret minted.
 func TestAuditOfAccessActions(t *testing.T) {
@@ -168,7 +146,7 @@ func TestAuditOfAccessActions(t *testing.T) {
 	}
 	type entry struct {
 		Who, Action, Visitor string
-		Invites              *inviteAudit
+		Invites              *admin.Invites
 	}
 	read := func(path string) ([]entry, string) {
 		a := v.admin("GET", path, "")
@@ -182,7 +160,7 @@ func TestAuditOfAccessActions(t *testing.T) {
 	if len(room) < 2 || room[0].Action != "end-session" || room[0].Visitor != sess.Visitor || room[0].Who != "admin" {
 		t.Fatalf("room audit: %s", raw)
 	}
-	if m := room[1]; m.Action != "mint-invites" || m.Invites == nil || *m.Invites != (inviteAudit{Count: 3, Uses: 2, Priority: true, ExpiresAt: m.Invites.ExpiresAt}) || m.Invites.ExpiresAt == "" {
+	if m := room[1]; m.Action != "mint-invites" || m.Invites == nil || *m.Invites != (admin.Invites{Count: 3, Uses: 2, Priority: true, ExpiresAt: m.Invites.ExpiresAt}) || m.Invites.ExpiresAt == "" {
 		t.Fatalf("mint audit: %s", raw)
 	}
 	for _, c := range codes {

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/waitroom/waitroom/admin"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/roomsfile"
 )
@@ -22,7 +23,7 @@ import (
 // reload, never changed.
 type opsFiles struct {
 	rooms *roomsfile.File // nil without -rooms
-	keys  adminKeys
+	keys  admin.Keys
 }
 
 // loadOpsFiles reads the operator's files. The error is one line naming
@@ -40,13 +41,13 @@ func loadOpsFiles(cfg config) (*opsFiles, error) {
 }
 
 // loadAdminKeysFlags reads the keys of -admin-key and -admin-keys.
-func loadAdminKeysFlags(cfg config) (adminKeys, error) {
-	var keys adminKeys
+func loadAdminKeysFlags(cfg config) (admin.Keys, error) {
+	var keys admin.Keys
 	if cfg.AdminKey != "" {
-		keys = adminKeys{{label: "admin", key: []byte(cfg.AdminKey), role: roleAdmin}}
+		keys = admin.Keys{admin.NewKey("admin", []byte(cfg.AdminKey), admin.Admin)}
 	}
 	if cfg.AdminKeysFile != "" {
-		ks, err := loadAdminKeys(cfg.AdminKeysFile)
+		ks, err := admin.LoadKeys(cfg.AdminKeysFile)
 		if err != nil {
 			return nil, err
 		}
@@ -98,20 +99,6 @@ func (s *server) opsNow() *opsFiles {
 		return o
 	}
 	return &opsFiles{}
-}
-
-// fileLocks maps each setting of room that the rooms file sets to the
-// reason it cannot be changed live.
-func (s *server) fileLocks(room string) map[string]string {
-	fr, ok := s.fileRoom(room)
-	if !ok || len(fr.Lines) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(fr.Lines))
-	for f, line := range fr.Lines {
-		out[f] = fmt.Sprintf("set by the rooms file (%s, line %d): change it there and reload (SIGHUP)", s.opsNow().rooms.Path, line)
-	}
-	return out
 }
 
 // fileAuditLabel is who the audit trail names for changes the rooms file
@@ -240,7 +227,7 @@ func (s *server) applyRoomsFile(ctx context.Context, f *roomsfile.File) (roomsAp
 		// Recorded even when the deadline passes right after the write:
 		// the change is made.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		s.audit(actx, r.Name, fileAuditLabel, action, before, after)
+		s.admin.Audit(actx, r.Name, fileAuditLabel, action, before, after)
 		cancel()
 	}
 	return done, nil
@@ -255,7 +242,7 @@ type roomAppliedKey struct{}
 // not set and that differ from the defaults: those a value of the file
 // can clash with.
 func storedBeside(s *server, r roomsfile.Room, cfg queue.RoomConfig) string {
-	now, def := settingsMap(s.effective(r.Name, cfg)), settingsMap(s.effective(r.Name, queue.RoomConfig{}))
+	now, def := s.effective(r.Name, cfg).Values(), s.effective(r.Name, queue.RoomConfig{}).Values()
 	var out []string
 	for _, f := range roomsfile.Fields {
 		if !r.Sets(f) && !reflect.DeepEqual(now[f], def[f]) {

@@ -31,7 +31,8 @@
   // either way.
   var RANK = { "read-only": 1, "operator": 2, "admin": 3 };
   var role = "read-only", keyLabel = "";
-  // The settings an operator may change; the rest need admin.
+  // The settings an operator may change; the rest need admin (GET
+  // /settings says which: loadSchema).
   var STEER_FIELDS = { paused: true, message: true };
 
   function readKey() {
@@ -544,37 +545,43 @@
   // ---------- settings ----------
 
   // FIELDS are the settings the form edits (pause and resume have their
-  // buttons above), with the admin API's names.
-  var FIELDS = [
-    { name: "method", label: "Method", kind: "select", options: ["fifo", "random", "passthrough", "reject"], hint: "fifo: tickets in order; random: each tick draws at random among those waiting and present; passthrough: admitted at join; reject: closed to new visitors, with the message" },
-    { name: "strategy", label: "Strategy", kind: "select", options: ["fixed", "max-active"], hint: "fixed: a batch every tick; max-active: keep live entry tokens at or under Max active" },
-    { name: "batch", label: "Batch per tick", kind: "int", hint: "visitors admitted each tick" },
-    { name: "maxActive", label: "Max active", kind: "int", hint: "with max-active: entry tokens live at once" },
-    { name: "seats", label: "Seats", kind: "int", hint: "0 = no limit; sold out when all are held" },
-    { name: "opensAt", label: "Opens at", kind: "time", hint: "RFC 3339, e.g. 2026-12-01T09:00:00Z; empty = open now" },
-    { name: "tokenTtlSeconds", label: "Token idle lifetime (s)", kind: "number", hint: "extended by each use" },
-    { name: "tokenMaxSeconds", label: "Token max lifetime (s)", kind: "number", hint: "absolute cap" },
-    { name: "failMode", label: "Fail mode", kind: "select", options: ["open", "closed"], hint: "the protected endpoint while Redis is unreachable" },
-    { name: "joinRate", label: "Joins / s per address", kind: "number", hint: "new visitors one client address may create" },
-    { name: "joinBurst", label: "Join burst", kind: "int", hint: "how many at once" },
-    { name: "powBits", label: "Proof of work (bits)", kind: "int", hint: "leading zero bits a new visitor's join must solve; 0 = none" },
-    { name: "presence", label: "Presence", kind: "bool", options: ["true", "false"], hint: "true: visitors unseen for a while are set aside, then lose their place" },
-    { name: "awayAfterSeconds", label: "Away after (s)", kind: "number", hint: "unseen this long: set aside (keeps the ticket)" },
-    { name: "dropAfterSeconds", label: "Drop after (s)", kind: "number", hint: "unseen this long: the place is lost" },
-    { name: "inviteOnly", label: "Invite-only", kind: "bool", options: ["false", "true"], hint: "true: a new visitor needs an invite code (POST …/invites mints them)" },
-    { name: "message", label: "Message to everyone waiting", kind: "text", hint: "plain text, at most 500 characters; shown at once on every waiting page; empty removes it" },
-    { name: "brandTitle", label: "Page title", kind: "text", hint: "the waiting page's title and tab title; empty = the default" },
-    { name: "brandLogo", label: "Logo URL", kind: "text", hint: "an http(s) URL or a /path of an image for the page's header; empty = the built-in mark" },
-    { name: "brandAccent", label: "Accent colour", kind: "text", hint: "#rgb or #rrggbb for buttons and links; empty = the default" },
-    { name: "brandBackground", label: "Background", kind: "text", hint: "#rgb or #rrggbb, or an http(s) URL or /path of an image; empty = the default" },
-    { name: "brandFooter", label: "Footer (HTML)", kind: "text", hint: "a, b, strong, em, i, p, br, span only (href http, https or mailto); anything else is removed when saved" }
-  ];
+  // buttons above), with the admin API's names, labels, kinds and hints as
+  // GET /settings describes them (the server's one list of the settings).
+  var FIELDS = [];
+  var schema = null; // the promise of GET /settings, once it is asked
+
+  // loadSchema reads the settings' description once per key and builds
+  // the form from it; it resolves when the form is there (or could not be
+  // built: then it asks again next time).
+  function loadSchema() {
+    if (schema) return schema;
+    var my = session;
+    schema = api("GET", "/settings").then(function (r) {
+      if (r.status === 401) {
+        schema = null;
+        if (my === session) unauthorized(r);
+        return;
+      }
+      if (r.status !== 200 || !r.body || !Array.isArray(r.body.settings)) {
+        schema = null;
+        $("settings-msg").textContent = "The settings form is not available: " + errorOf(r).message;
+        return;
+      }
+      var steer = {};
+      r.body.settings.forEach(function (f) { if (f.steer) steer[f.name] = true; });
+      STEER_FIELDS = steer;
+      FIELDS = r.body.settings.filter(function (f) { return f.form; });
+      buildForm();
+    });
+    return schema;
+  }
 
   var settings = null; // the room's settings as last read (effective values)
   var settingsGen = 0;
 
   function buildForm() {
     var grid = $("settings-fields");
+    grid.textContent = "";
     FIELDS.forEach(function (f) {
       var wrap = document.createElement("div");
       wrap.className = "field" + (f.kind === "text" ? " wide" : "");
@@ -656,7 +663,11 @@
   function loadSettings() {
     if (!room || !key) return;
     var my = ++settingsGen;
-    api("GET", "/rooms/" + encodeURIComponent(room)).then(function (r) {
+    loadSchema().then(function () {
+      if (my !== settingsGen || !FIELDS.length) return null;
+      return api("GET", "/rooms/" + encodeURIComponent(room));
+    }).then(function (r) {
+      if (!r) return;
       if (my !== settingsGen) return;
       if (r.status === 401) return unauthorized(r);
       if (r.status === 200 && r.body) fillSettings(r.body);
@@ -830,8 +841,6 @@
       });
     });
   }
-
-  buildForm();
 
   // ---------- start ----------
 

@@ -20,11 +20,14 @@ local function read_token(key)
   return nb, exp, cap
 end
 
--- The room's settings (HGETALL of the cfg hash) as a table.
+-- The room's settings (the fields CFG of the cfg hash, from the Go
+-- schema) as a table of those that are set.
 local function load_cfg(p)
-  local flat = redis.call('HGETALL', K.cfg)
+  local vals = redis.call('HMGET', K.cfg, unpack(CFG))
   local cfg = {}
-  for i = 1, #flat, 2 do cfg[flat[i]] = flat[i + 1] end
+  for i = 1, #CFG do
+    if vals[i] then cfg[CFG[i]] = vals[i] end
+  end
   return cfg
 end
 

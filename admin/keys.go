@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"crypto/subtle"
@@ -8,34 +8,38 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/gofiber/fiber/v2"
 	"go.yaml.in/yaml/v3"
 )
 
-// adminKey is one bearer key for the admin API, with the label the audit
+// Key is one bearer key for the admin API, with the label the audit
 // trail records for what it changed and the role that bounds what it may
 // do.
-type adminKey struct {
-	label string
+type Key struct {
+	Label string
+	Role  Role
 	key   []byte
-	role  role
 }
 
-// role is what an admin key may do; each role may do all that the ones
-// below it may.
-type role int
+// NewKey is the key secret, labelled label, with role r.
+func NewKey(label string, secret []byte, r Role) Key { return Key{Label: label, Role: r, key: secret} }
 
+// Role is what an admin key may do; each role may do all that the ones
+// below it may.
+type Role int
+
+// The roles, from the least.
 const (
-	roleReadOnly role = iota + 1 // read rooms, settings, stats, audit, metrics
-	roleOperator                 // and pause, resume, set the message (and preview those)
-	roleAdmin                    // and everything else
+	ReadOnly Role = iota + 1 // read rooms, settings, stats, audit, metrics
+	Operator                 // and pause, resume, set the message (and preview those)
+	Admin                    // and everything else
 )
 
-var roleNames = map[role]string{roleReadOnly: "read-only", roleOperator: "operator", roleAdmin: "admin"}
+var roleNames = map[Role]string{ReadOnly: "read-only", Operator: "operator", Admin: "admin"}
 
-func (r role) String() string { return roleNames[r] }
+func (r Role) String() string { return roleNames[r] }
 
-func parseRole(s string) (role, bool) {
+// ParseRole reads a role's name (admin, operator or read-only).
+func ParseRole(s string) (Role, bool) {
 	for r, n := range roleNames {
 		if n == s {
 			return r, true
@@ -44,13 +48,13 @@ func parseRole(s string) (role, bool) {
 	return 0, false
 }
 
-// adminKeys are the keys the admin API accepts: -admin-key (labelled
+// Keys are the keys the admin API accepts: -admin-key (labelled
 // "admin") and those of -admin-keys.
-type adminKeys []adminKey
+type Keys []Key
 
-var adminLabelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+var labelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 
-// loadAdminKeys reads the -admin-keys file: a YAML mapping of label to
+// LoadKeys reads the -admin-keys file: a YAML mapping of label to
 // key, the key alone (role admin) or with a role,
 //
 //	alice: 9f2c…                 # at least 16 bytes each; role admin
@@ -60,7 +64,7 @@ var adminLabelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 //	wallboard: {key: 77e0…, role: read-only}
 //
 // A bad file is one error naming the line.
-func loadAdminKeys(path string) (adminKeys, error) {
+func LoadKeys(path string) (Keys, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("-admin-keys %s: %v", path, err)
@@ -81,13 +85,13 @@ func loadAdminKeys(path string) (adminKeys, error) {
 		return nil, fail(1, "want a mapping of label to key (alice: <key>)")
 	}
 	m := doc.Content[0]
-	var keys adminKeys
+	var keys Keys
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		switch {
-		case !adminLabelRE.MatchString(k.Value):
-			return nil, fail(k.Line, "label %q must match %s", k.Value, adminLabelRE)
+		case !labelRE.MatchString(k.Value):
+			return nil, fail(k.Line, "label %q must match %s", k.Value, labelRE)
 		case seen[k.Value]:
 			return nil, fail(k.Line, "label %q appears twice", k.Value)
 		}
@@ -97,11 +101,11 @@ func loadAdminKeys(path string) (adminKeys, error) {
 		}
 		for _, o := range keys {
 			if string(o.key) == key.Value {
-				return nil, fail(key.Line, "the key of %q is also the key of %q", k.Value, o.label)
+				return nil, fail(key.Line, "the key of %q is also the key of %q", k.Value, o.Label)
 			}
 		}
 		seen[k.Value] = true
-		keys = append(keys, adminKey{label: k.Value, key: []byte(key.Value), role: rl})
+		keys = append(keys, Key{Label: k.Value, Role: rl, key: []byte(key.Value)})
 	}
 	if len(keys) == 0 {
 		return nil, fail(1, "no keys")
@@ -116,7 +120,7 @@ type keyError struct {
 
 // keyEntry reads one label's value: the key alone (role admin) or a
 // mapping of key and role.
-func keyEntry(label string, v *yaml.Node) (*yaml.Node, role, *keyError) {
+func keyEntry(label string, v *yaml.Node) (*yaml.Node, Role, *keyError) {
 	short := func(n *yaml.Node) *keyError {
 		if n.Kind != yaml.ScalarNode || len(n.Value) < 16 {
 			return &keyError{n.Line, fmt.Sprintf("the key of %q must be at least 16 bytes", label)}
@@ -124,17 +128,17 @@ func keyEntry(label string, v *yaml.Node) (*yaml.Node, role, *keyError) {
 		return nil
 	}
 	if v.Kind != yaml.MappingNode {
-		return v, roleAdmin, short(v)
+		return v, Admin, short(v)
 	}
 	var key *yaml.Node
-	rl := role(0)
+	rl := Role(0)
 	for j := 0; j+1 < len(v.Content); j += 2 {
 		f, fv := v.Content[j], v.Content[j+1]
 		switch f.Value {
 		case "key":
 			key = fv
 		case "role":
-			r, ok := parseRole(fv.Value)
+			r, ok := ParseRole(fv.Value)
 			if fv.Kind != yaml.ScalarNode || !ok {
 				return nil, 0, &keyError{fv.Line, fmt.Sprintf("the role of %q must be admin, operator or read-only, not %q", label, fv.Value)}
 			}
@@ -152,11 +156,11 @@ func keyEntry(label string, v *yaml.Node) (*yaml.Node, role, *keyError) {
 	return key, rl, short(key)
 }
 
-// match returns the key that key is, comparing with every key in constant
+// Match returns the key that key is, comparing with every key in constant
 // time so the time taken tells nothing about which one (or how much of one)
 // matched.
-func (ks adminKeys) match(key []byte) (adminKey, bool) {
-	var got adminKey
+func (ks Keys) Match(key []byte) (Key, bool) {
+	var got Key
 	found := false
 	for _, k := range ks {
 		if subtle.ConstantTimeCompare(key, k.key) == 1 && !found {
@@ -164,20 +168,4 @@ func (ks adminKeys) match(key []byte) (adminKey, bool) {
 		}
 	}
 	return got, found
-}
-
-// adminLabel is the label of the key the request was let in with.
-func adminLabel(c *fiber.Ctx) string {
-	if l, ok := c.Locals("adminLabel").(string); ok {
-		return l
-	}
-	return "admin"
-}
-
-// adminRole is the role of the key the request was let in with.
-func adminRole(c *fiber.Ctx) role {
-	if r, ok := c.Locals("adminRole").(role); ok {
-		return r
-	}
-	return roleReadOnly
 }

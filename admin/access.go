@@ -1,24 +1,45 @@
-package main
+package admin
 
 import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/queue"
 )
 
+// mintVisitor mints a visitor credential for an id chosen by a trusted
+// backend (a signed-in user's id), so that user has one place per room
+// across tabs and devices. The backend hands the credential to its page,
+// which sends it as X-Visitor or visitor=.
+func (a *API) mintVisitor(c *fiber.Ctx) error {
+	var in struct {
+		ID string `json:"id"`
+	}
+	if err := httperr.DecodeObject(c.Body(), &in); err != nil {
+		return err
+	}
+	if !queue.ValidVisitor(in.ID) {
+		return fieldError("id", "must match ^[A-Za-z0-9_-]{1,64}$")
+	}
+	ctx, cancel := a.ctx(c)
+	defer cancel()
+	a.auditEvent(ctx, "", label(c), Entry{Action: "mint-visitor", Visitor: in.ID})
+	return c.JSON(fiber.Map{"id": in.ID, "visitor": a.opts.Credential(in.ID)})
+}
+
 // maxInvites bounds the codes one mint call makes.
 const maxInvites = 10000
 
-// adminInvites mints invite codes for the route's room: one, or a batch of
+// mintInvites mints invite codes for the route's room: one, or a batch of
 // count, each admitting uses joins until it expires, optionally only for
 // one visitor id (a signed-in user's), and priority codes (priority: true),
 // whose joins go ahead of the public queue in any room. Nothing is stored: a code is
 // checked by its signature and counted when used.
-func (s *server) adminInvites(c *fiber.Ctx) error {
-	r, err := room(c)
+func (a *API) mintInvites(c *fiber.Ctx) error {
+	r, err := roomParam(c)
 	if err != nil {
 		return err
 	}
@@ -78,15 +99,43 @@ func (s *server) adminInvites(c *fiber.Ctx) error {
 	prio := in.Priority != nil && *in.Priority
 	codes := make([]string, count)
 	for i := range codes {
-		codes[i] = s.invites.Mint(invite.Code{Room: r, ID: invite.NewID(), Expires: expires, Uses: uses, Visitor: visitor, Priority: prio})
+		codes[i] = a.opts.Invites.Mint(invite.Code{Room: r, ID: invite.NewID(), Expires: expires, Uses: uses, Visitor: visitor, Priority: prio})
 	}
-	ctx, cancel := s.redisCtx(c)
+	ctx, cancel := a.ctx(c)
 	defer cancel()
-	s.auditEvent(ctx, r, adminLabel(c), auditEntry{Action: "mint-invites", Visitor: visitor, Invites: &inviteAudit{
+	a.auditEvent(ctx, r, label(c), Entry{Action: "mint-invites", Visitor: visitor, Invites: &Invites{
 		Count: count, Uses: uses, Priority: prio, ExpiresAt: expires.UTC().Format(time.RFC3339),
 	}})
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
 		"room": r, "codes": codes, "uses": uses, "visitor": visitor, "priority": prio,
 		"expiresAt": expires.UTC().Format(time.RFC3339),
 	})
+}
+
+var errNoSession = httperr.New(404, "session_not_found", "this visitor holds no session in this room")
+
+// endSession is DELETE /api/v1/admin/rooms/{room}/sessions/{visitor}.
+func (a *API) endSession(c *fiber.Ctx) error {
+	r, err := roomParam(c)
+	if err != nil {
+		return err
+	}
+	id := c.Params("visitor")
+	if !queue.ValidVisitor(id) {
+		return httperr.New(400, "invalid_visitor", "visitor ids match ^[A-Za-z0-9_-]{1,64}$")
+	}
+	ctx, cancel := a.ctx(c)
+	defer cancel()
+	nb, exp, ok, err := a.store.Session(ctx, r, id)
+	if err != nil {
+		return a.storeError(c, err)
+	}
+	if !ok {
+		return errNoSession
+	}
+	if err := a.opts.EndSession(ctx, r, id, nb, exp); err != nil {
+		return a.storeError(c, err)
+	}
+	a.auditEvent(ctx, r, label(c), Entry{Action: "end-session", Visitor: id})
+	return c.SendStatus(fiber.StatusNoContent)
 }
