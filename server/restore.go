@@ -33,7 +33,8 @@ func (r restoreSettings) SettingsRooms() []string {
 	return out
 }
 
-// onRestored counts and logs what was put back after Redis lost it.
+// onRestored counts what was put back after Redis lost it (the queue logs
+// it).
 func (s *server) onRestored(r queue.Restored) {
 	c := s.metrics.restored
 	if r.Settings {
