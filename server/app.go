@@ -26,7 +26,6 @@ import (
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/visit"
-	"github.com/waitroom/waitroom/wire"
 )
 
 const bodyLimit = 64 << 10
@@ -114,9 +113,13 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 		rc.Close()
 		return nil, err
 	}
-	s.hub = hub.New(rc.roomBroker(log), hubSource{s}, log, &hub.Options{
+	// The queue is the hub's source: it gives visitors Redis lost their
+	// places back before their push connections hear of it.
+	s.hub = hub.New(rc.roomBroker(log), q, log, &hub.Options{
 		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.observeDelivery,
 		Presence: q,
+		// Push clients are told when Redis stops answering.
+		Ping: rc.ping,
 	})
 	po := s.opts.Push
 	po.Logger, po.WSHeartbeat, po.Origins = log, cfg.WSHeartbeat, cfg.Origins
@@ -224,7 +227,6 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	start("polls", s.visit.Run)
 	start("housekeeping", func(ctx context.Context) error { return s.housekeeping(ctx, 2*time.Second) })
 	start("gateway", s.gw.Run)
-	start("redis watch", s.watchRedis)
 	hup := notifyHangup()
 	start("reload", func(ctx context.Context) error { return s.reloadOnHangup(ctx, hup) })
 	if !s.opts.NoTick {
@@ -258,72 +260,4 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	s.redis.Close()
 	s.log.Info("stopped", "after", time.Since(deadline.Add(-s.cfg.Shutdown)))
 	return err
-}
-
-// hubSource gives the hub exact state from the queue: the same states a
-// poll gets.
-// A visitor Redis lost (not_in_queue, holding a signed ticket) gets its
-// place back before the hub sees the state, so a push connection never
-// hears not_in_queue for it.
-type hubSource struct{ s *server }
-
-func (h hubSource) States(ctx context.Context, room string, visitors []string) ([]wire.State, error) {
-	// Asked again within ctx: right after pub/sub is back, the command
-	// connections may still be reconnecting, and a reconcile that fails
-	// then leaves the room's visitors unread (and, after a loss, without
-	// their places) until the next periodic one.
-	states, err := h.states(ctx, room, visitors)
-	for wait := 50 * time.Millisecond; err != nil && ctx.Err() == nil; wait = min(2*wait, time.Second) {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
-		states, err = h.states(ctx, room, visitors)
-	}
-	return states, err
-}
-
-func (h hubSource) states(ctx context.Context, room string, visitors []string) ([]wire.State, error) {
-	states, err := h.s.q.StatusMany(ctx, room, visitors)
-	if err != nil {
-		return nil, err
-	}
-	var tickets []queue.Ticket
-	for i, st := range states {
-		if st.Status != wire.StatusNotInQueue {
-			continue
-		}
-		t, adm, ok := h.s.heldBy(room, visitors[i])
-		if !ok {
-			continue
-		}
-		if again, ok := h.s.readmit(ctx, adm); ok {
-			states[i] = again
-			continue
-		}
-		if tickets == nil {
-			tickets = make([]queue.Ticket, len(visitors))
-		}
-		tickets[i] = t
-	}
-	if tickets != nil {
-		if err := h.s.retake(ctx, room, visitors, tickets, states); err != nil {
-			return nil, err
-		}
-	}
-	return states, nil
-}
-
-func (h hubSource) Admitted(room, visitor string, notBefore, expiresAt time.Time) wire.State {
-	return h.s.q.Admitted(room, visitor, notBefore, expiresAt)
-}
-
-func (h hubSource) Estimate(room string, position int64) (int64, float64, time.Duration) {
-	return h.s.q.Estimate(room, position)
-}
-
-func (h hubSource) DrawEstimate(room string) (int64, float64, time.Duration, bool) {
-	return h.s.q.DrawEstimate(room)
 }

@@ -79,7 +79,7 @@ func TestDegradedWhileRedisIsDown(t *testing.T) {
 	for _, client := range clientKinds {
 		t.Run(client, func(t *testing.T) {
 			srv := redistest.StartReal(t)
-			ts := startServer(t, srv, client, func(c *config) { c.redisWatch = 100 * time.Millisecond })
+			ts := startServer(t, srv, client, nil)
 			for range 3 {
 				newVisitor(t, ts.URL).join("outage")
 			}

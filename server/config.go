@@ -70,10 +70,6 @@ type config struct {
 	// FrameAncestors is who may frame the waiting page (CSP
 	// frame-ancestors): 'none', 'self' or origins.
 	FrameAncestors string
-
-	// redisWatch replaces how often Redis is checked for the degraded
-	// state in tests. Not a flag.
-	redisWatch time.Duration
 }
 
 // newFlagSet defines every flag on c.
