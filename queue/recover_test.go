@@ -326,7 +326,7 @@ func TestRestoreEveryInstanceWritesBack(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		const room = "lot"
-		opts := fixedBatch(10, 5*time.Millisecond)
+		opts := fixedBatch(10, 250*time.Millisecond) // the tick bounds tickOnce's calls: 5 ms failed them under -race
 		opts.Settings = settingsOf{room: {Method: MethodRandom, Batch: 10}}
 		a, b := newQueue(t, r, opts), newQueue(t, r, opts)
 		if err := a.SetRoomConfig(ctx, room, RoomConfig{Method: MethodRandom, Batch: 10}); err != nil {
