@@ -115,20 +115,3 @@ func (s *server) retake(ctx context.Context, room string, visitors []string, tic
 	}
 	return nil
 }
-
-// onRestored counts and logs what was put back after Redis lost it.
-func (s *server) onRestored(r queue.Restored) {
-	c := s.metrics.restored
-	if r.Settings {
-		c.WithLabelValues("settings").Inc()
-	}
-	if r.Tickets > 0 {
-		c.WithLabelValues("tickets").Add(float64(r.Tickets))
-	}
-	if r.Removed > 0 {
-		c.WithLabelValues("removed").Add(float64(r.Removed))
-	}
-	if r.Tokens > 0 {
-		c.WithLabelValues("tokens").Add(float64(r.Tokens))
-	}
-}

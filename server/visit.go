@@ -19,7 +19,7 @@ func (s *server) newVisit() error {
 		Rooms:    visitRooms{gatewayRooms{rc: s.rooms, open: s.cfg.OpenRooms}},
 		Visitors: s.signer, EntryTokens: s.signer, Challenges: s.signer,
 		Invites: s.invites, Recovery: visitRecovery{s}, Push: s.push, Tickets: s.tickets,
-		Proxies: s.cfg.TrustedProxies, Metrics: visitMetrics{s.metrics},
+		Proxies: s.cfg.TrustedProxies, Metrics: s.metrics,
 		Draining: s.draining.Load,
 	}, &visit.Options{
 		JoinRate: s.cfg.JoinRate, JoinBurst: s.cfg.JoinBurst,
@@ -62,19 +62,6 @@ func (a visitRecovery) Retake(ctx context.Context, room string, visitors []strin
 }
 
 func (a visitRecovery) Held(room string, t queue.Ticket) hub.Held { return heldTicket(room, t) }
-
-// visitMetrics counts the visitor API's work in the server's metrics.
-type visitMetrics struct{ m *metrics }
-
-func (a visitMetrics) StoreError() { a.m.redisErr.Inc() }
-func (a visitMetrics) Poll(fromMemory bool) {
-	if fromMemory {
-		a.m.polls.WithLabelValues("memory").Inc()
-	} else {
-		a.m.polls.WithLabelValues("redis").Inc()
-	}
-}
-func (a visitMetrics) FailOpen(outcome string) { a.m.failOpen.WithLabelValues(outcome).Inc() }
 
 // ticketNonces remembers used connect tickets in Redis, under the room's
 // hash tag, so every instance refuses a ticket used at another.
