@@ -14,7 +14,8 @@ type Hub interface {
 }
 
 // Rooms is what the metrics read of the room cache: each room's figures
-// as of its last refresh, keyed by the room's label.
+// as of its last refresh, by room. The names become labels: the room
+// cache holds a bounded set (rooms an operator configured).
 type Rooms interface {
 	Snapshot() map[string]queue.RoomStats
 }
