@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/gofiber/fiber/v2/middleware/cors"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/invite"
+	"github.com/waitroom/waitroom/metrics"
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/visit"
@@ -43,7 +45,8 @@ type server struct {
 	visit   *visit.API   // the visitor API and the waiting page
 	db      *dbPool
 	app     *fiber.App
-	metrics *metrics
+	metrics *metrics.Metrics
+	orders  *metrics.Orders // the demo's
 	rooms   *roomCache
 	gw      *gateway.Gateway
 	id      string // this instance, in the instances hash
@@ -87,19 +90,20 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	if opts != nil {
 		s.opts = *opts
 	}
-	s.metrics = newMetrics(buildInfo())
+	s.metrics = metrics.New(metrics.Build(buildInfo()))
+	s.orders = s.metrics.WatchDemo(demoPool{s.db})
 	s.tickets = push.NewTickets(secret, ticketNonces{s})
 	keep := cfg.TokenKeep
 	if keep == 0 {
 		keep = -1 // the queue's "none"; its zero means the default
 	}
-	q, err := queue.New(instrumented{next: rc.q, m: s.metrics}, signer, &queue.Options{
+	q, err := queue.New(s.metrics.Redis(rc.q), signer, &queue.Options{
 		Capacity: cfg.Capacity, TokenTTL: cfg.TokenTTL, TokenMax: cfg.TokenMax, Retention: keep, NoJitter: cfg.NoJitter, Logger: log,
-		OnAdmit: func(room string, n int) { s.metrics.admissions.WithLabelValues(s.rooms.label(room)).Add(float64(n)) },
+		OnAdmit: func(room string, n int) { s.metrics.Admitted(s.rooms.label(room), n) },
 		// Settings Redis lost come back from what this instance last read
 		// and the rooms file (s.rooms is set below, before anything runs).
 		Settings:   restoreSettings{s},
-		OnRestored: s.onRestored,
+		OnRestored: s.metrics.Restored,
 		Sharded:    cfg.Cluster,
 	})
 	if err != nil {
@@ -116,20 +120,20 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	// The queue is the hub's source: it gives visitors Redis lost their
 	// places back before their push connections hear of it.
 	s.hub = hub.New(rc.roomBroker(log), q, log, &hub.Options{
-		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.observeDelivery,
+		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.Delivered,
 		Presence: q,
 		// Push clients are told when Redis stops answering.
 		Ping: rc.ping,
 	})
 	po := s.opts.Push
 	po.Logger, po.WSHeartbeat, po.Origins = log, cfg.WSHeartbeat, cfg.Origins
-	po.OnWSHeartbeat = func() { s.metrics.wsHeartbeats.Add(1) }
+	po.OnWSHeartbeat = s.metrics.WSHeartbeat
 	s.push = push.New(s.hub, &po)
 	if err := s.newVisit(); err != nil {
 		rc.Close()
 		return nil, err
 	}
-	s.metrics.watch(s.db, s.visit.Polls(), s.hub, s.rooms, cfg.MaxConns)
+	s.metrics.Watch(metrics.Sources{Hub: s.hub, Rooms: metricsRooms{s.rooms}, Polls: s.visit.Polls(), MaxConns: cfg.MaxConns})
 	if err := s.newGateway(secret); err != nil {
 		rc.Close()
 		return nil, err
@@ -161,7 +165,7 @@ func (s *server) routes() *fiber.App {
 	app.Server().ConnState = firstByteDeadline(app.Server().ReadTimeout)
 	app.Server().Handler = httperr.KnownMethods(app.Server().Handler)
 	app.Server().Handler = s.gw.Front(app.Server().Handler)
-	app.Use(s.recoverer, requestid.New(), s.accessLog)
+	app.Use(s.recoverer, requestid.New(), s.metrics.AccessLog(s.log))
 
 	api := app.Group("/api/v1")
 	if len(s.cfg.Origins) > 0 {
@@ -193,7 +197,7 @@ func (s *server) routes() *fiber.App {
 
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
-	app.Get("/metrics", s.metricsGate, s.metrics.handler())
+	app.Get("/metrics", s.metricsGate, adaptor.HTTPHandler(s.metrics.Handler()))
 	app.Get("/admin", adminHeaders, staticFile("admin.html", fiber.MIMETextHTMLCharsetUTF8))
 	return app
 }

@@ -32,21 +32,3 @@ func (r restoreSettings) SettingsRooms() []string {
 	}
 	return out
 }
-
-// onRestored counts what was put back after Redis lost it (the queue logs
-// it).
-func (s *server) onRestored(r queue.Restored) {
-	c := s.metrics.restored
-	if r.Settings {
-		c.WithLabelValues("settings").Inc()
-	}
-	if r.Tickets > 0 {
-		c.WithLabelValues("tickets").Add(float64(r.Tickets))
-	}
-	if r.Removed > 0 {
-		c.WithLabelValues("removed").Add(float64(r.Removed))
-	}
-	if r.Tokens > 0 {
-		c.WithLabelValues("tokens").Add(float64(r.Tokens))
-	}
-}

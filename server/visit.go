@@ -17,7 +17,7 @@ func (s *server) newVisit() error {
 		Rooms:    visitRooms{gatewayRooms{rc: s.rooms, open: s.cfg.OpenRooms}},
 		Visitors: s.signer, EntryTokens: s.signer, Challenges: s.signer,
 		Invites: s.invites, Recovery: s.q, Push: s.push, Tickets: s.tickets,
-		Proxies: s.cfg.TrustedProxies, Metrics: visitMetrics{s.metrics},
+		Proxies: s.cfg.TrustedProxies, Metrics: s.metrics,
 		Draining: s.draining.Load,
 	}, &visit.Options{
 		JoinRate: s.cfg.JoinRate, JoinBurst: s.cfg.JoinBurst,
@@ -48,18 +48,6 @@ func (rc *roomCache) powBits(room string) int {
 	return rc.cfg[room].PowBits
 }
 
-// visitMetrics counts the visitor API's work in the server's metrics.
-type visitMetrics struct{ m *metrics }
-
-func (a visitMetrics) StoreError() { a.m.redisErr.Inc() }
-func (a visitMetrics) Poll(fromMemory bool) {
-	if fromMemory {
-		a.m.polls.WithLabelValues("memory").Inc()
-	} else {
-		a.m.polls.WithLabelValues("redis").Inc()
-	}
-}
-func (a visitMetrics) FailOpen(outcome string) { a.m.failOpen.WithLabelValues(outcome).Inc() }
 
 // ticketNonces remembers used connect tickets in Redis, under the room's
 // hash tag, so every instance refuses a ticket used at another.
