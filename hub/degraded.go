@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"time"
 
 	"github.com/waitroom/waitroom/wire"
@@ -63,3 +64,43 @@ func (h *Hub) SetDegraded(on bool) {
 
 // Degraded reports what SetDegraded last said.
 func (h *Hub) Degraded() bool { return h.degraded.Load() }
+
+// storeDownAfter is how many failed pings in a row mark the store
+// unreachable: one slow answer is not an outage.
+const storeDownAfter = 2
+
+// watchStore pings the store every PingEvery until ctx ends and puts the
+// hub in and out of the degraded state, so waiting visitors read "positions
+// paused, your place is kept" instead of figures that silently froze.
+func (h *Hub) watchStore(ctx context.Context) {
+	every := h.opts.PingEvery
+	t := time.NewTicker(every)
+	defer t.Stop()
+	fails := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, every)
+		err := h.opts.Ping(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			fails++
+		} else {
+			fails = 0
+		}
+		switch down := fails >= storeDownAfter; {
+		case down && !h.Degraded():
+			h.log.Warn("redis unreachable: push clients told positions are paused", "err", err)
+			h.SetDegraded(true)
+		case !down && fails == 0 && h.Degraded():
+			h.log.Info("redis reachable again")
+			h.SetDegraded(false)
+		}
+	}
+}

@@ -13,7 +13,8 @@
 // the broker re-establishes its subscriptions following an outage.
 //
 // Goroutines: [Hub.Run] owns the long-lived ones (broker loop, reconcile loop,
-// position flush, notBefore scheduler). A connection costs no goroutine while
+// position flush, notBefore scheduler, and the store's watch when
+// [Options].Ping is set). A connection costs no goroutine while
 // idle: a short-lived flusher starts when its send queue becomes non-empty and
 // exits when the queue is drained.
 package hub

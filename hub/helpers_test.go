@@ -155,6 +155,7 @@ type fakeSource struct {
 	mu       sync.Mutex
 	states   map[string]wire.State // room/visitor
 	calls    map[string]int        // States reads per room/visitor
+	claims   map[string]wire.Claim // the last claim States got per room/visitor
 	batches  []int
 	fail     error
 	nextPoll time.Duration
@@ -162,7 +163,7 @@ type fakeSource struct {
 }
 
 func newSource() *fakeSource {
-	return &fakeSource{states: make(map[string]wire.State), calls: make(map[string]int)}
+	return &fakeSource{states: make(map[string]wire.State), calls: make(map[string]int), claims: make(map[string]wire.Claim)}
 }
 
 func (s *fakeSource) set(room, visitor string, st wire.State) {
@@ -183,7 +184,14 @@ func (s *fakeSource) batchSizes() []int {
 	return append([]int(nil), s.batches...)
 }
 
-func (s *fakeSource) States(ctx context.Context, room string, visitors []string) ([]wire.State, error) {
+// claim returns the claim the last read of visitor in room came with.
+func (s *fakeSource) claim(room, visitor string) wire.Claim {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.claims[room+"/"+visitor]
+}
+
+func (s *fakeSource) States(ctx context.Context, room string, visitors []string, claims []wire.Claim) ([]wire.State, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
@@ -191,8 +199,15 @@ func (s *fakeSource) States(ctx context.Context, room string, visitors []string)
 	}
 	s.batches = append(s.batches, len(visitors))
 	out := make([]wire.State, len(visitors))
+	if claims != nil && len(claims) != len(visitors) {
+		return nil, fmt.Errorf("%d claims for %d visitors", len(claims), len(visitors))
+	}
 	for i, v := range visitors {
 		s.calls[room+"/"+v]++
+		s.claims[room+"/"+v] = wire.Claim{}
+		if claims != nil {
+			s.claims[room+"/"+v] = claims[i]
+		}
 		st, ok := s.states[room+"/"+v]
 		if !ok {
 			st = wire.State{Status: wire.StatusNotInQueue}

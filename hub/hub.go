@@ -50,6 +50,13 @@ type Options struct {
 	// Presence, when set, is told which visitors hold a push connection
 	// (see Presence).
 	Presence Presence
+	// Ping, when set, checks that the queue's store answers. Run calls it
+	// every PingEvery: two failures in a row put the hub in the
+	// degraded state (see SetDegraded), the next success takes it out.
+	Ping func(ctx context.Context) error
+	// PingEvery is how often Ping is called, and how long one call may
+	// take. Default 1s; tests shorten it.
+	PingEvery time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -74,6 +81,7 @@ func (o *Options) withDefaults() Options {
 	defd(&v.WriteTimeout, 5*time.Second)
 	defd(&v.PositionEvery, 500*time.Millisecond)
 	defd(&v.ReconcileEvery, 10*time.Second)
+	defd(&v.PingEvery, time.Second)
 	return v
 }
 
@@ -144,10 +152,10 @@ func New(b Broker, src Source, log *slog.Logger, opts *Options) *Hub {
 	return h
 }
 
-// Run runs the broker, the reconcile loop, the position flush and the
-// notBefore scheduler until ctx ends. Then it closes every connection (Attach
-// returns ErrClosed from then on), waits for all of its goroutines and
-// returns nil. Run may be called once.
+// Run runs the broker, the reconcile loop, the position flush, the
+// notBefore scheduler and the store's watch (Options.Ping) until ctx ends.
+// Then it closes every connection (Attach returns ErrClosed from then on),
+// waits for all of its goroutines and returns nil. Run may be called once.
 func (h *Hub) Run(ctx context.Context) error {
 	if !h.running.CompareAndSwap(false, true) {
 		return errors.New("hub: already running")
@@ -166,6 +174,9 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	if h.opts.Presence != nil {
 		loopFns = append(loopFns, h.presenceLoop)
+	}
+	if h.opts.Ping != nil {
+		loopFns = append(loopFns, h.watchStore)
 	}
 	for _, f := range loopFns {
 		wg.Go(func() { f(loops) })
@@ -223,29 +234,15 @@ func (h *Hub) goTracked(f func(), inline bool) bool {
 // from the Source. The returned Conn must be closed when the connection
 // ends. ctx bounds the Redis round trips only.
 func (h *Hub) Attach(ctx context.Context, room, visitor string, t Transport) (*Conn, error) {
-	return h.AttachHeld(ctx, room, visitor, t, Held{})
+	return h.AttachTicket(ctx, room, visitor, t, wire.Ticket{})
 }
 
-// Held is what a connection's credential says about its visitor's place
-// (the ticket's sequence and issue time, Unix ms), which the hub keeps
-// with the visitor for as long as it has a connection here, so the Source
-// can give the place back to a visitor a Redis that lost its data no
-// longer knows (see Hub.Held). The zero value holds nothing. The hub only
-// keeps it, and keeps the newest of its connections' (the latest issued,
-// or the highest Seq of one band).
-type Held struct {
-	Seq      int64
-	IssuedAt int64
-	Priority bool // a ticket of the priority band, whose Seq counts apart
-}
-
-// newer reports whether h is a newer ticket than o.
-func (h Held) newer(o Held) bool {
-	return h.IssuedAt > o.IssuedAt || (h.Priority == o.Priority && h.Seq > o.Seq)
-}
-
-// AttachHeld is Attach for a connection whose credential carries held.
-func (h *Hub) AttachHeld(ctx context.Context, room, visitor string, t Transport, held Held) (*Conn, error) {
+// AttachTicket is Attach for a connection whose credential carries ticket.
+// The hub keeps the newest ticket of a visitor's connections (see
+// wire.Ticket.Newer) for as long as it has one here, and hands it to the
+// Source with every read of the visitor's state (see Source.States); a
+// ticket of another room is ignored.
+func (h *Hub) AttachTicket(ctx context.Context, room, visitor string, t Transport, ticket wire.Ticket) (*Conn, error) {
 	if h.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -254,7 +251,7 @@ func (h *Hub) AttachHeld(ctx context.Context, room, visitor string, t Transport,
 		return nil, ErrTooManyConns
 	}
 	c := &Conn{h: h, t: t}
-	r, seq, err := h.add(room, visitor, c, held)
+	r, seq, claim, err := h.add(room, visitor, c, ticket)
 	if err != nil {
 		h.connGone()
 		return nil, err
@@ -271,7 +268,11 @@ func (h *Hub) AttachHeld(ctx context.Context, room, visitor string, t Transport,
 		// pub/sub is back, and the hub then reconciles.
 		h.log.Warn("hub: subscribe", "room", room, "err", err)
 	}
-	states, err := h.src.States(ctx, room, []string{visitor})
+	var claims []wire.Claim
+	if !claim.IsZero() {
+		claims = []wire.Claim{claim}
+	}
+	states, err := h.src.States(ctx, room, []string{visitor}, claims)
 	if err == nil && len(states) != 1 {
 		err = fmt.Errorf("got %d states for 1 visitor", len(states))
 	}
@@ -294,8 +295,9 @@ func (h *Hub) AttachHeld(ctx context.Context, room, visitor string, t Transport,
 }
 
 // add puts c into the room index, creating room and visitor as needed. It
-// returns the room and its event sequence at the time of adding.
-func (h *Hub) add(name, visitorID string, c *Conn, held Held) (*room, uint64, error) {
+// returns the room, its event sequence at the time of adding and what the
+// visitor's connections claim then.
+func (h *Hub) add(name, visitorID string, c *Conn, ticket wire.Ticket) (*room, uint64, wire.Claim, error) {
 	for {
 		h.mu.RLock()
 		r := h.rooms[name]
@@ -315,43 +317,23 @@ func (h *Hub) add(name, visitorID string, c *Conn, held Held) (*room, uint64, er
 		}
 		if !h.perVisitor.take(visitorID, h.opts.MaxPerVisitor) {
 			r.mu.Unlock()
-			return nil, 0, ErrTooManyForVisitor
+			return nil, 0, wire.Claim{}, ErrTooManyForVisitor
 		}
 		v := r.visitors[visitorID]
 		if v == nil {
 			v = &visitor{id: visitorID}
 			r.visitors[visitorID] = v
 		}
-		if held.newer(v.held) {
-			v.held = held // a rejoin after admission took a newer ticket
+		if ticket.Room == name && ticket.Newer(v.ticket.in(name)) {
+			v.ticket = keepTicket(ticket) // a rejoin after admission took a newer ticket
 		}
 		v.conns = append(v.conns, c)
 		r.nconns++
 		c.r, c.v = r, v
-		seq := r.seq
+		seq, claim := r.seq, v.claim(r.name)
 		r.mu.Unlock()
-		return r, seq, nil
+		return r, seq, claim, nil
 	}
-}
-
-// Held returns what the connections of visitor in room hold (see Held)
-// and the last state the hub knows for it (the admitted state, token and
-// all, once admitted); ok is false when the visitor has no connection
-// here. The Source may call it from States.
-func (h *Hub) Held(room, visitor string) (held Held, last wire.State, ok bool) {
-	h.mu.RLock()
-	r := h.rooms[room]
-	h.mu.RUnlock()
-	if r == nil {
-		return Held{}, wire.State{}, false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	v := r.visitors[visitor]
-	if v == nil {
-		return Held{}, wire.State{}, false
-	}
-	return v.held, v.st, true
 }
 
 // removeLocked takes c out of the index; it reports whether c was still in

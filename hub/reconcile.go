@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 // reconcileQueue collects reconcile requests for the reconcile loop.
@@ -148,9 +150,10 @@ func (h *Hub) reconcileRoom(ctx context.Context, r *room) error {
 		}
 		r.mu.Lock()
 		seq := r.seq
+		claims := claimsOf(r, batch)
 		r.mu.Unlock()
 		sctx, cancel := context.WithTimeout(ctx, stateTimeout)
-		states, err := h.src.States(sctx, r.name, batch)
+		states, err := h.src.States(sctx, r.name, batch, claims)
 		cancel()
 		if err == nil && len(states) != len(batch) {
 			err = fmt.Errorf("got %d states for %d visitors", len(states), len(batch))
@@ -175,4 +178,23 @@ func (h *Hub) reconcileRoom(ctx context.Context, r *room) error {
 		h.dropSlow(slow)
 	}
 	return nil
+}
+
+// claimsOf returns what the connections of the visitors ids of r claim,
+// one entry per visitor, or nil when none claims anything. Needs r.mu.
+func claimsOf(r *room, ids []string) []wire.Claim {
+	var claims []wire.Claim
+	for i, id := range ids {
+		v := r.visitors[id]
+		if v == nil {
+			continue
+		}
+		if c := v.claim(r.name); !c.IsZero() {
+			if claims == nil {
+				claims = make([]wire.Claim, len(ids))
+			}
+			claims[i] = c
+		}
+	}
+	return claims
 }

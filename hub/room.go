@@ -62,7 +62,7 @@ type visitor struct {
 	every   time.Duration // the nextPoll last sent
 	touched uint64        // room seq of the last event that changed this visitor
 	timerAt int64         // notBefore (UnixNano) a scheduler entry exists for
-	held    Held          // the place its connections' credentials carry
+	ticket  keptTicket    // the place its connections' credentials carry
 	filed   int64         // the flush step its wheel entry is under (0: none)
 	idle    bool          // in its room's idle list
 }

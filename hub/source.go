@@ -7,9 +7,9 @@ import (
 	"github.com/waitroom/waitroom/wire"
 )
 
-// Source is where the hub reads exact visitor state; the server implements it
-// on top of the queue. Every state it returns is the one a status poll would
-// get, so push and polling send the same object.
+// Source is where the hub reads exact visitor state; the queue implements
+// it. Every state it returns is the one a status poll would get, so push
+// and polling send the same object.
 //
 // All methods may be called concurrently. Admitted and Estimate are called
 // while the hub holds a room lock: they must be cheap and must not call back
@@ -17,8 +17,11 @@ import (
 type Source interface {
 	// States reads the exact current state of several visitors of a room in
 	// one round trip; the result has one State per visitor, in order. The
-	// hub calls it with at most Options.ReconcileBatch visitors.
-	States(ctx context.Context, room string, visitors []string) ([]wire.State, error)
+	// hub calls it with at most Options.ReconcileBatch visitors. claims is
+	// nil when none of them claims anything, else it has one entry per
+	// visitor: what its connections hold (see wire.Claim), for the Source
+	// to give back to a visitor that its store lost.
+	States(ctx context.Context, room string, visitors []string, claims []wire.Claim) ([]wire.State, error)
 	// Admitted builds the admitted state (signing the entry token) for an
 	// entry of an admission event.
 	Admitted(room, visitor string, notBefore, expiresAt time.Time) wire.State
@@ -37,4 +40,39 @@ type Source interface {
 // it must be cheap and must not call back into the hub.
 type DrawSource interface {
 	DrawEstimate(room string) (size int64, chance float64, nextPoll time.Duration, ok bool)
+}
+
+// keptTicket is a wire.Ticket as a visitor entry keeps it: without the
+// room (the entry's own) and with the issue time in Unix ms, as the
+// credential carries it: 24 bytes in each entry of a big room instead of
+// 56.
+type keptTicket struct {
+	seq, issuedAt int64
+	priority      bool
+}
+
+func keepTicket(t wire.Ticket) keptTicket {
+	return keptTicket{seq: t.Seq, issuedAt: t.IssuedAt.UnixMilli(), priority: t.Priority}
+}
+
+// in is the ticket k stands for in room (zero when k is).
+func (k keptTicket) in(room string) wire.Ticket {
+	if k.seq == 0 {
+		return wire.Ticket{}
+	}
+	return wire.Ticket{Room: room, Seq: k.seq, IssuedAt: time.UnixMilli(k.issuedAt), Priority: k.priority}
+}
+
+// claim is what v's connections in room hold, for Source.States: nothing
+// without a ticket, else the ticket and the admission v was told of, if
+// any. Needs the room's lock.
+func (v *visitor) claim(room string) wire.Claim {
+	if v.ticket.seq == 0 {
+		return wire.Claim{}
+	}
+	c := wire.Claim{Ticket: v.ticket.in(room)}
+	if v.st.Status == wire.StatusAdmitted {
+		c.NotBefore, c.ExpiresAt = v.st.NotBefore, v.st.ExpiresAt
+	}
+	return c
 }

@@ -20,12 +20,13 @@ import (
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/internal/workpool"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // Hub is what push needs of the hub: attaching a connection, and how long
 // a connection that asked for heartbeats may go silent. *hub.Hub is one.
 type Hub interface {
-	AttachHeld(ctx context.Context, room, visitor string, t hub.Transport, held hub.Held) (*hub.Conn, error)
+	AttachTicket(ctx context.Context, room, visitor string, t hub.Transport, ticket wire.Ticket) (*hub.Conn, error)
 	BeatSilence(every time.Duration) time.Duration
 }
 
@@ -62,7 +63,7 @@ const (
 type Target struct {
 	Room    string
 	Visitor string
-	Held    hub.Held
+	Ticket  wire.Ticket
 }
 
 // ErrDraining refuses a push connection on an instance that is shutting

@@ -37,7 +37,7 @@ func (quietBroker) Ready() bool                               { return true }
 // firstInLine says every visitor waits at the front.
 type firstInLine struct{}
 
-func (firstInLine) States(_ context.Context, room string, visitors []string) ([]wire.State, error) {
+func (firstInLine) States(_ context.Context, room string, visitors []string, _ []wire.Claim) ([]wire.State, error) {
 	out := make([]wire.State, len(visitors))
 	for i := range out {
 		out[i] = wire.State{Room: room, Status: wire.StatusWaiting, Position: 1}

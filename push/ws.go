@@ -18,6 +18,7 @@ import (
 
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
+	"github.com/waitroom/waitroom/wire"
 )
 
 const (
@@ -45,7 +46,7 @@ func (s *Server) WS(c *fiber.Ctx, t Target) error {
 	cell := &reqCell{req: req}
 	c.Context().Hijack(func(nc net.Conn) {
 		serveHijacked(nc, func(nc net.Conn, mayLeave bool) bool {
-			return s.serveWS(nc, cell, t.Room, t.Visitor, t.Held, mayLeave, s.end)
+			return s.serveWS(nc, cell, t.Room, t.Visitor, t.Ticket, mayLeave, s.end)
 		}, s.end)
 	})
 	return nil
@@ -58,10 +59,10 @@ func (s *Server) WS(c *fiber.Ctx, t Target) error {
 // called when the connection ends. Otherwise it waits on this goroutine;
 // the setup runs on a short-lived goroutine and the loop in a small frame,
 // so the long-lived stack stays shallow enough for the GC to shrink it.
-func (s *Server) serveWS(nc net.Conn, cell *reqCell, room, visitor string, held hub.Held, mayLeave bool, done func()) (kept bool) {
+func (s *Server) serveWS(nc net.Conn, cell *reqCell, room, visitor string, ticket wire.Ticket, mayLeave bool, done func()) (kept bool) {
 	req := cell.req
 	cell.req = nil
-	sess, _ := shallow(func() (*wsSession, error) { return s.openWS(nc, req, room, visitor, held), nil })
+	sess, _ := shallow(func() (*wsSession, error) { return s.openWS(nc, req, room, visitor, ticket), nil })
 	if sess == nil {
 		nc.Close()
 		return false
@@ -102,7 +103,7 @@ type wsSession struct {
 }
 
 // openWS upgrades and attaches to the hub; nil when the connection is over.
-func (s *Server) openWS(nc net.Conn, req *http.Request, room, visitor string, held hub.Held) *wsSession {
+func (s *Server) openWS(nc net.Conn, req *http.Request, room, visitor string, ticket wire.Ticket) *wsSession {
 	w := &hijackWriter{conn: nc, header: http.Header{}}
 	// A control frame is all a client sends here: once one is handled, the
 	// read returns at the next frame boundary instead of waiting out
@@ -124,7 +125,7 @@ func (s *Server) openWS(nc net.Conn, req *http.Request, room, visitor string, he
 	// closes, and turns later ones into no-ops.
 	t := &wsTransport{c: wc, nc: nc, silence: s.hub.BeatSilence(s.opts.WSHeartbeat), onBeat: s.opts.OnWSHeartbeat}
 	actx, cancel := context.WithTimeout(context.Background(), attachTimeout)
-	conn, err := s.hub.AttachHeld(actx, room, visitor, t, held)
+	conn, err := s.hub.AttachTicket(actx, room, visitor, t, ticket)
 	cancel()
 	if err != nil {
 		e := attachError(err)

@@ -25,7 +25,7 @@ var joinAtScript = loadScript("fresh", "invite", "join")
 // the same script, so no join passes gates older than the last change of
 // the settings. Otherwise it does nothing and returns ErrSettingsChanged;
 // the caller reads the settings again and retries.
-func (q *Queue) JoinAt(ctx context.Context, room, visitor string, inv Invite, settings int64) (wire.State, Ticket, error) {
+func (q *Queue) JoinAt(ctx context.Context, room, visitor string, inv Invite, settings int64) (wire.State, wire.Ticket, error) {
 	prio := "0"
 	if inv.Priority && inv.ID != "" {
 		prio = "1"

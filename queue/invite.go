@@ -46,7 +46,7 @@ type Invite struct {
 // waits in the public band moves into the priority band for one use, and
 // gives up its public ticket. No use is taken when the room's method turns
 // new visitors away.
-func (q *Queue) JoinInvite(ctx context.Context, room, visitor string, inv Invite) (wire.State, Ticket, error) {
+func (q *Queue) JoinInvite(ctx context.Context, room, visitor string, inv Invite) (wire.State, wire.Ticket, error) {
 	prio := "0"
 	if inv.Priority && inv.ID != "" {
 		prio = "1"

@@ -63,8 +63,8 @@ func onceSeed(t *testing.T) uint64 {
 // holds.
 type onceVisitor struct {
 	id       string
-	ticket   Ticket // zero: joined without one (admitted at once, or closed)
-	tok      *Token // the token it was admitted with, while it holds it
+	ticket   wire.Ticket // zero: joined without one (admitted at once, or closed)
+	tok      *Token      // the token it was admitted with, while it holds it
 	admitted int
 	gone     bool // gave its place or token back, or spent its token
 }
@@ -152,7 +152,7 @@ func runAdmittedOnce(t *testing.T, r Redis, method string, rng *rand.Rand) {
 			t.Fatal(err)
 		}
 		if st.Status == wire.StatusNotInQueue && !v.ticket.IsZero() {
-			res, err := q.Retake(ctx, room, []string{v.id}, []Ticket{v.ticket})
+			res, err := q.Retake(ctx, room, []string{v.id}, []wire.Ticket{v.ticket})
 			if err != nil {
 				t.Fatal(err)
 			}

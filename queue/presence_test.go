@@ -326,7 +326,7 @@ func TestDroppedStaysDropped(t *testing.T) {
 		if err := q.SetRoomConfig(ctx, room, RoomConfig{Paused: true}); err != nil {
 			t.Fatal(err)
 		}
-		var tickets []Ticket
+		var tickets []wire.Ticket
 		for _, v := range []string{"a", "b", "c"} {
 			_, tk, err := q.JoinTicket(ctx, room, v)
 			if err != nil {

@@ -221,7 +221,7 @@ func TestPriorityRetake(t *testing.T) {
 		ctx := context.Background()
 		q := newQueue(t, r, fixedBatch(1, 50*time.Millisecond))
 		var vs []string
-		var tks []Ticket
+		var tks []wire.Ticket
 		join := func(v string, inv Invite) {
 			t.Helper()
 			_, tk, err := q.JoinInvite(ctx, "drop", v, inv)

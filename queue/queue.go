@@ -1,7 +1,10 @@
 // Package queue is a room's fair queue in Redis: join, status, leave, the
 // leaderless admission tick and token consumption, each one atomic Lua
 // script using Redis TIME as the only clock; plus capacity maths and the
-// signing of visitor credentials and entry tokens.
+// signing of visitor credentials and entry tokens. A Queue is also the
+// push hub's source of exact state (see Queue.States), which gives a
+// visitor Redis lost its place or admission back, and it remembers what
+// to write back after such a loss (see Retake).
 package queue
 
 import (

@@ -10,6 +10,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // countingLooks counts the tick loop's looks at the rooms.
@@ -155,7 +156,7 @@ func TestQuietTickLoop(t *testing.T) {
 		if _, err := r.Do(ctx, "DEL", queueKey("back")); err != nil { // its place lost
 			t.Fatal(err)
 		}
-		if res, err := q2.Retake(ctx, "back", []string{"b1"}, []Ticket{tk}); err != nil || res.Tickets != 1 {
+		if res, err := q2.Retake(ctx, "back", []string{"b1"}, []wire.Ticket{tk}); err != nil || res.Tickets != 1 {
 			t.Fatalf("retake: %+v %v", res, err)
 		}
 		waitfor.Until(t, 10*time.Second, "the place given back admitted", func() bool { return got2.of("back") == 1 })

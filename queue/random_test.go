@@ -289,9 +289,9 @@ func TestRandomSeedAfterLoss(t *testing.T) {
 		}
 		// The visitors come back with their tickets; the settings with
 		// them.
-		var tickets []Ticket
+		var tickets []wire.Ticket
 		for i := range vs {
-			tickets = append(tickets, Ticket{Room: room, Seq: int64(i + 1), IssuedAt: time.Now().Add(-time.Minute)})
+			tickets = append(tickets, wire.Ticket{Room: room, Seq: int64(i + 1), IssuedAt: time.Now().Add(-time.Minute)})
 		}
 		if res, err := q.Retake(ctx, room, vs, tickets); err != nil || !res.Settings || res.Tickets == 0 {
 			t.Fatalf("retake: %+v %v", res, err)

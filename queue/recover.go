@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 // SettingsSource says what a room's settings should be when Redis has lost
@@ -71,7 +73,7 @@ func (m *memo) noteDone(scores []int64) {
 }
 
 // isDone reports whether this instance saw t done with.
-func (m *memo) isDone(t Ticket) bool {
+func (m *memo) isDone(t wire.Ticket) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if t.Priority {
@@ -110,11 +112,11 @@ func bit(b []byte, n int64) bool {
 const priorityBase = 1_000_000_000_000
 
 // scoreTicket is the ticket a queue score stands for.
-func scoreTicket(score int64) Ticket {
+func scoreTicket(score int64) wire.Ticket {
 	if score < 0 {
-		return Ticket{Seq: score + priorityBase, Priority: true}
+		return wire.Ticket{Seq: score + priorityBase, Priority: true}
 	}
-	return Ticket{Seq: score}
+	return wire.Ticket{Seq: score}
 }
 
 func (m *memo) noteHead(head, phead, born int64) {
@@ -133,7 +135,7 @@ func (m *memo) noteHead(head, phead, born int64) {
 }
 
 // noteTicket remembers a ticket given, in its band.
-func (m *memo) noteTicket(t Ticket) {
+func (m *memo) noteTicket(t wire.Ticket) {
 	if t.Priority {
 		raise(&m.pseq, t.Seq)
 	} else {
@@ -193,7 +195,7 @@ func (q *Queue) settingsArgs(room string) []string {
 // calls this remembers). tickets[i] belongs to visitors[i]; tickets of
 // other rooms are skipped. With no tickets, Retake only puts back what this
 // instance remembers of the room.
-func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tickets []Ticket) (Restored, error) {
+func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tickets []wire.Ticket) (Restored, error) {
 	if !ValidRoom(room) {
 		return Restored{}, ErrInvalidRoom
 	}

@@ -20,7 +20,7 @@ func TestTicketCredential(t *testing.T) {
 	s, _ := NewSigner(testSecret)
 	other, _ := NewSigner([]byte("another-secret-of-16+bytes"))
 	id, old := s.NewVisitor()
-	tk := Ticket{Room: "drop-1", Seq: 123456789, IssuedAt: time.UnixMilli(1_700_000_000_123)}
+	tk := wire.Ticket{Room: "drop-1", Seq: 123456789, IssuedAt: time.UnixMilli(1_700_000_000_123)}
 	cred := s.TicketCredential(id, tk)
 	gotID, gotT, err := s.ParseCredential(cred)
 	if err != nil || gotID != id || gotT != tk {
@@ -108,7 +108,7 @@ func TestRetakeAfterLoss(t *testing.T) {
 		opts.OnRestored = func(r Restored) { restoredTickets += r.Tickets }
 		q := newQueue(t, r, opts)
 		ids := make([]string, 10)
-		tickets := make([]Ticket, 10)
+		tickets := make([]wire.Ticket, 10)
 		for i := range ids {
 			ids[i] = "v" + strconv.Itoa(i)
 			_, tk, err := q.JoinTicket(ctx, "drop", ids[i])
@@ -126,9 +126,9 @@ func TestRetakeAfterLoss(t *testing.T) {
 		}
 		// Four come back first (one let in before the loss among them).
 		first := []int{0, 5, 6, 7}
-		pick := func(idx []int) ([]string, []Ticket) {
+		pick := func(idx []int) ([]string, []wire.Ticket) {
 			var v []string
-			var tk []Ticket
+			var tk []wire.Ticket
 			for _, i := range idx {
 				v, tk = append(v, ids[i]), append(tk, tickets[i])
 			}
@@ -180,7 +180,7 @@ func TestRetakeLostWrites(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		q := newQueue(t, r, fixedBatch(2, 50*time.Millisecond))
-		var tickets []Ticket
+		var tickets []wire.Ticket
 		for i := range 6 {
 			_, tk, err := q.JoinTicket(ctx, "drop", "v"+strconv.Itoa(i))
 			if err != nil {
@@ -202,7 +202,7 @@ func TestRetakeLostWrites(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		res, err := q.Retake(ctx, "drop", []string{"v5", "v1"}, []Ticket{tickets[5], tickets[1]})
+		res, err := q.Retake(ctx, "drop", []string{"v5", "v1"}, []wire.Ticket{tickets[5], tickets[1]})
 		if err != nil || res.Removed != 2 || res.Tickets != 1 {
 			t.Fatalf("retake: %+v %v", res, err)
 		}
@@ -287,14 +287,14 @@ func TestRetakeAfterLeave(t *testing.T) {
 		if _, err := q.Leave(ctx, "drop", "v"); err != nil {
 			t.Fatal(err)
 		}
-		if res, err := q.Retake(ctx, "drop", []string{"v"}, []Ticket{tk}); err != nil || res.Tickets != 0 {
+		if res, err := q.Retake(ctx, "drop", []string{"v"}, []wire.Ticket{tk}); err != nil || res.Tickets != 0 {
 			t.Fatalf("retake after leave: %+v %v", res, err)
 		}
 		// Nor once the left marker (a day) is gone.
 		if _, err := r.Do(ctx, "DEL", prefix("drop")+"left:v"); err != nil {
 			t.Fatal(err)
 		}
-		if res, err := q.Retake(ctx, "drop", []string{"v"}, []Ticket{tk}); err != nil || res.Tickets != 0 {
+		if res, err := q.Retake(ctx, "drop", []string{"v"}, []wire.Ticket{tk}); err != nil || res.Tickets != 0 {
 			t.Fatalf("retake after leave, the marker gone: %+v %v", res, err)
 		}
 		if st, _ := q.Status(ctx, "drop", "v"); st.Status != wire.StatusNotInQueue {
@@ -326,14 +326,14 @@ func TestRestoreEveryInstanceWritesBack(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		const room = "lot"
-		opts := fixedBatch(10, 5*time.Millisecond)
+		opts := fixedBatch(10, 250*time.Millisecond) // the tick bounds tickOnce's calls: 5 ms failed them under -race
 		opts.Settings = settingsOf{room: {Method: MethodRandom, Batch: 10}}
 		a, b := newQueue(t, r, opts), newQueue(t, r, opts)
 		if err := a.SetRoomConfig(ctx, room, RoomConfig{Method: MethodRandom, Batch: 10}); err != nil {
 			t.Fatal(err)
 		}
 		b.tickOnce(ctx) // b writes the marker; nobody waits yet
-		var tickets []Ticket
+		var tickets []wire.Ticket
 		for _, v := range []string{"x", "y", "z"} {
 			_, tk, err := a.JoinTicket(ctx, room, v)
 			if err != nil {

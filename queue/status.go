@@ -21,13 +21,13 @@ func (q *Queue) Join(ctx context.Context, room, visitor string) (wire.State, err
 
 // JoinTicket is Join that also returns the visitor's ticket while it waits
 // in the queue (zero otherwise), for its credential to carry.
-func (q *Queue) JoinTicket(ctx context.Context, room, visitor string) (wire.State, Ticket, error) {
+func (q *Queue) JoinTicket(ctx context.Context, room, visitor string) (wire.State, wire.Ticket, error) {
 	return q.join(ctx, joinScript, room, visitor)
 }
 
-func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, extra ...string) (wire.State, Ticket, error) {
+func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, extra ...string) (wire.State, wire.Ticket, error) {
 	if err := check(room, visitor); err != nil {
-		return wire.State{}, Ticket{}, err
+		return wire.State{}, wire.Ticket{}, err
 	}
 	args := append([]string{prefix(room), visitor, seed(), q.channel(room),
 		strconv.FormatInt(q.opts.TokenTTL.Milliseconds(), 10),
@@ -35,26 +35,26 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10)}, extra...)
 	v, err := q.r.Eval(ctx, script, visitorKeys(room, visitor), args...)
 	if err != nil {
-		return wire.State{}, Ticket{}, fmt.Errorf("queue: join: %w", err)
+		return wire.State{}, wire.Ticket{}, fmt.Errorf("queue: join: %w", err)
 	}
 	r, err := decodeJoin(v)
 	if err != nil {
-		return wire.State{}, Ticket{}, err
+		return wire.State{}, wire.Ticket{}, err
 	}
-	var t Ticket
+	var t wire.Ticket
 	if r.Code == replyWaiting && r.Seq > 0 {
-		t = Ticket{Room: room, Seq: r.Seq, IssuedAt: time.UnixMilli(r.Now), Priority: r.Prio}
+		t = wire.Ticket{Room: room, Seq: r.Seq, IssuedAt: time.UnixMilli(r.Now), Priority: r.Prio}
 		q.remember(room).noteTicket(t)
 	}
 	switch r.Code {
 	case replySettingsChanged:
-		return wire.State{}, Ticket{}, ErrSettingsChanged
+		return wire.State{}, wire.Ticket{}, ErrSettingsChanged
 	case replyInviteRequired:
-		return wire.State{}, Ticket{}, ErrInviteRequired
+		return wire.State{}, wire.Ticket{}, ErrInviteRequired
 	case replyInviteUsed:
-		return wire.State{}, Ticket{}, ErrInviteUsed
+		return wire.State{}, wire.Ticket{}, ErrInviteUsed
 	case replyClosed:
-		return wire.State{Room: room, Status: wire.StatusClosed, Message: r.Message}, Ticket{}, nil
+		return wire.State{Room: room, Status: wire.StatusClosed, Message: r.Message}, wire.Ticket{}, nil
 	}
 	// Every join that leaves the visitor waiting lists the room for the
 	// tick loop (the set is in another slot than the room, so this is a
@@ -62,7 +62,7 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 	// the room, so a queue is never left without ticks.
 	if r.Code == replyWaiting || r.Code == replyPreQueue {
 		if _, err := q.r.Do(ctx, "SADD", roomsKey, room); err != nil {
-			return wire.State{}, Ticket{}, fmt.Errorf("queue: join: %w", err)
+			return wire.State{}, wire.Ticket{}, fmt.Errorf("queue: join: %w", err)
 		}
 		q.poke()
 	}

@@ -37,13 +37,13 @@ func (s *server) order(c *fiber.Ctx) error {
 	start := time.Now()
 	if err := s.db.run(c.UserContext()); err != nil {
 		if errors.Is(err, errDBTimeout) {
-			s.metrics.orders.WithLabelValues("db_timeout").Inc()
+			s.orders.TimedOut()
 			c.Set(fiber.HeaderRetryAfter, "1")
 			return httperr.New(503, "db_timeout", "the database had no free connection in time")
 		}
 		return err
 	}
-	s.metrics.orders.WithLabelValues("created").Inc()
+	s.orders.Created()
 	c.Status(fiber.StatusCreated)
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 	b := make([]byte, 0, 160)

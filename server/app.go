@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/gofiber/fiber/v2/middleware/cors"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 
@@ -23,10 +24,10 @@ import (
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/invite"
+	"github.com/waitroom/waitroom/metrics"
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/visit"
-	"github.com/waitroom/waitroom/wire"
 )
 
 const bodyLimit = 64 << 10
@@ -45,7 +46,8 @@ type server struct {
 	visit   *visit.API   // the visitor API and the waiting page
 	db      *dbPool
 	app     *fiber.App
-	metrics *metrics
+	metrics *metrics.Metrics
+	orders  *metrics.Orders // the demo's
 	rooms   *roomCache
 	gw      *gateway.Gateway
 	id      string // this instance, in the instances hash
@@ -95,19 +97,20 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	if opts != nil {
 		s.opts = *opts
 	}
-	s.metrics = newMetrics(buildInfo())
+	s.metrics = metrics.New(metrics.Build(buildInfo()))
+	s.orders = s.metrics.WatchDemo(demoPool{s.db})
 	s.tickets = push.NewTickets(secret, ticketNonces{s})
 	keep := cfg.TokenKeep
 	if keep == 0 {
 		keep = -1 // the queue's "none"; its zero means the default
 	}
-	q, err := queue.New(instrumented{next: rc.q, m: s.metrics}, signer, &queue.Options{
+	q, err := queue.New(s.metrics.Redis(rc.q), signer, &queue.Options{
 		Capacity: cfg.Capacity, TokenTTL: cfg.TokenTTL, TokenMax: cfg.TokenMax, Retention: keep, NoJitter: cfg.NoJitter, Logger: log,
-		OnAdmit: func(room string, n int) { s.metrics.admissions.WithLabelValues(s.rooms.label(room)).Add(float64(n)) },
+		OnAdmit: func(room string, n int) { s.metrics.Admitted(s.rooms.label(room), n) },
 		// Settings Redis lost come back from what this instance last read
 		// and the rooms file (s.rooms is set below, before anything runs).
 		Settings:   restoreSettings{s},
-		OnRestored: s.onRestored,
+		OnRestored: s.metrics.Restored,
 		Sharded:    cfg.Cluster,
 		Tokens:     tokens,
 	})
@@ -127,19 +130,23 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 		rc.Close()
 		return nil, err
 	}
-	s.hub = hub.New(rc.roomBroker(log), hubSource{s}, log, &hub.Options{
-		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.observeDelivery,
+	// The queue is the hub's source: it gives visitors Redis lost their
+	// places back before their push connections hear of it.
+	s.hub = hub.New(rc.roomBroker(log), q, log, &hub.Options{
+		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.Delivered,
 		Presence: q,
+		// Push clients are told when Redis stops answering.
+		Ping: rc.ping,
 	})
 	po := s.opts.Push
 	po.Logger, po.WSHeartbeat, po.Origins = log, cfg.WSHeartbeat, cfg.Origins
-	po.OnWSHeartbeat = func() { s.metrics.wsHeartbeats.Add(1) }
+	po.OnWSHeartbeat = s.metrics.WSHeartbeat
 	s.push = push.New(s.hub, &po)
 	if err := s.newVisit(); err != nil {
 		rc.Close()
 		return nil, err
 	}
-	s.metrics.watch(s.db, s.visit.Polls(), s.hub, s.rooms, cfg.MaxConns)
+	s.metrics.Watch(metrics.Sources{Hub: s.hub, Rooms: metricsRooms{s.rooms}, Polls: s.visit.Polls(), MaxConns: cfg.MaxConns})
 	if err := s.newGateway(secret); err != nil {
 		rc.Close()
 		return nil, err
@@ -171,7 +178,7 @@ func (s *server) routes() *fiber.App {
 	app.Server().ConnState = firstByteDeadline(app.Server().ReadTimeout)
 	app.Server().Handler = httperr.KnownMethods(app.Server().Handler)
 	app.Server().Handler = s.gw.Front(app.Server().Handler)
-	app.Use(s.recoverer, requestid.New(), s.accessLog)
+	app.Use(s.recoverer, requestid.New(), s.metrics.AccessLog(s.log))
 
 	api := app.Group("/api/v1")
 	if len(s.cfg.Origins) > 0 {
@@ -205,7 +212,7 @@ func (s *server) routes() *fiber.App {
 	app.Get("/.well-known/jwks.json", s.jwks)
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
-	app.Get("/metrics", s.metricsGate, s.metrics.handler())
+	app.Get("/metrics", s.metricsGate, adaptor.HTTPHandler(s.metrics.Handler()))
 	app.Get("/admin", adminHeaders, staticFile("admin.html", fiber.MIMETextHTMLCharsetUTF8))
 	return app
 }
@@ -239,7 +246,6 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	start("polls", s.visit.Run)
 	start("housekeeping", func(ctx context.Context) error { return s.housekeeping(ctx, 2*time.Second) })
 	start("gateway", s.gw.Run)
-	start("redis watch", s.watchRedis)
 	hup := notifyHangup()
 	start("reload", func(ctx context.Context) error { return s.reloadOnHangup(ctx, hup) })
 	if !s.opts.NoTick {
@@ -274,72 +280,4 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	s.redis.Close()
 	s.log.Info("stopped", "after", time.Since(deadline.Add(-s.cfg.Shutdown)))
 	return err
-}
-
-// hubSource gives the hub exact state from the queue: the same states a
-// poll gets.
-// A visitor Redis lost (not_in_queue, holding a signed ticket) gets its
-// place back before the hub sees the state, so a push connection never
-// hears not_in_queue for it.
-type hubSource struct{ s *server }
-
-func (h hubSource) States(ctx context.Context, room string, visitors []string) ([]wire.State, error) {
-	// Asked again within ctx: right after pub/sub is back, the command
-	// connections may still be reconnecting, and a reconcile that fails
-	// then leaves the room's visitors unread (and, after a loss, without
-	// their places) until the next periodic one.
-	states, err := h.states(ctx, room, visitors)
-	for wait := 50 * time.Millisecond; err != nil && ctx.Err() == nil; wait = min(2*wait, time.Second) {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
-		states, err = h.states(ctx, room, visitors)
-	}
-	return states, err
-}
-
-func (h hubSource) states(ctx context.Context, room string, visitors []string) ([]wire.State, error) {
-	states, err := h.s.q.StatusMany(ctx, room, visitors)
-	if err != nil {
-		return nil, err
-	}
-	var tickets []queue.Ticket
-	for i, st := range states {
-		if st.Status != wire.StatusNotInQueue {
-			continue
-		}
-		t, adm, ok := h.s.heldBy(room, visitors[i])
-		if !ok {
-			continue
-		}
-		if again, ok := h.s.readmit(ctx, adm); ok {
-			states[i] = again
-			continue
-		}
-		if tickets == nil {
-			tickets = make([]queue.Ticket, len(visitors))
-		}
-		tickets[i] = t
-	}
-	if tickets != nil {
-		if err := h.s.retake(ctx, room, visitors, tickets, states); err != nil {
-			return nil, err
-		}
-	}
-	return states, nil
-}
-
-func (h hubSource) Admitted(room, visitor string, notBefore, expiresAt time.Time) wire.State {
-	return h.s.q.Admitted(room, visitor, notBefore, expiresAt)
-}
-
-func (h hubSource) Estimate(room string, position int64) (int64, float64, time.Duration) {
-	return h.s.q.Estimate(room, position)
-}
-
-func (h hubSource) DrawEstimate(room string) (int64, float64, time.Duration, bool) {
-	return h.s.q.DrawEstimate(room)
 }

@@ -71,10 +71,6 @@ type config struct {
 	// frame-ancestors): 'none', 'self' or origins.
 	FrameAncestors string
 	Entry          entryConfig // -signing-keys, -issuer, -service-keys (entry.go)
-
-	// redisWatch replaces how often Redis is checked for the degraded
-	// state in tests. Not a flag.
-	redisWatch time.Duration
 }
 
 // newFlagSet defines every flag on c.

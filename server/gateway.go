@@ -25,7 +25,7 @@ func (s *server) newGateway(secret []byte) error {
 	deps := gateway.Deps{
 		Routes: cfg, Signer: gateway.NewSigner(secret),
 		Store: gatewayStore{s}, Rooms: gatewayRooms{rc: s.rooms, open: s.cfg.OpenRooms}, Visitors: s.signer,
-		Proxies: s.cfg.TrustedProxies, API: gatewayAPI{s}, Metrics: gatewayMetrics{s.metrics},
+		Proxies: s.cfg.TrustedProxies, API: gatewayAPI{s}, Metrics: s.metrics,
 		RevokedChannel: queue.RevokedChannel,
 	}
 	if len(cfg.Routes) > 0 {
@@ -117,9 +117,3 @@ type gatewayAPI struct{ s *server }
 func (a gatewayAPI) Room(c *fiber.Ctx) (string, error)        { return room(c) }
 func (a gatewayAPI) Visitor(c *fiber.Ctx) (string, error)     { return a.s.visit.Visitor(c) }
 func (a gatewayAPI) StoreError(c *fiber.Ctx, err error) error { return a.s.storeError(c, err) }
-
-// gatewayMetrics counts the gateway's decisions in the server's metrics.
-type gatewayMetrics struct{ m *metrics }
-
-func (a gatewayMetrics) StoreError()       { a.m.redisErr.Inc() }
-func (a gatewayMetrics) FailOpenAdmitted() { a.m.failOpen.WithLabelValues("admitted").Inc() }

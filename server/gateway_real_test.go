@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -162,25 +163,50 @@ func tryGatewayProcess(t *testing.T, kind, wr, app string) (string, error) {
 		// error the caller retries (on another port), not a failed test.
 		time.Sleep(20 * time.Millisecond) // polling interval of a condition with a deadline
 	}
+	if kind == "traefik" {
+		// Traefik listens before its file provider has loaded the
+		// routers: until then every path is its own 404.
+		if err := untilRouted(addr, exited, time.Now().Add(15*time.Second)); err != nil {
+			stop()
+			return "", fmt.Errorf("%v: %s", err, logs())
+		}
+	}
+	select {
+	case <-exited:
+		// Another process held the port: what answered was not ours.
+		out.Close()
+		return "", fmt.Errorf("exited after its port answered: %s", logs())
+	default:
+	}
 	t.Cleanup(func() {
 		stop()
 		if t.Failed() {
 			t.Logf("%s output:\n%s", kind, logs())
 		}
 	})
-	if kind == "traefik" {
-		// Traefik listens before its file provider has loaded the
-		// routers: until then every path is its own 404.
-		waitfor.Until(t, 15*time.Second, "traefik's routers", func() bool {
-			resp, err := http.Get("http://" + addr + "/waitroom/healthz")
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == 200
-		})
-	}
 	return "http://" + addr, nil
+}
+
+// untilRouted waits until Traefik at addr routes /waitroom/healthz, and
+// fails early if the process exits (its port was taken by another).
+func untilRouted(addr string, exited <-chan struct{}, deadline time.Time) error {
+	for {
+		if resp, err := http.Get("http://" + addr + "/waitroom/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		select {
+		case <-exited:
+			return errors.New("exited before routing")
+		default:
+		}
+		if time.Now().After(deadline) {
+			return errors.New("no routers loaded in time")
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval of a condition with a deadline
+	}
 }
 
 // redisCalls is the total of commands redis-server has run (INFO

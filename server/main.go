@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/waitroom/waitroom/metrics"
 )
 
 func main() {
@@ -156,9 +156,9 @@ func (s *server) routesNameRooms(ctx context.Context) error {
 
 // serveMetrics serves GET /metrics, and nothing else, on ln until ctx
 // ends: the listener of -metrics-addr, for a scraper on a private network.
-func serveMetrics(ctx context.Context, ln net.Listener, m *metrics) error {
+func serveMetrics(ctx context.Context, ln net.Listener, m *metrics.Metrics) error {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", m.Handler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -420,7 +420,10 @@ func TestConnectionLimits(t *testing.T) {
 	v.join("lim")
 	dialWS(t, ts.URL, "lim", v.cred)
 	dialSSE(t, ts.URL, "lim", v.cred)
-	waitfor.Until(t, 5*time.Second, "2 conns", func() bool { return ts.hub.Stats().Visitors == 1 && len(ts.hub.Stats().Conns) > 0 })
+	waitfor.Until(t, 5*time.Second, "2 conns", func() bool {
+		st := ts.hub.Stats()
+		return st.Visitors == 1 && st.Conns["ws"] == 1 && st.Conns["sse"] == 1
+	})
 	// SSE: a JSON 429.
 	resp, err := noKeepAlive.Get(ts.URL + "/api/v1/rooms/lim/sse?visitor=" + v.cred)
 	if err != nil {

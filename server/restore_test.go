@@ -262,7 +262,7 @@ func TestRedisDataLoss(t *testing.T) {
 // counterValue sums every series of the counter name on ts.
 func counterValue(tb testing.TB, ts *testServer, name string) float64 {
 	tb.Helper()
-	mfs, err := ts.metrics.reg.Gather()
+	mfs, err := ts.metrics.Registry().Gather()
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -5,10 +5,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/visit"
-	"github.com/waitroom/waitroom/wire"
 )
 
 // newVisit builds the visitor API (s.visit) from the server's parts.
@@ -18,8 +16,8 @@ func (s *server) newVisit() error {
 		Queue: s.q, Tokens: s.q, Records: s.q,
 		Rooms:    visitRooms{gatewayRooms{rc: s.rooms, open: s.cfg.OpenRooms}},
 		Visitors: s.signer, EntryTokens: entryParser{s}, ServiceKeys: serviceKeySet{s}, Challenges: s.signer,
-		Invites: s.invites, Recovery: visitRecovery{s}, Push: s.push, Tickets: s.tickets,
-		Proxies: s.cfg.TrustedProxies, Metrics: visitMetrics{s.metrics},
+		Invites: s.invites, Recovery: s.q, Push: s.push, Tickets: s.tickets,
+		Proxies: s.cfg.TrustedProxies, Metrics: s.metrics,
 		Draining: s.draining.Load,
 	}, &visit.Options{
 		JoinRate: s.cfg.JoinRate, JoinBurst: s.cfg.JoinBurst,
@@ -49,32 +47,6 @@ func (rc *roomCache) powBits(room string) int {
 	defer rc.mu.RUnlock()
 	return rc.cfg[room].PowBits
 }
-
-// visitRecovery gives visitors back what Redis lost (restore.go).
-type visitRecovery struct{ s *server }
-
-func (a visitRecovery) Readmit(ctx context.Context, tok queue.Token) (wire.State, bool) {
-	return a.s.readmit(ctx, tok)
-}
-
-func (a visitRecovery) Retake(ctx context.Context, room string, visitors []string, tickets []queue.Ticket, states []wire.State) error {
-	return a.s.retake(ctx, room, visitors, tickets, states)
-}
-
-func (a visitRecovery) Held(room string, t queue.Ticket) hub.Held { return heldTicket(room, t) }
-
-// visitMetrics counts the visitor API's work in the server's metrics.
-type visitMetrics struct{ m *metrics }
-
-func (a visitMetrics) StoreError() { a.m.redisErr.Inc() }
-func (a visitMetrics) Poll(fromMemory bool) {
-	if fromMemory {
-		a.m.polls.WithLabelValues("memory").Inc()
-	} else {
-		a.m.polls.WithLabelValues("redis").Inc()
-	}
-}
-func (a visitMetrics) FailOpen(outcome string) { a.m.failOpen.WithLabelValues(outcome).Inc() }
 
 // ticketNonces remembers used connect tickets in Redis, under the room's
 // hash tag, so every instance refuses a ticket used at another.

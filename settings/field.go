@@ -50,9 +50,9 @@ type Field struct {
 	check      func(Room) string
 	equal      func(a, b Room) bool
 	copy       func(dst *Room, src Room)
-	value      func(Room) any     // as the admin API shows it
-	set        func(*Room, any)   // from a value as decodeJSON gives it
-	encode     func(Room) string  // "" = not stored
+	value      func(Room) any      // as the admin API shows it
+	set        func(*Room, any)    // from a value as decodeJSON gives it
+	encode     func(Room) string   // "" = not stored
 	decode     func(*Room, string) //
 	decodeJSON func(json.RawMessage) (any, error)
 }

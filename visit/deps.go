@@ -7,7 +7,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
@@ -20,7 +19,7 @@ import (
 type Queue interface {
 	// JoinAt takes or keeps visitor's place in room, if the room's
 	// settings are still at version settings (else queue.ErrSettingsChanged).
-	JoinAt(ctx context.Context, room, visitor string, inv queue.Invite, settings int64) (wire.State, queue.Ticket, error)
+	JoinAt(ctx context.Context, room, visitor string, inv queue.Invite, settings int64) (wire.State, wire.Ticket, error)
 	// Status is the visitor's state in room.
 	Status(ctx context.Context, room, visitor string) (wire.State, error)
 	// Leave takes the visitor out of room's queue, or gives its token back.
@@ -84,9 +83,9 @@ type Visitors interface {
 	ParseVisitor(credential string) (string, error)
 	// ParseCredential is ParseVisitor, with the ticket the credential
 	// carries (zero when none).
-	ParseCredential(credential string) (string, queue.Ticket, error)
+	ParseCredential(credential string) (string, wire.Ticket, error)
 	// TicketCredential is the credential of id carrying t.
-	TicketCredential(id string, t queue.Ticket) string
+	TicketCredential(id string, t wire.Ticket) string
 }
 
 // EntryTokens reads the entry tokens this deployment signed. It is the
@@ -116,18 +115,13 @@ type Invites interface {
 	Parse(code string) (invite.Code, error)
 }
 
-// Recovery gives visitors back what a store that lost its data forgot.
+// Recovery gives visitors back what a store that lost its data forgot
+// (queue.Queue implements it).
 type Recovery interface {
-	// Readmit is the admitted state of the visitor who holds tok, when
-	// tok is still good; ok is false otherwise.
-	Readmit(ctx context.Context, tok queue.Token) (st wire.State, ok bool)
-	// Retake gives back the places of the visitors among states whose
-	// state is not_in_queue while their ticket (one per visitor, zero for
-	// none) says they had one, and updates states in place.
-	Retake(ctx context.Context, room string, visitors []string, tickets []queue.Ticket, states []wire.State) error
-	// Held is what the hub keeps for a push connection of a visitor in
-	// room whose credential carries t.
-	Held(room string, t queue.Ticket) hub.Held
+	// Reclaim gives each visitor of room whose state is not_in_queue what
+	// its claim (one per visitor) says it held: the admission of a token
+	// still good, else the place of its ticket; states is updated in place.
+	Reclaim(ctx context.Context, room string, visitors []string, claims []wire.Claim, states []wire.State) error
 }
 
 // Push takes over checked push requests.

@@ -16,7 +16,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/push"
@@ -49,21 +48,21 @@ func newFakeQueue() *fakeQueue {
 	return &fakeQueue{states: map[string]wire.State{}, spent: map[string]bool{}}
 }
 
-func (f *fakeQueue) JoinAt(_ context.Context, room, visitor string, _ queue.Invite, _ int64) (wire.State, queue.Ticket, error) {
+func (f *fakeQueue) JoinAt(_ context.Context, room, visitor string, _ queue.Invite, _ int64) (wire.State, wire.Ticket, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down {
-		return wire.State{}, queue.Ticket{}, errStoreDown
+		return wire.State{}, wire.Ticket{}, errStoreDown
 	}
 	if len(f.joinErrs) > 0 {
 		err := f.joinErrs[0]
 		f.joinErrs = f.joinErrs[1:]
-		return wire.State{}, queue.Ticket{}, err
+		return wire.State{}, wire.Ticket{}, err
 	}
 	f.joins = append(f.joins, visitor)
 	st := wire.State{Room: room, Status: wire.StatusWaiting, Position: int64(len(f.joins)), NextPoll: 10 * time.Second}
 	f.states[room+"|"+visitor] = st
-	return st, queue.Ticket{Room: room, Seq: int64(len(f.joins)), IssuedAt: time.Now()}, nil
+	return st, wire.Ticket{Room: room, Seq: int64(len(f.joins)), IssuedAt: time.Now()}, nil
 }
 
 func (f *fakeQueue) Status(_ context.Context, room, visitor string) (wire.State, error) {
@@ -194,31 +193,25 @@ func (r *fakeRooms) Settings(string) (queue.RoomConfig, bool) {
 type fakeRecovery struct {
 	mu       sync.Mutex
 	readmits int
-	retaken  []queue.Ticket
+	retaken  []wire.Ticket
 }
 
-func (r *fakeRecovery) Readmit(_ context.Context, tok queue.Token) (wire.State, bool) {
+// Reclaim gives back every admission claimed and every ticket of room.
+func (r *fakeRecovery) Reclaim(_ context.Context, room string, _ []string, claims []wire.Claim, states []wire.State) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.readmits++
-	return wire.State{Room: tok.Room, Status: wire.StatusAdmitted, NotBefore: tok.NotBefore, ExpiresAt: tok.ExpiresAt}, true
-}
-
-func (r *fakeRecovery) Retake(_ context.Context, room string, _ []string, tickets []queue.Ticket, states []wire.State) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.retaken = append(r.retaken, tickets...)
-	for i := range states {
-		states[i] = wire.State{Room: room, Status: wire.StatusWaiting, Position: tickets[i].Seq}
+	for i, c := range claims {
+		switch {
+		case states[i].Status != wire.StatusNotInQueue:
+		case !c.ExpiresAt.IsZero():
+			r.readmits++
+			states[i] = wire.State{Room: room, Status: wire.StatusAdmitted, NotBefore: c.NotBefore, ExpiresAt: c.ExpiresAt}
+		case c.Ticket.Room == room && !c.Ticket.IsZero():
+			r.retaken = append(r.retaken, c.Ticket)
+			states[i] = wire.State{Room: room, Status: wire.StatusWaiting, Position: c.Ticket.Seq}
+		}
 	}
 	return nil
-}
-
-func (r *fakeRecovery) Held(room string, t queue.Ticket) hub.Held {
-	if t.Room != room {
-		return hub.Held{}
-	}
-	return hub.Held{Seq: t.Seq}
 }
 
 // fakePush records the targets it was handed.

@@ -28,17 +28,17 @@ var errSettingsChanging = httperr.New(503, "settings_changing", "the room's sett
 // joinGated joins visitor (known is "" when the request created it) into
 // room at the settings version the cache holds, running the cache's gates
 // again each time the settings changed since.
-func (a *API) joinGated(c *fiber.Ctx, ctx context.Context, r, visitor, known string, inv queue.Invite) (wire.State, queue.Ticket, error) {
+func (a *API) joinGated(c *fiber.Ctx, ctx context.Context, r, visitor, known string, inv queue.Invite) (wire.State, wire.Ticket, error) {
 	for range joinTries {
 		st, t, err := a.d.Queue.JoinAt(ctx, r, visitor, inv, a.d.Rooms.Version(r))
 		if !errors.Is(err, queue.ErrSettingsChanged) {
 			return st, t, err
 		}
 		if err := a.regate(c, ctx, r, known); err != nil {
-			return wire.State{}, queue.Ticket{}, err
+			return wire.State{}, wire.Ticket{}, err
 		}
 	}
-	return wire.State{}, queue.Ticket{}, errSettingsChanging
+	return wire.State{}, wire.Ticket{}, errSettingsChanging
 }
 
 // errHandled stops a join whose gate already answered (428 pow_required).

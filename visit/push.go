@@ -7,7 +7,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/push"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/wire"
 )
 
 var errTransportOff = httperr.New(503, "transport_disabled", "this transport is turned off here; fall back to the next one")
@@ -35,7 +35,7 @@ func (a *API) sse(c *fiber.Ctx) error {
 // draining. The strings are copies: fiber's alias fasthttp's request
 // buffers, which are reused once the hijack handler returns.
 // The target also holds the ticket the credential carries (see
-// Recovery.Held).
+// push.Target).
 func (a *API) pushTarget(c *fiber.Ctx, off bool) (push.Target, error) {
 	if off {
 		return push.Target{}, errTransportOff
@@ -47,7 +47,7 @@ func (a *API) pushTarget(c *fiber.Ctx, off bool) (push.Target, error) {
 	// A connect ticket (see ticket.go) stands for the credential in the
 	// URL; the queue ticket then comes back through the visitor's polls.
 	var id string
-	var t queue.Ticket
+	var t wire.Ticket
 	if ct := c.Query("ticket"); ct != "" {
 		id, err = a.redeemTicket(c, r, ct)
 	} else {
@@ -61,5 +61,5 @@ func (a *API) pushTarget(c *fiber.Ctx, off bool) (push.Target, error) {
 	}
 	t.Room = strings.Clone(t.Room)
 	r = strings.Clone(r)
-	return push.Target{Room: r, Visitor: strings.Clone(id), Held: a.d.Recovery.Held(r, t)}, nil
+	return push.Target{Room: r, Visitor: strings.Clone(id), Ticket: t}, nil
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // A push request is checked before it is handed over: the transport is
@@ -14,7 +14,7 @@ import (
 func TestPushEntry(t *testing.T) {
 	f := newFixture(t, &Options{NoSSE: true})
 	id, _ := f.signer.NewVisitor()
-	cred := f.signer.TicketCredential(id, queue.Ticket{Room: "shop", Seq: 3, IssuedAt: time.Now()})
+	cred := f.signer.TicketCredential(id, wire.Ticket{Room: "shop", Seq: 3, IssuedAt: time.Now()})
 	if r := f.do("GET", "/api/v1/rooms/shop/sse?visitor="+url.QueryEscape(cred), ""); r.Code != 503 || r.errCode() != "transport_disabled" {
 		t.Fatalf("sse turned off: %d %s", r.Code, r.Raw)
 	}
@@ -24,7 +24,7 @@ func TestPushEntry(t *testing.T) {
 	if r := f.do("GET", "/api/v1/rooms/shop/ws?visitor="+url.QueryEscape(cred), ""); r.Code != 204 {
 		t.Fatalf("ws: %d %s", r.Code, r.Raw)
 	}
-	if got := f.push.targets; len(got) != 1 || got[0].Room != "shop" || got[0].Visitor != id || got[0].Held.Seq != 3 {
+	if got := f.push.targets; len(got) != 1 || got[0].Room != "shop" || got[0].Visitor != id || got[0].Ticket.Seq != 3 {
 		t.Fatalf("targets %+v", got)
 	}
 
@@ -34,7 +34,7 @@ func TestPushEntry(t *testing.T) {
 	if tk.Code != 200 || ticket == "" || tk.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("ticket: %d %s", tk.Code, tk.Raw)
 	}
-	if r := f.do("GET", "/api/v1/rooms/shop/ws?ticket="+url.QueryEscape(ticket), ""); r.Code != 204 || f.push.targets[1].Visitor != id || f.push.targets[1].Held.Seq != 0 {
+	if r := f.do("GET", "/api/v1/rooms/shop/ws?ticket="+url.QueryEscape(ticket), ""); r.Code != 204 || f.push.targets[1].Visitor != id || f.push.targets[1].Ticket.Seq != 0 {
 		t.Fatalf("ws with a ticket: %d %s %+v", r.Code, r.Raw, f.push.targets)
 	}
 	if r := f.do("GET", "/api/v1/rooms/shop/ws?ticket="+url.QueryEscape(ticket), ""); r.Code < 400 || r.errCode() == "" {

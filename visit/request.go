@@ -57,14 +57,14 @@ func (a *API) Visitor(c *fiber.Ctx) (string, error) {
 
 // visitorTicket returns the request's verified visitor id and the ticket
 // its credential carries (zero when none).
-func (a *API) visitorTicket(c *fiber.Ctx) (string, queue.Ticket, error) {
+func (a *API) visitorTicket(c *fiber.Ctx) (string, wire.Ticket, error) {
 	cred := credential(c)
 	if cred == "" {
-		return "", queue.Ticket{}, errMissingVisitor
+		return "", wire.Ticket{}, errMissingVisitor
 	}
 	id, t, err := a.d.Visitors.ParseCredential(cred)
 	if err != nil {
-		return "", queue.Ticket{}, errInvalidVisitor
+		return "", wire.Ticket{}, errInvalidVisitor
 	}
 	return id, t, nil
 }

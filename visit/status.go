@@ -5,7 +5,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -38,22 +37,20 @@ func (a *API) status(c *fiber.Ctx) error {
 		return a.StoreError(c, err)
 	}
 	if st.Status == wire.StatusNotInQueue {
-		// A page that holds its token (cookie or bearer) keeps hearing
-		// admitted if Redis lost the token's record.
+		// Redis may have lost this visitor: a page that holds its token
+		// (cookie or bearer) keeps hearing admitted, and its signed ticket
+		// takes its place back.
+		claim := wire.Claim{Ticket: t}
 		if tok, err := a.parseToken(bearer(c)); err == nil && tok.Room == r && tok.Visitor == id {
-			if again, ok := a.d.Recovery.Readmit(ctx, tok); ok {
-				st = again
+			claim.NotBefore, claim.ExpiresAt = tok.NotBefore, tok.ExpiresAt
+		}
+		if !claim.IsZero() {
+			states := []wire.State{st}
+			if err := a.d.Recovery.Reclaim(ctx, r, []string{id}, []wire.Claim{claim}, states); err != nil {
+				return a.StoreError(c, err)
 			}
+			st = states[0]
 		}
-	}
-	if st.Status == wire.StatusNotInQueue && t.Room == r {
-		// Redis may have lost this visitor's place: its signed ticket
-		// takes it back.
-		states := []wire.State{st}
-		if err := a.d.Recovery.Retake(ctx, r, []string{id}, []queue.Ticket{t}, states); err != nil {
-			return a.StoreError(c, err)
-		}
-		st = states[0]
 	}
 	a.metrics.Poll(false)
 	body, err := a.sendState(c, st)

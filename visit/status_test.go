@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // A poll sooner than the next-ask hint is answered from memory; leaving,
@@ -60,7 +61,7 @@ func TestStatusRecovers(t *testing.T) {
 		t.Fatalf("with another room's token: %s, %d readmits", r.Raw, f.recovery.readmits)
 	}
 
-	held := f.signer.TicketCredential(id, queue.Ticket{Room: "shop", Seq: 7, IssuedAt: time.Now()})
+	held := f.signer.TicketCredential(id, wire.Ticket{Room: "shop", Seq: 7, IssuedAt: time.Now()})
 	r = f.do("GET", "/api/v1/rooms/shop/status", "", "X-Visitor", held)
 	if r.str("status") != "waiting" || r.Body["position"] != float64(7) || len(f.recovery.retaken) != 1 {
 		t.Fatalf("with a ticket: %s, retaken %v", r.Raw, f.recovery.retaken)

@@ -21,6 +21,7 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // newRedis connects client to srv, as the queue's tests do.
@@ -376,7 +377,7 @@ func TestDrawcheckLotteryOverHTTP(t *testing.T) {
 	out.Reset()
 	// Offline, and the visitor's own credential says which ticket it held.
 	signer, _ := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
-	cred := signer.TicketCredential("visitor-id", queue.Ticket{Room: lr.room, Seq: picked, IssuedAt: time.Now()})
+	cred := signer.TicketCredential("visitor-id", wire.Ticket{Room: lr.room, Seq: picked, IssuedAt: time.Now()})
 	if err := run([]string{"-lottery", "-file", saved, "-visitor", cred}, &out); err != nil ||
 		!strings.Contains(out.String(), "agree with the seed") || !strings.Contains(out.String(), fmt.Sprintf("ticket %d: picked", picked)) {
 		t.Fatalf("offline: %v\n%s", err, out.String())
@@ -592,7 +593,7 @@ func TestLotteryReplayAfterAFailover(t *testing.T) {
 				dumps[k.(string)] = d.(string)
 			}
 			var lost []string
-			var tickets []queue.Ticket
+			var tickets []wire.Ticket
 			for i := range 3 {
 				v := fmt.Sprintf("w%d", i)
 				_, tk, err := q.JoinTicket(ctx, room, v)

@@ -182,7 +182,7 @@ func waitCond(tb testing.TB, within time.Duration, what string, cond func() bool
 // reply as text: bulk and simple strings as they are, integers in decimal,
 // arrays flattened with spaces (so a map-like reply reads "key value ...").
 func Command(addr string, args ...string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second) // a loaded test machine can be slow to accept
 	if err != nil {
 		return "", err
 	}
