@@ -27,6 +27,7 @@ import (
 	"github.com/waitroom/waitroom/metrics"
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/roomcache"
 	"github.com/waitroom/waitroom/visit"
 )
 
@@ -47,7 +48,7 @@ type server struct {
 	app     *fiber.App
 	metrics *metrics.Metrics
 	orders  *metrics.Orders // the demo's
-	rooms   *roomCache
+	rooms   *roomcache.Cache
 	gw      *gateway.Gateway
 	id      string // this instance, in the instances hash
 
@@ -99,7 +100,7 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	}
 	q, err := queue.New(s.metrics.Redis(rc.q), signer, &queue.Options{
 		Capacity: cfg.Capacity, TokenTTL: cfg.TokenTTL, TokenMax: cfg.TokenMax, Retention: keep, NoJitter: cfg.NoJitter, Logger: log,
-		OnAdmit: func(room string, n int) { s.metrics.Admitted(s.rooms.label(room), n) },
+		OnAdmit: func(room string, n int) { s.metrics.Admitted(s.rooms.Label(room), n) },
 		// Settings Redis lost come back from what this instance last read
 		// and the rooms file (s.rooms is set below, before anything runs).
 		Settings:   restoreSettings{s},
@@ -112,7 +113,7 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	}
 	s.q = q
 	s.admin = s.newAdmin()
-	s.rooms = newRoomCache(q, cfg.FailMode)
+	s.rooms = roomcache.New(q, &roomcache.Options{FailMode: cfg.FailMode})
 	if err := s.startOps(ctx); err != nil {
 		rc.Close()
 		return nil, err

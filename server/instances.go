@@ -64,7 +64,7 @@ func (s *server) publishInstance(ctx context.Context) error {
 			live++ // publishes every 2 s
 		}
 	}
-	s.rooms.setInstances(live)
+	s.rooms.SetInstances(live)
 	return nil
 }
 
@@ -93,7 +93,7 @@ func (s *server) housekeeping(ctx context.Context, every time.Duration) error {
 	defer t.Stop()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, every)
-		if err := s.rooms.refresh(rctx); err != nil && ctx.Err() == nil {
+		if err := s.rooms.Refresh(rctx); err != nil && ctx.Err() == nil {
 			s.log.Debug("housekeeping: rooms", "err", err)
 		}
 		if err := s.publishInstance(rctx); err != nil && ctx.Err() == nil {

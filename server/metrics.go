@@ -1,11 +1,14 @@
 package main
 
-import "github.com/waitroom/waitroom/queue"
+import (
+	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/roomcache"
+)
 
 // metricsRooms is the room cache as the metrics read it.
-type metricsRooms struct{ rc *roomCache }
+type metricsRooms struct{ rc *roomcache.Cache }
 
-func (a metricsRooms) Snapshot() map[string]queue.RoomStats { return a.rc.snapshot() }
+func (a metricsRooms) Snapshot() map[string]queue.RoomStats { return a.rc.Stats() }
 
 // demoPool is the simulated DB pool as its metrics read it.
 type demoPool struct{ p *dbPool }

@@ -30,22 +30,14 @@ func (s *server) newVisit() error {
 // visitRooms is the room settings in memory, as the visitor API sees them.
 type visitRooms struct{ gatewayRooms }
 
-func (a visitRooms) Version(room string) int64 { return a.rc.version(room) }
+func (a visitRooms) Version(room string) int64 { return a.rc.Version(room) }
 func (a visitRooms) Reload(ctx context.Context, room string) error {
-	return a.rc.reload(ctx, room)
+	return a.rc.Reload(ctx, room)
 }
-func (a visitRooms) JoinLimit(room string) (float64, int) { return a.rc.joinLimit(room) }
-func (a visitRooms) PowBits(room string) int              { return a.rc.powBits(room) }
+func (a visitRooms) JoinLimit(room string) (float64, int) { return a.rc.JoinLimit(room) }
+func (a visitRooms) PowBits(room string) int              { return a.rc.PowBits(room) }
 func (a visitRooms) Settings(room string) (queue.RoomConfig, bool) {
 	return a.rc.RoomSettings(room)
-}
-
-// powBits is the proof of work a new visitor of room needs; 0 for a room
-// no operator configured.
-func (rc *roomCache) powBits(room string) int {
-	rc.mu.RLock()
-	defer rc.mu.RUnlock()
-	return rc.cfg[room].PowBits
 }
 
 
