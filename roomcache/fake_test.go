@@ -24,9 +24,9 @@ type fakeStore struct {
 	fail  map[string]bool
 	down  bool
 
-	exists   atomic.Int64 // RoomExists calls
-	inFlight atomic.Int64 // RoomConfig and Stats calls running now
-	most     atomic.Int64 // the most in flight at once
+	exists   atomic.Int64  // RoomExists calls
+	inFlight atomic.Int64  // RoomConfig and Stats calls running now
+	most     atomic.Int64  // the most in flight at once
 	hold     chan struct{} // when set, every RoomConfig waits for a value
 }
 

@@ -122,7 +122,7 @@ func TestRoomsFileFailsPartWay(t *testing.T) {
 				return nil
 			}
 			err := ts.reload(context.WithValue(ctx, roomAppliedKey{}, hook))
-			var ae *applyError
+			var ae *roomsfile.ApplyError
 			if !errors.As(err, &ae) {
 				t.Fatalf("reload: %v", err)
 			}
@@ -297,14 +297,14 @@ func BenchmarkRoomsFileApplyMax(b *testing.B) {
 		ts := startServer(b, srv, "rueidis", nil)
 		b.StartTimer()
 		done, err := ts.applyRoomsFile(context.Background(), f)
-		if err != nil || len(done.created) != roomsfile.MaxRooms {
-			b.Fatalf("%d created: %v", len(done.created), err)
+		if err != nil || len(done.Created) != roomsfile.MaxRooms {
+			b.Fatalf("%d created: %v", len(done.Created), err)
 		}
 		b.StopTimer()
 		// Applied again, every room already matches.
 		start := time.Now()
 		done, err = ts.applyRoomsFile(context.Background(), f)
-		if err != nil || done.unchanged != roomsfile.MaxRooms {
+		if err != nil || done.Unchanged != roomsfile.MaxRooms {
 			b.Fatalf("%+v: %v", done, err)
 		}
 		b.ReportMetric(time.Since(start).Seconds(), "s-unchanged")
