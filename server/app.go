@@ -25,6 +25,7 @@ import (
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/metrics"
+	"github.com/waitroom/waitroom/opsfiles"
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/roomcache"
@@ -53,7 +54,7 @@ type server struct {
 	id      string // this instance, in the instances hash
 
 	admin    *admin.API
-	ops      atomic.Pointer[opsFiles] // the rooms file and admin keys in force
+	ops      *opsfiles.Ops // the rooms file and admin keys in force
 	invites  *invite.Minter
 	tickets  *push.Tickets // connect tickets (ticket.go)
 	draining atomic.Bool
@@ -113,8 +114,9 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	}
 	s.q = q
 	s.admin = s.newAdmin()
+	s.ops = s.newOps()
 	s.rooms = roomcache.New(q, &roomcache.Options{FailMode: cfg.FailMode})
-	if err := s.startOps(ctx); err != nil {
+	if err := s.ops.Start(ctx); err != nil {
 		rc.Close()
 		return nil, err
 	}
