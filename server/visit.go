@@ -40,7 +40,6 @@ func (a visitRooms) Settings(room string) (queue.RoomConfig, bool) {
 	return a.rc.RoomSettings(room)
 }
 
-
 // ticketNonces remembers used connect tickets in Redis, under the room's
 // hash tag, so every instance refuses a ticket used at another.
 type ticketNonces struct{ s *server }
