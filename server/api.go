@@ -66,7 +66,7 @@ func (s *server) healthz(c *fiber.Ctx) error {
 func (s *server) readyz(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), time.Second)
 	defer cancel()
-	if err := s.redis.ping(ctx); err != nil {
+	if err := s.redis.Ping(ctx); err != nil {
 		return httperr.New(503, "redis_down", "redis does not answer")
 	}
 	if s.hub != nil && !s.hub.Ready() {

@@ -23,6 +23,7 @@ import (
 	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
+	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/metrics"
 	"github.com/waitroom/waitroom/opsfiles"
@@ -39,7 +40,7 @@ type server struct {
 	cfg     config
 	opts    serverOptions
 	log     *slog.Logger
-	redis   *redisConn
+	redis   *redisconn.Conn
 	q       *queue.Queue
 	signer  *queue.Signer
 	hub     *hub.Hub
@@ -72,7 +73,7 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	if err != nil {
 		return nil, err
 	}
-	rc, err := openRedis(ctx, cfg, log)
+	rc, err := redisconn.Open(ctx, redisconn.Options{URL: cfg.Redis, Sentinel: cfg.Sentinel, Cluster: cfg.Cluster, Client: cfg.RedisClient}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +100,7 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	if keep == 0 {
 		keep = -1 // the queue's "none"; its zero means the default
 	}
-	q, err := queue.New(s.metrics.Redis(rc.q), signer, &queue.Options{
+	q, err := queue.New(s.metrics.Redis(rc.Redis()), signer, &queue.Options{
 		Capacity: cfg.Capacity, TokenTTL: cfg.TokenTTL, TokenMax: cfg.TokenMax, Retention: keep, NoJitter: cfg.NoJitter, Logger: log,
 		OnAdmit: func(room string, n int) { s.metrics.Admitted(s.rooms.Label(room), n) },
 		// Settings Redis lost come back from what this instance last read
@@ -122,11 +123,11 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	}
 	// The queue is the hub's source: it gives visitors Redis lost their
 	// places back before their push connections hear of it.
-	s.hub = hub.New(rc.roomBroker(log), q, log, &hub.Options{
+	s.hub = hub.New(rc.RoomBroker(log), q, log, &hub.Options{
 		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.Delivered,
 		Presence: q,
 		// Push clients are told when Redis stops answering.
-		Ping: rc.ping,
+		Ping: rc.Ping,
 	})
 	po := s.opts.Push
 	po.Logger, po.WSHeartbeat, po.Origins = log, cfg.WSHeartbeat, cfg.Origins

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 )
@@ -211,7 +212,7 @@ func (c config) validateRedis() error {
 		if c.Redis == "" || c.Cluster {
 			return errors.New("-redis-sentinel needs -redis with the sentinel addresses, and no -redis-cluster")
 		}
-		if _, _, err := sentinelAddrs(c.Redis); err != nil {
+		if _, _, err := redisconn.SentinelAddrs(c.Redis); err != nil {
 			return fmt.Errorf("invalid -redis %q: %v", c.Redis, err)
 		}
 	}

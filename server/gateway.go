@@ -9,7 +9,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/waitroom/waitroom/gateway"
-	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/roomcache"
 	"github.com/waitroom/waitroom/visit"
@@ -30,11 +29,7 @@ func (s *server) newGateway(secret []byte) error {
 		RevokedChannel: queue.RevokedChannel,
 	}
 	if len(cfg.Routes) > 0 {
-		if s.redis.rue != nil {
-			deps.Broker = hub.NewRueidisBroker(s.redis.rue, s.log)
-		} else {
-			deps.Broker = hub.NewGoRedisBroker(s.redis.gor, s.log)
-		}
+		deps.Broker = s.redis.Broker(s.log)
 	}
 	s.gw, err = gateway.New(deps, &gateway.Options{
 		Page: s.cfg.GatewayPage, TokenTTL: s.cfg.TokenTTL, TokenMax: s.cfg.TokenMax,

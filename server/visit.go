@@ -46,7 +46,7 @@ type ticketNonces struct{ s *server }
 
 func (n ticketNonces) Claim(ctx context.Context, room, nonce string, ttl time.Duration) (bool, error) {
 	key := "wr:{" + room + "}:ct:" + nonce
-	v, err := n.s.redis.q.Do(ctx, "SET", key, "1", "NX", "PX", strconv.FormatInt(max(ttl.Milliseconds(), 1), 10))
+	v, err := n.s.redis.Do(ctx, "SET", key, "1", "NX", "PX", strconv.FormatInt(max(ttl.Milliseconds(), 1), 10))
 	if err != nil {
 		return false, err
 	}
