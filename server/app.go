@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 
 	"github.com/waitroom/waitroom/admin"
+	"github.com/waitroom/waitroom/demo"
 	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
@@ -42,7 +43,7 @@ type server struct {
 	hub     *hub.Hub
 	push    *push.Server // WebSocket and SSE
 	visit   *visit.API   // the visitor API and the waiting page
-	db      *dbPool
+	demo    *demo.Demo   // the demo protected endpoint; nil without -demo
 	app     *fiber.App
 	metrics *metrics
 	rooms   *roomCache
@@ -81,7 +82,6 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	_, _ = rand.Read(idb[:])
 	s := &server{
 		cfg: cfg, log: log, redis: rc, signer: signer,
-		db:      newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
 		id:      fmt.Sprintf("%x", idb),
 		invites: invite.NewMinter(secret),
 	}
@@ -126,7 +126,14 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 		rc.Close()
 		return nil, err
 	}
-	s.metrics.watch(s.db, s.visit.Polls(), s.hub, s.rooms, cfg.MaxConns)
+	s.metrics.watch(s.visit.Polls(), s.hub, s.rooms, cfg.MaxConns)
+	if cfg.Demo {
+		s.demo = newDemo(cfg)
+		if err := s.demo.Register(s.metrics.reg); err != nil {
+			rc.Close()
+			return nil, err
+		}
+	}
 	if err := s.newGateway(secret); err != nil {
 		rc.Close()
 		return nil, err
@@ -176,10 +183,9 @@ func (s *server) routes() *fiber.App {
 	}
 	s.visit.Mount(app)
 	rooms := api.Group("/rooms/:room")
-	// Every route under this prefix is behind the entry token: the check is
-	// registered by path, so a new protected route cannot forget it.
-	protected := rooms.Group("/orders", s.visit.RequireToken)
-	protected.Post("", s.order)
+	if s.demo != nil {
+		s.demo.Mount(app, s.visit.RequireToken, tokenHolder)
+	}
 	api.All("/check", s.gw.Check)
 	api.All("/check-end", s.gw.CheckEnd)
 	api.All("/check/*", s.gw.Check) // Envoy: the original path follows the prefix

@@ -21,7 +21,6 @@ import (
 type metrics struct {
 	reg           *prometheus.Registry
 	polls         *prometheus.CounterVec
-	orders        *prometheus.CounterVec
 	redisErr      prometheus.Counter
 	deliverLag    *prometheus.HistogramVec
 	lagWS, lagSSE prometheus.Observer // deliverLag's two series, looked up once
@@ -43,7 +42,6 @@ func newMetrics(b build) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.polls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_polls_total", Help: "Status polls by how they were answered (redis or memory)."}, []string{"answer"})
-	m.orders = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_orders_total", Help: "Demo orders by result."}, []string{"result"})
 	m.redisErr = prometheus.NewCounter(prometheus.CounterOpts{Name: "waitroom_redis_errors_total", Help: "Redis calls from requests that failed."})
 	m.deliverLag = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "waitroom_delivery_lag_seconds", Help: "Admitted push delivery: write time minus notBefore.",
@@ -66,7 +64,7 @@ func newMetrics(b build) *metrics {
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Name: "waitroom_build_info", Help: "1, labelled with the version, VCS revision and Go version of this binary.",
 		ConstLabels: prometheus.Labels{"version": b.Version, "revision": b.Revision, "goversion": b.GoVersion}})
 	buildInfo.Set(1)
-	m.reg.MustRegister(m.polls, m.orders, m.redisErr, m.deliverLag, m.failOpen, m.admissions, m.redisCalls, m.redisFails, m.restored,
+	m.reg.MustRegister(m.polls, m.redisErr, m.deliverLag, m.failOpen, m.admissions, m.redisCalls, m.redisFails, m.restored,
 		m.httpRequests, m.httpSeconds, buildInfo)
 	m.zero()
 	return m
@@ -77,9 +75,6 @@ func newMetrics(b build) *metrics {
 func (m *metrics) zero() {
 	for _, v := range []string{"redis", "memory"} {
 		m.polls.WithLabelValues(v)
-	}
-	for _, v := range []string{"created", "db_timeout"} {
-		m.orders.WithLabelValues(v)
 	}
 	for _, v := range []string{"closed", "used", "limited", "admitted"} {
 		m.failOpen.WithLabelValues(v)
@@ -165,16 +160,13 @@ type roomSnapshots interface {
 	snapshot() map[string]queue.RoomStats
 }
 
-// watch registers the gauges and counters read from the simulated DB pool,
-// the poll cache, the hub and the room cache.
-func (m *metrics) watch(db *dbPool, polls *visit.PollCache, h hubStats, rooms roomSnapshots, maxConns int) {
+// watch registers the gauges and counters read from the poll cache, the
+// hub and the room cache.
+func (m *metrics) watch(polls *visit.PollCache, h hubStats, rooms roomSnapshots, maxConns int) {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
 	m.reg.MustRegister(roomCollector{rooms},
-		gauge("waitroom_db_slots_in_use", "Simulated protected DB connections in use.", func() float64 { return float64(db.inUse.Load()) }),
-		gauge("waitroom_db_slots_peak", "Most simulated DB connections in use at once since start.", func() float64 { return float64(db.peak.Load()) }),
-		gauge("waitroom_db_slots", "Size of the simulated DB pool.", func() float64 { return float64(cap(db.slots)) }),
 		gauge("waitroom_max_connections", "Push connections this instance may hold (-max-conns).", func() float64 { return float64(maxConns) }),
 		gauge("waitroom_pubsub_up", "1 while this instance's Redis pub/sub subscription serves its rooms, else 0.", func() float64 {
 			if h.Ready() {
