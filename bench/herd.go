@@ -165,7 +165,9 @@ func herdRun(ctx context.Context, o herdOptions, sp herdSpec) (herdResult, error
 	if f, ok := fieldFigures[sp.Test+"/"+strconv.Itoa(sp.Batch)]; ok && !sp.NoJitter && !o.Quick {
 		res.Field = &f
 	}
-	args := []string{"-batch", strconv.Itoa(sp.Batch), "-tick", "100ms", "-db-pool", "40", "-service-time", "200ms", "-db-wait", "10s"}
+	// The visitors order on the demo protected endpoint (-demo). A server
+	// given with -url must run with -demo too.
+	args := []string{"-demo", "-batch", strconv.Itoa(sp.Batch), "-tick", "100ms", "-db-pool", "40", "-service-time", "200ms", "-db-wait", "10s"}
 	if sp.NoJitter {
 		args = append(args, "-no-jitter")
 	}
