@@ -25,8 +25,8 @@ type Options struct {
 	// NoWS and NoSSE turn a push transport off (503 transport_disabled).
 	NoWS, NoSSE bool
 	// Orders tells the waiting page that the demo protected endpoint
-	// (package demo) is mounted, so an admitted visitor without a return
-	// URL is offered its order; false: the page shows the admission only.
+	// (package demo) is mounted, so it offers an admitted visitor the
+	// demo order; false: it shows the admission and its hold time only.
 	Orders bool
 	// PollCacheSize bounds the poll answers held in memory (default 1<<20).
 	PollCacheSize int
