@@ -20,6 +20,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 
 	"github.com/waitroom/waitroom/admin"
+	"github.com/waitroom/waitroom/demo"
 	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
@@ -46,10 +47,9 @@ type server struct {
 	hub     *hub.Hub
 	push    *push.Server // WebSocket and SSE
 	visit   *visit.API   // the visitor API and the waiting page
-	db      *dbPool
+	demo    *demo.Demo   // the demo protected endpoint; nil without -demo
 	app     *fiber.App
 	metrics *metrics.Metrics
-	orders  *metrics.Orders // the demo's
 	rooms   *roomcache.Cache
 	gw      *gateway.Gateway
 	id      string // this instance, in the instances hash
@@ -86,7 +86,6 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	_, _ = rand.Read(idb[:])
 	s := &server{
 		cfg: cfg, log: log, redis: rc, signer: signer,
-		db:      newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
 		id:      fmt.Sprintf("%x", idb),
 		invites: invite.NewMinter(secret),
 	}
@@ -94,7 +93,6 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 		s.opts = *opts
 	}
 	s.metrics = metrics.New(metrics.Build(buildInfo()))
-	s.orders = s.metrics.WatchDemo(demoPool{s.db})
 	s.tickets = push.NewTickets(secret, ticketNonces{s})
 	keep := cfg.TokenKeep
 	if keep == 0 {
@@ -138,6 +136,13 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 		return nil, err
 	}
 	s.metrics.Watch(metrics.Sources{Hub: s.hub, Rooms: metricsRooms{s.rooms}, Polls: s.visit.Polls(), MaxConns: cfg.MaxConns})
+	if cfg.Demo {
+		s.demo = newDemo(cfg)
+		if err := s.demo.Register(s.metrics.Registry()); err != nil {
+			rc.Close()
+			return nil, err
+		}
+	}
 	if err := s.newGateway(secret); err != nil {
 		rc.Close()
 		return nil, err
@@ -187,10 +192,9 @@ func (s *server) routes() *fiber.App {
 	}
 	s.visit.Mount(app)
 	rooms := api.Group("/rooms/:room")
-	// Every route under this prefix is behind the entry token: the check is
-	// registered by path, so a new protected route cannot forget it.
-	protected := rooms.Group("/orders", s.visit.RequireToken)
-	protected.Post("", s.order)
+	if s.demo != nil {
+		s.demo.Mount(app, s.visit.RequireToken, tokenHolder)
+	}
 	api.All("/check", s.gw.Check)
 	api.All("/check-end", s.gw.CheckEnd)
 	api.All("/check/*", s.gw.Check) // Envoy: the original path follows the prefix

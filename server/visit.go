@@ -22,7 +22,7 @@ func (s *server) newVisit() error {
 	}, &visit.Options{
 		JoinRate: s.cfg.JoinRate, JoinBurst: s.cfg.JoinBurst,
 		PageDir: s.cfg.PageDir, PageHeaders: pageHeaders(s.cfg.FrameAncestors, s.cfg.PageDir != ""),
-		NoWS: s.cfg.NoWS, NoSSE: s.cfg.NoSSE, Logger: s.log,
+		NoWS: s.cfg.NoWS, NoSSE: s.cfg.NoSSE, Orders: s.cfg.Demo, Logger: s.log,
 	})
 	return err
 }
