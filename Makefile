@@ -18,10 +18,12 @@ TRAEFIK_VERSION ?= v3.6.12
 	test-deploy test-deploy-go release-check chart-check rules-check systemd-check image test-image \
 	deps-image static-binary tool-goreleaser tool-helm tool-promtool
 
-# The demo lets any room name work (-open-rooms); in production rooms exist
-# once an operator made them (admin API).
+# The demo lets any room name work (-open-rooms) and mounts the demo
+# protected endpoint the page places its order on (-demo); in production
+# rooms exist once an operator made them (admin API), and the protected
+# API is the shop's own.
 run:
-	$(GO) run ./server -open-rooms $(ARGS)
+	$(GO) run ./server -open-rooms -demo $(ARGS)
 
 build:
 	$(GO) build -o waitroom ./server

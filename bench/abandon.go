@@ -147,7 +147,7 @@ func abandonOnce(ctx context.Context, o abandonOptions, strategy string, presenc
 	}
 	res := abandonRun{Strategy: strategy, Presence: presence, Visitors: o.N, TokenTTLSeconds: ttl.Seconds()}
 	key := newSecret()
-	tgt, err := startTarget(ctx, externalOpts{}, []string{"-admin-key", key, "-tick", "100ms",
+	tgt, err := startTarget(ctx, externalOpts{}, []string{"-demo", "-admin-key", key, "-tick", "100ms",
 		"-db-pool", strconv.Itoa(o.DBPool), "-service-time", "200ms", "-safety", "0.7", "-db-wait", "10s"})
 	if err != nil {
 		return res, err

@@ -165,7 +165,9 @@ func herdRun(ctx context.Context, o herdOptions, sp herdSpec) (herdResult, error
 	if f, ok := fieldFigures[sp.Test+"/"+strconv.Itoa(sp.Batch)]; ok && !sp.NoJitter && !o.Quick {
 		res.Field = &f
 	}
-	args := []string{"-batch", strconv.Itoa(sp.Batch), "-tick", "100ms", "-db-pool", "40", "-service-time", "200ms", "-db-wait", "10s"}
+	// The visitors order on the demo protected endpoint (-demo). A server
+	// given with -url must run with -demo too.
+	args := []string{"-demo", "-batch", strconv.Itoa(sp.Batch), "-tick", "100ms", "-db-pool", "40", "-service-time", "200ms", "-db-wait", "10s"}
 	if sp.NoJitter {
 		args = append(args, "-no-jitter")
 	}
@@ -340,7 +342,7 @@ func runName(r herdResult) string {
 func herdMarkdown(rep *herdReport, o herdOptions) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# The herd: admitted visitors against the protected endpoint\n\n")
-	fmt.Fprintf(&b, "Demo protected endpoint on a simulated DB pool of 40 slots, 200 ms per order, 10 s wait for a slot (`-db-pool 40 -service-time 200ms -db-wait 10s`), tick 100 ms. Test A: 500 visitors join at once and each orders as soon as admitted; test B: 140 visitors. Visitors learn admission by %s, wait for notBefore, POST the order, and on 425 wait Retry-After and retry. A fresh server and redis-server per run. Machine: %s.\n\n",
+	fmt.Fprintf(&b, "Demo protected endpoint on a simulated DB pool of 40 slots, 200 ms per order, 10 s wait for a slot (`-demo -db-pool 40 -service-time 200ms -db-wait 10s`), tick 100 ms. Test A: 500 visitors join at once and each orders as soon as admitted; test B: 140 visitors. Visitors learn admission by %s, wait for notBefore, POST the order, and on 425 wait Retry-After and retry. A fresh server and redis-server per run. Machine: %s.\n\n",
 		o.Transport, rep.Machine)
 	fmt.Fprintf(&b, "Command: `%s`\n\nThreshold: %s. Field figures in brackets: a Spring server measured with k6 on one laptop (n/p = not published).\n\n", rep.Command, rep.Threshold)
 	withField := func(v float64, f *fieldFigure, get func(fieldFigure) float64, fmtf func(float64) string) string {

@@ -50,7 +50,7 @@ type Metrics struct {
 
 // New makes the registry with the Go and process collectors, the build
 // info and the counters and histograms; Watch adds the gauges that read
-// live state once what they read exists, and WatchDemo the demo's series.
+// live state once what they read exists (the demo registers its own series).
 func New(b Build) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

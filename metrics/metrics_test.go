@@ -29,12 +29,6 @@ type fakePolls int64
 
 func (p fakePolls) Len() int64 { return int64(p) }
 
-type fakePool struct{ inUse, peak int64 }
-
-func (p fakePool) InUse() int64 { return p.inUse }
-func (p fakePool) Peak() int64  { return p.peak }
-func (p fakePool) Size() int    { return 8 }
-
 // scrape returns the text exposition of m.
 func scrape(t *testing.T, m *Metrics) string {
 	t.Helper()
@@ -88,22 +82,10 @@ func TestSeriesAtStart(t *testing.T) {
 		`waitroom_admission_rate{room="shop"} 1.5`,
 	)
 	if strings.Contains(body, "waitroom_db_slots") || strings.Contains(body, "waitroom_orders_total") {
-		t.Error("the demo's series without WatchDemo")
+		t.Error("the demo's series, which only the demo registers")
 	}
 	h.ready = false
 	wantLines(t, scrape(t, m), `waitroom_pubsub_up 0`)
-}
-
-func TestWatchDemo(t *testing.T) {
-	m := New(Build{})
-	o := m.WatchDemo(fakePool{inUse: 2, peak: 5})
-	wantLines(t, scrape(t, m),
-		`waitroom_db_slots_in_use 2`, `waitroom_db_slots_peak 5`, `waitroom_db_slots 8`,
-		`waitroom_orders_total{result="created"} 0`, `waitroom_orders_total{result="db_timeout"} 0`)
-	o.Created()
-	o.Created()
-	o.TimedOut()
-	wantLines(t, scrape(t, m), `waitroom_orders_total{result="created"} 2`, `waitroom_orders_total{result="db_timeout"} 1`)
 }
 
 // TestCounters: each event method moves its own series only.

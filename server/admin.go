@@ -20,14 +20,14 @@ func (s *server) newAdmin() *admin.API {
 	return admin.New(admin.Options{
 		Store:   s.q,
 		Invites: s.invites,
-		Keys:    func() admin.Keys { return s.opsNow().keys },
+		Keys:    func() admin.Keys { return s.opsNow().Keys },
 		Pins: func(room string) (roomsfile.Room, string, bool) {
 			o := s.opsNow()
-			r, ok := o.rooms.Room(room)
+			r, ok := o.Rooms.Room(room)
 			if !ok {
 				return r, "", false
 			}
-			return r, o.rooms.Path, true
+			return r, o.Rooms.Path, true
 		},
 		Defaults: admin.Defaults{
 			Defaults: settings.Defaults{

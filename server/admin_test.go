@@ -162,7 +162,7 @@ func TestRedisDownFailOpenAndRecover(t *testing.T) {
 			admin := newVisitor(t, ts.URL)
 			admin.admin("PUT", "/rooms/open", `{"batch":2}`)
 			admin.admin("PUT", "/rooms/shut", `{"failMode":"closed"}`)
-			if err := ts.rooms.refresh(ctx); err != nil {
+			if err := ts.rooms.Refresh(ctx); err != nil {
 				t.Fatal(err)
 			}
 			waitfor.Until(t, 5*time.Second, "notBefore", func() bool { return time.Now().After(last) })

@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/waitroom/waitroom/demo"
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/visit"
 )
@@ -30,33 +29,6 @@ func (s *server) redisCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
 // storeError maps a queue error to the HTTP shape (see visit.API.StoreError).
 func (s *server) storeError(c *fiber.Ctx, err error) error { return s.visit.StoreError(c, err) }
 
-// order is the demo protected endpoint: it runs against the simulated DB
-// pool so the effect of a herd is visible.
-func (s *server) order(c *fiber.Ctx) error {
-	tok, _ := visit.Token(c) // behind RequireToken
-	start := time.Now()
-	if err := s.db.run(c.UserContext()); err != nil {
-		if errors.Is(err, errDBTimeout) {
-			s.orders.TimedOut()
-			c.Set(fiber.HeaderRetryAfter, "1")
-			return httperr.New(503, "db_timeout", "the database had no free connection in time")
-		}
-		return err
-	}
-	s.orders.Created()
-	c.Status(fiber.StatusCreated)
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
-	b := make([]byte, 0, 160)
-	b = append(b, `{"order":{"room":`...)
-	b = strconv.AppendQuote(b, tok.Room)
-	b = append(b, `,"visitor":`...)
-	b = strconv.AppendQuote(b, tok.Visitor)
-	b = append(b, `,"dbMs":`...)
-	b = strconv.AppendInt(b, time.Since(start).Milliseconds(), 10)
-	b = append(b, "}}"...)
-	return c.Send(b)
-}
-
 // healthz answers while the process serves.
 func (s *server) healthz(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"status": "ok"})
@@ -66,7 +38,7 @@ func (s *server) healthz(c *fiber.Ctx) error {
 func (s *server) readyz(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), time.Second)
 	defer cancel()
-	if err := s.redis.ping(ctx); err != nil {
+	if err := s.redis.Ping(ctx); err != nil {
 		return httperr.New(503, "redis_down", "redis does not answer")
 	}
 	if s.hub != nil && !s.hub.Ready() {
@@ -76,4 +48,21 @@ func (s *server) readyz(c *fiber.Ctx) error {
 		return httperr.New(503, "draining", "this instance is shutting down")
 	}
 	return c.JSON(fiber.Map{"status": "ready"})
+}
+
+// newDemo builds the demo protected endpoint (-demo) on a simulated pool
+// the size the capacity flags describe.
+func newDemo(cfg config) *demo.Demo {
+	wait := cfg.DBWait
+	if wait == 0 {
+		wait = -1 // the demo's "do not wait"; its zero means the default
+	}
+	return demo.New(&demo.Options{Slots: cfg.Capacity.DBPool, ServiceTime: cfg.Capacity.ServiceTime, Wait: wait})
+}
+
+// tokenHolder names the holder of the entry token s.visit.RequireToken
+// accepted.
+func tokenHolder(c *fiber.Ctx) (room, visitor string) {
+	tok, _ := visit.Token(c)
+	return tok.Room, tok.Visitor
 }

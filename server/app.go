@@ -20,13 +20,17 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 
 	"github.com/waitroom/waitroom/admin"
+	"github.com/waitroom/waitroom/demo"
 	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
+	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/metrics"
+	"github.com/waitroom/waitroom/opsfiles"
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/roomcache"
 	"github.com/waitroom/waitroom/visit"
 )
 
@@ -37,23 +41,22 @@ type server struct {
 	cfg     config
 	opts    serverOptions
 	log     *slog.Logger
-	redis   *redisConn
+	redis   *redisconn.Conn
 	q       *queue.Queue
 	signer  *queue.Signer
 	tokens  *entryTokens // entry tokens (entry.go)
 	hub     *hub.Hub
 	push    *push.Server // WebSocket and SSE
 	visit   *visit.API   // the visitor API and the waiting page
-	db      *dbPool
+	demo    *demo.Demo   // the demo protected endpoint; nil without -demo
 	app     *fiber.App
 	metrics *metrics.Metrics
-	orders  *metrics.Orders // the demo's
-	rooms   *roomCache
+	rooms   *roomcache.Cache
 	gw      *gateway.Gateway
 	id      string // this instance, in the instances hash
 
 	admin    *admin.API
-	ops      atomic.Pointer[opsFiles] // the rooms file and admin keys in force
+	ops      *opsfiles.Ops // the rooms file and admin keys in force
 	invites  *invite.Minter
 	tickets  *push.Tickets // connect tickets (ticket.go)
 	draining atomic.Bool
@@ -77,7 +80,7 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	if err != nil {
 		return nil, err
 	}
-	rc, err := openRedis(ctx, cfg, log)
+	rc, err := redisconn.Open(ctx, redisconn.Options{URL: cfg.Redis, Sentinel: cfg.Sentinel, Cluster: cfg.Cluster, Client: cfg.RedisClient}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +93,6 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	_, _ = rand.Read(idb[:])
 	s := &server{
 		cfg: cfg, log: log, redis: rc, signer: signer, tokens: tokens,
-		db:      newDBPool(cfg.Capacity.DBPool, cfg.Capacity.ServiceTime, cfg.DBWait),
 		id:      fmt.Sprintf("%x", idb),
 		invites: invite.NewMinter(secret),
 	}
@@ -98,15 +100,14 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 		s.opts = *opts
 	}
 	s.metrics = metrics.New(metrics.Build(buildInfo()))
-	s.orders = s.metrics.WatchDemo(demoPool{s.db})
 	s.tickets = push.NewTickets(secret, ticketNonces{s})
 	keep := cfg.TokenKeep
 	if keep == 0 {
 		keep = -1 // the queue's "none"; its zero means the default
 	}
-	q, err := queue.New(s.metrics.Redis(rc.q), signer, &queue.Options{
+	q, err := queue.New(s.metrics.Redis(rc.Redis()), signer, &queue.Options{
 		Capacity: cfg.Capacity, TokenTTL: cfg.TokenTTL, TokenMax: cfg.TokenMax, Retention: keep, NoJitter: cfg.NoJitter, Logger: log,
-		OnAdmit: func(room string, n int) { s.metrics.Admitted(s.rooms.label(room), n) },
+		OnAdmit: func(room string, n int) { s.metrics.Admitted(s.rooms.Label(room), n) },
 		// Settings Redis lost come back from what this instance last read
 		// and the rooms file (s.rooms is set below, before anything runs).
 		Settings:   restoreSettings{s},
@@ -120,9 +121,10 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	}
 	s.q = q
 	s.admin = s.newAdmin()
-	s.rooms = newRoomCache(q, cfg.FailMode)
+	s.ops = s.newOps()
+	s.rooms = roomcache.New(q, &roomcache.Options{FailMode: cfg.FailMode})
 	tokens.rooms = s.rooms
-	if err := s.startOps(ctx); err != nil {
+	if err := s.ops.Start(ctx); err != nil {
 		rc.Close()
 		return nil, err
 	}
@@ -132,11 +134,11 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	}
 	// The queue is the hub's source: it gives visitors Redis lost their
 	// places back before their push connections hear of it.
-	s.hub = hub.New(rc.roomBroker(log), q, log, &hub.Options{
+	s.hub = hub.New(rc.RoomBroker(log), q, log, &hub.Options{
 		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.Delivered,
 		Presence: q,
 		// Push clients are told when Redis stops answering.
-		Ping: rc.ping,
+		Ping: rc.Ping,
 	})
 	po := s.opts.Push
 	po.Logger, po.WSHeartbeat, po.Origins = log, cfg.WSHeartbeat, cfg.Origins
@@ -147,6 +149,13 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 		return nil, err
 	}
 	s.metrics.Watch(metrics.Sources{Hub: s.hub, Rooms: metricsRooms{s.rooms}, Polls: s.visit.Polls(), MaxConns: cfg.MaxConns})
+	if cfg.Demo {
+		s.demo = newDemo(cfg)
+		if err := s.demo.Register(s.metrics.Registry()); err != nil {
+			rc.Close()
+			return nil, err
+		}
+	}
 	if err := s.newGateway(secret); err != nil {
 		rc.Close()
 		return nil, err
@@ -196,10 +205,9 @@ func (s *server) routes() *fiber.App {
 	}
 	s.visit.Mount(app)
 	rooms := api.Group("/rooms/:room")
-	// Every route under this prefix is behind the entry token: the check is
-	// registered by path, so a new protected route cannot forget it.
-	protected := rooms.Group("/orders", s.visit.RequireToken)
-	protected.Post("", s.order)
+	if s.demo != nil {
+		s.demo.Mount(app, s.visit.RequireToken, tokenHolder)
+	}
 	api.Get("/openapi.json", staticFile("openapi.json", fiber.MIMEApplicationJSONCharsetUTF8))
 	api.All("/check", s.gw.Check)
 	api.All("/check-end", s.gw.CheckEnd)

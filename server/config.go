@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
 )
@@ -33,6 +34,7 @@ type config struct {
 	TokenKeep   time.Duration
 	FailMode    string
 	DBWait      time.Duration
+	Demo        bool // mount the demo protected endpoint (package demo)
 	Shutdown    time.Duration
 	DrainWindow time.Duration
 	MaxConns    int
@@ -93,7 +95,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.TokenMax, "token-max", 900*time.Second, "absolute cap of an entry token's lifetime")
 	fs.DurationVar(&c.TokenKeep, "token-retention", queue.DefaultRetention, "how long a token record outlives its cap, so a visitor who comes back reads \"expired\" rather than \"not in queue\" (0: not at all)")
 	fs.StringVar(&c.FailMode, "fail-mode", "open", "protected endpoint while Redis is unreachable: open (local limiter at the admission rate) or closed")
-	fs.DurationVar(&c.DBWait, "db-wait", 10*time.Second, "how long an order waits for a DB slot before 503")
+	fs.DurationVar(&c.DBWait, "db-wait", 10*time.Second, "how long a demo order waits for a DB slot before 503 (with -demo)")
+	fs.BoolVar(&c.Demo, "demo", false, "mount the demo protected endpoint POST /api/v1/rooms/{room}/orders on a simulated DB pool of -db-pool slots held -service-time each, and its metrics")
 	fs.DurationVar(&c.Shutdown, "shutdown-timeout", 15*time.Second, "graceful shutdown limit")
 	fs.DurationVar(&c.DrainWindow, "drain-window", 5*time.Second, "window over which push clients are told to reconnect on shutdown")
 	fs.IntVar(&c.MaxConns, "max-conns", 50000, "push connections per instance")
@@ -213,7 +216,7 @@ func (c config) validateRedis() error {
 		if c.Redis == "" || c.Cluster {
 			return errors.New("-redis-sentinel needs -redis with the sentinel addresses, and no -redis-cluster")
 		}
-		if _, _, err := sentinelAddrs(c.Redis); err != nil {
+		if _, _, err := redisconn.SentinelAddrs(c.Redis); err != nil {
 			return fmt.Errorf("invalid -redis %q: %v", c.Redis, err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/waitroom/waitroom/admin"
 	"github.com/waitroom/waitroom/entry"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/roomcache"
 )
 
 // entryConfig is how entry tokens are signed and who may spend them.
@@ -43,7 +44,7 @@ type entryTokens struct {
 	issuer string
 	ttl    time.Duration // defaults of a room's idle lifetime and cap
 	max    time.Duration
-	rooms  *roomCache // set before the server runs; a room's own lifetime and cap
+	rooms  *roomcache.Cache // set before the server runs; a room's own lifetime and cap
 	log    *slog.Logger
 	jwks   []byte // the published keys, encoded once
 }
@@ -232,7 +233,7 @@ func (a entryParser) ParseToken(raw string) (queue.Token, error) { return a.s.pa
 // startEntry loads the service keys and checks this instance's signing
 // keys against the running instances'.
 func (s *server) startEntry(ctx context.Context) error {
-	keys, err := loadServiceKeys(s.cfg.Entry.ServiceKeysFile, s.opsNow().keys)
+	keys, err := loadServiceKeys(s.cfg.Entry.ServiceKeysFile, s.ops.Now().Keys)
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ func keysDiffer(ks *entry.KeySet, other keyLine) string {
 // start (docs/entry-tokens.md, rotation). The error names both
 // fingerprints.
 func (s *server) checkEntryKeys(ctx context.Context) error {
-	v, err := s.redis.q.Do(ctx, "HGETALL", entryKeysKey)
+	v, err := s.redis.Do(ctx, "HGETALL", entryKeysKey)
 	if err != nil {
 		return fmt.Errorf("entry keys: %w", err)
 	}
@@ -101,10 +101,10 @@ func (s *server) checkEntryKeys(ctx context.Context) error {
 // instances gone for a minute.
 func (s *server) publishEntryKeys(ctx context.Context) error {
 	now := time.Now()
-	if _, err := s.redis.q.Do(ctx, "HSET", entryKeysKey, s.id, encodeKeyLine(now, s.tokens.keys)); err != nil {
+	if _, err := s.redis.Do(ctx, "HSET", entryKeysKey, s.id, encodeKeyLine(now, s.tokens.keys)); err != nil {
 		return err
 	}
-	v, err := s.redis.q.Do(ctx, "HGETALL", entryKeysKey)
+	v, err := s.redis.Do(ctx, "HGETALL", entryKeysKey)
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (s *server) publishEntryKeys(ctx context.Context) error {
 		id, _ := flat[i].(string)
 		raw, _ := flat[i+1].(string)
 		if l, ok := decodeKeyLine(raw); !ok || now.Sub(l.at) > time.Minute {
-			_, _ = s.redis.q.Do(ctx, "HDEL", entryKeysKey, id)
+			_, _ = s.redis.Do(ctx, "HDEL", entryKeysKey, id)
 		}
 	}
 	return nil
@@ -123,7 +123,7 @@ func (s *server) publishEntryKeys(ctx context.Context) error {
 // instance started next with other keys is compared only with those still
 // running.
 func (s *server) unpublishEntryKeys(ctx context.Context) {
-	if _, err := s.redis.q.Do(ctx, "HDEL", entryKeysKey, s.id); err != nil {
+	if _, err := s.redis.Do(ctx, "HDEL", entryKeysKey, s.id); err != nil {
 		s.log.Debug("entry keys: line not dropped", "err", err)
 	}
 }

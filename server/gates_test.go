@@ -68,7 +68,7 @@ func TestGatesHoldOnEveryInstanceAtOnce(t *testing.T) {
 		if c, ok := b.rooms.RoomSettings("kept"); !ok || c.Message != "Doors at nine." || c.JoinRate != 50 {
 			t.Fatalf("remembered settings: %+v %v", c, ok)
 		}
-		if rate, _ := b.rooms.joinLimit("kept"); rate != 50 {
+		if rate, _ := b.rooms.JoinLimit("kept"); rate != 50 {
 			t.Fatalf("join limit after the loss: %v", rate)
 		}
 	})

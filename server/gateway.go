@@ -9,8 +9,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/waitroom/waitroom/gateway"
-	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/roomcache"
 	"github.com/waitroom/waitroom/visit"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -29,11 +29,7 @@ func (s *server) newGateway(secret []byte) error {
 		RevokedChannel: queue.RevokedChannel,
 	}
 	if len(cfg.Routes) > 0 {
-		if s.redis.rue != nil {
-			deps.Broker = hub.NewRueidisBroker(s.redis.rue, s.log)
-		} else {
-			deps.Broker = hub.NewGoRedisBroker(s.redis.gor, s.log)
-		}
+		deps.Broker = s.redis.Broker(s.log)
 	}
 	s.gw, err = gateway.New(deps, &gateway.Options{
 		Page: s.cfg.GatewayPage, TokenTTL: s.cfg.TokenTTL, TokenMax: s.cfg.TokenMax,
@@ -96,7 +92,7 @@ func (a gatewayStore) Degraded() bool { return a.s.hub.Degraded() }
 
 // gatewayRooms is the room settings in memory, as the gateway sees them.
 type gatewayRooms struct {
-	rc   *roomCache
+	rc   *roomcache.Cache
 	open bool // -open-rooms: a join makes a room, so every room may be
 }
 
@@ -104,12 +100,12 @@ func (a gatewayRooms) Exists(ctx context.Context, room string) (bool, error) {
 	if a.open {
 		return true, nil
 	}
-	return a.rc.exists(ctx, room)
+	return a.rc.Exists(ctx, room)
 }
 
-func (a gatewayRooms) IdleTTL(room string) time.Duration { return a.rc.tokenTTL(room) }
-func (a gatewayRooms) FailClosed(room string) bool       { return a.rc.failMode(room) == queue.FailClosed }
-func (a gatewayRooms) AllowFailOpen(room string) bool    { return a.rc.limiter(room).Allow() }
+func (a gatewayRooms) IdleTTL(room string) time.Duration { return a.rc.TokenTTL(room) }
+func (a gatewayRooms) FailClosed(room string) bool       { return a.rc.FailMode(room) == queue.FailClosed }
+func (a gatewayRooms) AllowFailOpen(room string) bool    { return a.rc.Limiter(room).Allow() }
 
 // gatewayAPI lets the gateway's endpoints answer like the rest of the API.
 type gatewayAPI struct{ s *server }

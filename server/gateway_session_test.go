@@ -297,7 +297,7 @@ func TestGatewaySlideShortRoom(t *testing.T) {
 		if err := ts.q.SetRoomConfig(ctx, room, queue.RoomConfig{TokenTTL: d}); err != nil {
 			t.Fatal(err)
 		}
-		waitfor.Until(t, 10*time.Second, room+"'s settings in memory", func() bool { return ts.rooms.tokenTTL(room) == d })
+		waitfor.Until(t, 10*time.Second, room+"'s settings in memory", func() bool { return ts.rooms.TokenTTL(room) == d })
 	}
 	if ts.cfg.TokenTTL != 300*time.Second {
 		t.Fatalf("-token-ttl is %s, want the default", ts.cfg.TokenTTL)

@@ -269,7 +269,7 @@ func TestDBTimeoutKeepsToken(t *testing.T) {
 			first <- a.do("POST", "/api/v1/rooms/db/orders", "", "Authorization", "Bearer "+sa.str("token"))
 		}()
 		// b's order finds the only DB slot taken.
-		waitfor.Until(t, 5*time.Second, "a holds the slot", func() bool { return ts.db.inUse.Load() == 1 })
+		waitfor.Until(t, 5*time.Second, "a holds the slot", func() bool { return ts.demo.InUse() == 1 })
 		r := b.do("POST", "/api/v1/rooms/db/orders", "", "Authorization", "Bearer "+sb.str("token"))
 		if r.Code != 503 || r.errCode() != "db_timeout" {
 			t.Fatalf("busy DB: %d %s", r.Code, r.Raw)

@@ -48,7 +48,7 @@ func decodeInstance(s string) (instanceStats, bool) {
 // gone for a minute.
 func (s *server) publishInstance(ctx context.Context) error {
 	now := time.Now()
-	if _, err := s.redis.q.Do(ctx, "HSET", instancesKey, s.id, encodeInstance(now, s.hub.Stats())); err != nil {
+	if _, err := s.redis.Do(ctx, "HSET", instancesKey, s.id, encodeInstance(now, s.hub.Stats())); err != nil {
 		return err
 	}
 	all, err := s.instances(ctx)
@@ -59,18 +59,18 @@ func (s *server) publishInstance(ctx context.Context) error {
 	for id, st := range all {
 		switch {
 		case now.Sub(st.At) > time.Minute:
-			_, _ = s.redis.q.Do(ctx, "HDEL", instancesKey, id)
+			_, _ = s.redis.Do(ctx, "HDEL", instancesKey, id)
 		case now.Sub(st.At) <= 10*time.Second:
 			live++ // publishes every 2 s
 		}
 	}
-	s.rooms.setInstances(live)
+	s.rooms.SetInstances(live)
 	return nil
 }
 
 // instances reads every instance's line.
 func (s *server) instances(ctx context.Context) (map[string]instanceStats, error) {
-	v, err := s.redis.q.Do(ctx, "HGETALL", instancesKey)
+	v, err := s.redis.Do(ctx, "HGETALL", instancesKey)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func (s *server) housekeeping(ctx context.Context, every time.Duration) error {
 	defer t.Stop()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, every)
-		if err := s.rooms.refresh(rctx); err != nil && ctx.Err() == nil {
+		if err := s.rooms.Refresh(rctx); err != nil && ctx.Err() == nil {
 			s.log.Debug("housekeeping: rooms", "err", err)
 		}
 		if err := s.publishInstance(rctx); err != nil && ctx.Err() == nil {

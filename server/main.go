@@ -143,7 +143,7 @@ func (s *server) routesNameRooms(ctx context.Context) error {
 		return err
 	}
 	for _, rt := range routes.Routes {
-		ok, err := s.rooms.exists(ctx, rt.Room)
+		ok, err := s.rooms.Exists(ctx, rt.Room)
 		if err != nil {
 			return fmt.Errorf("route %s: checking room %q: %w", rt.Match, rt.Room, err)
 		}

@@ -75,6 +75,7 @@ func launchServer(tb testing.TB, srv *redistest.Server, client string, log *slog
 		cfg.Redis = srv.URL()
 	}
 	cfg.OpenRooms = true // tests that need rooms to exist turn it off
+	cfg.Demo = true      // many tests order; TestNoDemo turns it off
 	if mutate != nil {
 		mutate(&cfg)
 	}

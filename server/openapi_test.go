@@ -25,7 +25,7 @@ const anyMethod = "x-waitroom-any-method"
 // server's routes: every route is a documented operation and every
 // operation a route.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
-	ts := startServer(t, nil, "rueidis", nil)
+	ts := startServer(t, nil, "rueidis", func(c *config) { c.Demo = true }) // the demo route is documented
 	resp, err := http.Get(ts.URL + "/api/v1/openapi.json")
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 	answered := map[string]bool{}
 	var src strings.Builder
 	newErr := regexp.MustCompile(`httperr\.New\(\d+, "([a-z0-9_]+)"`)
-	for _, dir := range []string{".", "../visit", "../admin", "../gateway", "../push", "../internal/httperr"} {
+	for _, dir := range []string{".", "../visit", "../admin", "../demo", "../gateway", "../push", "../internal/httperr"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 		for _, f := range files {
 			if strings.HasSuffix(f, "_test.go") {

@@ -83,7 +83,7 @@ func (ct *checkedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 // the probes' operations and validates every answer against the document
 // with kin-openapi.
 func TestOpenAPIResponses(t *testing.T) {
-	ts := startServer(t, nil, "rueidis", withServiceKeys(t, func(c *config) { c.AdminKey = testAdminKey }))
+	ts := startServer(t, nil, "rueidis", withServiceKeys(t, func(c *config) { c.AdminKey = testAdminKey; c.Demo = true }))
 	ct := newCheckedTransport(t)
 	v := newVisitor(t, ts.URL)
 	v.http.Transport = ct

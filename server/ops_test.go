@@ -71,7 +71,7 @@ func TestRoomsFile(t *testing.T) {
 		}
 		// A bad file on reload is refused and the old settings stay.
 		writeFile(t, rooms, "rooms:\n  drop:\n    batch: 7\n    seats: lots\n")
-		err := ts.reload(context.Background())
+		err := ts.ops.Reload(context.Background())
 		if err == nil || !strings.Contains(err.Error(), "rooms.yaml:4: rooms.drop.seats") {
 			t.Fatalf("bad reload: %v", err)
 		}
@@ -83,7 +83,7 @@ func TestRoomsFile(t *testing.T) {
 		}
 		// A good reload applies the new values, pins and unpins.
 		writeFile(t, rooms, "rooms:\n  drop:\n    batch: 12\n")
-		if err := ts.reload(context.Background()); err != nil {
+		if err := ts.ops.Reload(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		r = v.admin("GET", "/rooms/drop", "")
@@ -168,14 +168,14 @@ func TestAdminKeysAndAudit(t *testing.T) {
 		}
 		// The keys file is read again on reload; a removed key stops working.
 		writeFile(t, keys, "bob: bob-key-0123456789abcdef00\n")
-		if err := ts.reload(context.Background()); err != nil {
+		if err := ts.ops.Reload(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if r := as("alice-key-0123456789abcdef", "GET", "/rooms", ""); r.Code != 401 {
 			t.Fatalf("removed key: %d", r.Code)
 		}
 		writeFile(t, keys, "carol: short\n")
-		if err := ts.reload(context.Background()); err == nil || !strings.Contains(err.Error(), "keys.yaml:1") {
+		if err := ts.ops.Reload(context.Background()); err == nil || !strings.Contains(err.Error(), "keys.yaml:1") {
 			t.Fatalf("bad keys file: %v", err)
 		}
 		if r := as("bob-key-0123456789abcdef00", "GET", "/rooms", ""); r.Code != 200 {

@@ -40,7 +40,7 @@ func TestProofOfWorkJoin(t *testing.T) {
 		if r := op.admin("PUT", "/rooms/other", `{"batch":2}`); r.Code != 200 {
 			t.Fatalf("put other: %d %s", r.Code, r.Raw)
 		}
-		if err := ts.rooms.refresh(context.Background()); err != nil {
+		if err := ts.rooms.Refresh(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		join := func(v *visitor, room, body string) reply {

@@ -128,7 +128,7 @@ func TestPriorityCodes(t *testing.T) {
 		// Redis loses everything: the public visitors come back first, then
 		// the priority ones, who still go ahead of them.
 		ctx := context.Background()
-		if _, err := ts.redis.q.Do(ctx, "FLUSHALL"); err != nil {
+		if _, err := ts.redis.Do(ctx, "FLUSHALL"); err != nil {
 			t.Fatal(err)
 		}
 		for i, v := range []*visitor{a, b, plain, vip2} {
@@ -230,7 +230,7 @@ func TestPriorityPushRestore(t *testing.T) {
 		})
 		ctx := context.Background()
 		score := func(v *visitor) (float64, bool) {
-			r, err := ts.redis.q.Do(ctx, "ZSCORE", "wr:{drop}:q", idOf(v))
+			r, err := ts.redis.Do(ctx, "ZSCORE", "wr:{drop}:q", idOf(v))
 			if err != nil || r == nil {
 				return 0, false
 			}
@@ -244,7 +244,7 @@ func TestPriorityPushRestore(t *testing.T) {
 			t.Fatalf("ZSCORE answered %T %v", r, r)
 			return 0, false
 		}
-		if _, err := ts.redis.q.Do(ctx, "FLUSHALL"); err != nil {
+		if _, err := ts.redis.Do(ctx, "FLUSHALL"); err != nil {
 			t.Fatal(err)
 		}
 		// The hub reconciles every 10 s.

@@ -27,7 +27,7 @@ func (r restoreSettings) SettingsRooms() []string {
 	if r.s.rooms != nil {
 		out = r.s.rooms.SettingsRooms()
 	}
-	for _, fr := range r.s.opsNow().rooms.Rooms() {
+	for _, fr := range r.s.opsNow().Rooms.Rooms() {
 		out = append(out, fr.Name)
 	}
 	return out

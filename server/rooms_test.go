@@ -89,7 +89,7 @@ func TestOutageKeepsRulesAndRefusesReplays(t *testing.T) {
 	if r := order(a, "open", ta, true); r.Code != 201 {
 		t.Fatalf("order before the outage: %d %s", r.Code, r.Raw)
 	}
-	if err := ts.rooms.refresh(ctx); err != nil {
+	if err := ts.rooms.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -157,7 +157,7 @@ func TestJoinLimitPerRoom(t *testing.T) {
 	if r := admin.admin("PUT", "/rooms/tight", `{"joinBurst":-1}`); r.Code != 400 || r.errCode() != "invalid_field" {
 		t.Fatalf("bad burst: %d %s", r.Code, r.Raw)
 	}
-	if err := ts.rooms.refresh(context.Background()); err != nil {
+	if err := ts.rooms.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	fresh := func(room string) reply { return newVisitor(t, ts.URL).do("POST", "/api/v1/rooms/"+room+"/join", "") }
@@ -184,7 +184,7 @@ func TestMetricsNameOnlyConfiguredRooms(t *testing.T) {
 	if r := admin.admin("PUT", "/rooms/shop", `{}`); r.Code != 200 {
 		t.Fatalf("put: %d %s", r.Code, r.Raw)
 	}
-	if err := ts.rooms.refresh(context.Background()); err != nil {
+	if err := ts.rooms.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	rooms := []string{"shop"}

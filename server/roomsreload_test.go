@@ -68,14 +68,14 @@ func TestRoomsFileOverLimitAppliesNothing(t *testing.T) {
 	v := newVisitor(t, ts.URL)
 
 	writeFile(t, rooms, roomsFileOf(roomsfile.MaxRooms+1, 9))
-	err := ts.reload(context.Background())
+	err := ts.ops.Reload(context.Background())
 	want := fmt.Sprintf("-rooms %s:%d: rooms.r%d: is room %d: a rooms file declares at most %d rooms", rooms, 2+2*roomsfile.MaxRooms, roomsfile.MaxRooms, roomsfile.MaxRooms+1, roomsfile.MaxRooms)
 	if err == nil || err.Error() != want {
 		t.Fatalf("too many rooms: %v\nwant %s", err, want)
 	}
 	big := "rooms:\n  keep:\n    batch: 9\n" + strings.Repeat("# padding padding padding padding\n", roomsfile.MaxBytes/30)
 	writeFile(t, rooms, big)
-	err = ts.reload(context.Background())
+	err = ts.ops.Reload(context.Background())
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%s:%d: the file is larger than 1048576 bytes (1 MiB)", rooms, 1+strings.Count(big[:roomsfile.MaxBytes], "\n"))) {
 		t.Fatalf("too big: %v", err)
 	}
@@ -121,8 +121,8 @@ func TestRoomsFileFailsPartWay(t *testing.T) {
 				}
 				return nil
 			}
-			err := ts.reload(context.WithValue(ctx, roomAppliedKey{}, hook))
-			var ae *applyError
+			err := ts.ops.Reload(context.WithValue(ctx, roomAppliedKey{}, hook))
+			var ae *roomsfile.ApplyError
 			if !errors.As(err, &ae) {
 				t.Fatalf("reload: %v", err)
 			}
@@ -169,7 +169,7 @@ func TestRoomsFileFailsPartWay(t *testing.T) {
 				t.Fatalf("pins after a part apply: %+v", fr.Config)
 			}
 			// Reloading again applies the rest.
-			if err := ts.reload(bg); err != nil {
+			if err := ts.ops.Reload(bg); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 6 {
@@ -193,7 +193,7 @@ func TestRoomsFileFailsAtFirstRoom(t *testing.T) {
 	ts, logs := startServerLog(t, srv, func(c *config) { withAdmin(c); c.RoomsFile = rooms; c.OpenRooms = false })
 	writeFile(t, rooms, roomsFileOf(3, 7))
 	hook := func(string) error { return errors.New("the reply was lost") }
-	err := ts.reload(context.WithValue(context.Background(), roomAppliedKey{}, hook))
+	err := ts.ops.Reload(context.WithValue(context.Background(), roomAppliedKey{}, hook))
 	if err == nil || !strings.Contains(err.Error(), "room r0 (1 of 3): the reply was lost; applied in part: no room before it was written, 0 already matched; room r0 written: yes; the 2 rooms after it were not applied") {
 		t.Fatalf("reload: %v", err)
 	}
@@ -221,7 +221,7 @@ func TestReloadKeysDespiteBadRoomsFile(t *testing.T) {
 	}
 	writeFile(t, keys, "alice: alice-key-0123456789abcdef\n")
 	writeFile(t, rooms, "rooms:\n  drop:\n    batch: lots\n")
-	err := ts.reload(context.Background())
+	err := ts.ops.Reload(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "rooms.yaml:3: rooms.drop.batch") {
 		t.Fatalf("reload: %v", err)
 	}
@@ -241,7 +241,7 @@ func TestReloadKeysDespiteBadRoomsFile(t *testing.T) {
 	// And the other way: a bad keys file does not stop the rooms file.
 	writeFile(t, keys, "carol: short\n")
 	writeFile(t, rooms, "rooms:\n  drop:\n    batch: 8\n")
-	if err := ts.reload(context.Background()); err == nil || !strings.Contains(err.Error(), "keys.yaml:1") {
+	if err := ts.ops.Reload(context.Background()); err == nil || !strings.Contains(err.Error(), "keys.yaml:1") {
 		t.Fatalf("reload: %v", err)
 	}
 	if c := as("alice-key-0123456789abcdef"); c != 200 {
@@ -278,7 +278,7 @@ func TestRoomsFileClashStopsStart(t *testing.T) {
 
 // BenchmarkRoomsFileApplyMax applies the largest rooms file allowed
 // (roomsfile.MaxRooms rooms, each created, with two settings) on a fresh
-// real redis-server: what roomsApplyTimeout must fit.
+// real redis-server: what opsfiles.DefaultApplyTimeout must fit.
 //
 //	go test -run '^$' -bench RoomsFileApplyMax -benchtime 1x ./server/
 func BenchmarkRoomsFileApplyMax(b *testing.B) {
@@ -296,15 +296,15 @@ func BenchmarkRoomsFileApplyMax(b *testing.B) {
 		srv := redistest.StartReal(b)
 		ts := startServer(b, srv, "rueidis", nil)
 		b.StartTimer()
-		done, err := ts.applyRoomsFile(context.Background(), f)
-		if err != nil || len(done.created) != roomsfile.MaxRooms {
-			b.Fatalf("%d created: %v", len(done.created), err)
+		done, err := roomsfile.Apply(context.Background(), f, ts.q, ts.roomsApply())
+		if err != nil || len(done.Created) != roomsfile.MaxRooms {
+			b.Fatalf("%d created: %v", len(done.Created), err)
 		}
 		b.StopTimer()
 		// Applied again, every room already matches.
 		start := time.Now()
-		done, err = ts.applyRoomsFile(context.Background(), f)
-		if err != nil || done.unchanged != roomsfile.MaxRooms {
+		done, err = roomsfile.Apply(context.Background(), f, ts.q, ts.roomsApply())
+		if err != nil || done.Unchanged != roomsfile.MaxRooms {
 			b.Fatalf("%+v: %v", done, err)
 		}
 		b.ReportMetric(time.Since(start).Seconds(), "s-unchanged")

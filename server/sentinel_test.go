@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 )
@@ -154,7 +155,7 @@ func TestSentinelConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addrs, db, err := sentinelAddrs(cfg.Redis)
+	addrs, db, err := redisconn.SentinelAddrs(cfg.Redis)
 	if err != nil || !slices.Equal(addrs, []string{"10.0.0.1:26379", "10.0.0.2:26379"}) || db != 2 {
 		t.Fatalf("sentinels %v db %d: %v", addrs, db, err)
 	}

@@ -22,7 +22,7 @@ func (s *server) newVisit() error {
 	}, &visit.Options{
 		JoinRate: s.cfg.JoinRate, JoinBurst: s.cfg.JoinBurst,
 		PageDir: s.cfg.PageDir, PageHeaders: pageHeaders(s.cfg.FrameAncestors, s.cfg.PageDir != ""),
-		NoWS: s.cfg.NoWS, NoSSE: s.cfg.NoSSE, Logger: s.log,
+		NoWS: s.cfg.NoWS, NoSSE: s.cfg.NoSSE, Orders: s.cfg.Demo, Logger: s.log,
 	})
 	return err
 }
@@ -30,22 +30,14 @@ func (s *server) newVisit() error {
 // visitRooms is the room settings in memory, as the visitor API sees them.
 type visitRooms struct{ gatewayRooms }
 
-func (a visitRooms) Version(room string) int64 { return a.rc.version(room) }
+func (a visitRooms) Version(room string) int64 { return a.rc.Version(room) }
 func (a visitRooms) Reload(ctx context.Context, room string) error {
-	return a.rc.reload(ctx, room)
+	return a.rc.Reload(ctx, room)
 }
-func (a visitRooms) JoinLimit(room string) (float64, int) { return a.rc.joinLimit(room) }
-func (a visitRooms) PowBits(room string) int              { return a.rc.powBits(room) }
+func (a visitRooms) JoinLimit(room string) (float64, int) { return a.rc.JoinLimit(room) }
+func (a visitRooms) PowBits(room string) int              { return a.rc.PowBits(room) }
 func (a visitRooms) Settings(room string) (queue.RoomConfig, bool) {
 	return a.rc.RoomSettings(room)
-}
-
-// powBits is the proof of work a new visitor of room needs; 0 for a room
-// no operator configured.
-func (rc *roomCache) powBits(room string) int {
-	rc.mu.RLock()
-	defer rc.mu.RUnlock()
-	return rc.cfg[room].PowBits
 }
 
 // ticketNonces remembers used connect tickets in Redis, under the room's
@@ -54,7 +46,7 @@ type ticketNonces struct{ s *server }
 
 func (n ticketNonces) Claim(ctx context.Context, room, nonce string, ttl time.Duration) (bool, error) {
 	key := "wr:{" + room + "}:ct:" + nonce
-	v, err := n.s.redis.q.Do(ctx, "SET", key, "1", "NX", "PX", strconv.FormatInt(max(ttl.Milliseconds(), 1), 10))
+	v, err := n.s.redis.Do(ctx, "SET", key, "1", "NX", "PX", strconv.FormatInt(max(ttl.Milliseconds(), 1), 10))
 	if err != nil {
 		return false, err
 	}

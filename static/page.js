@@ -540,6 +540,11 @@
     announce(t("prequeueAnnounce"), "prequeue:" + !!state.paused);
   }
 
+  // The order is the demo protected endpoint's (-demo): without it the
+  // page shows the admission and its hold time, and offers nothing that
+  // would answer 404.
+  var offerOrder = !!boot.orders;
+
   function renderAdmitted(state, info) {
     var usable = info.usable;
     if (returnTo && usable && !returning) {
@@ -553,17 +558,21 @@
       status: "admitted",
       eyebrow: t("yourTurn"),
       headline: usable ? t("itsYourTurn") : t("almostYourTurn"),
-      detail: usable ? t("orderNow") : countdownText(),
+      detail: usable ? (offerOrder ? t("orderNow") : t("entryReady")) : countdownText(),
       sub: held ? (left > 0 ? t("heldUntil", { time: held, duration: durationWords(left) }) : t("heldUntilTime", { time: held })) : "",
       progress: 1
     });
-    setActions("order", function (box) {
-      box.appendChild(button(t("placeOrder"), "primary", placeOrder, "place-order"));
-    });
+    if (offerOrder) {
+      setActions("order", function (box) {
+        box.appendChild(button(t("placeOrder"), "primary", placeOrder, "place-order"));
+      });
+    } else {
+      setActions("none");
+    }
     var b = $("place-order");
     if (b && view === "queue") b.disabled = !usable;
     if (usable) {
-      announce(t("admittedAnnounce"), "admitted");
+      announce(offerOrder ? t("admittedAnnounce") : t("entryReadyAnnounce"), "admitted");
       // Move focus to the one thing to do, unless the visitor is busy elsewhere.
       var a = document.activeElement;
       if (b && !focusedAction && (!a || a === document.body || a === $("main"))) { b.focus(); focusedAction = true; }

@@ -178,6 +178,8 @@ type pageBoot struct {
 	Text  json.RawMessage `json:"text"`
 	// Branding is the ?room's look, when it has one.
 	Branding *roomLook `json:"branding,omitempty"`
+	// Orders: the demo order endpoint is there to offer (Options.Orders).
+	Orders bool `json:"orders,omitempty"`
 }
 
 var (
@@ -220,7 +222,7 @@ func (a *API) page(c *fiber.Ctx) error {
 	}
 	ls := a.langs
 	lang := ls.pick(c.Cookies(LangCookie), c.Get(fiber.HeaderAcceptLanguage))
-	boot := pageBoot{Lang: lang, Langs: ls.list, Text: ls.list[ls.byCode[lang]].text}
+	boot := pageBoot{Lang: lang, Langs: ls.list, Text: ls.list[ls.byCode[lang]].text, Orders: a.orders}
 	boot.Branding = a.pageBranding(c)
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
 	c.Set(fiber.HeaderCacheControl, "no-cache")

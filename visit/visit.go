@@ -24,6 +24,10 @@ type Options struct {
 	PageHeaders fiber.Handler
 	// NoWS and NoSSE turn a push transport off (503 transport_disabled).
 	NoWS, NoSSE bool
+	// Orders tells the waiting page that the demo protected endpoint
+	// (package demo) is mounted, so it offers an admitted visitor the
+	// demo order; false: it shows the admission and its hold time only.
+	Orders bool
 	// PollCacheSize bounds the poll answers held in memory (default 1<<20).
 	PollCacheSize int
 	// SweepEvery is how often Run drops poll answers that are due
@@ -50,6 +54,7 @@ type API struct {
 	pageDir     string
 	pageHeaders fiber.Handler
 	noWS, noSSE bool
+	orders      bool
 	sweepEvery  time.Duration
 
 	polls      *PollCache
@@ -72,7 +77,7 @@ func New(deps Deps, opts *Options) (*API, error) {
 	a := &API{
 		d: deps, log: o.Logger, metrics: deps.Metrics,
 		openJoins: limit.NewTable(o.JoinRate, o.JoinBurst, joinTableSize),
-		pageDir:   o.PageDir, pageHeaders: o.PageHeaders, noWS: o.NoWS, noSSE: o.NoSSE,
+		pageDir:   o.PageDir, pageHeaders: o.PageHeaders, noWS: o.NoWS, noSSE: o.NoSSE, orders: o.Orders,
 		sweepEvery: cmpOr(o.SweepEvery, 2*time.Second),
 		polls:      NewPollCache(cmpOr(o.PollCacheSize, 1<<20)),
 		uses:       newTokenUses(),

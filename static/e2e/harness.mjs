@@ -71,7 +71,7 @@ export async function startServer(flags = [], { port } = {}) {
   const bin = await build();
   port = port || await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const args = ["-addr", `127.0.0.1:${port}`, "-admin-key", ADMIN_KEY, "-log-level", "warn", "-open-rooms",
+  const args = ["-addr", `127.0.0.1:${port}`, "-admin-key", ADMIN_KEY, "-log-level", "warn", "-open-rooms", "-demo",
     "-shutdown-timeout", "2s", "-drain-window", "200ms", ...flags];
   const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
   let log = "";

@@ -279,3 +279,22 @@ test("a room no operator made says it does not exist", T, async (t) => {
   await page.waitForFunction(() => /in line|next|your turn/i.test(document.getElementById("headline").textContent), null, { timeout: 15000 });
   assert.deepEqual(unexpected(b.errors, [/404/]), [], "console errors");
 });
+
+test("without -demo an admitted visitor sees the admission and its hold time, and no order button", T, async (t) => {
+  const srv = await startServer(["-demo=false", "-tick", "100ms", "-batch", "1"]);
+  t.after(() => srv.stop());
+  const b = await openBrowser();
+  t.after(() => b.close());
+  const { page } = b;
+
+  await page.goto(`${srv.base}/?room=e2e-nodemo`);
+  await page.waitForFunction(() => document.getElementById("detail").textContent === "Your entry is ready.", null, { timeout: 15000 });
+  assert.equal(await text(page, "headline"), "It's your turn");
+  assert.match(await text(page, "sub"), /held until/);
+  assert.equal(await page.locator("#place-order").count(), 0, "an order button");
+  assert.equal(await page.locator("#actions button").count(), 0, "an action button");
+  const res = await fetch(`${srv.base}/api/v1/rooms/e2e-nodemo/orders`, { method: "POST", body: "{}" });
+  assert.equal(res.status, 404);
+  await shot(page, "nodemo-admitted.png");
+  assert.deepEqual(b.errors, [], "console errors");
+});

@@ -1,4 +1,9 @@
-package main
+// Package redisconn connects waitroom to Redis as its flags say: one
+// server, Sentinel or Cluster, through rueidis or go-redis, or an embedded
+// miniredis on loopback when no address is given. Only this package and
+// the wiring that calls it see client library types: the queue gets its
+// seam (queue.Redis) and the hub its brokers.
+package redisconn
 
 import (
 	"context"
@@ -18,10 +23,25 @@ import (
 	"github.com/waitroom/waitroom/queue"
 )
 
-// redisConn is the server's Redis: the queue's seam, and the library client
-// the hub's broker is built on. Only this file and the wiring in app.go see
-// client library types.
-type redisConn struct {
+// Options say which Redis to connect to.
+type Options struct {
+	// URL is redis://host:port[/db] (rediss:// for TLS), or with Sentinel
+	// the sentinels, redis://host:port,host:port[/db]. Empty starts an
+	// embedded miniredis.
+	URL string
+	// Sentinel is the name of the master set Sentinel watches; empty
+	// connects to URL directly.
+	Sentinel string
+	// Cluster connects to a Redis Cluster; room events then use sharded
+	// pub/sub.
+	Cluster bool
+	// Client is "go-redis" or "rueidis" (the default).
+	Client string
+}
+
+// Conn is an open Redis: the queue's seam, and the library client the
+// hub's brokers are built on.
+type Conn struct {
 	q      queue.Redis
 	rue    rueidis.Client
 	gor    redis.UniversalClient
@@ -32,11 +52,11 @@ type redisConn struct {
 	cluster bool
 }
 
-// openRedis connects to cfg.Redis, or starts an embedded miniredis on
-// loopback when it is empty.
-func openRedis(ctx context.Context, cfg config, log *slog.Logger) (*redisConn, error) {
-	rc := &redisConn{cluster: cfg.Cluster}
-	rawURL := cfg.Redis
+// Open connects to o.URL, or starts an embedded miniredis on loopback
+// when it is empty, and checks that it answers a PING within 5 s.
+func Open(ctx context.Context, o Options, log *slog.Logger) (*Conn, error) {
+	rc := &Conn{cluster: o.Cluster}
+	rawURL := o.URL
 	if rawURL == "" {
 		m := miniredis.NewMiniRedis()
 		if err := m.StartAddr("127.0.0.1:0"); err != nil {
@@ -46,17 +66,21 @@ func openRedis(ctx context.Context, cfg config, log *slog.Logger) (*redisConn, e
 		rawURL = "redis://" + m.Addr()
 		log.Info("embedded redis started (state lives in this process only)", "addr", m.Addr())
 	}
-	if cfg.Sentinel != "" {
-		if err := rc.openSentinel(cfg); err != nil {
+	if o.Sentinel != "" {
+		if err := rc.openSentinel(o); err != nil {
 			return nil, err
 		}
-		return rc, rc.check(ctx, cfg.Redis)
+		return rc, rc.check(ctx, o.URL)
 	}
-	u, _ := url.Parse(rawURL)
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		rc.Close()
+		return nil, fmt.Errorf("redis url: %w", err)
+	}
 	rc.addr = u.Host
-	switch cfg.RedisClient {
+	switch o.Client {
 	case "go-redis":
-		if cfg.Cluster {
+		if o.Cluster {
 			opt, err := redis.ParseClusterURL(rawURL)
 			if err != nil {
 				return nil, fmt.Errorf("redis url: %w", err)
@@ -105,10 +129,10 @@ func openRedis(ctx context.Context, cfg config, log *slog.Logger) (*redisConn, e
 }
 
 // check pings the new connection; it closes rc when that fails.
-func (rc *redisConn) check(ctx context.Context, where string) error {
+func (rc *Conn) check(ctx context.Context, where string) error {
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := rc.ping(pctx); err != nil {
+	if err := rc.Ping(pctx); err != nil {
 		rc.Close()
 		return fmt.Errorf("redis %s: %w", where, err)
 	}
@@ -116,17 +140,17 @@ func (rc *redisConn) check(ctx context.Context, where string) error {
 }
 
 // openSentinel connects through Redis Sentinel with the clients' own
-// support: they ask the sentinels for the master of cfg.Sentinel and follow
+// support: they ask the sentinels for the master of o.Sentinel and follow
 // it when a failover promotes another.
-func (rc *redisConn) openSentinel(cfg config) error {
-	addrs, db, err := sentinelAddrs(cfg.Redis)
+func (rc *Conn) openSentinel(o Options) error {
+	addrs, db, err := SentinelAddrs(o.URL)
 	if err != nil {
 		return err
 	}
 	rc.addr = addrs[0]
-	if cfg.RedisClient == "go-redis" {
+	if o.Client == "go-redis" {
 		rc.gor = redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName: cfg.Sentinel, SentinelAddrs: addrs, DB: db,
+			MasterName: o.Sentinel, SentinelAddrs: addrs, DB: db,
 			PoolSize: 128, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second,
 		})
 		rc.q = queue.NewGoRedis(rc.gor)
@@ -134,19 +158,19 @@ func (rc *redisConn) openSentinel(cfg config) error {
 	}
 	c, err := rueidis.NewClient(rueidis.ClientOption{
 		InitAddress: addrs, SelectDB: db, DisableCache: true, ConnWriteTimeout: 3 * time.Second,
-		Sentinel: rueidis.SentinelOption{MasterSet: cfg.Sentinel},
+		Sentinel: rueidis.SentinelOption{MasterSet: o.Sentinel},
 	})
 	if err != nil {
-		return fmt.Errorf("redis sentinel %s: %w", cfg.Sentinel, err)
+		return fmt.Errorf("redis sentinel %s: %w", o.Sentinel, err)
 	}
 	rc.rue = c
 	rc.q = queue.NewRueidis(c)
 	return nil
 }
 
-// sentinelAddrs reads "redis://host:port,host:port[/db]" (the scheme is
+// SentinelAddrs reads "redis://host:port,host:port[/db]" (the scheme is
 // optional): the sentinels' addresses and the database number.
-func sentinelAddrs(raw string) ([]string, int, error) {
+func SentinelAddrs(raw string) ([]string, int, error) {
 	rest, ok := strings.CutPrefix(raw, "redis://")
 	if !ok && strings.Contains(raw, "://") {
 		return nil, 0, errors.New("want redis://host:port,host:port[/db] with -redis-sentinel")
@@ -170,10 +194,10 @@ func sentinelAddrs(raw string) ([]string, int, error) {
 	return addrs, db, nil
 }
 
-// roomBroker is the hub's subscription to the rooms' channels: classic
+// RoomBroker is the hub's subscription to the rooms' channels: classic
 // pub/sub on a single Redis or behind Sentinel, sharded pub/sub on a
 // cluster, where each room's channel lives on the node of its slot.
-func (rc *redisConn) roomBroker(log *slog.Logger) hub.Broker {
+func (rc *Conn) RoomBroker(log *slog.Logger) hub.Broker {
 	switch {
 	case rc.cluster && rc.rue != nil:
 		return hub.NewRueidisShardedBroker(rc.rue, log)
@@ -185,13 +209,29 @@ func (rc *redisConn) roomBroker(log *slog.Logger) hub.Broker {
 	return hub.NewGoRedisBroker(rc.gor, log)
 }
 
-func (rc *redisConn) ping(ctx context.Context) error {
+// Broker is classic pub/sub on the same client, for channels that are not
+// a room's (the gateway's revocations).
+func (rc *Conn) Broker(log *slog.Logger) hub.Broker {
+	if rc.rue != nil {
+		return hub.NewRueidisBroker(rc.rue, log)
+	}
+	return hub.NewGoRedisBroker(rc.gor, log)
+}
+
+// Redis is the queue's seam onto this connection.
+func (rc *Conn) Redis() queue.Redis { return rc.q }
+
+// Do runs one command.
+func (rc *Conn) Do(ctx context.Context, args ...string) (any, error) { return rc.q.Do(ctx, args...) }
+
+// Ping checks that Redis answers.
+func (rc *Conn) Ping(ctx context.Context) error {
 	_, err := rc.q.Do(ctx, "PING")
 	return err
 }
 
 // Close closes the client and stops the embedded server. Idempotent.
-func (rc *redisConn) Close() {
+func (rc *Conn) Close() {
 	if rc.closed {
 		return
 	}
