@@ -24,6 +24,7 @@ import (
 	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
+	"github.com/waitroom/waitroom/internal/issuer"
 	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/metrics"
@@ -44,7 +45,7 @@ type server struct {
 	redis   *redisconn.Conn
 	q       *queue.Queue
 	signer  *queue.Signer
-	tokens  *entryTokens // entry tokens (entry.go)
+	tokens  *issuer.Issuer // entry tokens (entry.go)
 	hub     *hub.Hub
 	push    *push.Server // WebSocket and SSE
 	visit   *visit.API   // the visitor API and the waiting page
@@ -61,7 +62,7 @@ type server struct {
 	tickets  *push.Tickets // connect tickets (ticket.go)
 	draining atomic.Bool
 
-	serviceKeys []serviceKey // -service-keys: who may consume tokens
+	serviceKeys issuer.ServiceKeys // -service-keys: who may consume tokens
 }
 
 // newServer connects to Redis and builds the app; nothing runs until run.
@@ -76,7 +77,7 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	if err != nil {
 		return nil, err
 	}
-	tokens, err := newEntryTokens(cfg, secret, cfg.Secret == "", log)
+	tokens, err := newIssuer(cfg, secret, signer, log)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +124,7 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	s.admin = s.newAdmin()
 	s.ops = s.newOps()
 	s.rooms = roomcache.New(q, &roomcache.Options{FailMode: cfg.FailMode})
-	tokens.rooms = s.rooms
+	tokens.SetRooms(s.rooms)
 	if err := s.ops.Start(ctx); err != nil {
 		rc.Close()
 		return nil, err

@@ -162,9 +162,9 @@ func TestConsumeBadTokens(t *testing.T) {
 	_, tok := admittedToken(t, ts, "drop")
 	p := strings.Split(tok, ".")
 	head := func(h string) string { return base64.RawURLEncoding.EncodeToString([]byte(h)) }
-	kid := ts.tokens.keys.Active().ID
-	pub := ts.tokens.keys.Active().Public.(ed25519.PublicKey)
-	hs := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"aud": "drop", "sub": "v", "iss": ts.tokens.issuer, "exp": time.Now().Add(time.Minute).Unix()})
+	kid := ts.tokens.Keys().Active().ID
+	pub := ts.tokens.Keys().Active().Public.(ed25519.PublicKey)
+	hs := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"aud": "drop", "sub": "v", "iss": ts.tokens.Issuer(), "exp": time.Now().Add(time.Minute).Unix()})
 	hs.Header["kid"] = kid
 	hsTok, err := hs.SignedString([]byte(pub))
 	if err != nil {
@@ -173,7 +173,7 @@ func TestConsumeBadTokens(t *testing.T) {
 	stranger, _ := entry.GenerateKey(entry.EdDSA, "unpublished")
 	strangerSet, _ := entry.NewKeySet("unpublished", stranger)
 	tk, _ := ts.parseToken(tok)
-	strangerTok, _ := strangerSet.Sign(entry.Claims{Issuer: ts.tokens.issuer, Room: "drop", Visitor: tk.Visitor, NotBefore: tk.NotBefore, ExpiresAt: tk.ExpiresAt})
+	strangerTok, _ := strangerSet.Sign(entry.Claims{Issuer: ts.tokens.Issuer(), Room: "drop", Visitor: tk.Visitor, NotBefore: tk.NotBefore, ExpiresAt: tk.ExpiresAt})
 	v := newVisitor(t, ts.URL)
 	seen := map[string]string{}
 	for name, bad := range map[string]string{

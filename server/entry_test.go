@@ -51,7 +51,7 @@ func TestJWKS(t *testing.T) {
 		}
 		return ed25519.PublicKey(x), nil
 	}
-	p := jwt.NewParser(jwt.WithValidMethods([]string{"EdDSA"}), jwt.WithAudience("drop"), jwt.WithIssuer(ts.tokens.issuer), jwt.WithExpirationRequired())
+	p := jwt.NewParser(jwt.WithValidMethods([]string{"EdDSA"}), jwt.WithAudience("drop"), jwt.WithIssuer(ts.tokens.Issuer()), jwt.WithExpirationRequired())
 	var c jwt.RegisteredClaims
 	if _, err := p.ParseWithClaims(tok, &c, keyFunc); err != nil {
 		t.Fatalf("stock library: %v", err)
@@ -69,7 +69,7 @@ func TestJWKS(t *testing.T) {
 // consume endpoint.
 func TestMiddlewareAgainstServer(t *testing.T) {
 	ts := startServer(t, nil, "rueidis", withServiceKeys(t, nil))
-	v, err := entry.NewVerifier(ts.URL+"/.well-known/jwks.json", &entry.VerifierOptions{Issuer: ts.tokens.issuer, Rooms: []string{"drop"}})
+	v, err := entry.NewVerifier(ts.URL+"/.well-known/jwks.json", &entry.VerifierOptions{Issuer: ts.tokens.Issuer(), Rooms: []string{"drop"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestKeyRotation(t *testing.T) {
 			b := startServer(t, srv, "rueidis", withKeys(keyFile(t, "k1", k1, k2)))
 			// Step 2 before step 1 is done (a lacks k2): refused.
 			err := start(keyFile(t, "k2", k1, k2))
-			if err == nil || !strings.Contains(err.Error(), `"k2"`) || !strings.Contains(err.Error(), a.tokens.keys.Fingerprint()) {
+			if err == nil || !strings.Contains(err.Error(), `"k2"`) || !strings.Contains(err.Error(), a.tokens.Keys().Fingerprint()) {
 				t.Fatalf("active key unknown to a running instance: %v", err)
 			}
 			// Another key under a known kid: refused.

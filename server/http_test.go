@@ -125,9 +125,9 @@ func TestProtectedEndpoint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		otherKey, _ := entry.GenerateKey(entry.EdDSA, ts.tokens.keys.Active().ID)
+		otherKey, _ := entry.GenerateKey(entry.EdDSA, ts.tokens.Keys().Active().ID)
 		otherSet, _ := entry.NewKeySet(otherKey.ID, otherKey)
-		otherTok, _ := otherSet.Sign(entry.Claims{Issuer: ts.tokens.issuer, Room: tk.Room, Visitor: tk.Visitor, NotBefore: tk.NotBefore, ExpiresAt: tk.ExpiresAt})
+		otherTok, _ := otherSet.Sign(entry.Claims{Issuer: ts.tokens.Issuer(), Room: tk.Room, Visitor: tk.Visitor, NotBefore: tk.NotBefore, ExpiresAt: tk.ExpiresAt})
 		for name, bad := range map[string]string{
 			"forged":       forgeClaim(t, tok, `"aud":"drop"`, `"aud":"dros"`),
 			"truncated":    tok[:len(tok)-4],

@@ -99,7 +99,7 @@ func (s *server) housekeeping(ctx context.Context, every time.Duration) error {
 		if err := s.publishInstance(rctx); err != nil && ctx.Err() == nil {
 			s.log.Debug("housekeeping: instance", "err", err)
 		}
-		if err := s.publishEntryKeys(rctx); err != nil && ctx.Err() == nil {
+		if err := s.tokens.Publish(rctx, s.redis, s.id); err != nil && ctx.Err() == nil {
 			s.log.Debug("housekeeping: entry keys", "err", err)
 		}
 		cancel()

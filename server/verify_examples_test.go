@@ -40,9 +40,9 @@ func verifyWith(t *testing.T, ts *testServer, programs map[string][]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stranger, _ := entry.GenerateKey(entry.EdDSA, ts.tokens.keys.Active().ID+"-x")
+	stranger, _ := entry.GenerateKey(entry.EdDSA, ts.tokens.Keys().Active().ID+"-x")
 	strangerSet, _ := entry.NewKeySet(stranger.ID, stranger)
-	unpublished, _ := strangerSet.Sign(entry.Claims{Issuer: ts.tokens.issuer, Room: "drop", Visitor: tk.Visitor,
+	unpublished, _ := strangerSet.Sign(entry.Claims{Issuer: ts.tokens.Issuer(), Room: "drop", Visitor: tk.Visitor,
 		NotBefore: tk.NotBefore, ExpiresAt: tk.NotBefore.Add(ts.cfg.TokenMax)})
 	tokens := map[string]string{
 		"good":        good,
@@ -54,7 +54,7 @@ func verifyWith(t *testing.T, ts *testServer, programs map[string][]string) {
 	for lang, argv := range programs {
 		for name, tok := range tokens {
 			t.Run(lang+"/"+name, func(t *testing.T) {
-				cmd := exec.Command(argv[0], append(argv[1:], jwks, ts.tokens.issuer, "drop", tok)...)
+				cmd := exec.Command(argv[0], append(argv[1:], jwks, ts.tokens.Issuer(), "drop", tok)...)
 				var stdout, stderr strings.Builder
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
 				err := cmd.Run()

@@ -15,7 +15,7 @@ func (s *server) newVisit() error {
 	s.visit, err = visit.New(visit.Deps{
 		Queue: s.q, Tokens: s.q, Records: s.q,
 		Rooms:    visitRooms{gatewayRooms{rc: s.rooms, open: s.cfg.OpenRooms}},
-		Visitors: s.signer, EntryTokens: entryParser{s}, ServiceKeys: serviceKeySet{s}, Challenges: s.signer,
+		Visitors: s.signer, EntryTokens: s.tokens, ServiceKeys: s.serviceKeys, Challenges: s.signer,
 		Invites: s.invites, Recovery: s.q, Push: s.push, Tickets: s.tickets,
 		Proxies: s.cfg.TrustedProxies, Metrics: s.metrics,
 		Draining: s.draining.Load,

@@ -1,4 +1,4 @@
-package main
+package issuer
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 	"github.com/waitroom/waitroom/entry"
 )
 
-// entryKeysKey is a hash of every live instance's entry token keys: field
+// KeysKey is a hash of every live instance's entry token keys: field
 // the instance id, value "<updated ms> <active kid> <fingerprint>
 // <kid>=<thumbprint>,…". An instance rewrites its line with housekeeping;
 // a line a minute old is of an instance gone.
-const entryKeysKey = "wr:entry-keys"
+const KeysKey = "wr:entry-keys"
 
-// keyLine is one instance's line in entryKeysKey.
+// keyLine is one instance's line in KeysKey.
 type keyLine struct {
 	at          time.Time
 	active      string
@@ -70,60 +70,63 @@ func keysDiffer(ks *entry.KeySet, other keyLine) string {
 	return ""
 }
 
-// checkEntryKeys compares this instance's keys with those of the live
-// instances sharing Redis, before this one publishes its own: one whose
-// tokens they would refuse, or whose tokens it would refuse, must not
-// start (docs/entry-tokens.md, rotation). The error names both
-// fingerprints.
-func (s *server) checkEntryKeys(ctx context.Context) error {
-	v, err := s.redis.Do(ctx, "HGETALL", entryKeysKey)
+// Store is the Redis the instances share.
+type Store interface {
+	Do(ctx context.Context, args ...string) (any, error)
+}
+
+// Check compares this instance's keys with those of the live instances
+// sharing r, before this one (id) publishes its own: one whose tokens they
+// would refuse, or whose tokens it would refuse, must not start
+// (docs/entry-tokens.md, rotation). The error names both fingerprints.
+// On success it publishes this instance's line.
+func (i *Issuer) Check(ctx context.Context, r Store, id string) error {
+	v, err := r.Do(ctx, "HGETALL", KeysKey)
 	if err != nil {
 		return fmt.Errorf("entry keys: %w", err)
 	}
 	flat, _ := v.([]any)
 	now := time.Now()
-	for i := 0; i+1 < len(flat); i += 2 {
-		id, _ := flat[i].(string)
-		raw, _ := flat[i+1].(string)
+	for j := 0; j+1 < len(flat); j += 2 {
+		other, _ := flat[j].(string)
+		raw, _ := flat[j+1].(string)
 		l, ok := decodeKeyLine(raw)
-		if !ok || id == s.id || now.Sub(l.at) > time.Minute {
+		if !ok || other == id || now.Sub(l.at) > time.Minute {
 			continue
 		}
-		if why := keysDiffer(s.tokens.keys, l); why != "" {
+		if why := keysDiffer(i.keys, l); why != "" {
 			return fmt.Errorf("-signing-keys differ from those of the running instance %s (fingerprint %s here, %s there): %s",
-				id, s.tokens.keys.Fingerprint(), l.fingerprint, why)
+				other, i.keys.Fingerprint(), l.fingerprint, why)
 		}
 	}
-	return s.publishEntryKeys(ctx)
+	return i.Publish(ctx, r, id)
 }
 
-// publishEntryKeys writes this instance's line and drops lines of
-// instances gone for a minute.
-func (s *server) publishEntryKeys(ctx context.Context) error {
+// Publish writes this instance's line and drops lines of instances gone
+// for a minute. Call it every few seconds.
+func (i *Issuer) Publish(ctx context.Context, r Store, id string) error {
 	now := time.Now()
-	if _, err := s.redis.Do(ctx, "HSET", entryKeysKey, s.id, encodeKeyLine(now, s.tokens.keys)); err != nil {
+	if _, err := r.Do(ctx, "HSET", KeysKey, id, encodeKeyLine(now, i.keys)); err != nil {
 		return err
 	}
-	v, err := s.redis.Do(ctx, "HGETALL", entryKeysKey)
+	v, err := r.Do(ctx, "HGETALL", KeysKey)
 	if err != nil {
 		return err
 	}
 	flat, _ := v.([]any)
-	for i := 0; i+1 < len(flat); i += 2 {
-		id, _ := flat[i].(string)
-		raw, _ := flat[i+1].(string)
+	for j := 0; j+1 < len(flat); j += 2 {
+		other, _ := flat[j].(string)
+		raw, _ := flat[j+1].(string)
 		if l, ok := decodeKeyLine(raw); !ok || now.Sub(l.at) > time.Minute {
-			_, _ = s.redis.Do(ctx, "HDEL", entryKeysKey, id)
+			_, _ = r.Do(ctx, "HDEL", KeysKey, other)
 		}
 	}
 	return nil
 }
 
-// unpublishEntryKeys drops this instance's line at shutdown, so an
-// instance started next with other keys is compared only with those still
-// running.
-func (s *server) unpublishEntryKeys(ctx context.Context) {
-	if _, err := s.redis.Do(ctx, "HDEL", entryKeysKey, s.id); err != nil {
-		s.log.Debug("entry keys: line not dropped", "err", err)
-	}
+// Unpublish drops this instance's line at shutdown, so an instance started
+// next with other keys is compared only with those still running.
+func (i *Issuer) Unpublish(ctx context.Context, r Store, id string) error {
+	_, err := r.Do(ctx, "HDEL", KeysKey, id)
+	return err
 }
