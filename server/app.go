@@ -100,69 +100,78 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	if opts != nil {
 		s.opts = *opts
 	}
-	s.metrics = metrics.New(metrics.Build(buildInfo()))
-	s.tickets = push.NewTickets(secret, ticketNonces{s})
-	keep := cfg.TokenKeep
-	if keep == 0 {
-		keep = -1 // the queue's "none"; its zero means the default
-	}
-	q, err := queue.New(s.metrics.Redis(rc.Redis()), signer, &queue.Options{
-		Capacity: cfg.Capacity, TokenTTL: cfg.TokenTTL, TokenMax: cfg.TokenMax, Retention: keep, NoJitter: cfg.NoJitter, Logger: log,
-		OnAdmit: func(room string, n int) { s.metrics.Admitted(s.rooms.Label(room), n) },
-		// Settings Redis lost come back from what this instance last read
-		// and the rooms file (s.rooms is set below, before anything runs).
-		Settings:   restoreSettings{s},
-		OnRestored: s.metrics.Restored,
-		Sharded:    cfg.Cluster,
-		Tokens:     tokens,
-	})
-	if err != nil {
-		rc.Close()
-		return nil, err
-	}
-	s.q = q
-	s.admin = s.newAdmin()
-	s.ops = s.newOps()
-	s.rooms = roomcache.New(q, &roomcache.Options{FailMode: cfg.FailMode})
-	tokens.SetRooms(s.rooms)
-	if err := s.ops.Start(ctx); err != nil {
-		rc.Close()
-		return nil, err
-	}
-	if err := s.startEntry(ctx); err != nil {
-		rc.Close()
-		return nil, err
-	}
-	// The queue is the hub's source: it gives visitors Redis lost their
-	// places back before their push connections hear of it.
-	s.hub = hub.New(rc.RoomBroker(log), q, log, &hub.Options{
-		MaxConns: cfg.MaxConns, MaxPerVisitor: cfg.MaxPerVis, OnDeliver: s.metrics.Delivered,
-		Presence: q,
-		// Push clients are told when Redis stops answering.
-		Ping: rc.Ping,
-	})
-	po := s.opts.Push
-	po.Logger, po.WSHeartbeat, po.Origins = log, cfg.WSHeartbeat, cfg.Origins
-	po.OnWSHeartbeat = s.metrics.WSHeartbeat
-	s.push = push.New(s.hub, &po)
-	if err := s.newVisit(); err != nil {
-		rc.Close()
-		return nil, err
-	}
-	s.metrics.Watch(metrics.Sources{Hub: s.hub, Rooms: metricsRooms{s.rooms}, Polls: s.visit.Polls(), MaxConns: cfg.MaxConns})
-	if cfg.Demo {
-		s.demo = newDemo(cfg)
-		if err := s.demo.Register(s.metrics.Registry()); err != nil {
-			rc.Close()
-			return nil, err
-		}
-	}
-	if err := s.newGateway(secret); err != nil {
+	if err := s.build(ctx, secret); err != nil {
 		rc.Close()
 		return nil, err
 	}
 	s.app = s.routes()
 	return s, nil
+}
+
+// build makes the packages the server is wired from, in dependency order;
+// the caller closes Redis when it fails.
+func (s *server) build(ctx context.Context, secret []byte) error {
+	s.metrics = metrics.New(metrics.Build(buildInfo()))
+	s.tickets = push.NewTickets(secret, ticketNonces{s})
+	if err := s.newQueue(); err != nil {
+		return err
+	}
+	s.admin = s.newAdmin()
+	s.ops = s.newOps()
+	s.rooms = roomcache.New(s.q, &roomcache.Options{FailMode: s.cfg.FailMode})
+	s.tokens.SetRooms(s.rooms)
+	if err := s.ops.Start(ctx); err != nil {
+		return err
+	}
+	if err := s.startEntry(ctx); err != nil {
+		return err
+	}
+	// The queue is the hub's source: it gives visitors Redis lost their
+	// places back before their push connections hear of it.
+	s.hub = hub.New(s.redis.RoomBroker(s.log), s.q, s.log, &hub.Options{
+		MaxConns: s.cfg.MaxConns, MaxPerVisitor: s.cfg.MaxPerVis, OnDeliver: s.metrics.Delivered,
+		Presence: s.q,
+		// Push clients are told when Redis stops answering.
+		Ping: s.redis.Ping,
+	})
+	po := s.opts.Push
+	po.Logger, po.WSHeartbeat, po.Origins = s.log, s.cfg.WSHeartbeat, s.cfg.Origins
+	po.OnWSHeartbeat = s.metrics.WSHeartbeat
+	s.push = push.New(s.hub, &po)
+	if err := s.newVisit(); err != nil {
+		return err
+	}
+	s.metrics.Watch(metrics.Sources{Hub: s.hub, Rooms: metricsRooms{s.rooms}, Polls: s.visit.Polls(), MaxConns: s.cfg.MaxConns})
+	if s.cfg.Demo {
+		s.demo = newDemo(s.cfg)
+		if err := s.demo.Register(s.metrics.Registry()); err != nil {
+			return err
+		}
+	}
+	return s.newGateway(secret)
+}
+
+// newQueue makes the queue on the server's Redis.
+func (s *server) newQueue() error {
+	keep := s.cfg.TokenKeep
+	if keep == 0 {
+		keep = -1 // the queue's "none"; its zero means the default
+	}
+	q, err := queue.New(s.metrics.Redis(s.redis.Redis()), s.signer, &queue.Options{
+		Capacity: s.cfg.Capacity, TokenTTL: s.cfg.TokenTTL, TokenMax: s.cfg.TokenMax, Retention: keep, NoJitter: s.cfg.NoJitter, Logger: s.log,
+		OnAdmit: func(room string, n int) { s.metrics.Admitted(s.rooms.Label(room), n) },
+		// Settings Redis lost come back from what this instance last read
+		// and the rooms file (s.rooms is set below, before anything runs).
+		Settings:   restoreSettings{s},
+		OnRestored: s.metrics.Restored,
+		Sharded:    s.cfg.Cluster,
+		Tokens:     s.tokens,
+	})
+	if err != nil {
+		return err
+	}
+	s.q = q
+	return nil
 }
 
 func (s *server) routes() *fiber.App {
