@@ -49,7 +49,7 @@ func (s *server) newAdmin() *admin.API {
 // adminInstances lists what the instances last reported, for the admin
 // API's stats.
 func (s *server) adminInstances(ctx context.Context) ([]admin.Instance, error) {
-	insts, err := s.instances(ctx)
+	insts, err := s.instances.All(ctx)
 	if err != nil {
 		return nil, err
 	}

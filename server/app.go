@@ -23,6 +23,7 @@ import (
 	"github.com/waitroom/waitroom/demo"
 	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/instances"
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/internal/issuer"
 	"github.com/waitroom/waitroom/internal/redisconn"
@@ -39,22 +40,23 @@ const bodyLimit = 64 << 10
 
 // server is one waitroom instance: the fiber app and what it is wired to.
 type server struct {
-	cfg     config
-	opts    serverOptions
-	log     *slog.Logger
-	redis   *redisconn.Conn
-	q       *queue.Queue
-	signer  *queue.Signer
-	tokens  *issuer.Issuer // entry tokens (entry.go)
-	hub     *hub.Hub
-	push    *push.Server // WebSocket and SSE
-	visit   *visit.API   // the visitor API and the waiting page
-	demo    *demo.Demo   // the demo protected endpoint; nil without -demo
-	app     *fiber.App
-	metrics *metrics.Metrics
-	rooms   *roomcache.Cache
-	gw      *gateway.Gateway
-	id      string // this instance, in the instances hash
+	cfg       config
+	opts      serverOptions
+	log       *slog.Logger
+	redis     *redisconn.Conn
+	q         *queue.Queue
+	signer    *queue.Signer
+	tokens    *issuer.Issuer // entry tokens (entry.go)
+	hub       *hub.Hub
+	push      *push.Server // WebSocket and SSE
+	visit     *visit.API   // the visitor API and the waiting page
+	demo      *demo.Demo   // the demo protected endpoint; nil without -demo
+	app       *fiber.App
+	metrics   *metrics.Metrics
+	rooms     *roomcache.Cache
+	gw        *gateway.Gateway
+	id        string              // this instance, in the instances hash
+	instances *instances.Register // the live instances' push figures
 
 	admin    *admin.API
 	ops      *opsfiles.Ops // the rooms file and admin keys in force
@@ -100,6 +102,7 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 	if opts != nil {
 		s.opts = *opts
 	}
+	s.instances = instances.New(rc, s.id)
 	if err := s.build(ctx, secret); err != nil {
 		rc.Close()
 		return nil, err
