@@ -95,28 +95,20 @@ func (q *Queue) Draw(ctx context.Context, room string, offset, limit int) (Draw,
 	if err != nil {
 		return Draw{}, fmt.Errorf("queue: draw: %w", err)
 	}
-	arr, ok := v.([]any)
-	if !ok || len(arr) < 7 {
-		return Draw{}, fmt.Errorf("queue: draw: unexpected reply %v", v)
+	r, err := decodeReveal(v)
+	if err != nil {
+		return Draw{}, fmt.Errorf("queue: draw: %w", err)
 	}
-	str := func(i int) string { return stringAt(arr, i) }
-	ms := func(i int) time.Time { return millisAt(arr, i) }
-	if str(0) == "" {
+	if r.Seed == "" {
 		return Draw{}, ErrNoDraw
 	}
-	d := Draw{Commitment: str(1), CommittedAt: ms(2), OpenedAt: ms(3)}
+	d := Draw{Commitment: r.Commitment, CommittedAt: r.CommittedAt, OpenedAt: r.OpenedAt}
 	if d.OpenedAt.IsZero() {
 		return d, nil
 	}
-	d.Opened, d.Seed = true, str(0)
-	d.Count, _ = strconv.ParseInt(str(4), 10, 64)
-	d.Placing = str(5) == ""
-	ids, _ := arr[6].([]any)
-	d.IDs = make([]string, 0, len(ids))
-	for _, e := range ids {
-		if s, ok := e.(string); ok {
-			d.IDs = append(d.IDs, s)
-		}
-	}
+	d.Opened, d.Seed = true, r.Seed
+	d.Count = r.Count
+	d.Placing = r.DoneAt == ""
+	d.IDs = r.IDs
 	return d, nil
 }

@@ -69,13 +69,11 @@ func (q *Queue) lottery(ctx context.Context, room, op string) (Lottery, error) {
 	if err != nil {
 		return Lottery{}, fmt.Errorf("queue: lottery: %w", err)
 	}
-	arr, ok := v.([]any)
-	if !ok || len(arr) < 4 {
-		return Lottery{}, fmt.Errorf("queue: lottery: unexpected reply %v", v)
+	r, err := decodeLottery(v)
+	if err != nil {
+		return Lottery{}, fmt.Errorf("queue: lottery: %w", err)
 	}
-	str := func(i int) string { return stringAt(arr, i) }
-	ms := func(i int) time.Time { return millisAt(arr, i) }
-	l := Lottery{Commitment: str(1), CommittedAt: ms(2), EndedAt: ms(3), Seed: str(0)}
+	l := Lottery{Commitment: r.Commitment, CommittedAt: r.CommittedAt, EndedAt: r.EndedAt, Seed: r.Seed}
 	l.Ended = !l.EndedAt.IsZero()
 	return l, nil
 }

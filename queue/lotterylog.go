@@ -109,8 +109,12 @@ func (q *Queue) ReadLotteryLog(ctx context.Context, room string, after int64, li
 	if err != nil {
 		return LotteryLog{}, fmt.Errorf("queue: lottery log: %w", err)
 	}
-	if rows, _ := v.([]any); len(rows) > 0 {
-		e, _, err := streamEntry(rows[0])
+	rows, err := decodeLogRows(v)
+	if err != nil {
+		return LotteryLog{}, fmt.Errorf("queue: %w", err)
+	}
+	if len(rows) > 0 {
+		e, err := parseLotteryEntry(rows[0].ID, rows[0].Fields)
 		if err != nil {
 			return LotteryLog{}, err
 		}
@@ -131,12 +135,16 @@ func (q *Queue) ReadLotteryLog(ctx context.Context, room string, after int64, li
 		if err != nil {
 			return LotteryLog{}, fmt.Errorf("queue: lottery log: %w", err)
 		}
-		rows, _ := v.([]any)
+		rows, err := decodeLogRows(v)
+		if err != nil {
+			return LotteryLog{}, fmt.Errorf("queue: %w", err)
+		}
 		for _, row := range rows {
-			e, size, err := streamEntry(row)
+			e, err := parseLotteryEntry(row.ID, row.Fields)
 			if err != nil {
 				return LotteryLog{}, err
 			}
+			size := row.size()
 			out.Entries = append(out.Entries, e)
 			used += size
 			biggest = max(biggest, size)
@@ -152,28 +160,13 @@ func (q *Queue) ReadLotteryLog(ctx context.Context, room string, after int64, li
 		if err != nil {
 			return LotteryLog{}, fmt.Errorf("queue: lottery log: %w", err)
 		}
-		rows, _ := v.([]any)
+		rows, err := decodeLogRows(v)
+		if err != nil {
+			return LotteryLog{}, fmt.Errorf("queue: %w", err)
+		}
 		out.More = len(rows) > 0
 	}
 	return out, nil
-}
-
-// streamEntry parses one XRANGE row ([id, [field, value, …]]) and returns
-// its size in bytes (of the id, fields and values).
-func streamEntry(row any) (LotteryEntry, int, error) {
-	pair, _ := row.([]any)
-	if len(pair) < 2 {
-		return LotteryEntry{}, 0, fmt.Errorf("queue: lottery log: unexpected entry %v", row)
-	}
-	id, _ := pair[0].(string)
-	fields, _ := pair[1].([]any)
-	size := len(id)
-	for _, f := range fields {
-		s, _ := f.(string)
-		size += len(s) + 1
-	}
-	e, err := parseLotteryEntry(id, fields)
-	return e, size, err
 }
 
 // entryNumber reads a log entry id, "N-0".
@@ -186,7 +179,9 @@ func entryNumber(id string) (int64, error) {
 	return v, nil
 }
 
-func parseLotteryEntry(id string, fields []any) (LotteryEntry, error) {
+// parseLotteryEntry reads the entry of a log row: its id and its field,
+// value list.
+func parseLotteryEntry(id string, fields []string) (LotteryEntry, error) {
 	n, err := entryNumber(id)
 	if err != nil {
 		return LotteryEntry{}, err
@@ -203,8 +198,7 @@ func parseLotteryEntry(id string, fields []any) (LotteryEntry, error) {
 		return &x, err == nil
 	}
 	for i := 0; i+1 < len(fields); i += 2 {
-		f, _ := fields[i].(string)
-		v, _ := fields[i+1].(string)
+		f, v := fields[i], fields[i+1]
 		var ok = true
 		switch f {
 		case "e":

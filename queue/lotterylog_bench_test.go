@@ -154,11 +154,11 @@ func BenchmarkLotteryLogRead(b *testing.B) {
 	reads := map[string]func(r Redis) (int, error){
 		"before-one-call": func(r Redis) (int, error) {
 			v, err := r.Eval(ctx, oneCall, []string{key}, "1-0", "10000")
-			rows, _ := v.([]any)
+			rows, _ := decodeLogRows(v)
 			n := 0
 			for _, row := range rows {
-				_, size, _ := streamEntry(row)
-				n += size
+				_, _ = parseLotteryEntry(row.ID, row.Fields)
+				n += row.size()
 			}
 			return n, err
 		},

@@ -5,8 +5,6 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
-	"strconv"
-	"time"
 )
 
 // Redis is the narrow seam between the queue and a Redis client library.
@@ -59,16 +57,6 @@ func stringAt(v any, i int) string {
 	}
 	s, _ := arr[i].(string)
 	return s
-}
-
-// millisAt is element i of a script's array reply read as a Unix time in
-// milliseconds; the zero time when it is missing, "0" or not a number.
-func millisAt(v any, i int) time.Time {
-	n, err := strconv.ParseInt(stringAt(v, i), 10, 64)
-	if err != nil || n == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(n)
 }
 
 func asInts(v any, n int) ([]int64, error) {

@@ -1,6 +1,10 @@
 package queue
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
 
 // This file is the one place where the scripts' array replies are read:
 // each script whose reply is a fixed list of numbers has a struct whose
@@ -186,4 +190,177 @@ func decodeAdmit(v any) (admitReply, error) {
 		Event: stringAt(arr, 4), HasHead: len(arr) > 6, Head: at(5), Born: at(6),
 		HasDraw: len(arr) > 7, Draw: at(7), PHead: at(8), Paused: at(9) == 1, Done: stringAt(arr, 10)}
 	return r, nil
+}
+
+// The replies below mix strings and nested arrays; each decoder checks
+// every member's type and names its script when the shape is wrong.
+
+// revealReply is the reply of reveal.lua: {seed, commit, committedAt,
+// openedAt, n, doneAt, ids}. The times are Unix ms written as strings
+// ("0" for none); Seed is "" when the room has no draw.
+type revealReply struct {
+	Seed        string
+	Commitment  string
+	CommittedAt time.Time // zero when missing
+	OpenedAt    time.Time // zero until the draw has run
+	Count       int64     // visitors in the draw, 0 when not a number
+	DoneAt      string    // "" while the draw is still placing visitors
+	IDs         []string  // the sorted ids asked for
+}
+
+func decodeReveal(v any) (revealReply, error) {
+	s, rest, err := replyStrings("reveal", v, 6, 1)
+	if err != nil {
+		return revealReply{}, err
+	}
+	ids, err := stringList("reveal", rest[0])
+	if err != nil {
+		return revealReply{}, err
+	}
+	count, _ := strconv.ParseInt(s[4], 10, 64)
+	return revealReply{Seed: s[0], Commitment: s[1], CommittedAt: millis(s[2]), OpenedAt: millis(s[3]),
+		Count: count, DoneAt: s[5], IDs: ids}, nil
+}
+
+// lotteryReply is the reply of lottery.lua: {seed, commit, at, endedAt},
+// the times as for revealReply; Seed is "" when there is none.
+type lotteryReply struct {
+	Seed        string
+	Commitment  string
+	CommittedAt time.Time
+	EndedAt     time.Time // zero while the lottery goes on
+}
+
+func decodeLottery(v any) (lotteryReply, error) {
+	s, _, err := replyStrings("lottery", v, 4, 0)
+	if err != nil {
+		return lotteryReply{}, err
+	}
+	return lotteryReply{Seed: s[0], Commitment: s[1], CommittedAt: millis(s[2]), EndedAt: millis(s[3])}, nil
+}
+
+// tickRoomsReply is the reply of tickrooms.lua: {sample, alive,
+// flags...}, one flag for each configured room asked about.
+type tickRoomsReply struct {
+	Sample []string // the sampled rooms, invalid names left out
+	Alive  string   // the alive marker, "" when it is gone
+	In     []bool   // In[i]: configured room i has waiting visitors
+}
+
+func decodeTickRooms(v any, configured int) (tickRoomsReply, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) != configured+2 {
+		return tickRoomsReply{}, fmt.Errorf("tickrooms: unexpected reply %v", v)
+	}
+	sample, err := stringList("tickrooms", arr[0])
+	if err != nil {
+		return tickRoomsReply{}, err
+	}
+	alive, ok := arr[1].(string)
+	if !ok {
+		return tickRoomsReply{}, fmt.Errorf("tickrooms: unexpected alive marker %T %v", arr[1], arr[1])
+	}
+	r := tickRoomsReply{Sample: sample[:0], Alive: alive, In: make([]bool, configured)}
+	for _, s := range sample {
+		if ValidRoom(s) {
+			r.Sample = append(r.Sample, s)
+		}
+	}
+	for i, f := range arr[2:] {
+		n, err := asInt(f)
+		if err != nil {
+			return tickRoomsReply{}, fmt.Errorf("tickrooms: flag %d: %w", i, err)
+		}
+		r.In[i] = n == 1
+	}
+	return r, nil
+}
+
+// logRow is one row of an XRANGE reply of the lottery log: {id, {field,
+// value, ...}}.
+type logRow struct {
+	ID     string
+	Fields []string // field, value, field, value, ...
+}
+
+// size is the row's size in bytes, as a page of the log counts it: the
+// id, and each field and value with one byte more.
+func (r logRow) size() int {
+	n := len(r.ID)
+	for _, f := range r.Fields {
+		n += len(f) + 1
+	}
+	return n
+}
+
+// decodeLogRows reads an XRANGE reply of the lottery log; nil is no row.
+func decodeLogRows(v any) ([]logRow, error) {
+	if v == nil {
+		return nil, nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("lottery log: unexpected reply %T %v", v, v)
+	}
+	rows := make([]logRow, len(arr))
+	for i, e := range arr {
+		pair, ok := e.([]any)
+		if !ok || len(pair) < 2 {
+			return nil, fmt.Errorf("lottery log: unexpected entry %v", e)
+		}
+		id, ok := pair[0].(string)
+		if !ok {
+			return nil, fmt.Errorf("lottery log: unexpected entry id %T %v", pair[0], pair[0])
+		}
+		fields, err := stringList("lottery log", pair[1])
+		if err != nil {
+			return nil, err
+		}
+		rows[i] = logRow{ID: id, Fields: fields}
+	}
+	return rows, nil
+}
+
+// replyStrings checks that v is an array of at least n strings followed
+// by extra more members of any type, and returns the strings and the rest.
+func replyStrings(script string, v any, n, extra int) ([]string, []any, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) < n+extra {
+		return nil, nil, fmt.Errorf("%s: unexpected reply %v", script, v)
+	}
+	s := make([]string, n)
+	for i := range s {
+		if s[i], ok = arr[i].(string); !ok {
+			return nil, nil, fmt.Errorf("%s: unexpected member %d %T %v", script, i, arr[i], arr[i])
+		}
+	}
+	return s, arr[n:], nil
+}
+
+// stringList reads a nested array of strings; nil is an empty one.
+func stringList(script string, v any) ([]string, error) {
+	if v == nil {
+		return []string{}, nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: unexpected list %T %v", script, v, v)
+	}
+	out := make([]string, len(arr))
+	for i, e := range arr {
+		if out[i], ok = e.(string); !ok {
+			return nil, fmt.Errorf("%s: unexpected list member %T %v", script, e, e)
+		}
+	}
+	return out, nil
+}
+
+// millis reads a Unix time in milliseconds; the zero time for "0" or what
+// is not a number.
+func millis(s string) time.Time {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n)
 }

@@ -394,21 +394,20 @@ func (f *inFlight) done(room string) {
 func (q *Queue) tickRooms(ctx context.Context, configured []string) (waiting, sample []string, alive string, err error) {
 	args := append(make([]string, 0, len(configured)+1), strconv.Itoa(tickSample))
 	v, err := q.r.Eval(ctx, tickRoomsScript, []string{roomsKey, aliveKey}, append(args, configured...)...)
-	arr, _ := v.([]any)
-	if err == nil && len(arr) != len(configured)+2 {
-		err = fmt.Errorf("unexpected reply %v", v)
+	var r tickRoomsReply
+	if err == nil {
+		r, err = decodeTickRooms(v, len(configured))
 	}
 	if err != nil {
 		return slices.Clone(configured), nil, "", err
 	}
 	waiting = make([]string, 0, len(configured))
-	for i, f := range arr[2:] {
-		if n, _ := asInt(f); n == 1 {
+	for i, in := range r.In {
+		if in {
 			waiting = append(waiting, configured[i])
 		}
 	}
-	alive, _ = arr[1].(string)
-	return waiting, validRooms(arr[0]), alive, nil
+	return waiting, r.Sample, r.Alive, nil
 }
 
 // tickRoom runs one room's admission, under a deadline of its own. It
