@@ -33,6 +33,7 @@ import (
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/roomcache"
+	"github.com/waitroom/waitroom/static"
 	"github.com/waitroom/waitroom/visit"
 )
 
@@ -221,7 +222,7 @@ func (s *server) routes() *fiber.App {
 	if s.demo != nil {
 		s.demo.Mount(app, s.visit.RequireToken, tokenHolder)
 	}
-	api.Get("/openapi.json", staticFile("openapi.json", fiber.MIMEApplicationJSONCharsetUTF8))
+	api.Get("/openapi.json", static.Handler("openapi.json", fiber.MIMEApplicationJSONCharsetUTF8))
 	api.All("/check", s.gw.Check)
 	api.All("/check-end", s.gw.CheckEnd)
 	api.All("/check/*", s.gw.Check) // Envoy: the original path follows the prefix
@@ -234,7 +235,7 @@ func (s *server) routes() *fiber.App {
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
 	app.Get("/metrics", s.metricsGate, adaptor.HTTPHandler(s.metrics.Handler()))
-	app.Get("/admin", adminHeaders, staticFile("admin.html", fiber.MIMETextHTMLCharsetUTF8))
+	app.Get("/admin", adminHeaders, static.Handler("admin.html", fiber.MIMETextHTMLCharsetUTF8))
 	return app
 }
 

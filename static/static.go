@@ -6,6 +6,9 @@ import (
 	"embed"
 	"io/fs"
 	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/waitroom/waitroom/internal/httperr"
 )
 
 // Files holds index.html (the waiting-room page), admin.html (the
@@ -28,4 +31,19 @@ func Languages() ([]string, error) {
 		out = append(out, strings.TrimSuffix(strings.TrimPrefix(n, "i18n-"), ".json"))
 	}
 	return out, nil
+}
+
+// Handler serves the embedded file name with content type ctype, not
+// cached without a check (no-cache). A name not embedded answers 404
+// not_found rather than failing the server's start.
+func Handler(name, ctype string) fiber.Handler {
+	b, err := Files.ReadFile(name)
+	if err != nil {
+		return func(c *fiber.Ctx) error { return httperr.New(404, "not_found", "no such page") }
+	}
+	return func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, ctype)
+		c.Set(fiber.HeaderCacheControl, "no-cache")
+		return c.Send(b)
+	}
 }

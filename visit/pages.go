@@ -7,22 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/waitroom/waitroom/internal/httperr"
-	"github.com/waitroom/waitroom/static"
 )
-
-// embeddedFile serves one embedded file (never from the page directory).
-func embeddedFile(name, ctype string) fiber.Handler {
-	b, err := static.Files.ReadFile(name)
-	if err != nil {
-		// A page that is not there yet answers 404, not a crash.
-		return func(c *fiber.Ctx) error { return httperr.New(404, "not_found", "no such page") }
-	}
-	return func(c *fiber.Ctx) error {
-		c.Set(fiber.HeaderContentType, ctype)
-		c.Set(fiber.HeaderCacheControl, "no-cache")
-		return c.Send(b)
-	}
-}
 
 var assetTypes = map[string]string{
 	".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",

@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/waitroom/waitroom/limit"
+	"github.com/waitroom/waitroom/static"
 )
 
 // Options tune the visitor API; the zero value (or nil) means defaults.
@@ -146,6 +147,6 @@ func (a *API) Mount(app fiber.Router) {
 	} else {
 		app.Get("/", a.page)
 	}
-	app.Get("/waitroom.js", embeddedFile("waitroom.js", "text/javascript; charset=utf-8"))
+	app.Get("/waitroom.js", static.Handler("waitroom.js", "text/javascript; charset=utf-8"))
 	app.Get("/assets/:name", a.asset)
 }
