@@ -64,6 +64,9 @@ type Options struct {
 	// EndSession ends visitor's gateway session in room, the entry token
 	// valid from notBefore to expiresAt.
 	EndSession func(ctx context.Context, room, visitor string, notBefore, expiresAt time.Time) error
+	// ServiceKey returns the label of a service key (-service-keys),
+	// which may call the ServiceRoutes and nothing else here; nil: none.
+	ServiceKey func(key string) (label string, ok bool)
 	// StoreError maps a failed Store call to the error the request answers
 	// (and counts it).
 	StoreError func(c *fiber.Ctx, err error) error
@@ -116,13 +119,34 @@ var (
 func (a *API) auth(c *fiber.Ctx) error {
 	k, err := a.Key(c)
 	if err != nil {
-		return err
+		return a.serviceAuth(c, err)
 	}
 	c.Locals(labelLocal, k.Label)
 	c.Locals(roleLocal, k.Role)
 	if err := needRole(c, RouteRole(c.Method(), c.Path())); err != nil {
 		return err
 	}
+	return c.Next()
+}
+
+var errServiceScope = httperr.New(403, "service_key_scope", "a service key may only end gateway sessions here (DELETE /api/v1/admin/rooms/{room}/sessions/{visitor}); everything else needs an admin key")
+
+// serviceAuth lets a request in with a service key when its route is one
+// of the ServiceRoutes, labelled "service:<label>" in the audit trail;
+// any other bearer gets notAdmin, the answer to a key that is no admin key.
+func (a *API) serviceAuth(c *fiber.Ctx, notAdmin error) error {
+	key, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+	if !ok || a.opts.ServiceKey == nil {
+		return notAdmin
+	}
+	l, ok := a.opts.ServiceKey(strings.TrimSpace(key))
+	if !ok {
+		return notAdmin
+	}
+	if !ServiceRoute(c.Method(), c.Path()) {
+		return errServiceScope
+	}
+	c.Locals(labelLocal, "service:"+l)
 	return c.Next()
 }
 

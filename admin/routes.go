@@ -30,14 +30,36 @@ var Routes = map[string]Role{
 	"DELETE /rooms/:room/sessions/:visitor": Admin,
 }
 
+// ServiceRoutes are the routes a service key (-service-keys) may call,
+// with no admin role: a protected service ends the gateway session of a
+// visitor it is done with.
+var ServiceRoutes = map[string]bool{
+	"DELETE /rooms/:room/sessions/:visitor": true,
+}
+
+// ServiceRoute says whether a service key may call path by method,
+// matched as RouteRole matches.
+func ServiceRoute(method, path string) bool {
+	return ServiceRoutes[routeKey(method, path)]
+}
+
 // RouteRole is the least role for a request to path (under /api/v1/admin)
 // by method: the path is matched as the router matches it (any case, a
 // trailing slash ignored), with the room and visitor segments as
 // parameters. Anything it cannot place needs Admin.
 func RouteRole(method, path string) Role {
+	if r, ok := Routes[routeKey(method, path)]; ok {
+		return r
+	}
+	return Admin
+}
+
+// routeKey is the Routes key of a request to path by method, or "" for a
+// path outside /api/v1/admin.
+func routeKey(method, path string) string {
 	rest, ok := strings.CutPrefix(strings.ToLower(path), "/api/v1/admin")
 	if !ok {
-		return Admin
+		return ""
 	}
 	rest = strings.TrimSuffix(rest, "/")
 	segs := strings.Split(strings.TrimPrefix(rest, "/"), "/")
@@ -50,8 +72,5 @@ func RouteRole(method, path string) Role {
 	if method == http.MethodHead {
 		method = http.MethodGet
 	}
-	if r, ok := Routes[method+" /"+strings.Join(segs, "/")]; ok {
-		return r
-	}
-	return Admin
+	return method + " /" + strings.Join(segs, "/")
 }

@@ -21,6 +21,8 @@ func (s *server) newAdmin() *admin.API {
 		Store:   s.q,
 		Invites: s.invites,
 		Keys:    func() admin.Keys { return s.opsNow().Keys },
+		// Loaded at start (startEntry) before any request.
+		ServiceKey: func(key string) (string, bool) { return s.serviceKeys.ServiceKey(key) },
 		Pins: func(room string) (roomsfile.Room, string, bool) {
 			o := s.opsNow()
 			r, ok := o.Rooms.Room(room)

@@ -201,3 +201,44 @@ func TestConsumeBadTokens(t *testing.T) {
 		t.Fatalf("good token: %d %s", r.Code, r.Raw)
 	}
 }
+
+// A service key ends a visitor's gateway session (audited under its
+// label) and may call nothing else of the admin API; a wrong key is
+// refused as any other non-admin key.
+func TestServiceKeyEndsSession(t *testing.T) {
+	ts, session, _ := gatewayServer(t, redistest.StartReal(t), withServiceKeys(t, withAdmin))
+	sess, err := ts.gw.Sessions().Parse(session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newVisitor(t, ts.URL)
+	as := func(key, method, path string) reply {
+		return v.do(method, "/api/v1/admin"+path, "", "Authorization", "Bearer "+key)
+	}
+	for _, path := range []string{"/rooms", "/rooms/gw", "/audit", "/whoami"} {
+		if r := as(testServiceKey, "GET", path); r.Code != 403 || r.errCode() != "service_key_scope" {
+			t.Fatalf("service key on GET %s: %d %s", path, r.Code, r.Raw)
+		}
+	}
+	if r := as(testServiceKey, "POST", "/rooms/gw/pause"); r.Code != 403 || r.errCode() != "service_key_scope" {
+		t.Fatalf("service key pauses: %d %s", r.Code, r.Raw)
+	}
+	if r := as("service-key-wrong-0000000", "DELETE", "/rooms/gw/sessions/"+sess.Visitor); r.Code != 401 || r.errCode() != "invalid_admin_key" {
+		t.Fatalf("wrong key: %d %s", r.Code, r.Raw)
+	}
+	if r := as(testServiceKey, "DELETE", "/rooms/gw/sessions/"+sess.Visitor); r.Code != 204 {
+		t.Fatalf("service end: %d %s", r.Code, r.Raw)
+	}
+	if r := as(testServiceKey, "DELETE", "/rooms/gw/sessions/"+sess.Visitor); r.Code != 404 || r.errCode() != "session_not_found" {
+		t.Fatalf("second end: %d %s", r.Code, r.Raw)
+	}
+	resp, _ := checkReq(t, "GET", ts.URL+"/api/v1/check", map[string]string{"X-Forwarded-Host": "shop.example.com",
+		"X-Forwarded-Uri": "/checkout/a", "Cookie": "wr_session_gw=" + session, "Accept": "text/html"})
+	if resp.StatusCode != 302 {
+		t.Fatalf("check after the service ended the session: %d", resp.StatusCode)
+	}
+	audit := v.admin("GET", "/rooms/gw/audit", "")
+	if audit.Code != 200 || !strings.Contains(audit.Raw, `"who":"service:shop"`) || !strings.Contains(audit.Raw, `"end-session"`) {
+		t.Fatalf("audit: %d %s", audit.Code, audit.Raw)
+	}
+}

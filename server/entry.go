@@ -23,7 +23,7 @@ type entryConfig struct {
 func entryFlags(fs *flag.FlagSet, c *entryConfig) {
 	fs.StringVar(&c.KeysFile, "signing-keys", "", "entry token key file (JSON: active kid and JWKs with private parts; see docs/entry-tokens.md); empty: one Ed25519 key derived from -secret")
 	fs.StringVar(&c.Issuer, "issuer", "", "iss of entry tokens, the URL protected services know this server by (empty: http://<addr>)")
-	fs.StringVar(&c.ServiceKeysFile, "service-keys", "", "file of labelled service keys (YAML: label: key) that may spend entry tokens (POST /api/v1/tokens/consume)")
+	fs.StringVar(&c.ServiceKeysFile, "service-keys", "", "file of labelled service keys (YAML: label: key) that may spend entry tokens (POST /api/v1/tokens/consume) and end gateway sessions")
 }
 
 // newIssuer builds the entry tokens' issuer from the flags.
