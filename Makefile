@@ -14,7 +14,7 @@ APT_UPDATED = /tmp/.waitroom-apt-updated
 WAITROOM_BIN    ?= $(HOME)/.cache/waitroom/bin
 TRAEFIK_VERSION ?= v3.6.12
 
-.PHONY: run build test test-go e2e deps deps-redis deps-browser deps-gateway deps-traefik deps-verify vet bench clean \
+.PHONY: run build test test-go e2e pack-js deps deps-redis deps-browser deps-gateway deps-traefik deps-verify vet bench clean \
 	test-deploy test-deploy-go release-check chart-check rules-check systemd-check image test-image \
 	deps-image static-binary tool-goreleaser tool-helm tool-promtool
 
@@ -57,7 +57,7 @@ deps-browser:
 	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
 	  echo "installing fonts-wqy-microhei (Chinese and Japanese glyphs)" && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei >/dev/null; }
-	@[ -d static/e2e/node_modules/playwright-core ] || npm ci --prefix static/e2e --no-audit --no-fund
+	@[ -d static/e2e/node_modules/playwright-core ] && [ -d static/e2e/node_modules/typescript ] || npm ci --prefix static/e2e --no-audit --no-fund
 
 # The gateway tests run the examples in real nginx, Caddy and Traefik.
 deps-gateway:
@@ -105,9 +105,10 @@ test: deps vet test-go e2e test-deploy
 test-go: deps-redis deps-gateway deps-traefik deps-verify
 	WAITROOM_BIN=$(WAITROOM_BIN) $(GO) test -race -count=1 -timeout 30m ./...
 
-# Browser tests: headless Debian Chromium driven by playwright-core.
-e2e: deps-browser deps-redis deps-gateway
-	node --test --test-concurrency=1 static/e2e/
+# Browser tests: headless Debian Chromium driven by playwright-core. The
+# package test loads the client from the tarball pack-js makes.
+e2e: deps-browser deps-redis deps-gateway pack-js
+	WAITROOM_JS_TARBALL=$(CURDIR)/$(JS_TARBALL) node --test --test-concurrency=1 static/e2e/
 
 # Queue micro-benchmarks, then the load scenarios into results/
 # (make bench BENCH_ARGS=-quick for a run of seconds).
@@ -164,6 +165,16 @@ tool-promtool: $(PROMTOOL)
 BUILD_DIR = .build
 $(BUILD_DIR)/.gitignore:
 	@mkdir -p $(BUILD_DIR) && echo '*' > $@
+
+# The JS client as an npm package (clients/js, built from static/waitroom.js).
+JS_VERSION := $(shell sed -n 's/^  "version": "\(.*\)",$$/\1/p' clients/js/package.json)
+JS_TARBALL  = $(BUILD_DIR)/waitroom-client-$(JS_VERSION).tgz
+pack-js: $(BUILD_DIR)/.gitignore
+	@command -v npm >/dev/null 2>&1 || { \
+	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+	npm pack --silent --pack-destination $(BUILD_DIR) ./clients/js >/dev/null
+	@test -s $(JS_TARBALL) && echo "pack-js: $(JS_TARBALL)"
 
 # The released binary's flags: static, no cgo, version and commit in
 # package main.

@@ -214,15 +214,17 @@ function ping(port) {
   });
 }
 
-// serveFiles serves a few files (path → HTML) from another origin on a
-// free port, as an embedding site would. close() stops it.
+// serveFiles serves a few files (path → body) from another origin on a
+// free port, as an embedding site would: .mjs and .js paths as JavaScript,
+// the rest as HTML. close() stops it.
 export async function serveFiles(files) {
   const http = await import("node:http");
   const port = await freePort();
   const srv = http.createServer((req, res) => {
     const body = files[req.url.split("?")[0]];
     if (body === undefined) { res.writeHead(404); res.end(); return; }
-    res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store" });
+    const type = /\.m?js$/.test(req.url.split("?")[0]) ? "text/javascript" : "text/html";
+    res.writeHead(200, { "Content-Type": type + "; charset=utf-8", "Cache-Control": "no-store" });
     res.end(body);
   });
   await new Promise((resolve) => srv.listen(port, "127.0.0.1", resolve));
