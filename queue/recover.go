@@ -312,18 +312,22 @@ func (q *Queue) restored(r Restored) {
 }
 
 // writeBack puts back what this instance remembers of every room it knows
-// (settings from Options.Settings, admitted heads and ticket counters): the
-// tick loop calls it when Redis comes back after a failure and when a room
-// it remembers is missing from the configured rooms.
-func (q *Queue) writeBack(ctx context.Context, rooms []string) {
+// (settings from Options.Settings, admitted heads, ticket counters and the
+// tickets done with): the tick loop calls it when Redis comes back after a
+// failure and when a room it remembers is missing from the configured
+// rooms. It stops at the first room that fails and returns that error: the
+// caller tries again, since a room not written back would let another
+// instance give a visitor let in here a place again.
+func (q *Queue) writeBack(ctx context.Context, rooms []string) error {
 	for _, room := range rooms {
 		if _, err := q.Retake(ctx, room, nil, nil); err != nil {
 			if ctx.Err() == nil {
 				q.log.Warn("restore room state", "room", room, "err", err)
 			}
-			return
+			return err
 		}
 	}
+	return nil
 }
 
 // settingsRooms lists the rooms Options.Settings knows, once each.
@@ -362,7 +366,10 @@ func (q *Queue) writeBackOthers(ctx context.Context, done []string) {
 	}
 	q.bg.Go(func() {
 		defer q.writingBack.Store(false)
-		q.writeBack(ctx, rooms)
+		if q.writeBack(ctx, rooms) != nil {
+			// The next tick tries again (and writes back the rest).
+			q.configured.markFailed()
+		}
 	})
 }
 

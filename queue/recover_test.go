@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -366,6 +367,69 @@ func TestRestoreEveryInstanceWritesBack(t *testing.T) {
 		}
 		if got := queueOrder(t, r, room); len(got) != 1 || !strings.HasPrefix(got[0], "w:") {
 			t.Fatalf("queue %v, want w only", got)
+		}
+	})
+}
+
+// failingRetake is a Redis whose next retake script call fails.
+type failingRetake struct {
+	Redis
+	fail atomic.Bool
+}
+
+func (f *failingRetake) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
+	if s == retakeScript && f.fail.CompareAndSwap(true, false) {
+		return nil, errors.New("injected failure")
+	}
+	return f.Redis.Eval(ctx, s, keys, args...)
+}
+
+// TestRestoreWriteBackRetried: the instance that let visitors in fails to
+// write back after a loss; its next tick tries again, so a visitor it let
+// in is not given a place through another instance.
+func TestRestoreWriteBackRetried(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		const room = "lot"
+		opts := fixedBatch(10, 250*time.Millisecond)
+		opts.Settings = settingsOf{room: {Method: MethodRandom, Batch: 10}}
+		fa := &failingRetake{Redis: r}
+		a, b := newQueue(t, fa, opts), newQueue(t, r, opts)
+		if err := a.SetRoomConfig(ctx, room, RoomConfig{Method: MethodRandom, Batch: 10}); err != nil {
+			t.Fatal(err)
+		}
+		b.tickOnce(ctx)
+		var tickets []wire.Ticket
+		for _, v := range []string{"x", "y", "z"} {
+			_, tk, err := a.JoinTicket(ctx, room, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tickets = append(tickets, tk)
+		}
+		n := 0
+		waitfor.Until(t, 5*time.Second, "a admitting all 3", func() bool {
+			res, err := a.Admit(ctx, room)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(res.Admitted)
+			return n >= 3
+		})
+		a.tickOnce(ctx)
+		if _, err := r.Do(ctx, "FLUSHALL"); err != nil {
+			t.Fatal(err)
+		}
+		b.tickOnce(ctx) // puts back first: it knows of no admission
+		fa.fail.Store(true)
+		a.tickOnce(ctx) // sees the loss; its write back fails
+		if fa.fail.Load() {
+			t.Fatal("a did not try to write back")
+		}
+		a.tickOnce(ctx) // tries again
+		res, err := b.Retake(ctx, room, []string{"x", "y", "z"}, tickets)
+		if err != nil || res.Tickets != 0 {
+			t.Fatalf("retake through the other instance: %+v %v, want nobody back", res, err)
 		}
 	})
 }

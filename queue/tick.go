@@ -508,8 +508,15 @@ func (l *roomList) get(ctx context.Context, q *Queue) []string {
 	}
 	if len(restore) > 0 {
 		wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
-		q.writeBack(wctx, restore)
+		err := q.writeBack(wctx, restore)
 		wcancel()
+		if err != nil {
+			// The next tick reads the list and tries again, and the marker
+			// is not set until then: a room left unwritten would let
+			// another instance give a visitor let in here a place again.
+			l.failed, l.at = true, time.Now()
+			return l.rooms
+		}
 		rctx, cancel := context.WithTimeout(ctx, q.opts.Capacity.Tick)
 		defer cancel()
 		if v, err := q.r.Do(rctx, "SMEMBERS", configuredRoomsKey); err == nil {
