@@ -28,9 +28,11 @@ type ceilingOptions struct {
 	Joins     int           // per step; 0 = rate × Step
 	Step      time.Duration // the length of a step's arrivals
 	Procs     int           // generator processes
+	Retries   int           // a failed step is run again this many times before the ramp stops
 	Conns     int           // per instance and generator process
 	P99       time.Duration // a step is sustained while its join p99 is at most this
 	Statuses  int           // status polls in the status phase
+	Flat      int           // joins in the flat-out phase
 	Admit     time.Duration // the admission phase
 	Batch     int           // per tick in the admission phase
 	Progress  io.Writer
@@ -41,6 +43,7 @@ func (o *ceilingOptions) defaults() {
 		o.Rates = orSlice(o.Rates, []float64{200, 400})
 		o.Step = orDur(o.Step, time.Second)
 		o.Statuses = orInt(o.Statuses, 500)
+		o.Flat = orInt(o.Flat, 500)
 		o.Admit = orDur(o.Admit, time.Second)
 		o.Procs = orInt(o.Procs, 1)
 	}
@@ -51,6 +54,7 @@ func (o *ceilingOptions) defaults() {
 	o.Conns = orInt(o.Conns, 256)
 	o.P99 = orDur(o.P99, 100*time.Millisecond)
 	o.Statuses = orInt(o.Statuses, 20000)
+	o.Flat = orInt(o.Flat, 20000)
 	o.Admit = orDur(o.Admit, 3*time.Second)
 	o.Batch = orInt(o.Batch, 500)
 	if o.Out == "" {
@@ -83,8 +87,8 @@ type ceilingUsage struct {
 	EvalshaPerOp     float64 `json:"evalshaCallsPerOp"`
 	EvalshaUSPerCall float64 `json:"evalshaUsecPerCall"`
 	EvalshaUSPerOp   float64 `json:"evalshaUsecPerOp"`
-	CommandsPerOp    float64 `json:"redisCommandsPerOp"` // as Redis counts them: a script call is one
-	RedisUSPerOp     float64 `json:"redisCommandUsecPerOp"`
+	CommandsPerOp    float64 `json:"redisCommandsPerOp"`    // as Redis counts them: a script call is one
+	RedisUSPerOp     float64 `json:"redisCommandUsecPerOp"` // the scripts' inner commands are counted inside EVALSHA too
 }
 
 // ceilingStep is one rate step.
@@ -98,20 +102,25 @@ type ceilingStep struct {
 	FirstErr  string       `json:"firstError,omitempty"`
 	P50       float64      `json:"joinP50Seconds"`
 	P99       float64      `json:"joinP99Seconds"`
-	SendLag   float64      `json:"sendLagP99Seconds"` // how late the generators sent, p99 of their processes' worst
+	FromSend  float64      `json:"fromSendP99Seconds"` // p99 counted from when each join was sent, the worst process's
+	SendLag   float64      `json:"sendLagP99Seconds"`  // how late the generators sent, p99 of their processes' worst
+	Attempt   int          `json:"attempt"`            // 2: the step again after it failed once
 	Sustained bool         `json:"sustained"`
 	Usage     ceilingUsage `json:"usage"`
 }
 
 // ceilingPhase is the status or the admission phase.
 type ceilingPhase struct {
-	Name    string       `json:"name"`
-	Ops     int          `json:"ops"`
-	PerSec  float64      `json:"opsPerSec"`
-	Cached  float64      `json:"answeredFromMemoryShare,omitempty"`
-	Errors  int          `json:"errors"`
-	Usage   ceilingUsage `json:"usage"`
-	Comment string       `json:"comment"`
+	Name   string  `json:"name"`
+	Ops    int     `json:"ops"`
+	PerSec float64 `json:"opsPerSec"`
+	Cached float64 `json:"answeredFromMemoryShare,omitempty"`
+	// PerRedisOpUS is the Redis CPU per status that Redis answered (the
+	// others cost it nothing).
+	PerRedisOpUS float64      `json:"redisCpuUsPerStatusFromRedis,omitempty"`
+	Errors       int          `json:"errors"`
+	Usage        ceilingUsage `json:"usage"`
+	Comment      string       `json:"comment"`
 }
 
 type ceilingReport struct {
@@ -164,6 +173,10 @@ func runCeiling(ctx context.Context, o ceilingOptions, command string) (*ceiling
 	if err := ceilingRamp(ctx, o, env, m, room, rep); err != nil {
 		return nil, err
 	}
+	flat, err := ceilingFlatOut(ctx, o, env, m, room)
+	if err != nil {
+		return nil, err
+	}
 	st, err := ceilingStatus(ctx, o, env, m, room, creds)
 	if err != nil {
 		return nil, err
@@ -172,7 +185,7 @@ func runCeiling(ctx context.Context, o ceilingOptions, command string) (*ceiling
 	if err != nil {
 		return nil, err
 	}
-	rep.Phases = []ceilingPhase{st, ad}
+	rep.Phases = []ceilingPhase{flat, st, ad}
 	ceilingVerdict(rep)
 	fmt.Fprintf(o.Progress, "ceiling: highest sustained %.0f joins/s; %s\n", rep.Sustained, rep.Limit)
 	if err := writeOutputs(o.Out, "ceiling", ceilingMarkdown(rep, o), rep, ceilingSVG(rep)); err != nil {
@@ -220,20 +233,28 @@ func closeAPIs(apis []*api) {
 }
 
 // ceilingRamp runs the rate steps in turn and stops after the first that
-// is not sustained: join p99 over the limit, any error, or under 95% of
-// the offered rate achieved.
+// is not sustained (join p99 over the limit, any error, or under 95% of
+// the offered rate achieved) o.Retries+1 times running: on a machine
+// shared with other work one stall can fail a step the room takes.
 func ceilingRamp(ctx context.Context, o ceilingOptions, env *scaleEnv, m *ceilingMeter, room string, rep *ceilingReport) error {
-	for _, rate := range o.Rates {
+	for i, attempt := 0, 1; i < len(o.Rates); {
+		rate := o.Rates[i]
 		s, err := ceilingRunStep(ctx, o, env, m, room, rate)
 		if err != nil {
 			return fmt.Errorf("step %.0f/s: %w", rate, err)
 		}
+		s.Attempt = attempt
 		rep.Steps = append(rep.Steps, s)
 		fmt.Fprintf(o.Progress, "ceiling %6.0f/s: achieved %.0f/s, p50 %s p99 %s, errors %d, Redis %.2f cores (%.1f µs/join, EVALSHA %.1f µs/call), servers %.2f cores, generators %.2f cores (busiest %.2f, send lag p99 %s), other %.2f cores\n",
 			rate, s.Achieved, secs(s.P50), secs(s.P99), s.Errors, s.Usage.RedisCores, s.Usage.RedisCPUPerOpUS, s.Usage.EvalshaUSPerCall,
 			s.Usage.ServerCores, s.Usage.GeneratorCores, s.Usage.GeneratorMaxProc, secs(s.SendLag), s.Usage.OtherCores)
-		if !s.Sustained {
-			break
+		switch {
+		case s.Sustained:
+			i, attempt = i+1, 1
+		case attempt <= o.Retries:
+			attempt++
+		default:
+			return nil
 		}
 	}
 	return nil
@@ -297,12 +318,42 @@ func ceilingTally(s *ceilingStep, reps []ceilingGenReport) {
 			lat = append(lat, float64(us)/1e6)
 		}
 		s.SendLag = max(s.SendLag, r.LagP99Ms/1000)
+		s.FromSend = max(s.FromSend, r.ServeP99Ms/1000)
 		start, end = min(start, r.StartNano), max(end, r.EndNano)
 	}
 	if end > start {
 		s.Achieved = float64(s.OK) / (float64(end-start) / 1e9)
 	}
 	s.P50, s.P99 = quantile(lat, .5), quantile(lat, .99)
+}
+
+// ceilingFlatOut joins new visitors as fast as 64 clients get answers
+// (closed loop): what the room takes flat out, latency aside, and what a
+// join costs Redis when it is busiest.
+func ceilingFlatOut(ctx context.Context, o ceilingOptions, env *scaleEnv, m *ceilingMeter, room string) (ceilingPhase, error) {
+	ph := ceilingPhase{Name: "joins flat out", Ops: o.Flat,
+		Comment: "joins of new visitors, 64 at a time over the instances (closed loop), the room paused"}
+	var w wire
+	apis := ceilingAPIs(env, room, &w, 32)
+	defer closeAPIs(apis)
+	var errs atomic.Int64
+	s0 := m.sample(ctx)
+	var err error
+	ph.PerSec, err = hammer(ctx, 64, ph.Ops, func(i int) error {
+		if _, err := apis[i%len(apis)].join(ctx, ""); err != nil {
+			errs.Add(1)
+		}
+		return nil
+	})
+	if err != nil {
+		return ph, fmt.Errorf("flat-out phase: %w", err)
+	}
+	s1 := m.sample(ctx)
+	ph.Errors = int(errs.Load())
+	ph.Usage = s1.since(s0, ph.Ops-ph.Errors, nil)
+	fmt.Fprintf(o.Progress, "ceiling joins flat out: %.0f/s, Redis %.2f cores, %.1f µs/join, EVALSHA %.1f µs/call\n",
+		ph.PerSec, ph.Usage.RedisCores, ph.Usage.RedisCPUPerOpUS, ph.Usage.EvalshaUSPerCall)
+	return ph, nil
 }
 
 // ceilingStatus polls the warm-up visitors' status (closed loop, 48 at a
@@ -334,6 +385,9 @@ func ceilingStatus(ctx context.Context, o ceilingOptions, env *scaleEnv, m *ceil
 	ph.Errors = int(errs.Load())
 	ph.Cached = float64(hits.Load()) / float64(o.Statuses)
 	ph.Usage = s1.since(s0, o.Statuses-int(errs.Load()), nil)
+	if ph.Cached < 1 {
+		ph.PerRedisOpUS = ph.Usage.RedisCPUPerOpUS / (1 - ph.Cached)
+	}
 	fmt.Fprintf(o.Progress, "ceiling status: %.0f/s, %.0f%% from memory, Redis %.1f µs/status, EVALSHA %.2f calls/status at %.1f µs\n",
 		ph.PerSec, ph.Cached*100, ph.Usage.RedisCPUPerOpUS, ph.Usage.EvalshaPerOp, ph.Usage.EvalshaUSPerCall)
 	return ph, nil

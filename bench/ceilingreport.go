@@ -16,10 +16,12 @@ func ceilingScenario() scenario {
 		fs.IntVar(&o.Joins, "joins", 0, "joins per step (default rate × -step)")
 		fs.DurationVar(&o.Step, "step", 0, "how long each step's arrivals last (default 5s; 1s with -quick)")
 		fs.IntVar(&o.Procs, "procs", 0, "generator processes (default 2; 1 with -quick)")
+		fs.IntVar(&o.Retries, "retries", 1, "times a failed step is run again before the ramp stops")
 		fs.IntVar(&o.Conns, "conns", 0, "keep-alive connections per instance and generator process at most (default 256)")
 		fs.IntVar(&o.Instances, "instances", 0, "server instances on the one redis-server (default 3)")
 		fs.DurationVar(&o.P99, "p99", 0, "a step is sustained while its join p99 is at most this (default 100ms)")
 		fs.IntVar(&o.Statuses, "statuses", 0, "status polls in the status phase (default 20000)")
+		fs.IntVar(&o.Flat, "flat", 0, "joins in the flat-out phase (default 20000)")
 		fs.DurationVar(&o.Admit, "admit", 0, "length of the admission phase (default 3s)")
 		fs.IntVar(&o.Batch, "batch", 0, "visitors admitted per 100 ms tick in the admission phase (default 500)")
 		return func(ctx context.Context, env runEnv) (string, error) {
@@ -61,11 +63,15 @@ func ceilingMarkdown(rep *ceilingReport, o ceilingOptions) string {
 		if !s.Sustained {
 			held = "**no**"
 		}
-		rows = append(rows, []string{num(s.Rate), num(s.Achieved), secs(s.P50), secs(s.P99), strconv.Itoa(s.Errors), held,
+		rate := num(s.Rate)
+		if s.Attempt > 1 {
+			rate += fmt.Sprintf(" (again, %d)", s.Attempt)
+		}
+		rows = append(rows, []string{rate, num(s.Achieved), secs(s.P50), secs(s.P99), secs(s.FromSend), strconv.Itoa(s.Errors), held,
 			num(u.RedisCores), num(u.RedisCPUPerOpUS), num(u.EvalshaUSPerCall), num(u.EvalshaPerOp), num(u.CommandsPerOp),
 			num(u.ServerCores), fmt.Sprintf("%s (busiest %s)", num(u.GeneratorCores), num(u.GeneratorMaxProc)), secs(s.SendLag), num(u.OtherCores)})
 	}
-	b.WriteString(mdTable([]string{"offered joins/s", "achieved joins/s", "join p50", "join p99", "errors", "sustained",
+	b.WriteString(mdTable([]string{"offered joins/s", "achieved joins/s", "join p50", "join p99", "p99 from send", "errors", "sustained",
 		"Redis CPU (cores)", "Redis CPU µs / join", "EVALSHA µs / call", "EVALSHA calls / join", "Redis commands / join",
 		"instances' CPU (cores)", "generators' CPU (cores)", "send lag p99", "other processes' CPU (cores)"}, rows))
 	bg := rep.Background
@@ -75,17 +81,25 @@ func ceilingMarkdown(rep *ceilingReport, o ceilingOptions) string {
 	rows = nil
 	for _, p := range rep.Phases {
 		u := p.Usage
+		perRedis := "–"
+		if p.PerRedisOpUS > 0 {
+			perRedis = num(p.PerRedisOpUS)
+		}
 		rows = append(rows, []string{p.Name, p.Comment, num(float64(p.Ops)), num(p.PerSec), pct(p.Cached), num(u.RedisCores),
-			num(u.RedisCPUPerOpUS), num(u.EvalshaPerOp), num(u.EvalshaUSPerCall), num(u.EvalshaUSPerOp)})
+			num(u.RedisCPUPerOpUS), perRedis, num(u.EvalshaPerOp), num(u.EvalshaUSPerCall), num(u.EvalshaUSPerOp),
+			num(u.ServerCores), num(u.GeneratorCores), num(u.OtherCores)})
 	}
 	b.WriteString(mdTable([]string{"phase", "what", "ops", "ops/s", "answered from memory", "Redis CPU (cores)",
-		"Redis CPU µs / op", "EVALSHA calls / op", "EVALSHA µs / call", "EVALSHA µs / op"}, rows))
+		"Redis CPU µs / op", "the same, per op Redis answered", "EVALSHA calls / op", "EVALSHA µs / call", "EVALSHA µs / op",
+		"instances' CPU (cores)", "bench's CPU (cores)", "other processes' CPU (cores)"}, rows))
 	b.WriteString(`
 - **Redis CPU**: user + system time of the redis-server process (/proc/PID/stat) over the step, from the first arrival to the last answer; per join: less the background, over the joins answered. It includes what Redis spends reading and writing the sockets, which the EVALSHA figures (INFO commandstats, usec over calls in the step) leave out.
-- **EVALSHA µs / call**: over every call in the step, background ones too; **calls / join**: net of the background. **Redis commands / join**: every command Redis counted in the step, net of the background, over the joins (a script call counts once, whatever it runs inside).
+- **EVALSHA µs / call**: over every call in the step, background ones too; **calls / join**: net of the background. **Redis commands / join**: every command Redis counted in the step, net of the background, over the joins; INFO commandstats counts each command a script runs as well as the EVALSHA itself.
+- **join p50 / p99** count from when each join was due; **p99 from send** from when it left the generator (the worst process's p99): a gap between the two is time the generator was late.
 - **send lag**: how late the generators sent an arrival after it was due (p99, the worst process). Over 10 ms, or a generator process near one core, means the generator is the limit and the step says so.
 - **other processes**: the machine's busy time (/proc/stat) less Redis, the instances and the generators: what else ran on the machine.
-- **status**: the room is paused, so positions do not move and an instance may answer from its memory; the figures per status are over all polls, answered from memory or not. **admission**: per visitor admitted (waitroom_admissions_total over the instances), with the ticks' own calls.
+- **joins flat out**: as many joins as 64 clients waiting for their answers get through, latency aside: the most this machine gave one room, and what a join costs Redis when it is busiest (Redis handles more commands per wake-up, so less per join than at a low rate).
+- **status**: the room is paused, so positions do not move and an instance may answer from its memory; the figures per status are over all polls, answered from memory or not, and once more per poll Redis answered. **admission**: per visitor admitted (waitroom_admissions_total over the instances), with the ticks' own calls.
 `)
 	return b.String()
 }
