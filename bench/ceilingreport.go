@@ -51,10 +51,14 @@ func ceilingMarkdown(rep *ceilingReport, o ceilingOptions) string {
 		"A step is sustained when its join p99 is at most %s, no join failed and at least 95%% of the offered rate was achieved. Machine: %s.\n\n",
 		rep.Instances, o.Step, rep.Procs, secs(rep.P99Limit), rep.Machine)
 	fmt.Fprintf(&b, "Command: `%s`\n\n", rep.Command)
-	fmt.Fprintf(&b, "**Highest sustained rate: %s joins/s.** What limits the next step: %s.\n\n", num(rep.Sustained), rep.Limit)
+	if rep.Sustained > 0 {
+		fmt.Fprintf(&b, "**Highest sustained rate: %s joins/s.** What limits the next step: %s.\n\n", num(rep.Sustained), rep.Limit)
+	} else {
+		fmt.Fprintf(&b, "**Highest sustained rate: none of the steps was sustained**, the first already not: %s.\n\n", rep.Limit)
+	}
 	if rep.JoinCPUUS > 0 {
-		fmt.Fprintf(&b, "At that step Redis spent **%.1f µs of CPU per join** (%.1f µs of it inside EVALSHA): one Redis core, fully used by joins, takes **%s joins/s**.\n\n",
-			rep.JoinCPUUS, rep.JoinScriptUS, num(rep.CoreCeiling))
+		fmt.Fprintf(&b, "Flat out (the phase below, Redis at its busiest) Redis spent **%.1f µs of CPU per join** (%.1f µs inside EVALSHA): one Redis core, used by joins alone, takes **%s joins/s**. At the highest sustained step a join cost it %.1f µs: at a low rate each join carries more of Redis's per-wake-up work.\n\n",
+			rep.JoinCPUUS, rep.JoinScriptUS, num(rep.CoreCeiling), rep.StepCPUUS)
 	}
 	var rows [][]string
 	for _, s := range rep.Steps {
