@@ -119,7 +119,11 @@ func ceilingSVG(rep *ceilingReport) string {
 	mk := func(title, unit string, f func(ceilingStep) float64) panel {
 		p := panel{Title: title, Unit: unit}
 		for _, s := range rep.Steps {
-			p.Bars = append(p.Bars, bar{Label: num(s.Rate) + "/s offered", Value: f(s)})
+			label := num(s.Rate) + "/s offered"
+			if s.Attempt > 1 {
+				label = num(s.Rate) + "/s again"
+			}
+			p.Bars = append(p.Bars, bar{Label: label, Value: f(s)})
 		}
 		return p
 	}
