@@ -35,6 +35,7 @@ type ceilingOptions struct {
 	Flat      int           // joins in the flat-out phase
 	Admit     time.Duration // the admission phase
 	Batch     int           // per tick in the admission phase
+	Limit     time.Duration // the whole run
 	Progress  io.Writer
 }
 
@@ -46,9 +47,10 @@ func (o *ceilingOptions) defaults() {
 		o.Flat = orInt(o.Flat, 500)
 		o.Admit = orDur(o.Admit, time.Second)
 		o.Procs = orInt(o.Procs, 1)
+		o.Limit = orDur(o.Limit, 2*time.Minute)
 	}
 	o.Instances = orInt(o.Instances, 3)
-	o.Rates = orSlice(o.Rates, []float64{2000, 4000, 8000, 12000, 16000, 24000, 32000, 50000})
+	o.Rates = orSlice(o.Rates, []float64{1000, 2000, 4000, 8000, 12000, 16000, 24000, 32000, 50000})
 	o.Step = orDur(o.Step, 5*time.Second)
 	o.Procs = orInt(o.Procs, 2)
 	o.Conns = orInt(o.Conns, 256)
@@ -57,6 +59,7 @@ func (o *ceilingOptions) defaults() {
 	o.Flat = orInt(o.Flat, 20000)
 	o.Admit = orDur(o.Admit, 3*time.Second)
 	o.Batch = orInt(o.Batch, 500)
+	o.Limit = orDur(o.Limit, 15*time.Minute)
 	if o.Out == "" {
 		o.Out = "results"
 	}
@@ -141,8 +144,14 @@ type ceilingReport struct {
 	CoreCeiling  float64           `json:"oneRedisCoreJoinsPerSec"`      // 1 s / JoinCPUUS
 }
 
+// runCeiling starts one redis-server and o.Instances servers on it, runs
+// the rate steps and the three phases against one room, and writes
+// ceiling.{md,json,svg} into o.Out. Each step ends when its arrivals are
+// answered or their timeout passes; the whole run ends by o.Limit.
 func runCeiling(ctx context.Context, o ceilingOptions, command string) (*ceilingReport, error) {
 	o.defaults()
+	ctx, cancel := withLimit(ctx, o.Limit)
+	defer cancel()
 	env, err := startEnv(ctx, o.Instances, (*target).startRedis, func(adminKey string) []string {
 		return []string{"-tick", "100ms", "-admin-key", adminKey}
 	})

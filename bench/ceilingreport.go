@@ -11,7 +11,7 @@ import (
 func ceilingScenario() scenario {
 	return scenario{name: "ceiling", flags: func(fs *flag.FlagSet) func(context.Context, runEnv) (string, error) {
 		var o ceilingOptions
-		rates := fs.String("rates", "", "offered joins/s of each step, comma-separated (default 2000,4000,8000,12000,16000,24000,32000,50000; 200,400 with -quick)")
+		rates := fs.String("rates", "", "offered joins/s of each step, comma-separated (default 1000,2000,4000,8000,12000,16000,24000,32000,50000; 200,400 with -quick)")
 		rate := fs.Float64("rate", 0, "run one step at this rate instead of -rates")
 		fs.IntVar(&o.Joins, "joins", 0, "joins per step (default rate × -step)")
 		fs.DurationVar(&o.Step, "step", 0, "how long each step's arrivals last (default 5s; 1s with -quick)")
@@ -24,6 +24,7 @@ func ceilingScenario() scenario {
 		fs.IntVar(&o.Flat, "flat", 0, "joins in the flat-out phase (default 20000)")
 		fs.DurationVar(&o.Admit, "admit", 0, "length of the admission phase (default 3s)")
 		fs.IntVar(&o.Batch, "batch", 0, "visitors admitted per 100 ms tick in the admission phase (default 500)")
+		fs.DurationVar(&o.Limit, "limit", 0, "time limit of the whole run (default 15m; 2m with -quick)")
 		return func(ctx context.Context, env runEnv) (string, error) {
 			o.Out, o.Quick, o.Progress = env.out, env.quick, env.progress
 			for _, r := range splitList(*rates) {

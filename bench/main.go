@@ -18,7 +18,7 @@
 //	go run ./bench scale -cluster [-quick] [-n 9000] [-rooms 6] [-admit 20s] [-out results/]
 //	go run ./bench abandon [-quick] [-n 5000] [-leave 0.3] [-db-pool 10] [-strategies fixed,max-active] [-out results/]
 //	go run ./bench soak    [-quick] [-n 30000] [-duration 10m] [-fault-every 1m] [-redis-stop kill|term] [-out results/]
-//	go run ./bench ceiling [-quick] [-rates 2000,4000,...] [-rate R -joins N] [-procs 2] [-out results/]
+//	go run ./bench ceiling [-quick] [-rates 1000,2000,...] [-rate R -joins N] [-procs 2] [-out results/]
 package main
 
 import (
@@ -63,7 +63,7 @@ scenarios:
   ceiling  new visitors joining one room over 3 instances on one Redis,
            open loop, in rising rate steps until join p99 passes 100 ms:
            joins/s, p50/p99, Redis CPU per join, EVALSHA usec per call,
-           what limits it; then what a status and an admission cost
+           what limits it; then joins flat out, and what a status and an admission cost
 
 Each scenario takes -quick (seconds) and -out DIR (default results).
 Run "go run ./bench <scenario> -h" for its flags.
