@@ -482,7 +482,10 @@ func ceilingVerdict(rep *ceilingReport) {
 	rep.Limit = limitOf(last)
 }
 
-// limitOf names what held back a step that was not sustained.
+// limitOf names what held back a step that was not sustained: Redis's
+// core, a generator process, or, when the machine's cores are all busy,
+// the biggest user of them (the instances, the generators, or other
+// processes); else a generator that sent late, or nothing saturated.
 func limitOf(s ceilingStep) string {
 	u := s.Usage
 	cpus := float64(runtime.NumCPU())
@@ -494,8 +497,15 @@ func limitOf(s ceilingStep) string {
 	case u.GeneratorMaxProc >= 0.85:
 		return fmt.Sprintf("%s: the generator (busiest process %.2f cores): add -procs", fail, u.GeneratorMaxProc)
 	case busy >= 0.9*cpus:
-		return fmt.Sprintf("%s: the machine's %d cores are all busy (instances %.2f, Redis %.2f, generators %.2f, other processes %.2f; send lag p99 %s), Redis not saturated",
-			fail, int(cpus), u.ServerCores, u.RedisCores, u.GeneratorCores, u.OtherCores, secs(s.SendLag))
+		who := "the instances' CPU"
+		switch max(u.ServerCores, u.GeneratorCores, u.OtherCores) {
+		case u.OtherCores:
+			who = "other processes' CPU (the machine is shared)"
+		case u.GeneratorCores:
+			who = "the generators' CPU"
+		}
+		return fmt.Sprintf("%s: the machine's %d cores are all busy, most of them %s (instances %.2f, Redis %.2f, generators %.2f, other processes %.2f; send lag p99 %s), Redis not saturated",
+			fail, int(cpus), who, u.ServerCores, u.RedisCores, u.GeneratorCores, u.OtherCores, secs(s.SendLag))
 	case s.SendLag > 0.01:
 		return fmt.Sprintf("%s: the generator sends late (send lag p99 %s, busiest process %.2f cores)", fail, secs(s.SendLag), u.GeneratorMaxProc)
 	default:

@@ -83,7 +83,9 @@ func TestCeilingLimit(t *testing.T) {
 	}{
 		{"redis", ceilingUsage{RedisCores: 0.97, ServerCores: 0.5}, 0, "Redis's one core is saturated"},
 		{"generator", ceilingUsage{RedisCores: 0.3, GeneratorMaxProc: 0.95, GeneratorCores: 0.95}, 0, "the generator"},
-		{"machine", ceilingUsage{RedisCores: 0.5, ServerCores: cpus}, 0.02, "cores are all busy"},
+		{"instances", ceilingUsage{RedisCores: 0.5, ServerCores: cpus, OtherCores: 0.2}, 0.02, "most of them the instances' CPU"},
+		{"shared", ceilingUsage{RedisCores: 0.2, ServerCores: 0.3, OtherCores: cpus}, 0.02, "most of them other processes' CPU"},
+		{"generators", ceilingUsage{RedisCores: 0.2, ServerCores: 0.3, GeneratorCores: cpus, GeneratorMaxProc: 0.5}, 0, "most of them the generators' CPU"},
 		{"late", ceilingUsage{RedisCores: 0.1}, 0.05, "sends late"},
 		{"none", ceilingUsage{RedisCores: 0.1}, 0, "no core saturated"},
 	} {
