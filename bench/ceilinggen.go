@@ -74,20 +74,19 @@ func startCeilingGen(ctx context.Context, cfg ceilingGenConfig) (localFleet[ceil
 		_, err := apis[i%len(apis)].join(ctx, "")
 		return err
 	}); err != nil {
+		closeAPIs(apis)
 		return localFleet[ceilingGenReport]{}, fmt.Errorf("ceiling generator warm-up: %w", err)
 	}
 	rctx, cancel := context.WithCancel(ctx)
+	stop := func() {
+		cancel()
+		closeAPIs(apis)
+	}
 	var rep ceilingGenReport
 	return localFleet[ceilingGenReport]{
-		steps: map[string]func(){"go": func() { rep = runCeilingGen(rctx, cfg, apis) }},
-		report: func() ceilingGenReport {
-			cancel()
-			for _, a := range apis {
-				a.close()
-			}
-			return rep
-		},
-		stop: cancel,
+		steps:  map[string]func(){"go": func() { rep = runCeilingGen(rctx, cfg, apis) }},
+		report: func() ceilingGenReport { stop(); return rep },
+		stop:   stop,
 	}, nil
 }
 
