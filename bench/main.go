@@ -63,7 +63,8 @@ scenarios:
   ceiling  new visitors joining one room over 3 instances on one Redis,
            open loop, in rising rate steps until join p99 passes 100 ms:
            joins/s, p50/p99, Redis CPU per join, EVALSHA usec per call,
-           what limits it; then joins flat out, and what a status and an admission cost
+           what limits it; then joins flat out, and what a status and
+           an admission cost
 
 Each scenario takes -quick (seconds) and -out DIR (default results).
 Run "go run ./bench <scenario> -h" for its flags.
