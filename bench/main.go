@@ -2,7 +2,8 @@
 // what push costs against polling (cost), what a herd of admitted visitors
 // does to the protected system (herd), the Redis clients' throughput
 // through the HTTP API beside raw redis-benchmark (clients), and what push
-// visitors cost spread over several instances on one Redis (scale).
+// visitors cost spread over several instances on one Redis (scale), and
+// how many joins a second one room takes on one Redis core (ceiling).
 //
 // It starts what it needs (a redis-server on a free port, and the server
 // built from this module), loads loopback only, bounds every run in count
@@ -17,6 +18,7 @@
 //	go run ./bench scale -cluster [-quick] [-n 9000] [-rooms 6] [-admit 20s] [-out results/]
 //	go run ./bench abandon [-quick] [-n 5000] [-leave 0.3] [-db-pool 10] [-strategies fixed,max-active] [-out results/]
 //	go run ./bench soak    [-quick] [-n 30000] [-duration 10m] [-fault-every 1m] [-redis-stop kill|term] [-out results/]
+//	go run ./bench ceiling [-quick] [-rates 1000,2000,...] [-rate R -joins N] [-procs 2] [-out results/]
 package main
 
 import (
@@ -58,6 +60,11 @@ scenarios:
            every minute, one instance and Redis are restarted once: missed
            and duplicate deliveries, ticks missed per fault, RSS and
            goroutines over time
+  ceiling  new visitors joining one room over 3 instances on one Redis,
+           open loop, in rising rate steps until join p99 passes 100 ms:
+           joins/s, p50/p99, Redis CPU per join, EVALSHA usec per call,
+           what limits it; then joins flat out, and what a status and
+           an admission cost
 
 Each scenario takes -quick (seconds) and -out DIR (default results).
 Run "go run ./bench <scenario> -h" for its flags.

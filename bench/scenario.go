@@ -36,16 +36,17 @@ type runEnv struct {
 func scenarios() []scenario {
 	return []scenario{
 		costScenario(), herdScenario(), clientsScenario(), gatewayScenario(),
-		scaleScenario(), abandonScenario(), soakScenario(),
+		scaleScenario(), abandonScenario(), soakScenario(), ceilingScenario(),
 	}
 }
 
 // workers are the child processes a scenario spreads its visitors over:
 // `bench NAME -config JSON`, started by startFleets, never by hand.
 var workers = map[string]func(ctx context.Context, cfgJSON string) error{
-	"cost-worker":  costWorkerMain,
-	"scale-worker": scaleWorkerMain,
-	"soak-worker":  soakWorkerMain,
+	"cost-worker":    costWorkerMain,
+	"scale-worker":   scaleWorkerMain,
+	"soak-worker":    soakWorkerMain,
+	"ceiling-worker": ceilingWorkerMain,
 }
 
 func lookupScenario(name string) (scenario, bool) {
