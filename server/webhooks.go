@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"time"
+
 	"github.com/waitroom/waitroom/webhook"
 )
 
@@ -22,4 +25,21 @@ func (s *server) newHooks() error {
 	}
 	s.hooks = h
 	return nil
+}
+
+// noticeRooms tells the webhooks what the last refresh of the rooms shows:
+// an opening passed, seats all held (each sent once, whichever instance
+// notices first).
+func (s *server) noticeRooms(ctx context.Context) {
+	now := time.Now()
+	for room, st := range s.rooms.Stats() {
+		cfg, ok := s.rooms.RoomSettings(room)
+		if !ok {
+			continue
+		}
+		rs := webhook.RoomState{OpensAt: cfg.OpensAt, Seats: int64(cfg.Seats), SeatsHeld: st.SeatsHeld}
+		if err := s.hooks.Notice(ctx, room, rs, now); err != nil && ctx.Err() == nil {
+			s.log.Warn("webhook event not sent", "room", room, "err", err)
+		}
+	}
 }

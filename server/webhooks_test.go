@@ -279,3 +279,46 @@ func TestDeadWebhookRedeliveredFromAPI(t *testing.T) {
 		t.Fatalf("dead after redeliver: %s", r.Raw)
 	}
 }
+
+// An opening that passes and the last seat taken reach the endpoint once
+// each, from the instances' refresh of the rooms.
+func TestWebhooksOpenedAndSoldOut(t *testing.T) {
+	srv := redistest.StartReal(t)
+	rc := newHookReceiver(t, webhook.NewSecret())
+	file := filepath.Join(t.TempDir(), "webhooks.yaml")
+	text := "- url: " + rc.URL + "/in\n  secret: " + rc.secret + "\n  events: [room.opened, room.sold_out]\n"
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var first *testServer
+	for range 2 {
+		ts := startServerOpts(t, srv, "rueidis", fastHooks(), func(c *config) {
+			withAdmin(c)
+			c.Webhooks = file
+		})
+		if first == nil {
+			first = ts
+		}
+	}
+	a := newVisitor(t, first.URL)
+	opens := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	if r := a.admin("POST", "/rooms", `{"room":"drop","seats":1,"opensAt":"`+opens+`"}`); r.Code != 201 {
+		t.Fatalf("create: %d %s", r.Code, r.Raw)
+	}
+	v := newVisitor(t, first.URL)
+	v.join("drop")
+	waitfor.Until(t, 10*time.Second, "room.opened", func() bool {
+		got, _, _ := rc.events()
+		return len(got) == 1
+	})
+	first.admitUntil(t, v, "drop")
+	waitfor.Until(t, 10*time.Second, "room.sold_out", func() bool {
+		got, _, _ := rc.events()
+		return len(got) == 2
+	})
+	outboxDrained(t, first)
+	got, ids, bad := rc.events()
+	if bad != 0 || len(got) != 2 || len(ids) != 2 || got[0].Type != "room.opened" || got[1].Type != "room.sold_out" {
+		t.Fatalf("got %+v, %d refused", got, bad)
+	}
+}

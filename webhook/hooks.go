@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -61,6 +62,9 @@ type Hooks struct {
 	claims  atomic.Uint64 // claims made
 	wake    chan struct{} // an Emit made something due
 	backoff []time.Duration
+
+	mu   sync.Mutex
+	sent map[string]string // EmitOnce: room|type to the occurrence sent
 }
 
 // New returns the hooks of the deployment's endpoints deploy (each
@@ -98,7 +102,7 @@ func New(r Redis, deploy []Endpoint, o *Options) (*Hooks, error) {
 	}
 	h := &Hooks{
 		r: r, deploy: append([]Endpoint(nil), deploy...), o: opts, log: opts.Logger,
-		name: randomHex(6), wake: make(chan struct{}, 1),
+		name: randomHex(6), wake: make(chan struct{}, 1), sent: map[string]string{},
 		backoff: append([]time.Duration(nil), opts.Backoff...),
 	}
 	if len(h.backoff) == 0 {
@@ -128,6 +132,39 @@ type payload struct {
 // room's endpoints and one script, none when no endpoint wants t); it
 // never waits for a receiver. An unknown t is an error.
 func (h *Hooks) Emit(ctx context.Context, room, t string, data any) error {
+	return h.emit(ctx, room, t, "", data)
+}
+
+// EmitOnce is Emit done once across every instance for room, t and
+// occurrence (what makes this one the one: the opensAt a room opened at,
+// say): a later call with the same three does nothing, so every instance
+// may call it when it notices the event. Only the latest occurrence of
+// each room and type is remembered.
+func (h *Hooks) EmitOnce(ctx context.Context, room, t, occurrence string, data any) error {
+	field := room + "|" + t
+	h.mu.Lock()
+	done := h.sent[field] == occurrence
+	h.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := h.emit(ctx, room, t, occurrence, data); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	if len(h.sent) >= maxRemembered {
+		clear(h.sent)
+	}
+	h.sent[field] = occurrence
+	h.mu.Unlock()
+	return nil
+}
+
+// maxRemembered bounds EmitOnce's memory of what this instance sent (past
+// it, Redis still answers).
+const maxRemembered = 10000
+
+func (h *Hooks) emit(ctx context.Context, room, t, occurrence string, data any) error {
 	if !KnownEvent(t) {
 		return fmt.Errorf("webhook: unknown event %q", t)
 	}
@@ -160,7 +197,11 @@ func (h *Hooks) Emit(ctx context.Context, room, t string, data any) error {
 	for i, x := range to {
 		jobs[i] = job{ID: fmt.Sprintf("%s.%d", msg, i), Msg: msg, Room: room, Scope: x.scope, URL: x.url, Type: t, Body: string(body), CreatedMs: now}
 	}
-	if err := enqueue(ctx, h.r, jobs); err != nil {
+	once := ""
+	if occurrence != "" {
+		once = room + "|" + t
+	}
+	if err := enqueue(ctx, h.r, once, occurrence, jobs); err != nil {
 		return err
 	}
 	select {

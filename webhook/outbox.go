@@ -27,6 +27,7 @@ const (
 	claimsKey   = "wr:{webhooks!}:claims"   // hash: delivery id to the claim that holds it
 	deadKey     = "wr:{webhooks!}:dead"     // sorted set: dead delivery id by when it died (ms)
 	deadJobsKey = "wr:{webhooks!}:deadjobs" // hash: dead delivery id to its job
+	onceKey     = "wr:{webhooks!}:once"     // hash: room and type to the occurrence EmitOnce sent last
 )
 
 // roomKey holds room's endpoints (JSON), beside the room's other keys.
@@ -62,13 +63,19 @@ const nowLua = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `
 
-// enqueue: KEYS due, jobs; ARGV id1, job1, id2, job2, … Each job is due now.
+// enqueue: KEYS due, jobs, once; ARGV once field, occurrence, id1, job1,
+// id2, job2, … Each job is due now. With a once field, nothing is done
+// (0) when the field holds the occurrence already.
 var enqueueScript = script("webhook_enqueue", nowLua+`
-for i = 1, #ARGV, 2 do
+if ARGV[1] ~= '' then
+  if redis.call('HGET', KEYS[3], ARGV[1]) == ARGV[2] then return 0 end
+  redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+end
+for i = 3, #ARGV, 2 do
   redis.call('HSET', KEYS[2], ARGV[i], ARGV[i+1])
   redis.call('ZADD', KEYS[1], 'NX', now, ARGV[i])
 end
-return #ARGV / 2`)
+return (#ARGV - 2) / 2`)
 
 // claim: KEYS due, jobs, claims; ARGV n, lease ms, claim. Takes up to n
 // due deliveries: each is due again when the lease ends (so another
@@ -128,14 +135,16 @@ return 1`)
 
 var outboxKeys = []string{dueKey, jobsKey, claimsKey, deadKey, deadJobsKey}
 
-// enqueue writes jobs to the outbox, due now.
-func enqueue(ctx context.Context, r Redis, jobs []job) error {
-	args := make([]string, 0, 2*len(jobs))
+// enqueue writes jobs to the outbox, due now; with a once field, only if
+// the field does not hold occurrence yet.
+func enqueue(ctx context.Context, r Redis, once, occurrence string, jobs []job) error {
+	args := make([]string, 0, 2+2*len(jobs))
+	args = append(args, once, occurrence)
 	for _, j := range jobs {
 		b, _ := json.Marshal(j)
 		args = append(args, j.ID, string(b))
 	}
-	if _, err := r.Eval(ctx, enqueueScript, []string{dueKey, jobsKey}, args...); err != nil {
+	if _, err := r.Eval(ctx, enqueueScript, []string{dueKey, jobsKey, onceKey}, args...); err != nil {
 		return fmt.Errorf("webhook: enqueue: %w", err)
 	}
 	return nil
