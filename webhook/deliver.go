@@ -17,8 +17,8 @@ import (
 // at a time and makes each attempt on its own goroutine, bounded by
 // Timeout. It returns ctx's error once every attempt it started has
 // ended; an attempt cut short by the end gives its delivery back, due at
-// once, for another instance. Every instance may run it: each attempt is
-// made by one.
+// once, for another instance. Every instance may run it (once per Hooks):
+// each attempt is made by one.
 func (h *Hooks) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer h.o.Client.CloseIdleConnections()
