@@ -71,6 +71,10 @@ type Options struct {
 	// (and counts it).
 	StoreError func(c *fiber.Ctx, err error) error
 	Log        *slog.Logger
+	// Webhooks gets an event for each room created, paused, resumed or
+	// changed (from the audit trail) and serves the webhook routes. Nil:
+	// no events, and no webhook routes.
+	Webhooks Webhooks
 }
 
 // API is the admin API under /api/v1/admin.
@@ -105,6 +109,7 @@ func (a *API) Mount(r fiber.Router) {
 	g.Delete("/rooms/:room/message", a.setMessage(true))
 	g.Get("/rooms/:room/audit", a.roomAudit)
 	g.Post("/rooms/:room/invites", a.mintInvites)
+	a.mountWebhooks(g)
 }
 
 var (

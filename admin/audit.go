@@ -11,8 +11,9 @@ import (
 )
 
 // Audit records a change in the room's audit trail (the last
-// queue.AuditKeep are kept). The change is made already: a failure to
-// record it is logged, not returned.
+// queue.AuditKeep are kept) and sends the webhook events it is (see
+// Options.Webhooks). The change is made already: a failure to record it
+// is logged, not returned.
 func (a *API) Audit(ctx context.Context, room, who, action string, before, after settings.Room) {
 	e := Entry{At: time.Now().UTC().Format(time.RFC3339Nano), Who: who, Action: action, Changes: Changes(a.View(room, before), a.View(room, after))}
 	if len(e.Changes) == 0 && action != "create" {
@@ -25,6 +26,7 @@ func (a *API) Audit(ctx context.Context, room, who, action string, before, after
 	if err := a.store.AppendAudit(ctx, room, b); err != nil {
 		a.log.Warn("audit not recorded", "room", room, "who", who, "err", err)
 	}
+	a.emitAudit(ctx, room, e)
 }
 
 // auditEvent records an action other than a change of settings: in

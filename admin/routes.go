@@ -28,6 +28,11 @@ var Routes = map[string]Role{
 	"POST /rooms/:room/invites":             Admin,
 	"POST /visitors":                        Admin,
 	"DELETE /rooms/:room/sessions/:visitor": Admin,
+	// Webhook URLs may carry credentials of their own: admins only.
+	"GET /rooms/:room/webhooks":         Admin,
+	"PUT /rooms/:room/webhooks":         Admin,
+	"GET /webhooks/dead":                Admin,
+	"POST /webhooks/dead/:id/redeliver": Admin,
 }
 
 // ServiceRoutes are the routes a service key (-service-keys) may call,

@@ -111,12 +111,16 @@ func Changes(before, after View) []FieldChange {
 type Entry struct {
 	At      string        `json:"at"`
 	Who     string        `json:"who"`
-	Action  string        `json:"action"` // create, update, pause, resume, mint-invites, mint-visitor, end-session
+	Action  string        `json:"action"` // create, update, pause, resume, mint-invites, mint-visitor, end-session, set-webhooks, redeliver-webhook
 	Changes []FieldChange `json:"changes"`
 	// Visitor is the visitor id a credential was minted for, a session
 	// ended of, or an invite code bound to.
 	Visitor string   `json:"visitor,omitempty"`
 	Invites *Invites `json:"invites,omitempty"`
+	// Webhooks are the URLs a room's webhooks were set to (never their
+	// secrets); Delivery is the id of a dead webhook delivery sent again.
+	Webhooks []string `json:"webhooks,omitempty"`
+	Delivery string   `json:"delivery,omitempty"`
 }
 
 // Invites is what a mint of invite codes made (not the codes).

@@ -45,6 +45,7 @@ func (s *server) newAdmin() *admin.API {
 		},
 		StoreError: s.storeError,
 		Log:        s.log,
+		Webhooks:   s.hooks,
 	})
 }
 

@@ -35,6 +35,7 @@ import (
 	"github.com/waitroom/waitroom/roomcache"
 	"github.com/waitroom/waitroom/static"
 	"github.com/waitroom/waitroom/visit"
+	"github.com/waitroom/waitroom/webhook"
 )
 
 const bodyLimit = 64 << 10
@@ -66,6 +67,7 @@ type server struct {
 	draining atomic.Bool
 
 	serviceKeys issuer.ServiceKeys // -service-keys: who may consume tokens
+	hooks       *webhook.Hooks     // webhooks (webhooks.go)
 }
 
 // newServer connects to Redis and builds the app; nothing runs until run.
@@ -118,6 +120,9 @@ func (s *server) build(ctx context.Context, secret []byte) error {
 	s.metrics = metrics.New(metrics.Build(buildInfo()))
 	s.tickets = push.NewTickets(secret, ticketNonces{s})
 	if err := s.newQueue(); err != nil {
+		return err
+	}
+	if err := s.newHooks(); err != nil {
 		return err
 	}
 	s.admin = s.newAdmin()
@@ -268,6 +273,7 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	start("polls", s.visit.Run)
 	start("housekeeping", func(ctx context.Context) error { return s.housekeeping(ctx, 2*time.Second) })
 	start("gateway", s.gw.Run)
+	start("webhooks", s.hooks.Run)
 	hup := notifyHangup()
 	start("reload", func(ctx context.Context) error { return s.reloadOnHangup(ctx, hup) })
 	if !s.opts.NoTick {

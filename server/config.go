@@ -73,6 +73,7 @@ type config struct {
 	// frame-ancestors): 'none', 'self' or origins.
 	FrameAncestors string
 	Entry          entryConfig // -signing-keys, -issuer, -service-keys (entry.go)
+	Webhooks       string      // -webhooks: the deployment's webhook endpoints
 }
 
 // newFlagSet defines every flag on c.
@@ -145,6 +146,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.PageDir, "page-dir", "", "serve the waiting page (index.html and its /assets/) from this directory instead of the built-in one; a file it lacks is the built-in one")
 	fs.StringVar(&c.FrameAncestors, "frame-ancestors", "'self'", "who may show the waiting page in a frame: 'none', 'self', or origins separated by spaces (https://shop.example.com) for a shop that embeds it")
 	fs.StringVar(&c.AdminKeysFile, "admin-keys", "", "file of labelled admin keys (YAML: label: key), beside -admin-key; the label names who changed what in the audit trail; reread on SIGHUP")
+	fs.StringVar(&c.Webhooks, "webhooks", "", "webhooks file (YAML or JSON): a list of {url, secret, events} that get the events of every room, signed per Standard Webhooks; read at start")
 	entryFlags(fs, &c.Entry)
 
 	return fs

@@ -20,8 +20,9 @@ func (s *server) publishInstance(ctx context.Context) error {
 	return nil
 }
 
-// housekeeping refreshes the room cache and publishes this instance's
-// figures every interval until ctx ends.
+// housekeeping refreshes the room cache (and tells the webhooks what it
+// shows) and publishes this instance's figures every interval until ctx
+// ends.
 func (s *server) housekeeping(ctx context.Context, every time.Duration) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -30,6 +31,7 @@ func (s *server) housekeeping(ctx context.Context, every time.Duration) error {
 		if err := s.rooms.Refresh(rctx); err != nil && ctx.Err() == nil {
 			s.log.Debug("housekeeping: rooms", "err", err)
 		}
+		s.noticeRooms(rctx)
 		if err := s.publishInstance(rctx); err != nil && ctx.Err() == nil {
 			s.log.Debug("housekeeping: instance", "err", err)
 		}

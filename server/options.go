@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/push"
+	"github.com/waitroom/waitroom/webhook"
 )
 
 // serverOptions are what a server is built with besides its flags: knobs
@@ -20,4 +21,7 @@ type serverOptions struct {
 	// newServer sets Logger, WSHeartbeat and Origins (from the flags) and
 	// OnWSHeartbeat over them.
 	Push push.Options
+	// Webhooks holds the webhook delivery's options (Poll, Backoff…);
+	// newServer sets Logger.
+	Webhooks webhook.Options
 }

@@ -1,0 +1,305 @@
+package webhook
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultBackoff is the wait before each retry: an attempt, then one after
+// each of these; after the last the delivery is dead.
+var DefaultBackoff = []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, time.Hour}
+
+// Options tune delivery. Nil, or any zero field, means the default.
+type Options struct {
+	// Timeout bounds one attempt, connecting to reading the status line
+	// (10 s).
+	Timeout time.Duration
+	// Lease is how long a claimed delivery stays with the instance that
+	// claimed it before another may take it (Timeout + 20 s). It is never
+	// less than Timeout + 1 s, so a slow attempt cannot be made twice.
+	Lease time.Duration
+	// MaxInFlight bounds the attempts this instance makes at once (16).
+	MaxInFlight int
+	// Poll is how often Run looks for due deliveries (1 s); an Emit on
+	// this instance wakes it at once.
+	Poll time.Duration
+	// Backoff is the wait before each retry (DefaultBackoff).
+	Backoff []time.Duration
+	// DeadKeep is how many dead deliveries are kept, the oldest dropped
+	// first (1000).
+	DeadKeep int
+	// Client sends the requests; it must not follow redirects
+	// (http.Client with CheckRedirect returning http.ErrUseLastResponse;
+	// the default does that).
+	Client *http.Client
+	// Logger gets failed attempts and dead deliveries (slog.Default()).
+	Logger *slog.Logger
+	// Now is the clock of the payloads' and headers' timestamps
+	// (time.Now).
+	Now func() time.Time
+}
+
+// MaxRoomEndpoints is how many endpoints one room may have.
+const MaxRoomEndpoints = 10
+
+// Hooks sends the events of every room to their endpoints. Its methods
+// are safe for concurrent use.
+type Hooks struct {
+	r       Redis
+	deploy  []Endpoint
+	o       Options
+	log     *slog.Logger
+	name    string        // this instance's claims: name and a counter
+	claims  atomic.Uint64 // claims made
+	wake    chan struct{} // an Emit made something due
+	backoff []time.Duration
+
+	mu   sync.Mutex
+	sent map[string]string // EmitOnce: room|type to the occurrence sent
+}
+
+// New returns the hooks of the deployment's endpoints deploy (each
+// checked with Validate) and the rooms' endpoints in r. o may be nil;
+// New keeps a copy of it.
+func New(r Redis, deploy []Endpoint, o *Options) (*Hooks, error) {
+	seen := map[string]bool{}
+	for i, e := range deploy {
+		if err := e.Validate(); err != nil {
+			return nil, fmt.Errorf("webhook %d: %w", i+1, err)
+		}
+		if seen[e.URL] {
+			return nil, fmt.Errorf("webhook %d: url %s is listed twice", i+1, e.URL)
+		}
+		seen[e.URL] = true
+	}
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	opts.Timeout = cmp.Or(opts.Timeout, 10*time.Second)
+	opts.Lease = max(cmp.Or(opts.Lease, opts.Timeout+20*time.Second), opts.Timeout+time.Second)
+	opts.MaxInFlight = cmp.Or(opts.MaxInFlight, 16)
+	opts.Poll = cmp.Or(opts.Poll, time.Second)
+	opts.DeadKeep = cmp.Or(opts.DeadKeep, 1000)
+	if opts.Client == nil {
+		opts.Client = &http.Client{
+			Transport:     http.DefaultTransport.(*http.Transport).Clone(),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	opts.Logger = cmp.Or(opts.Logger, slog.Default())
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	h := &Hooks{
+		r: r, deploy: append([]Endpoint(nil), deploy...), o: opts, log: opts.Logger,
+		name: randomHex(6), wake: make(chan struct{}, 1), sent: map[string]string{},
+		backoff: append([]time.Duration(nil), opts.Backoff...),
+	}
+	if len(h.backoff) == 0 {
+		h.backoff = DefaultBackoff
+	}
+	return h, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// payload is the body of every delivery, in the specification's shape.
+type payload struct {
+	Type      string          `json:"type"`
+	Timestamp string          `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// Emit sends event type t of room to every endpoint that wants it: the
+// deployment's and the room's. data becomes the payload's "data" object,
+// with "room" set to room; it must encode as a JSON object or be nil.
+//
+// Emit returns once the deliveries are in the outbox (one GET of the
+// room's endpoints and one script, none when no endpoint wants t); it
+// never waits for a receiver. An unknown t is an error.
+func (h *Hooks) Emit(ctx context.Context, room, t string, data any) error {
+	return h.emit(ctx, room, t, "", data)
+}
+
+// EmitOnce is Emit done once across every instance for room, t and
+// occurrence (what makes this one the one: the opensAt a room opened at,
+// say): a later call with the same three does nothing, so every instance
+// may call it when it notices the event. Only the latest occurrence of
+// each room and type is remembered.
+func (h *Hooks) EmitOnce(ctx context.Context, room, t, occurrence string, data any) error {
+	field := room + "|" + t
+	h.mu.Lock()
+	done := h.sent[field] == occurrence
+	h.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := h.emit(ctx, room, t, occurrence, data); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	if len(h.sent) >= maxRemembered {
+		clear(h.sent)
+	}
+	h.sent[field] = occurrence
+	h.mu.Unlock()
+	return nil
+}
+
+// maxRemembered bounds EmitOnce's memory of what this instance sent (past
+// it, Redis still answers).
+const maxRemembered = 10000
+
+func (h *Hooks) emit(ctx context.Context, room, t, occurrence string, data any) error {
+	if !KnownEvent(t) {
+		return fmt.Errorf("webhook: unknown event %q", t)
+	}
+	roomEPs, err := h.RoomEndpoints(ctx, room)
+	if err != nil {
+		return err
+	}
+	type target struct{ scope, url string }
+	var to []target
+	for _, e := range h.deploy {
+		if e.Wants(t) {
+			to = append(to, target{"deployment", e.URL})
+		}
+	}
+	for _, e := range roomEPs {
+		if e.Wants(t) {
+			to = append(to, target{"room", e.URL})
+		}
+	}
+	if len(to) == 0 {
+		return nil
+	}
+	body, err := encodePayload(room, t, h.o.Now(), data)
+	if err != nil {
+		return err
+	}
+	msg := "msg_" + randomHex(12)
+	now := h.o.Now().UnixMilli()
+	jobs := make([]job, len(to))
+	for i, x := range to {
+		jobs[i] = job{ID: fmt.Sprintf("%s.%d", msg, i), Msg: msg, Room: room, Scope: x.scope, URL: x.url, Type: t, Body: string(body), CreatedMs: now}
+	}
+	once := ""
+	if occurrence != "" {
+		once = room + "|" + t
+	}
+	if err := enqueue(ctx, h.r, once, occurrence, jobs); err != nil {
+		return err
+	}
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// encodePayload is the body of event t of room at now with data.
+func encodePayload(room, t string, now time.Time, data any) ([]byte, error) {
+	fields := map[string]json.RawMessage{}
+	if data != nil {
+		raw, err := json.Marshal(data)
+		if err != nil {
+			return nil, fmt.Errorf("webhook: %s data: %w", t, err)
+		}
+		if string(raw) != "null" {
+			if err := json.Unmarshal(raw, &fields); err != nil {
+				return nil, fmt.Errorf("webhook: %s data is not a JSON object", t)
+			}
+		}
+	}
+	fields["room"], _ = json.Marshal(room)
+	d, _ := json.Marshal(fields)
+	return json.Marshal(payload{Type: t, Timestamp: now.UTC().Format(time.RFC3339Nano), Data: d})
+}
+
+// RoomEndpoints is room's own endpoints, secrets in full (none: an empty
+// list).
+func (h *Hooks) RoomEndpoints(ctx context.Context, room string) ([]Endpoint, error) {
+	v, err := h.r.Do(ctx, "GET", roomKey(room))
+	if err != nil {
+		return nil, fmt.Errorf("webhook: room endpoints: %w", err)
+	}
+	s, _ := v.(string)
+	if s == "" {
+		return []Endpoint{}, nil
+	}
+	var eps []Endpoint
+	if err := json.Unmarshal([]byte(s), &eps); err != nil {
+		return nil, fmt.Errorf("webhook: room endpoints of %s: %w", room, err)
+	}
+	return eps, nil
+}
+
+// SetRoomEndpoints replaces room's endpoints with eps, each checked with
+// Validate (at most MaxRoomEndpoints, no URL twice); none removes them.
+func (h *Hooks) SetRoomEndpoints(ctx context.Context, room string, eps []Endpoint) error {
+	if err := ValidRoomEndpoints(eps); err != nil {
+		return err
+	}
+	var err error
+	if len(eps) == 0 {
+		_, err = h.r.Do(ctx, "DEL", roomKey(room))
+	} else {
+		b, _ := json.Marshal(eps)
+		_, err = h.r.Do(ctx, "SET", roomKey(room), string(b))
+	}
+	if err != nil {
+		return fmt.Errorf("webhook: set room endpoints: %w", err)
+	}
+	return nil
+}
+
+// ValidRoomEndpoints checks a room's list: each endpoint valid, at most
+// MaxRoomEndpoints, no URL twice.
+func ValidRoomEndpoints(eps []Endpoint) error {
+	if len(eps) > MaxRoomEndpoints {
+		return &InvalidError{"too_many_webhooks", fmt.Sprintf("a room has at most %d webhooks", MaxRoomEndpoints)}
+	}
+	seen := map[string]bool{}
+	for _, e := range eps {
+		if err := e.Validate(); err != nil {
+			return err
+		}
+		if seen[e.URL] {
+			return &InvalidError{"invalid_webhook_url", fmt.Sprintf("webhook url %q is listed twice", e.URL)}
+		}
+		seen[e.URL] = true
+	}
+	return nil
+}
+
+// secret is the secret of the endpoint a job goes to, as configured now;
+// ok false when it is configured no more.
+func (h *Hooks) secret(ctx context.Context, j job) (string, bool, error) {
+	eps := h.deploy
+	if j.Scope == "room" {
+		var err error
+		if eps, err = h.RoomEndpoints(ctx, j.Room); err != nil {
+			return "", false, err
+		}
+	}
+	for _, e := range eps {
+		if e.URL == j.URL {
+			return e.Secret, true, nil
+		}
+	}
+	return "", false, nil
+}
