@@ -81,7 +81,9 @@ func (a *API) join(c *fiber.Ctx) error {
 			cred = a.d.Visitors.TicketCredential(id, t)
 		}
 	}
-	a.polls.Forget(r, id)
+	if !fresh {
+		a.polls.Forget(r, id) // a new id has no poll answer held
+	}
 	a.setCookie(c, VisitorCookie, cred, 7*24*3600)
 	return sendJoined(c, st, cred)
 }
