@@ -34,6 +34,7 @@ type joinpathReport struct {
 	Scenario     string  `json:"scenario"`
 	Machine      string  `json:"machine"`
 	Command      string  `json:"command"`
+	Load         string  `json:"loadAverageAtStart"`
 	Pinned       bool    `json:"pinned"`
 	Conns        int     `json:"connections"`
 	DurationSec  float64 `json:"joinSeconds"`
@@ -68,7 +69,7 @@ func runJoinpath(ctx context.Context, o joinpathOptions, command string) (*joinp
 	if _, err := exec.LookPath("redis-benchmark"); err != nil {
 		return nil, errors.New("redis-benchmark is not on PATH: install redis-server's tools (apt-get install redis-tools)")
 	}
-	rep := &joinpathReport{Scenario: "joinpath", Machine: machine(), Command: command, Conns: o.Conns,
+	rep := &joinpathReport{Scenario: "joinpath", Machine: machine(), Command: command, Load: loadAverage(), Conns: o.Conns,
 		DurationSec: o.Duration.Seconds(), ZaddConns: o.ZaddConns, ZaddOps: o.ZaddOps, Target: 0.5}
 	// Admission all but off (as in the clients scenario): every join is
 	// a new visitor that stays waiting, so each runs the same script.
@@ -201,6 +202,17 @@ func joinpathJoins(ctx context.Context, o joinpathOptions, tgt *target, redisPID
 	}
 }
 
+// loadAverage is the first three fields of /proc/loadavg, "" where
+// there is none.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
 // procCPU is pid's user and system time so far (0 when unreadable).
 func procCPU(pid int) time.Duration {
 	s, _ := readProc(pid)
@@ -219,6 +231,9 @@ func joinpathMarkdown(r *joinpathReport) string {
 		"then `redis-benchmark -t zadd -c %d -n %d -r 100000` on the same Redis; %s. Machine: %s.\n\n",
 		r.Conns, r.DurationSec, r.ZaddConns, r.ZaddOps, pinning, r.Machine)
 	fmt.Fprintf(&b, "Command: `%s`\n\n", r.Command)
+	if r.Load != "" {
+		fmt.Fprintf(&b, "Load average (1, 5, 15 min) at the start: %s. Above about 1 the figures are of a shared machine: the ratio moves with what else runs, the CPU per join much less.\n\n", r.Load)
+	}
 	met := "no"
 	if r.Ratio >= r.Target {
 		met = "yes"
