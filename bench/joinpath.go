@@ -244,7 +244,7 @@ func joinpathMarkdown(r *joinpathReport) string {
 		r.Conns, r.DurationSec, r.ZaddConns, r.ZaddOps, pinning, r.Machine)
 	fmt.Fprintf(&b, "Command: `%s`\n\n", r.Command)
 	if r.Load != "" {
-		fmt.Fprintf(&b, "Load average (1, 5, 15 min) at the start: %s. Above about 1 the figures are of a shared machine: the ratio moves with what else runs, the CPU per join much less.\n\n", r.Load)
+		fmt.Fprintf(&b, "Load average (1, 5, 15 min) at the start: %s. At 1 or more the figures are of a shared machine: the ratio and the CPU per join move with what else runs, and the target is not judged.\n\n", r.Load)
 	}
 	met := "no"
 	switch {
