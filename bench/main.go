@@ -19,6 +19,7 @@
 //	go run ./bench abandon [-quick] [-n 5000] [-leave 0.3] [-db-pool 10] [-strategies fixed,max-active] [-out results/]
 //	go run ./bench soak    [-quick] [-n 30000] [-duration 10m] [-fault-every 1m] [-redis-stop kill|term] [-out results/]
 //	go run ./bench ceiling [-quick] [-rates 1000,2000,...] [-rate R -joins N] [-procs 2] [-out results/]
+//	go run ./bench joinpath [-quick] [-d 10s] [-c 64] [-zadd-n 400000] [-no-pin] [-out results/]
 package main
 
 import (
@@ -65,6 +66,9 @@ scenarios:
            joins/s, p50/p99, Redis CPU per join, EVALSHA usec per call,
            what limits it; then joins flat out, and what a status and
            an admission cost
+  joinpath joins of new visitors through HTTP (load generator on core 0,
+           server on core 1) against raw redis-benchmark ZADD on the same
+           Redis: joins/s, ZADD/s, their ratio, server and Redis CPU
 
 Each scenario takes -quick (seconds) and -out DIR (default results).
 Run "go run ./bench <scenario> -h" for its flags.

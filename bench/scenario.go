@@ -37,6 +37,7 @@ func scenarios() []scenario {
 	return []scenario{
 		costScenario(), herdScenario(), clientsScenario(), gatewayScenario(),
 		scaleScenario(), abandonScenario(), soakScenario(), ceilingScenario(),
+		joinpathScenario(),
 	}
 }
 

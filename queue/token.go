@@ -6,9 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"hash"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -59,6 +61,17 @@ func ValidVisitor(id string) bool {
 // deployment secret. Safe for concurrent use.
 type Signer struct {
 	key []byte
+	// macs holds *mac: every join signs or checks a credential two or
+	// three times, and a fresh HMAC is most of what that allocates.
+	macs sync.Pool
+}
+
+// mac is one HMAC state of the Signer's key, with room for what it signs.
+type mac struct {
+	h   hash.Hash
+	in  []byte
+	sum [sha256.Size]byte
+	enc [22]byte // sigB64Len: b64 of sigLen bytes
 }
 
 // NewSigner returns a Signer for secret (at least 16 bytes).
@@ -66,22 +79,33 @@ func NewSigner(secret []byte) (*Signer, error) {
 	if len(secret) < 16 {
 		return nil, errors.New("secret must be at least 16 bytes")
 	}
-	return &Signer{key: append([]byte(nil), secret...)}, nil
+	s := &Signer{key: append([]byte(nil), secret...)}
+	s.macs.New = func() any { return &mac{h: hmac.New(sha256.New, s.key)} }
+	return s, nil
+}
+
+// sigInto writes the signature of msg in domain, as text, into m.enc.
+func (s *Signer) sigInto(m *mac, domain, msg string) []byte {
+	m.h.Reset()
+	m.in = append(append(append(m.in[:0], domain...), 0), msg...)
+	m.h.Write(m.in)
+	b64.Encode(m.enc[:], m.h.Sum(m.sum[:0])[:sigLen])
+	return m.enc[:]
 }
 
 func (s *Signer) sig(domain, msg string) string {
-	m := hmac.New(sha256.New, s.key)
-	m.Write([]byte(domain))
-	m.Write([]byte{0})
-	m.Write([]byte(msg))
-	return b64.EncodeToString(m.Sum(nil)[:sigLen])
+	m := s.macs.Get().(*mac)
+	defer s.macs.Put(m)
+	return string(s.sigInto(m, domain, msg))
 }
 
 func (s *Signer) verify(domain, msg, sig string) bool {
 	if len(sig) != sigB64Len {
 		return false
 	}
-	return hmac.Equal([]byte(s.sig(domain, msg)), []byte(sig))
+	m := s.macs.Get().(*mac)
+	defer s.macs.Put(m)
+	return hmac.Equal(s.sigInto(m, domain, msg), []byte(sig))
 }
 
 // NewVisitor issues a fresh random visitor id and its credential.

@@ -53,8 +53,8 @@ func (a *API) regate(c *fiber.Ctx, ctx context.Context, r, known string) error {
 		return a.StoreError(c, err)
 	}
 	if nr, nb := a.d.Rooms.JoinLimit(r); nr != rate || nb != burst {
-		if check, ok := c.Locals(joinLimitKey).(func() error); ok {
-			if err := check(); err != nil {
+		if checked, _ := c.Locals(joinLimitKey).(bool); checked {
+			if err := a.checkJoinLimit(c); err != nil {
 				return err
 			}
 		}

@@ -27,7 +27,7 @@ var (
 // decides whether the room needs one.
 func (a *API) inviteOf(c *fiber.Ctx, room, visitor string) (queue.Invite, error) {
 	code := c.Query("invite")
-	if code == "" && len(c.Body()) > 0 {
+	if code == "" && !noFields(c.Body()) {
 		var in struct {
 			Invite string `json:"invite"`
 		}

@@ -23,9 +23,11 @@ func (a *API) join(c *fiber.Ctx) error {
 	if err := objectBody(c.Body()); err != nil {
 		return err
 	}
+	// One deadline for every store call of the join: a context and its
+	// timer are a good part of what a join allocates.
 	ctx, cancel := a.redisCtx(c)
+	defer cancel()
 	ok, err := a.d.Rooms.Exists(ctx, r)
-	cancel()
 	if err != nil {
 		return a.StoreError(c, err)
 	}
@@ -49,15 +51,14 @@ func (a *API) join(c *fiber.Ctx) error {
 	if handled, err := a.requireProof(c, r, known); handled || err != nil {
 		return err
 	}
-	if cred == "" {
+	fresh := cred == ""
+	if fresh {
 		id, cred = a.d.Visitors.NewVisitor()
 	}
 	inv, err := a.inviteOf(c, r, id)
 	if err != nil {
 		return err
 	}
-	ctx, cancel = a.redisCtx(c)
-	defer cancel()
 	st, t, err := a.joinGated(c, ctx, r, id, known, inv)
 	if err != nil {
 		var ae *httperr.Error
@@ -75,13 +76,22 @@ func (a *API) join(c *fiber.Ctx) error {
 		// The credential carries the ticket, signed: a Redis that loses
 		// the queue gets this place back from it (Recovery.Retake). A refresh
 		// that keeps the place keeps the credential.
-		if _, held, err := a.d.Visitors.ParseCredential(cred); err != nil || held.Room != t.Room || held.Seq != t.Seq || held.Priority != t.Priority {
+		// A credential made for this join carries no ticket yet.
+		if fresh || !holdsTicket(a.d.Visitors, cred, t) {
 			cred = a.d.Visitors.TicketCredential(id, t)
 		}
 	}
-	a.polls.Forget(r, id)
+	if !fresh {
+		a.polls.Forget(r, id) // a new id has no poll answer held
+	}
 	a.setCookie(c, VisitorCookie, cred, 7*24*3600)
 	return sendJoined(c, st, cred)
+}
+
+// holdsTicket reports whether cred is a valid credential that carries t.
+func holdsTicket(v Visitors, cred string, t wire.Ticket) bool {
+	_, held, err := v.ParseCredential(cred)
+	return err == nil && held.Room == t.Room && held.Seq == t.Seq && held.Priority == t.Priority
 }
 
 // sendJoined answers a join: the state, with the visitor's credential.
@@ -100,8 +110,9 @@ func sendJoined(c *fiber.Ctx, st wire.State, cred string) error {
 // are forgotten first (see limit.Table).
 const joinTableSize = 1 << 16
 
-// joinLimitKey holds, in a join's request that limitJoins checked, its
-// check (a func() error) for the join to run again.
+// joinLimitKey marks, in a join's request, that limitJoins checked it:
+// the join checks it again (checkJoinLimit) if the room's limit changes
+// under it (regate).
 const joinLimitKey = "joinLimit"
 
 var errRateLimited = httperr.New(429, "rate_limited", "too many new visitors from this address; retry after the time in Retry-After")
@@ -111,37 +122,41 @@ var errRateLimited = httperr.New(429, "rate_limited", "too many new visitors fro
 // settings) or else the deployment's (Options.JoinRate and JoinBurst). A
 // join with a valid credential creates nobody and is never limited.
 func (a *API) limitJoins() fiber.Handler {
-	t := a.openJoins // nil: no limit
-	// Rooms with a rate of their own use a table of their own, so keys
-	// there keep one rate.
-	roomTable := limit.NewTable(1, 1, joinTableSize)
 	return func(c *fiber.Ctx) error {
 		if cred := credential(c); cred != "" {
 			if _, err := a.d.Visitors.ParseVisitor(cred); err == nil {
 				return c.Next()
 			}
 		}
-		check := func() error {
-			var ok bool
-			var wait time.Duration
-			key := limit.Key(a.clientAddr(c))
-			if rate, burst := a.d.Rooms.JoinLimit(c.Params("room")); rate > 0 {
-				ok, wait = roomTable.AllowRate(c.Params("room")+"|"+key, time.Now(), rate, burst)
-			} else {
-				ok, wait = t.Allow(key, time.Now())
-			}
-			if !ok {
-				c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
-				return errRateLimited
-			}
-			return nil
-		}
-		if err := check(); err != nil {
+		if err := a.checkJoinLimit(c); err != nil {
 			return err
 		}
-		// The join checks again if the room's limit changed since it was
-		// read (regate).
-		c.Locals(joinLimitKey, check)
+		c.Locals(joinLimitKey, true)
 		return c.Next()
 	}
+}
+
+// checkJoinLimit takes one join from the limit of the request's room and
+// client address, or answers 429 rate_limited with Retry-After.
+func (a *API) checkJoinLimit(c *fiber.Ctx) error {
+	room := c.Params("room")
+	rate, burst := a.d.Rooms.JoinLimit(room)
+	if rate <= 0 && a.openJoins == nil {
+		return nil // no limit: spares building the key
+	}
+	var ok bool
+	var wait time.Duration
+	key := limit.Key(a.clientAddr(c))
+	if rate > 0 {
+		// Rooms with a rate of their own use a table of their own, so
+		// keys there keep one rate.
+		ok, wait = a.roomJoins.AllowRate(room+"|"+key, time.Now(), rate, burst)
+	} else {
+		ok, wait = a.openJoins.Allow(key, time.Now())
+	}
+	if !ok {
+		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
+		return errRateLimited
+	}
+	return nil
 }

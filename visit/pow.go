@@ -84,7 +84,7 @@ func proof(c *fiber.Ctx) (ch, nonce string, err error) {
 	if ch, nonce = c.Query("pow"), c.Query("nonce"); ch != "" {
 		return ch, nonce, nil
 	}
-	if len(c.Body()) == 0 {
+	if noFields(c.Body()) {
 		return "", "", nil
 	}
 	var in struct {

@@ -1,6 +1,7 @@
 package visit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -160,15 +161,30 @@ func (a *API) StoreError(c *fiber.Ctx, err error) error {
 
 // objectBody checks that an optional body is a JSON object.
 func objectBody(body []byte) error {
-	b := strings.TrimSpace(string(body))
-	if b == "" {
+	b := bytes.TrimSpace(body)
+	if len(b) == 0 || noFields(b) {
 		return nil
 	}
-	if b[0] != '{' || !json.Valid([]byte(b)) {
+	if b[0] != '{' || !json.Valid(b) {
 		return errInvalidJSON
 	}
 	return nil
 }
+
+// noFields reports whether body is empty or an object without fields
+// ("{}", JSON's white space allowed): what most joins send, answered
+// without a JSON decoder. White space alone is not: a decoder reads it as
+// a syntax error.
+func noFields(body []byte) bool {
+	if len(body) == 0 {
+		return true
+	}
+	b := bytes.Trim(body, jsonSpace)
+	return len(b) >= 2 && b[0] == '{' && b[len(b)-1] == '}' && len(bytes.Trim(b[1:len(b)-1], jsonSpace)) == 0
+}
+
+// jsonSpace is the white space JSON allows between tokens.
+const jsonSpace = " \t\r\n"
 
 // sendState answers st, uncached.
 func (a *API) sendState(c *fiber.Ctx, st wire.State) ([]byte, error) {

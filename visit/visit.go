@@ -52,6 +52,7 @@ type API struct {
 	metrics Metrics
 
 	openJoins   *limit.Table // -join-rate; nil: none
+	roomJoins   *limit.Table // rooms with a join rate of their own
 	pageDir     string
 	pageHeaders fiber.Handler
 	noWS, noSSE bool
@@ -78,6 +79,7 @@ func New(deps Deps, opts *Options) (*API, error) {
 	a := &API{
 		d: deps, log: o.Logger, metrics: deps.Metrics,
 		openJoins: limit.NewTable(o.JoinRate, o.JoinBurst, joinTableSize),
+		roomJoins: limit.NewTable(1, 1, joinTableSize),
 		pageDir:   o.PageDir, pageHeaders: o.PageHeaders, noWS: o.NoWS, noSSE: o.NoSSE, orders: o.Orders,
 		sweepEvery: cmpOr(o.SweepEvery, 2*time.Second),
 		polls:      NewPollCache(cmpOr(o.PollCacheSize, 1<<20)),
