@@ -334,23 +334,7 @@ func TestRestoreEveryInstanceWritesBack(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.tickOnce(ctx) // b writes the marker; nobody waits yet
-		var tickets []wire.Ticket
-		for _, v := range []string{"x", "y", "z"} {
-			_, tk, err := a.JoinTicket(ctx, room, v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tickets = append(tickets, tk)
-		}
-		n := 0
-		waitfor.Until(t, 5*time.Second, "a admitting all 3", func() bool {
-			res, err := a.Admit(ctx, room)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n += len(res.Admitted)
-			return n >= 3
-		})
+		tickets := joinAndAdmit(t, a, room, "x", "y", "z")
 		a.tickOnce(ctx)
 		_, w, err := a.JoinTicket(ctx, room, "w")
 		if err != nil {
@@ -399,23 +383,7 @@ func TestRestoreWriteBackRetried(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.tickOnce(ctx)
-		var tickets []wire.Ticket
-		for _, v := range []string{"x", "y", "z"} {
-			_, tk, err := a.JoinTicket(ctx, room, v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tickets = append(tickets, tk)
-		}
-		n := 0
-		waitfor.Until(t, 5*time.Second, "a admitting all 3", func() bool {
-			res, err := a.Admit(ctx, room)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n += len(res.Admitted)
-			return n >= 3
-		})
+		tickets := joinAndAdmit(t, a, room, "x", "y", "z")
 		a.tickOnce(ctx)
 		if _, err := r.Do(ctx, "FLUSHALL"); err != nil {
 			t.Fatal(err)
@@ -432,4 +400,29 @@ func TestRestoreWriteBackRetried(t *testing.T) {
 			t.Fatalf("retake through the other instance: %+v %v, want nobody back", res, err)
 		}
 	})
+}
+
+// joinAndAdmit joins visitors to room through q and has q admit them all,
+// returning their tickets.
+func joinAndAdmit(t *testing.T, q *Queue, room string, visitors ...string) []wire.Ticket {
+	t.Helper()
+	ctx := context.Background()
+	var tickets []wire.Ticket
+	for _, v := range visitors {
+		_, tk, err := q.JoinTicket(ctx, room, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tickets = append(tickets, tk)
+	}
+	n := 0
+	waitfor.Until(t, 5*time.Second, "admitting every visitor", func() bool {
+		res, err := q.Admit(ctx, room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(res.Admitted)
+		return n >= len(visitors)
+	})
+	return tickets
 }
