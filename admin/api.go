@@ -68,6 +68,9 @@ type Options struct {
 	// (and counts it).
 	StoreError func(c *fiber.Ctx, err error) error
 	Log        *slog.Logger
+	// Pages renders the waiting page for GET /admin/preview (nil: that
+	// answers 404).
+	Pages Pages
 }
 
 // API is the admin API under /api/v1/admin.

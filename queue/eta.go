@@ -145,6 +145,13 @@ func drawRange(size int64, rate float64, tick time.Duration) wire.Range {
 	return wire.Range{Low: secs(ticks(0.25)), High: secs(ticks(0.75))}
 }
 
+// DrawWaitRange is the 25th to 75th percentile of the wait of one visitor
+// among size in a lottery admitting rate a second in ticks of tick (see
+// drawRange): the range a waiting visitor in such a draw is told.
+func DrawWaitRange(size int64, rate float64, tick time.Duration) wire.Range {
+	return drawRange(size, rate, tick)
+}
+
 // etaRange is the range for s, a waiting state just built at rate: a
 // draw's quartiles for a visitor in a lottery, else the span around its
 // place's ETA; none before this instance measured room's rate.

@@ -37,6 +37,11 @@
     var n = document.getElementById("waitroom-boot");
     try { return (n && JSON.parse(n.textContent)) || {}; } catch (e) { return {}; }
   })();
+  // An operator's preview (GET /admin/preview) brings a made-up state in
+  // the boot data: the page shows it for the room it names and never joins
+  // or connects.
+  var preview = boot.preview && boot.preview.type === "state" ? boot.preview : null;
+  if (preview) room = preview.room;
   var lang = "en", words = {}, fmt = {};
   var LANG_COOKIE = "waitroom_lang";
 
@@ -735,6 +740,7 @@
   }
 
   function rejoin() {
+    if (!wr) return; // a preview
     view = "queue";
     tooEarlyTries = 0;
     focusedAction = false;
@@ -749,6 +755,7 @@
 
   var leaveArmed = null;
   el.leave.addEventListener("click", function () {
+    if (!wr) return; // a preview
     if (!leaveArmed) {
       el.leave.textContent = t("leaveConfirm");
       leaveArmed = setTimeout(function () { leaveArmed = null; el.leave.textContent = t("leave"); }, 5000);
@@ -771,6 +778,17 @@
   });
 
   // ---------- start ----------
+
+  if (preview) {
+    // What a visitor on a live connection sees, standing still: no
+    // client, no ticker, nothing sent.
+    render(preview, {
+      transport: "ws", usable: true, validInMs: 0, startPosition: 3 * (preview.position || 0),
+      message: preview.message || ""
+    });
+    window.waitroomPage = { preview: preview };
+    return;
+  }
 
   wr = Waitroom.connect({
     room: room,

@@ -180,6 +180,9 @@ type pageBoot struct {
 	Branding *roomLook `json:"branding,omitempty"`
 	// Orders: the demo order endpoint is there to offer (Options.Orders).
 	Orders bool `json:"orders,omitempty"`
+	// Preview is a made-up state the page shows instead of joining (see
+	// PreviewPage).
+	Preview json.RawMessage `json:"preview,omitempty"`
 }
 
 var (
