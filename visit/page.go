@@ -235,7 +235,7 @@ func (a *API) page(c *fiber.Ctx) error {
 
 // dashboardFiles are always the built-in ones: the page directory is the waiting
 // page's, not the dashboard's.
-var dashboardFiles = map[string]bool{"admin.html": true, "admin.js": true, "admin.css": true}
+var dashboardFiles = map[string]bool{"admin.html": true, "admin.js": true, "admin.css": true, "admin-preview.js": true}
 
 // pageFile reads one file of the waiting page: from Options.PageDir when set and
 // the file is there, else the embedded one. name is one path element
