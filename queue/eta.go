@@ -88,15 +88,15 @@ func (q *Queue) observeRate(room string, rate float64) {
 	v.(*rateSpread).observe(time.Now(), rate)
 }
 
-// spreadOf is the spread of room's measured rate; ok is false when this
-// instance has measured none (the rate is then the configured one, and
-// nothing is known of its spread).
-func (q *Queue) spreadOf(room string) (sd float64, ok bool) {
+// spreadOf is the spread of room's measured rate: 0 before this instance
+// saw one measured (the rate is then the configured one, and nothing is
+// known of how it moves).
+func (q *Queue) spreadOf(room string) float64 {
 	v, ok := q.spreads.Load(room)
 	if !ok {
-		return 0, false
+		return 0
 	}
-	return v.(*rateSpread).sd(), true
+	return v.(*rateSpread).sd()
 }
 
 // placeRange is the range of the wait at position when the rate is rate
@@ -154,16 +154,16 @@ func DrawWaitRange(size int64, rate float64, tick time.Duration) wire.Range {
 
 // etaRange is the range for s, a waiting state just built at rate: a
 // draw's quartiles for a visitor in a lottery, else the span around its
-// place's ETA; none before this instance measured room's rate.
+// place's ETA; none without a rate (no ETA). Push (ETARange, DrawRange)
+// and polling compute it alike, so they send the same range.
 func (q *Queue) etaRange(room string, s wire.State, rate float64) wire.Range {
-	sd, ok := q.spreadOf(room)
 	switch {
-	case !ok || s.Status != wire.StatusWaiting:
+	case s.Status != wire.StatusWaiting:
 		return wire.Range{}
 	case s.InDraw > 0:
 		return drawRange(s.InDraw, rate, q.opts.Capacity.Tick)
 	case s.ETASeconds > 0:
-		return placeRange(s.Position, rate, sd)
+		return placeRange(s.Position, rate, q.spreadOf(room))
 	}
 	return wire.Range{}
 }
@@ -171,18 +171,11 @@ func (q *Queue) etaRange(room string, s wire.State, rate float64) wire.Range {
 // ETARange returns the range a poll at position in room would be told
 // beside Estimate's ETA (zero: none). A push transport sends the same.
 func (q *Queue) ETARange(room string, position int64) wire.Range {
-	sd, ok := q.spreadOf(room)
-	if !ok {
-		return wire.Range{}
-	}
-	return placeRange(position, q.rate(room), sd)
+	return placeRange(position, q.rate(room), q.spreadOf(room))
 }
 
 // DrawRange returns the range a poll of a visitor in room's lottery of
 // size would be told beside DrawEstimate's figures (zero: none).
 func (q *Queue) DrawRange(room string, size int64) wire.Range {
-	if _, ok := q.spreadOf(room); !ok {
-		return wire.Range{}
-	}
 	return drawRange(size, q.rate(room), q.opts.Capacity.Tick)
 }

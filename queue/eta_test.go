@@ -150,18 +150,19 @@ func drawnAmong(rng *rand.Rand, idx []int, b int) bool {
 	return false
 }
 
-// TestStatusETARange: a waiting visitor is told no range before this
-// instance measured the room's rate, and one that holds its ETA after;
-// in a lottery the range is the draw's quartiles. The hub's ETARange and
-// DrawRange give what a poll gets.
+// TestStatusETARange: a waiting visitor is told the ETA alone as its
+// range before this instance saw the room's rate measured (nothing is
+// known of its spread), and a range that holds its ETA after, wider once
+// the rate swung; in a lottery the range is the draw's quartiles. The
+// hub's ETARange and DrawRange give what a poll gets.
 func TestStatusETARange(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		const tick = 50 * time.Millisecond
 		q := newQueue(t, r, fixedBatch(2, tick))
 		vs := joinN(t, q, "ranges", 40, "v")
 		st := mustStatus(t, q, "ranges", vs[39])
-		if !st.ETARange.IsZero() {
-			t.Fatalf("before any admission: %+v, want no range", st)
+		if st.ETARange != (wire.Range{Low: st.ETASeconds, High: st.ETASeconds}) {
+			t.Fatalf("before any admission: %+v, want the ETA alone", st)
 		}
 		for range 3 {
 			admitTaken(t, q, "ranges")
@@ -175,6 +176,20 @@ func TestStatusETARange(t *testing.T) {
 		}
 		if got := q.ETARange("ranges", st.Position); got != st.ETARange {
 			t.Fatalf("ETARange for the hub %+v, a poll got %+v", got, st.ETARange)
+		}
+		// The rate this instance saw swings (as under max-active): the
+		// range widens around the ETA.
+		now := time.Now()
+		v, _ := q.spreads.Load("ranges")
+		for i := range 20 {
+			v.(*rateSpread).observe(now.Add(time.Duration(i+1)*time.Second), float64(20+20*(i%2)))
+		}
+		st = mustStatus(t, q, "ranges", vs[39])
+		if st.ETARange.Low >= st.ETASeconds && st.ETARange.High <= st.ETASeconds {
+			t.Fatalf("after a swinging rate: %+v, want a range wider than the ETA %d", st.ETARange, st.ETASeconds)
+		}
+		if st.ETARange.Low > st.ETASeconds || st.ETARange.High < st.ETASeconds {
+			t.Fatalf("range %+v does not hold the ETA %d", st.ETARange, st.ETASeconds)
 		}
 
 		randomRoom(t, q, "lot", RoomConfig{})
