@@ -44,7 +44,7 @@ type State struct {
 	Position   int64 // 1-based
 	ETASeconds int64
 	// ETARange is the span the wait likely falls in (see Range); zero
-	// when the queue knows too little to say (it is not sent then).
+	// without a rate to estimate from (it is not sent then).
 	ETARange Range
 	// Rate is the admissions per second ETASeconds assumes (see RoundRate),
 	// sent with a position: between two updates a page moves the position
