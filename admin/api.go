@@ -75,6 +75,9 @@ type Options struct {
 	// changed (from the audit trail) and serves the webhook routes. Nil:
 	// no events, and no webhook routes.
 	Webhooks Webhooks
+	// Pages renders the waiting page for GET /admin/preview (nil: that
+	// answers 404).
+	Pages Pages
 }
 
 // API is the admin API under /api/v1/admin.

@@ -48,6 +48,13 @@ func ServiceRoute(method, path string) bool {
 	return ServiceRoutes[routeKey(method, path)]
 }
 
+// PageRoutes is the least role for each route of the dashboard's own
+// beside the API (method and path as registered by MountPreview). A
+// preview only shows what a visitor would see: any key may.
+var PageRoutes = map[string]Role{
+	"GET /admin/preview": ReadOnly,
+}
+
 // RouteRole is the least role for a request to path (under /api/v1/admin)
 // by method: the path is matched as the router matches it (any case, a
 // trailing slash ignored), with the room and visitor segments as

@@ -17,10 +17,13 @@ const sentDraw wire.Status = "waiting (draw)"
 // no more often than the nextPoll last sent, like a position. Needs r.mu.
 func (h *Hub) pushDrawLocked(r *room, v *visitor, now time.Time, send func(*Conn, outMsg)) {
 	st := &v.st
-	size, chance, nextPoll := st.InDraw, st.ChancePerMinute, st.NextPoll
+	size, chance, span, nextPoll := st.InDraw, st.ChancePerMinute, st.ETARange, st.NextPoll
 	if ds, ok := h.src.(DrawSource); ok {
 		if s, c, np, ok := ds.DrawEstimate(r.name); ok {
 			size, chance, nextPoll = s, c, np
+			if rs, ok := h.src.(RangeSource); ok {
+				span = rs.DrawRange(r.name, size)
+			}
 		}
 	}
 	due := !now.Before(v.due)
@@ -41,7 +44,7 @@ func (h *Hub) pushDrawLocked(r *room, v *visitor, now time.Time, send func(*Conn
 		}
 		if data == nil {
 			data = make([]byte, 0, len(r.waitingPrefix)+80)
-			data = wire.AppendDraw(append(data, r.waitingPrefix...), size, chance, nextPoll, st.Paused)
+			data = wire.AppendDraw(append(data, r.waitingPrefix...), size, chance, span, nextPoll, st.Paused)
 		}
 		c.sentStatus, c.sentPos, c.sentPaused = sentDraw, size, st.Paused
 		send(c, outMsg{event: "state", data: data})

@@ -274,7 +274,11 @@ func (h *Hub) pushWaitingLocked(r *room, v *visitor, now time.Time, send func(*C
 			var eta int64
 			eta, rate, pass.nextPoll = h.src.Estimate(r.name, p)
 			data = make([]byte, 0, len(r.waitingPrefix)+100)
-			data = wire.AppendWaiting(append(data, r.waitingPrefix...), p, eta, rate, pass.nextPoll, st.Paused)
+			var span wire.Range
+			if rs, ok := h.src.(RangeSource); ok && eta > 0 {
+				span = rs.ETARange(r.name, p)
+			}
+			data = wire.AppendWaiting(append(data, r.waitingPrefix...), p, eta, span, rate, pass.nextPoll, st.Paused)
 			lastPos = p
 		}
 		c.sentStatus, c.sentPos, c.sentPaused = wire.StatusWaiting, p, st.Paused

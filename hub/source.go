@@ -42,6 +42,16 @@ type DrawSource interface {
 	DrawEstimate(room string) (size int64, chance float64, nextPoll time.Duration, ok bool)
 }
 
+// RangeSource is implemented by a Source that tells waiting visitors the
+// span their wait likely falls in (wire.Range) beside the ETA: ETARange at
+// a position, DrawRange in a lottery of size. A zero Range is none, and
+// goes out as none. Called while the hub holds a room lock: they must be
+// cheap and must not call back into the hub.
+type RangeSource interface {
+	ETARange(room string, position int64) wire.Range
+	DrawRange(room string, size int64) wire.Range
+}
+
 // keptTicket is a wire.Ticket as a visitor entry keeps it: without the
 // room (the entry's own) and with the issue time in Unix ms, as the
 // credential carries it: 24 bytes in each entry of a big room instead of

@@ -61,6 +61,7 @@ type Queue struct {
 	sweptAt     time.Time      // owned by the tick loop: the last look at rooms holding only tokens
 	memos       sync.Map       // room -> *memo: what to put back when Redis lost it
 	restoreLogs sync.Map       // room -> *restoreLog
+	spreads     sync.Map       // room -> *rateSpread of the rate in rates, for the ETA ranges
 	writingBack atomic.Bool    // a background write-back is under way
 	ticking     inFlight       // rooms whose admit call of a tick is running
 	paused      pausedRooms    // rooms the tick loop found paused

@@ -131,6 +131,7 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 		// request buffer that is reused (fiber's params do), which would
 		// change a key inside the map.
 		q.rates.Store(strings.Clone(room), h.rate)
+		q.observeRate(room, h.rate)
 	}
 	out := make([]wire.State, len(visitors))
 	for i, vis := range visitors {
@@ -203,6 +204,7 @@ func (q *Queue) state(room, visitor string, h roomHeader, code, a, b int64) wire
 			}
 			s.NextPoll = c.nextPoll(s.Position, s.ETASeconds)
 		}
+		s.ETARange = q.etaRange(room, s, rate)
 		if h.soldOut {
 			s.Status = wire.StatusSoldOut
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/roomsfile"
 	"github.com/waitroom/waitroom/settings"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // newAdmin builds the admin API on s's store, keys, rooms file, signer
@@ -46,7 +47,19 @@ func (s *server) newAdmin() *admin.API {
 		StoreError: s.storeError,
 		Log:        s.log,
 		Webhooks:   s.hooks,
+		Pages:      visitPages{s},
 	})
+}
+
+// visitPages is the visitor API's waiting page for the admin API's
+// preview, looked up per call: the visitor API is built after the admin
+// API.
+type visitPages struct{ s *server }
+
+func (p visitPages) Languages() []string { return p.s.visit.Languages() }
+
+func (p visitPages) PreviewPage(ctx context.Context, room, lang string, st wire.State) ([]byte, error) {
+	return p.s.visit.PreviewPage(ctx, room, lang, st)
 }
 
 // adminInstances lists what the instances last reported, for the admin

@@ -241,6 +241,7 @@ func (s *server) routes() *fiber.App {
 	app.Get("/readyz", s.readyz)
 	app.Get("/metrics", s.metricsGate, adaptor.HTTPHandler(s.metrics.Handler()))
 	app.Get("/admin", adminHeaders, static.Handler("admin.html", fiber.MIMETextHTMLCharsetUTF8))
+	s.admin.MountPreview(app)
 	return app
 }
 

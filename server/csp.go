@@ -7,8 +7,11 @@ import (
 )
 
 // adminCSP is what the dashboard's own code needs: its script, styles and
-// API on this origin, nothing inline, and no frame around it.
-const adminCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+// API on this origin, nothing inline, and no frame around it. Its page
+// preview is a frame of the dashboard's (srcdoc) that inherits this policy:
+// images on https are allowed for the logos and backgrounds of the rooms'
+// branding, as the waiting page allows them.
+const adminCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' https: data:; connect-src 'self'; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // pageCSP is what the built-in waiting page needs: its scripts and styles

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -171,7 +171,7 @@ func TestPushStateIsPollState(t *testing.T) {
 				}
 				for _, c := range []*pushClient{p.ws, p.ss} {
 					got = last(c)
-					if got == "" || !maps.EqualFunc(stateFields(t, got), w, func(a, b any) bool { return a == b }) {
+					if got == "" || !reflect.DeepEqual(stateFields(t, got), w) {
 						return false
 					}
 				}

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"maps"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +25,8 @@ func sameState(t *testing.T, pushed, polled string) bool {
 	}
 	delete(a, "nextPollMs")
 	delete(b, "nextPollMs")
-	return maps.EqualFunc(a, b, func(x, y any) bool { return x == y })
+	return reflect.DeepEqual(a, b) // etaRange is an object
+
 }
 
 // agree polls v until the answer is the state last pushed to p: a poll

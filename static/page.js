@@ -37,6 +37,11 @@
     var n = document.getElementById("waitroom-boot");
     try { return (n && JSON.parse(n.textContent)) || {}; } catch (e) { return {}; }
   })();
+  // An operator's preview (GET /admin/preview) brings a made-up state in
+  // the boot data: the page shows it for the room it names and never joins
+  // or connects.
+  var preview = boot.preview && boot.preview.type === "state" ? boot.preview : null;
+  if (preview) room = preview.room;
   var lang = "en", words = {}, fmt = {};
   var LANG_COOKIE = "waitroom_lang";
 
@@ -227,6 +232,34 @@
     sec = Math.max(0, Math.round(sec));
     if (sec < 1) return t("lessThanSecond");
     return t("about", { duration: span(sec, "long") });
+  }
+
+  // spanRange formats a range of seconds in one unit, the unit once
+  // ("4–6 minutes", "4～6分"), or "" when low and high come out the same
+  // in it: the page then shows the single ETA as without a range.
+  function spanRange(low, high, display) {
+    var name = "hour", div = 3600, step = 0.1;
+    if (high < 60) { name = "second"; div = 1; step = 1; }
+    else if (high < 3600) { name = "minute"; div = 60; step = 1; }
+    var lo = Math.max(step, Math.round(low / div / step) * step);
+    var hi = Math.round(high / div / step) * step;
+    if (!(hi > lo)) return "";
+    var fraction = step < 1 ? 1 : 0;
+    unit(hi, name, display, fraction); // readies the formatter
+    var f = fmt.units[name + display + fraction];
+    if (f.formatRange) {
+      try { return f.formatRange(lo, hi); } catch (e) { /* an old Intl: below */ }
+    }
+    return unit(lo, name, display, fraction) + " – " + unit(hi, name, display, fraction);
+  }
+
+  // waitText is the wait a state shows, eta seconds from now and the range
+  // moved on as much: "about 4–6 minutes" when the range says more than
+  // the ETA, else the ETA alone (long: in words, for announcements).
+  function waitText(eta, range, long) {
+    var r = range ? spanRange(range.low, range.high, "long") : "";
+    if (r) return t("aboutRange", { range: r });
+    return long ? durationWords(eta) : duration(eta);
   }
 
   // relative says when a time is, from now ("in 5 minutes", "5 分後").
@@ -489,18 +522,18 @@
       progress: start > 0 ? (start - pos) / start : 0
     });
     setText(el.position, fmt.number.format(pos));
-    setText(el.eta, state.paused ? t("paused") : info.degraded ? TEXT.degradedShort : duration(state.etaSeconds));
+    setText(el.eta, state.paused ? t("paused") : info.degraded ? TEXT.degradedShort : waitText(state.etaSeconds, state.etaRange));
     // Between updates the figures move on at the queue's rate: a live
     // connection is sent a new position only when that drifts from the
     // true one; a poller asks again after nextPollMs, so its figures move
     // on no longer than until the next answer should have come.
     var live = info.transport === "ws" || info.transport === "sse";
     moving = still || !(state.etaSeconds > 0) ? null : {
-      state: state, eta: state.etaSeconds, start: start, at: performance.now(),
+      state: state, eta: state.etaSeconds, range: state.etaRange, start: start, at: performance.now(),
       horizon: live ? Infinity : Math.max(state.nextPollMs || 0, 1000) + 2000
     };
     setActions("none");
-    var eta = state.paused ? t("announcePaused") : t("announceEta", { duration: durationWords(state.etaSeconds) });
+    var eta = state.paused ? t("announcePaused") : t("announceEta", { duration: waitText(state.etaSeconds, state.etaRange, true) });
     announce(t("nthInLine", { ordinal: ordinal(pos) }) + " " + eta, state.paused ? "paused" : "waiting", String(pos));
   }
 
@@ -509,6 +542,9 @@
   // draw's size and the chance of being drawn within a minute.
   function renderDraw(state) {
     var text = t("inDraw", { count: fmt.number.format(state.inDraw), percent: fmt.chance.format(state.chancePerMinute || 0) });
+    // The range is the lottery's 25th to 75th percentile of the wait.
+    var r = state.etaRange, wait = r ? spanRange(r.low, r.high, "long") : "";
+    if (r && !state.paused) text += " " + t("drawWait", { range: wait ? t("aboutRange", { range: wait }) : durationWords(r.low) });
     moving = null;
     show({
       status: "waiting",
@@ -593,7 +629,9 @@
     var ms = Math.min(performance.now() - moving.at, moving.horizon);
     var pos = Waitroom.shown(moving.state, ms);
     setText(el.position, fmt.number.format(pos));
-    setText(el.eta, duration(Math.max(0, Math.ceil(moving.eta - ms / 1000))));
+    var gone = ms / 1000, r = moving.range;
+    setText(el.eta, waitText(Math.max(0, Math.ceil(moving.eta - gone)),
+      r && { low: Math.max(0, r.low - gone), high: Math.max(0, r.high - gone) }));
     if (pos > 1) setText(el.detail, t("nthInLine", { ordinal: ordinal(pos) }));
     if (moving.start > 0) setProgress((moving.start - pos) / moving.start);
   }
@@ -702,6 +740,7 @@
   }
 
   function rejoin() {
+    if (!wr) return; // a preview
     view = "queue";
     tooEarlyTries = 0;
     focusedAction = false;
@@ -716,6 +755,7 @@
 
   var leaveArmed = null;
   el.leave.addEventListener("click", function () {
+    if (!wr) return; // a preview
     if (!leaveArmed) {
       el.leave.textContent = t("leaveConfirm");
       leaveArmed = setTimeout(function () { leaveArmed = null; el.leave.textContent = t("leave"); }, 5000);
@@ -738,6 +778,17 @@
   });
 
   // ---------- start ----------
+
+  if (preview) {
+    // What a visitor on a live connection sees, standing still: no
+    // client, no ticker, nothing sent.
+    render(preview, {
+      transport: "ws", usable: true, validInMs: 0, startPosition: 3 * (preview.position || 0),
+      message: preview.message || ""
+    });
+    window.waitroomPage = { preview: preview };
+    return;
+  }
 
   wr = Waitroom.connect({
     room: room,

@@ -40,12 +40,16 @@
  * onState(state, info) is called for every state message and whenever info
  * changes. state is the server's message:
  *   { type: "state", room, status: "waiting" | "admitted" | "expired" |
- *     "not_in_queue" | "sold_out", position, etaSeconds, ratePerSecond,
- *     nextPollMs, paused,
+ *     "not_in_queue" | "sold_out", position, etaSeconds, etaRange,
+ *     ratePerSecond, nextPollMs, paused,
  *     degraded, token, notBefore, expiresAt, inDraw, chancePerMinute }
  * In a room that admits by lottery a waiting state has no position: inDraw
  * is how many people are in the draw and chancePerMinute (0..1) the chance
  * of being drawn within a minute.
+ * etaRange { low, high } (seconds), when sent, is the span the wait likely
+ * falls in: around etaSeconds for a place (low <= etaSeconds <= high), the
+ * 25th to 75th percentile of the wait in a lottery. Between messages count
+ * both ends down with the time since the state arrived, like etaSeconds.
  * degraded is true while the server cannot reach its store: positions stand
  * still, the place is kept.
  * info is what the client knows beside it:

@@ -180,6 +180,9 @@ type pageBoot struct {
 	Branding *roomLook `json:"branding,omitempty"`
 	// Orders: the demo order endpoint is there to offer (Options.Orders).
 	Orders bool `json:"orders,omitempty"`
+	// Preview is a made-up state the page shows instead of joining (see
+	// PreviewPage).
+	Preview json.RawMessage `json:"preview,omitempty"`
 }
 
 var (
@@ -232,7 +235,7 @@ func (a *API) page(c *fiber.Ctx) error {
 
 // dashboardFiles are always the built-in ones: the page directory is the waiting
 // page's, not the dashboard's.
-var dashboardFiles = map[string]bool{"admin.html": true, "admin.js": true, "admin.css": true, "admin-webhooks.js": true}
+var dashboardFiles = map[string]bool{"admin.html": true, "admin.js": true, "admin.css": true, "admin-webhooks.js": true, "admin-preview.js": true}
 
 // pageFile reads one file of the waiting page: from Options.PageDir when set and
 // the file is there, else the embedded one. name is one path element

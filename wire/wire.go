@@ -30,6 +30,9 @@ const (
 // in a room that admits by lottery (method random) a waiting visitor has no
 // place: InDraw (the number of people in the draw) and ChancePerMinute go
 // out instead (see DrawChance);
+// ETARange goes out with either when set (High > 0): the likely span of
+// the wait, around ETASeconds for a place, the lottery's quartiles in a
+// draw;
 // a visitor in the pre-queue of a room that has not opened yet gets OpensAt
 // instead. Token, NotBefore and ExpiresAt go out only when admitted.
 // NextPoll goes out when set: it tells a client that falls back to polling
@@ -40,6 +43,9 @@ type State struct {
 	Status     Status
 	Position   int64 // 1-based
 	ETASeconds int64
+	// ETARange is the span the wait likely falls in (see Range); zero
+	// without a rate to estimate from (it is not sent then).
+	ETARange Range
 	// Rate is the admissions per second ETASeconds assumes (see RoundRate),
 	// sent with a position: between two updates a page moves the position
 	// on at this rate (see Shown), so a push connection is sent a new
@@ -66,6 +72,16 @@ type State struct {
 	Settings int64
 }
 
+// Range is a span of a wait in whole seconds: Low <= High. For a place in
+// line it holds the ETA (Low <= ETASeconds <= High); in a lottery it is
+// the 25th to the 75th percentile of the wait. The zero Range is none.
+type Range struct {
+	Low, High int64
+}
+
+// IsZero reports whether r is no range.
+func (r Range) IsZero() bool { return r.High <= 0 }
+
 // ReasonAway says an expired place was lost because its visitor was away
 // (no poll and no push connection) for the room's dropAfter.
 const ReasonAway = "away"
@@ -91,11 +107,11 @@ func (s State) AppendJSON(b []byte) []byte {
 func (s State) appendJSON(b []byte) []byte {
 	b = appendHead(b, s.Room, s.Status)
 	if s.InDraw > 0 && s.Status == StatusWaiting && !s.PreQueue() {
-		b = appendDrawTail(b, s.InDraw, s.ChancePerMinute, s.NextPoll, s.Paused)
+		b = appendDrawTail(b, s.InDraw, s.ChancePerMinute, s.ETARange, s.NextPoll, s.Paused)
 		return appendMessage(b, s.Message)
 	}
 	if s.Status == StatusWaiting && !s.PreQueue() {
-		b = appendWaitingTail(b, s.Position, s.ETASeconds, s.Rate, s.NextPoll, s.Paused)
+		b = appendWaitingTail(b, s.Position, s.ETASeconds, s.ETARange, s.Rate, s.NextPoll, s.Paused)
 		return appendMessage(b, s.Message)
 	}
 	if s.PreQueue() {
@@ -140,10 +156,10 @@ func (s State) MarshalJSON() ([]byte, error) { return s.AppendJSON(nil), nil }
 func WaitingPrefix(room string) []byte { return appendHead(nil, room, StatusWaiting) }
 
 // AppendWaiting appends to b (which holds the room's WaitingPrefix) the rest
-// of a waiting state with a place. The result equals AppendJSON of the same
-// state.
-func AppendWaiting(b []byte, position, eta int64, rate float64, nextPoll time.Duration, paused bool) []byte {
-	return appendWaitingTail(b, position, eta, rate, nextPoll, paused)
+// of a waiting state with a place (r: its ETARange). The result equals
+// AppendJSON of the same state.
+func AppendWaiting(b []byte, position, eta int64, r Range, rate float64, nextPoll time.Duration, paused bool) []byte {
+	return appendWaitingTail(b, position, eta, r, rate, nextPoll, paused)
 }
 
 // RoundRate rounds an admission rate to what the state carries (3
@@ -173,10 +189,10 @@ func Shown(position int64, rate float64, elapsed time.Duration) int64 {
 }
 
 // AppendDraw appends to b (which holds the room's WaitingPrefix) the rest
-// of a waiting state in a lottery. The result equals AppendJSON of the same
-// state.
-func AppendDraw(b []byte, size int64, chance float64, nextPoll time.Duration, paused bool) []byte {
-	return appendDrawTail(b, size, chance, nextPoll, paused)
+// of a waiting state in a lottery (r: its ETARange). The result equals
+// AppendJSON of the same state.
+func AppendDraw(b []byte, size int64, chance float64, r Range, nextPoll time.Duration, paused bool) []byte {
+	return appendDrawTail(b, size, chance, r, nextPoll, paused)
 }
 
 // DrawChance is the chance per minute of one visitor among size in a
@@ -192,11 +208,12 @@ func DrawChance(size int64, rate float64) float64 {
 	return math.Round(min(1, 60*rate/float64(size))*1e4) / 1e4
 }
 
-func appendDrawTail(b []byte, size int64, chance float64, nextPoll time.Duration, paused bool) []byte {
+func appendDrawTail(b []byte, size int64, chance float64, r Range, nextPoll time.Duration, paused bool) []byte {
 	b = append(b, `,"inDraw":`...)
 	b = strconv.AppendInt(b, size, 10)
 	b = append(b, `,"chancePerMinute":`...)
 	b = strconv.AppendFloat(b, chance, 'f', -1, 64)
+	b = appendRange(b, r)
 	b = appendNextPoll(b, nextPoll)
 	b = append(b, `,"paused":`...)
 	b = strconv.AppendBool(b, paused)
@@ -211,11 +228,12 @@ func appendHead(b []byte, room string, st Status) []byte {
 	return append(b, '"')
 }
 
-func appendWaitingTail(b []byte, position, eta int64, rate float64, nextPoll time.Duration, paused bool) []byte {
+func appendWaitingTail(b []byte, position, eta int64, r Range, rate float64, nextPoll time.Duration, paused bool) []byte {
 	b = append(b, `,"position":`...)
 	b = strconv.AppendInt(b, position, 10)
 	b = append(b, `,"etaSeconds":`...)
 	b = strconv.AppendInt(b, eta, 10)
+	b = appendRange(b, r)
 	if rate > 0 {
 		b = append(b, `,"ratePerSecond":`...)
 		b = strconv.AppendFloat(b, rate, 'f', -1, 64)
@@ -223,6 +241,18 @@ func appendWaitingTail(b []byte, position, eta int64, rate float64, nextPoll tim
 	b = appendNextPoll(b, nextPoll)
 	b = append(b, `,"paused":`...)
 	b = strconv.AppendBool(b, paused)
+	return append(b, '}')
+}
+
+// appendRange adds "etaRange" when r is a range.
+func appendRange(b []byte, r Range) []byte {
+	if r.IsZero() {
+		return b
+	}
+	b = append(b, `,"etaRange":{"low":`...)
+	b = strconv.AppendInt(b, r.Low, 10)
+	b = append(b, `,"high":`...)
+	b = strconv.AppendInt(b, r.High, 10)
 	return append(b, '}')
 }
 

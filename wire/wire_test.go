@@ -30,6 +30,16 @@ func TestStateJSON(t *testing.T) {
 			`{"type":"state","room":"drop","status":"waiting","position":3,"etaSeconds":1,"nextPollMs":500,"paused":false,"degraded":true}`},
 		{"in a lottery: the draw's size and chance, no position", State{Room: "drop", Status: StatusWaiting, InDraw: 1200, ChancePerMinute: 0.35, NextPoll: 5 * time.Second, Message: "hi"},
 			`{"type":"state","room":"drop","status":"waiting","inDraw":1200,"chancePerMinute":0.35,"nextPollMs":5000,"paused":false,"message":"hi"}`},
+		{"waiting with a range", State{Room: "drop", Status: StatusWaiting, Position: 700, ETASeconds: 300, ETARange: Range{Low: 240, High: 360}, Rate: 2.333, NextPoll: 5 * time.Second},
+			`{"type":"state","room":"drop","status":"waiting","position":700,"etaSeconds":300,"etaRange":{"low":240,"high":360},"ratePerSecond":2.333,"nextPollMs":5000,"paused":false}`},
+		{"a range of one number is sent", State{Room: "drop", Status: StatusWaiting, Position: 7, ETASeconds: 1, ETARange: Range{Low: 1, High: 1}},
+			`{"type":"state","room":"drop","status":"waiting","position":7,"etaSeconds":1,"etaRange":{"low":1,"high":1},"paused":false}`},
+		{"in a lottery with quartiles", State{Room: "drop", Status: StatusWaiting, InDraw: 50, ChancePerMinute: 1, ETARange: Range{Low: 3, High: 14}, NextPoll: time.Second},
+			`{"type":"state","room":"drop","status":"waiting","inDraw":50,"chancePerMinute":1,"etaRange":{"low":3,"high":14},"nextPollMs":1000,"paused":false}`},
+		{"no range where there is no wait", State{Room: "drop", Status: StatusSoldOut, ETARange: Range{Low: 1, High: 2}},
+			`{"type":"state","room":"drop","status":"sold_out","paused":false}`},
+		{"no range in the pre-queue", State{Room: "drop", Status: StatusWaiting, OpensAt: opens, ETARange: Range{Low: 1, High: 2}},
+			`{"type":"state","room":"drop","status":"waiting","opensAt":"2026-12-01T09:00:00Z","paused":false}`},
 		{"degraded pre-queue", State{Room: "drop", Status: StatusWaiting, OpensAt: opens, Degraded: true},
 			`{"type":"state","room":"drop","status":"waiting","opensAt":"2026-12-01T09:00:00Z","paused":false,"degraded":true}`},
 	}
@@ -55,8 +65,9 @@ func TestAppendWaitingIsAppendJSON(t *testing.T) {
 		{Room: "lecture-42", Status: StatusWaiting, Position: 15, ETASeconds: 1, NextPoll: 512 * time.Millisecond},
 		{Room: "drop", Status: StatusWaiting, Position: 9001, ETASeconds: 2572, Rate: 3.5, NextPoll: 5 * time.Second},
 		{Room: "drop", Status: StatusWaiting, Position: 2, ETASeconds: 3, Rate: 0.667},
+		{Room: "drop", Status: StatusWaiting, Position: 900, ETASeconds: 300, ETARange: Range{Low: 250, High: 420}, Rate: 3, NextPoll: 5 * time.Second},
 	} {
-		fast := AppendWaiting(WaitingPrefix(s.Room), s.Position, s.ETASeconds, s.Rate, s.NextPoll, s.Paused)
+		fast := AppendWaiting(WaitingPrefix(s.Room), s.Position, s.ETASeconds, s.ETARange, s.Rate, s.NextPoll, s.Paused)
 		if full := s.AppendJSON(nil); string(fast) != string(full) {
 			t.Fatalf("fast %s\nfull %s", fast, full)
 		}
@@ -185,8 +196,9 @@ func TestAppendDrawIsAppendJSON(t *testing.T) {
 	for _, s := range []State{
 		{Room: "drop", Status: StatusWaiting, InDraw: 1, ChancePerMinute: 1},
 		{Room: "x", Status: StatusWaiting, InDraw: 100000, ChancePerMinute: DrawChance(100000, 140), NextPoll: 4567 * time.Millisecond, Paused: true},
+		{Room: "x", Status: StatusWaiting, InDraw: 40, ChancePerMinute: 1, ETARange: Range{Low: 2, High: 9}, NextPoll: time.Second},
 	} {
-		fast := AppendDraw(WaitingPrefix(s.Room), s.InDraw, s.ChancePerMinute, s.NextPoll, s.Paused)
+		fast := AppendDraw(WaitingPrefix(s.Room), s.InDraw, s.ChancePerMinute, s.ETARange, s.NextPoll, s.Paused)
 		if full := s.AppendJSON(nil); string(fast) != string(full) {
 			t.Fatalf("fast %s\nfull %s", fast, full)
 		}
