@@ -211,3 +211,83 @@ func TestTransitionsOnceAcrossInstances(t *testing.T) {
 		}
 	})
 }
+
+// An event that ends with close takes the waiting out of the queue; they
+// are told closed with the event's message, others are not.
+func TestEndCloses(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, client string) {
+		ctx := context.Background()
+		rec := &recorder{}
+		in := newInstance(t, srv, client, rec)
+		t0 := time.Now().Add(200 * time.Millisecond)
+		e := event(t, `{"name":"sale","startsAt":%q,"endsAt":%q,"settings":{"message":"Sold through."},"atEnd":"close"}`, at(t0), at(t0.Add(200*time.Millisecond)))
+		if err := in.s.Put(ctx, "drop", e, true); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []string{"v1", "v2"} {
+			if _, err := in.q.Join(ctx, "drop", v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run(t, in.s)
+		waitfor.Until(t, 10*time.Second, "the end", func() bool { return len(rec.list()) == 2 })
+		for _, v := range []string{"v1", "v2"} {
+			msg, ok, err := in.s.Closed(ctx, "drop", v)
+			if err != nil || !ok || msg != "Sold through." {
+				t.Fatalf("%s: closed %q %v %v", v, msg, ok, err)
+			}
+			st, err := in.q.Status(ctx, "drop", v)
+			if err != nil || st.Status != "not_in_queue" {
+				t.Fatalf("%s still queued: %+v %v", v, st, err)
+			}
+		}
+		if _, ok, err := in.s.Closed(ctx, "drop", "v3"); ok || err != nil {
+			t.Fatalf("v3 closed: %v %v", ok, err)
+		}
+	})
+}
+
+// Redis comes back empty while an event runs: the instance writes the
+// event and its base back, and the end restores the base.
+func TestRecoverAfterRedisLoss(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, client string) {
+		ctx := context.Background()
+		rec := &recorder{}
+		in := newInstance(t, srv, client, rec)
+		if err := in.q.SetRoomConfig(ctx, "drop", settings.Room{Batch: 7}); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now().Add(100 * time.Millisecond)
+		e := event(t, `{"name":"sale","startsAt":%q,"endsAt":%q,"settings":{"batch":40}}`, at(t0), at(t0.Add(time.Second)))
+		if err := in.s.Put(ctx, "drop", e, true); err != nil {
+			t.Fatal(err)
+		}
+		waitfor.Until(t, 5*time.Second, "the start", func() bool {
+			if err := in.s.step(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return len(rec.list()) == 1
+		})
+		if err := in.s.step(ctx); err != nil { // reads the base
+			t.Fatal(err)
+		}
+		if _, err := in.r.Do(ctx, "FLUSHALL"); err != nil {
+			t.Fatal(err)
+		}
+		// The queue's recovery writes the settings in force back.
+		if err := in.q.SetRoomConfig(ctx, "drop", settings.Room{Batch: 40}); err != nil {
+			t.Fatal(err)
+		}
+		run(t, in.s)
+		waitfor.Until(t, 10*time.Second, "the end", func() bool { return len(rec.list()) == 2 })
+		if got := strings.Join(rec.list(), " "); got != "drop/sale/event-start drop/sale/event-end" {
+			t.Fatalf("transitions %s", got)
+		}
+		if cfg, _ := in.q.RoomConfig(ctx, "drop"); cfg.Batch != 7 {
+			t.Fatalf("batch %d after the end, want the base 7", cfg.Batch)
+		}
+		if list, err := in.s.List(ctx, "drop"); err != nil || len(list) != 1 {
+			t.Fatalf("events after the restore: %v %v", list, err)
+		}
+	})
+}
