@@ -68,6 +68,9 @@ type Options struct {
 	// (and counts it).
 	StoreError func(c *fiber.Ctx, err error) error
 	Log        *slog.Logger
+	// Events are the rooms' scheduled events; nil answers their routes
+	// 503 events_unavailable and shows every room without events.
+	Events Events
 }
 
 // API is the admin API under /api/v1/admin.
@@ -102,6 +105,11 @@ func (a *API) Mount(r fiber.Router) {
 	g.Delete("/rooms/:room/message", a.setMessage(true))
 	g.Get("/rooms/:room/audit", a.roomAudit)
 	g.Post("/rooms/:room/invites", a.mintInvites)
+	g.Get("/rooms/:room/events", a.listEvents)
+	g.Post("/rooms/:room/events", a.createEvent)
+	g.Get("/rooms/:room/events/:event", a.getEvent)
+	g.Put("/rooms/:room/events/:event", a.putEvent)
+	g.Delete("/rooms/:room/events/:event", a.deleteEvent)
 }
 
 var (

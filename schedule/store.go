@@ -25,8 +25,8 @@ const (
 	epochKey = "wr:schedule:epoch"
 )
 
-func prefix(room string) string    { return "wr:{" + room + "}:" }
-func eventsKey(room string) string { return prefix(room) + "events" }  // hash: name -> event JSON
+func prefix(room string) string     { return "wr:{" + room + "}:" }
+func eventsKey(room string) string  { return prefix(room) + "events" }  // hash: name -> event JSON
 func versionKey(room string) string { return prefix(room) + "eventsv" } // counter of writes of eventsKey
 func baseKey(room, name string) string {
 	return prefix(room) + "evbase:" + name // the room's settings hash as it was before the event
