@@ -269,9 +269,9 @@ func decodeStrict(raw []byte, dst any) error {
 	return nil
 }
 
-// overlap returns the error naming a and b when their spans (from Begins
-// to EndsAt) overlap, else nil.
-func overlap(a, b Event) error {
+// Overlap returns the error (an *Error event_overlap) naming a and b when
+// their spans, from Begins to EndsAt, overlap; else nil.
+func Overlap(a, b Event) error {
 	if a.Begins().Before(b.EndsAt) && b.Begins().Before(a.EndsAt) {
 		return fail(409, "event_overlap", "event %s (%s to %s) overlaps event %s (%s to %s)",
 			a.Name, fmtTime(a.Begins()), fmtTime(a.EndsAt), b.Name, fmtTime(b.Begins()), fmtTime(b.EndsAt))

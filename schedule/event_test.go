@@ -80,12 +80,12 @@ func TestOverlapNamesBoth(t *testing.T) {
 	a, _ := Parse([]byte(`{"name":"a","startsAt":"2026-12-01T09:00:00Z","endsAt":"2026-12-01T10:00:00Z"}`))
 	b, _ := Parse([]byte(`{"name":"b","prequeueAt":"2026-12-01T09:30:00Z","startsAt":"2026-12-01T10:30:00Z","endsAt":"2026-12-01T11:00:00Z"}`))
 	c, _ := Parse([]byte(`{"name":"c","startsAt":"2026-12-01T10:00:00Z","endsAt":"2026-12-01T10:20:00Z"}`))
-	err := overlap(a, b)
+	err := Overlap(a, b)
 	var e *Error
 	if !errors.As(err, &e) || e.Code != "event_overlap" || !strings.Contains(e.Msg, "event a") || !strings.Contains(e.Msg, "event b") {
 		t.Fatalf("overlap: %v", err)
 	}
-	if err := overlap(a, c); err != nil {
+	if err := Overlap(a, c); err != nil {
 		t.Fatalf("back to back is no overlap: %v", err)
 	}
 }

@@ -9,9 +9,10 @@ import (
 )
 
 // recover writes back what this instance remembers when Redis came back
-// empty (the epoch key is gone while the instance has read events): each
-// room's events, the base settings of the running ones and the
-// transitions known to be applied. A transition applied by an instance
+// empty (the epoch key is gone while the instance has read events, or
+// the rooms file declares some): each room's events, the base settings
+// of the running ones and the transitions known to be applied, then the
+// rooms file's events that have not ended and were not written back. A transition applied by an instance
 // that read nothing since is not known and may run a second time; a base
 // no live instance had read is lost (the end then leaves the event's
 // settings in force, and says so in the log).
@@ -19,7 +20,11 @@ func (s *Schedule) recover(ctx context.Context) error {
 	s.mu.Lock()
 	remembered := len(s.seen) > 0
 	s.mu.Unlock()
-	if !remembered {
+	var declared map[string][]Event
+	if s.declared != nil {
+		declared = s.declared()
+	}
+	if !remembered && len(declared) == 0 {
 		return nil
 	}
 	v, err := s.r.Do(ctx, "EXISTS", epochKey)
@@ -30,8 +35,20 @@ func (s *Schedule) recover(ctx context.Context) error {
 		return nil
 	}
 	s.mu.Lock()
-	seen := make(map[string]map[string]Event, len(s.seen))
+	seen := make(map[string]map[string]Event, len(s.seen)+len(declared))
 	for r, m := range s.seen {
+		seen[r] = m
+	}
+	for r, evs := range declared {
+		m := make(map[string]Event, len(seen[r])+len(evs))
+		for name, e := range seen[r] {
+			m[name] = e
+		}
+		for _, e := range evs {
+			if _, ok := m[e.Name]; !ok && time.Now().Before(e.EndsAt) {
+				m[e.Name] = e
+			}
+		}
 		seen[r] = m
 	}
 	bases := make(map[string]string, len(s.bases))

@@ -36,8 +36,11 @@ type Options struct {
 	// Tick is how often due transitions are looked for (default 250 ms).
 	Tick time.Duration
 	// Audit records each transition; nil records none.
-	Audit  Auditor
-	Logger *slog.Logger
+	Audit Auditor
+	// Declared are the events the rooms file lists, by room, written back
+	// when Redis comes back empty; nil declares none.
+	Declared func() map[string][]Event
+	Logger   *slog.Logger
 }
 
 // DefaultTick is how often the loop looks for due transitions.
@@ -61,7 +64,9 @@ type Schedule struct {
 	r     queue.Redis
 	rooms Rooms
 	audit Auditor
-	log   *slog.Logger
+	// declared are the rooms file's events (Options.Declared).
+	declared func() map[string][]Event
+	log      *slog.Logger
 	tick  time.Duration
 	id    string // this instance's claims
 
@@ -86,7 +91,7 @@ func New(r queue.Redis, rooms Rooms, o *Options) *Schedule {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return &Schedule{
-		r: r, rooms: rooms, audit: opts.Audit, log: cmp.Or(opts.Logger, slog.Default()),
+		r: r, rooms: rooms, audit: opts.Audit, declared: opts.Declared, log: cmp.Or(opts.Logger, slog.Default()),
 		tick: cmp.Or(opts.Tick, DefaultTick), id: hex.EncodeToString(b[:]),
 		wake: make(chan struct{}, 1),
 		seen: map[string]map[string]Event{}, bases: map[string]string{}, applied: map[string]time.Time{},

@@ -170,7 +170,7 @@ func (s *Schedule) check(ctx context.Context, room string, m map[string]Event, e
 		if o.Name == e.Name {
 			continue
 		}
-		if err := overlap(e, o); err != nil {
+		if err := Overlap(e, o); err != nil {
 			return err
 		}
 		if o.EndsAt.After(now) {

@@ -12,7 +12,24 @@ import (
 // newSchedule makes the rooms' scheduled events on the server's Redis,
 // changing settings through the queue as the admin API does.
 func (s *server) newSchedule() {
-	s.events = schedule.New(s.metrics.Redis(s.redis.Redis()), s.q, &schedule.Options{Audit: scheduleAudit{s}, Logger: s.log})
+	s.events = schedule.New(s.metrics.Redis(s.redis.Redis()), s.q, &schedule.Options{
+		Audit: scheduleAudit{s}, Declared: s.declaredEvents, Logger: s.log,
+	})
+}
+
+// declaredEvents are the events the rooms file in force lists, by room.
+func (s *server) declaredEvents() map[string][]schedule.Event {
+	out := map[string][]schedule.Event{}
+	o := s.opsNow()
+	if o == nil {
+		return out
+	}
+	for _, r := range o.Rooms.Rooms() {
+		if len(r.Events) > 0 {
+			out[r.Name] = r.Events
+		}
+	}
+	return out
 }
 
 // scheduleAudit records the schedule's transitions in the rooms' audit
