@@ -67,8 +67,8 @@ type Schedule struct {
 	// declared are the rooms file's events (Options.Declared).
 	declared func() map[string][]Event
 	log      *slog.Logger
-	tick  time.Duration
-	id    string // this instance's claims
+	tick     time.Duration
+	id       string // this instance's claims
 
 	wake chan struct{} // a write asks the loop to look now
 
