@@ -80,7 +80,7 @@ func TestEventRoutes(t *testing.T) {
 	}
 	cases := []struct {
 		name, key, method, path, body, code string
-		status                               int
+		status                              int
 	}{
 		{"operator overriding batch", opsSecret, "POST", "/rooms/drop/events", ev("b", `{"batch":50}`), "forbidden", 403},
 		{"pinned setting", adminSecret, "POST", "/rooms/pinned/events", ev("b", `{"batch":50}`), "set_by_rooms_file", 409},
