@@ -163,10 +163,7 @@ func (s *Schedule) stepRoom(ctx context.Context, room string, now time.Time) err
 	s.seen[room] = m
 	s.mu.Unlock()
 	if len(m) == 0 {
-		if _, err := s.r.Do(ctx, "SREM", roomsKey, room); err != nil {
-			return fmt.Errorf("schedule: rooms: %w", err)
-		}
-		return nil
+		return s.unlist(ctx, room)
 	}
 	// Events in the order they begin, so that one ending and the next
 	// beginning at the same moment restore and then save the base.
@@ -187,6 +184,26 @@ func (s *Schedule) stepRoom(ctx context.Context, room string, now time.Time) err
 				// for it (an end restores the base the next event saves).
 				return nil
 			}
+		}
+	}
+	return nil
+}
+
+// unlist takes room, whose events are gone, off the loop's list. A write
+// of an event lists the room after storing it, so a look after the SREM
+// that finds an event (stored meanwhile) lists the room again: it is
+// never left off with an event.
+func (s *Schedule) unlist(ctx context.Context, room string) error {
+	if _, err := s.r.Do(ctx, "SREM", roomsKey, room); err != nil {
+		return fmt.Errorf("schedule: rooms: %w", err)
+	}
+	v, err := s.r.Do(ctx, "HLEN", eventsKey(room))
+	if err != nil {
+		return fmt.Errorf("schedule: rooms: %w", err)
+	}
+	if n, _ := v.(int64); n > 0 {
+		if _, err := s.r.Do(ctx, "SADD", roomsKey, room); err != nil {
+			return fmt.Errorf("schedule: rooms: %w", err)
 		}
 	}
 	return nil

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -140,4 +142,27 @@ func TestScheduledEventsAcrossInstances(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The rooms file's events are written at start, and written back when
+// Redis comes back empty.
+func TestRoomsFileEvents(t *testing.T) {
+	srv := redistest.StartReal(t)
+	from, to := time.Now().Add(time.Hour).UTC().Format(time.RFC3339), time.Now().Add(2*time.Hour).UTC().Format(time.RFC3339)
+	rooms := filepath.Join(t.TempDir(), "rooms.yaml")
+	writeFile(t, rooms, "rooms:\n  drop:\n    seats: 50\n    events:\n      - {name: launch, startsAt: "+from+", endsAt: "+to+", settings: {message: \"Launch.\"}}\n")
+	ts := startServer(t, srv, "rueidis", func(c *config) { withAdmin(c); c.RoomsFile = rooms })
+	v := newVisitor(t, ts.URL)
+	listed := func() bool {
+		r := v.admin("GET", "/rooms/drop/events", "")
+		evs, _ := r.Body["events"].([]any)
+		return r.Code == 200 && len(evs) == 1 && strings.Contains(r.Raw, `"message":"Launch."`)
+	}
+	if !listed() {
+		t.Fatalf("the file's event: %s", v.admin("GET", "/rooms/drop/events", "").Raw)
+	}
+	if _, err := ts.redis.Do(context.Background(), "FLUSHALL"); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Until(t, 5*time.Second, "the event written back", listed)
 }
