@@ -291,3 +291,85 @@ func TestRecoverAfterRedisLoss(t *testing.T) {
 		}
 	})
 }
+
+// A pre-queue with shuffleAtStart is placed at the start in the order of
+// the room's draw (queue.DrawOrder with the seed it reveals); one without
+// keeps the order of arrival and admits nobody before the start.
+func TestPrequeue(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, client string) {
+		ctx := context.Background()
+		rec := &recorder{}
+		in := newInstance(t, srv, client, rec)
+		t0 := time.Now().Add(150 * time.Millisecond)
+		for _, room := range []string{"shuffled", "ordered"} {
+			if err := in.q.SetRoomConfig(ctx, room, settings.Room{Batch: 1}); err != nil {
+				t.Fatal(err)
+			}
+			e := event(t, `{"name":"drop","prequeueAt":%q,"startsAt":%q,"endsAt":%q,"shuffleAtStart":%v}`,
+				at(t0), at(t0.Add(700*time.Millisecond)), at(t0.Add(time.Hour)), room == "shuffled")
+			if err := in.s.Put(ctx, room, e, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitfor.Until(t, 5*time.Second, "the pre-queues", func() bool {
+			if err := in.s.step(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return len(rec.list()) == 2
+		})
+		ids := []string{"v1", "v2", "v3", "v4", "v5"}
+		for _, room := range []string{"shuffled", "ordered"} {
+			for _, id := range ids {
+				st, err := in.q.Join(ctx, room, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if room == "shuffled" && !st.PreQueue() || room == "ordered" && (!st.Paused || st.Position == 0) {
+					t.Fatalf("%s: %s joined as %+v", room, id, st)
+				}
+			}
+			if res, _ := in.q.Admit(ctx, room); len(res.Admitted) != 0 {
+				t.Fatalf("%s admitted %d before the start", room, len(res.Admitted))
+			}
+		}
+		waitfor.Until(t, 5*time.Second, "the starts", func() bool {
+			if err := in.s.step(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return len(rec.list()) == 4
+		})
+		d, err := in.q.Draw(ctx, "shuffled", 0, 100)
+		for err == nil && !d.Opened {
+			_, _ = in.q.Admit(ctx, "shuffled") // the tick opens the room at opensAt
+			d, err = in.q.Draw(ctx, "shuffled", 0, 100)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitfor.Until(t, 5*time.Second, "the draw placed", func() bool {
+			d, err = in.q.Draw(ctx, "shuffled", 0, 100)
+			return err == nil && !d.Placing
+		})
+		for room, order := range map[string][]string{"shuffled": queue.DrawOrder(d.Seed, ids), "ordered": ids} {
+			for i, id := range order {
+				st, err := in.q.Status(ctx, room, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// One was admitted by the tick that opened the room.
+				if st.Status == "admitted" && i == 0 || st.Status == "waiting" && st.Position > 0 {
+					continue
+				}
+				t.Fatalf("%s: %s (%d in order) is %+v", room, id, i, st)
+			}
+			var prev int64
+			for _, id := range order[1:] {
+				st, _ := in.q.Status(ctx, room, id)
+				if st.Position <= prev {
+					t.Fatalf("%s: %s at %d after %d: not in order %v", room, id, st.Position, prev, order)
+				}
+				prev = st.Position
+			}
+		}
+	})
+}
