@@ -189,8 +189,8 @@
         var put = editing !== "";
         api(put ? "PUT" : "POST", roomPath() + (put ? "/" + encodeURIComponent(editing) : ""), ev).then(function (s) {
           if (s.status !== 200 && s.status !== 201) { out.textContent = errorText(s); return; }
-          out.textContent = "Saved " + ev.name + ".";
           edit(null);
+          out.textContent = "Saved " + ev.name + ".";
           load();
         });
       };
