@@ -91,7 +91,7 @@ func TestScheduledEventsAcrossInstances(t *testing.T) {
 			polls := startPoller(t, c, pollV, "drop")
 
 			t0 := time.Now().Add(800 * time.Millisecond)
-			step := 400 * time.Millisecond
+			step := 600 * time.Millisecond
 			span := func(i int) (string, string) {
 				return t0.Add(time.Duration(2*i) * step).UTC().Format(time.RFC3339Nano), t0.Add(time.Duration(2*i+1) * step).UTC().Format(time.RFC3339Nano)
 			}
