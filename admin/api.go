@@ -78,6 +78,9 @@ type Options struct {
 	// Pages renders the waiting page for GET /admin/preview (nil: that
 	// answers 404).
 	Pages Pages
+	// Events are the rooms' scheduled events; nil answers their routes
+	// 503 events_unavailable and shows every room without events.
+	Events Events
 }
 
 // API is the admin API under /api/v1/admin.
@@ -113,6 +116,11 @@ func (a *API) Mount(r fiber.Router) {
 	g.Get("/rooms/:room/audit", a.roomAudit)
 	g.Post("/rooms/:room/invites", a.mintInvites)
 	a.mountWebhooks(g)
+	g.Get("/rooms/:room/events", a.listEvents)
+	g.Post("/rooms/:room/events", a.createEvent)
+	g.Get("/rooms/:room/events/:event", a.getEvent)
+	g.Put("/rooms/:room/events/:event", a.putEvent)
+	g.Delete("/rooms/:room/events/:event", a.deleteEvent)
 }
 
 var (

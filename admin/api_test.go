@@ -111,6 +111,12 @@ const (
 // file pinning room "pinned"'s batch.
 func newTestAPI(t *testing.T, store Store) *fiber.App {
 	t.Helper()
+	return newTestAPIEvents(t, store, nil)
+}
+
+// newTestAPIEvents is newTestAPI with the scheduled events in events.
+func newTestAPIEvents(t *testing.T, store Store, events Events) *fiber.App {
+	t.Helper()
 	pinned, err := roomsfile.Parse("rooms.yaml", []byte("rooms:\n  pinned:\n    batch: 5\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -130,6 +136,7 @@ func newTestAPI(t *testing.T, store Store) *fiber.App {
 		EndSession: func(context.Context, string, string, time.Time, time.Time) error { return nil },
 		StoreError: func(_ *fiber.Ctx, err error) error { return httperr.ErrUnavailable },
 		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Events:     events,
 	})
 	app := fiber.New(fiber.Config{ErrorHandler: httperr.Handler(slog.New(slog.NewTextHandler(io.Discard, nil)))})
 	a.Mount(app.Group("/api/v1"))

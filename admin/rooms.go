@@ -36,7 +36,7 @@ func (a *API) getRoom(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(a.View(r, cfg))
+	return a.roomJSON(c, r, a.View(r, cfg))
 }
 
 func fieldError(field, msg string) *httperr.Error {

@@ -24,6 +24,14 @@ var Routes = map[string]Role{
 	"POST /rooms/:room/preview":   Operator,
 	"PUT /rooms/:room":            Operator,
 
+	// Scheduled events: an event that overrides settings other than an
+	// operator's needs the admin role too (checked with the body).
+	"GET /rooms/:room/events":           ReadOnly,
+	"GET /rooms/:room/events/:event":    ReadOnly,
+	"POST /rooms/:room/events":          Operator,
+	"PUT /rooms/:room/events/:event":    Operator,
+	"DELETE /rooms/:room/events/:event": Operator,
+
 	"POST /rooms":                           Admin,
 	"POST /rooms/:room/invites":             Admin,
 	"POST /visitors":                        Admin,
@@ -80,6 +88,9 @@ func routeKey(method, path string) string {
 	}
 	if len(segs) >= 4 && segs[2] == "sessions" {
 		segs[3] = ":visitor"
+	}
+	if len(segs) >= 4 && segs[2] == "events" {
+		segs[3] = ":event"
 	}
 	if method == http.MethodHead {
 		method = http.MethodGet

@@ -109,10 +109,16 @@ func Changes(before, after View) []FieldChange {
 // lists its changes; the actions that hand out access say what they
 // handed out, never the secret itself (no invite code, no credential).
 type Entry struct {
-	At      string        `json:"at"`
-	Who     string        `json:"who"`
-	Action  string        `json:"action"` // create, update, pause, resume, mint-invites, mint-visitor, end-session, set-webhooks, redeliver-webhook
+	At  string `json:"at"`
+	Who string `json:"who"`
+	// create, update, pause, resume, mint-invites, mint-visitor,
+	// end-session, set-webhooks, redeliver-webhook; event-create,
+	// event-update, event-delete; and by "schedule", event-prequeue,
+	// event-start, event-end.
+	Action  string        `json:"action"`
 	Changes []FieldChange `json:"changes"`
+	// Event names the scheduled event of an event-… action.
+	Event string `json:"event,omitempty"`
 	// Visitor is the visitor id a credential was minted for, a session
 	// ended of, or an invite code bound to.
 	Visitor string   `json:"visitor,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/schedule"
 	"github.com/waitroom/waitroom/settings"
 )
 
@@ -44,6 +45,15 @@ type ApplyOptions struct {
 	// Audit records every room created or updated, as AuditLabel. Nil
 	// records nothing.
 	Audit Auditor
+	// Events stores the rooms' scheduled events the file lists; nil
+	// writes none.
+	Events Events
+}
+
+// Events is the store of rooms' scheduled events (a *schedule.Schedule).
+type Events interface {
+	Get(ctx context.Context, room, name string) (schedule.Event, error)
+	Put(ctx context.Context, room string, e schedule.Event, create bool) error
 }
 
 // Applied is what an apply wrote, in file order.
@@ -121,7 +131,45 @@ func Apply(ctx context.Context, f *File, store Store, opts *ApplyOptions) (Appli
 	if err != nil {
 		return Applied{}, err
 	}
-	return write(ctx, f, store, o, now)
+	done, err := write(ctx, f, store, o, now)
+	if err != nil {
+		return done, err
+	}
+	return done, writeEvents(ctx, f, o.Events)
+}
+
+// writeEvents stores every event the file lists that the store does not
+// hold as listed: a new one is created, a changed one updated. An event
+// that has ended is history, not written; events stored but not in the
+// file are kept.
+func writeEvents(ctx context.Context, f *File, events Events) error {
+	if events == nil {
+		return nil
+	}
+	for _, r := range f.Rooms() {
+		for i, e := range r.Events {
+			old, err := events.Get(ctx, r.Name, e.Name)
+			exists := err == nil
+			switch {
+			case err != nil && !schedule.ErrNotFound(err):
+				return fmt.Errorf("-rooms %s: rooms.%s.events[%d]: %w", f.Path, r.Name, i, err)
+			case exists && sameEvent(old, e):
+				continue
+			case !exists && !e.EndsAt.After(time.Now()):
+				continue
+			}
+			if err := events.Put(ctx, r.Name, e, !exists); err != nil {
+				return fmt.Errorf("-rooms %s:%d: rooms.%s.events[%d] (%s): %w; the rooms' settings were applied", f.Path, r.Line, r.Name, i, e.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func sameEvent(a, b schedule.Event) bool {
+	ja, _ := a.MarshalJSON()
+	jb, _ := b.MarshalJSON()
+	return string(ja) == string(jb)
 }
 
 // check reads every room's stored settings and validates the file's on

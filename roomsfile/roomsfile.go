@@ -9,6 +9,11 @@
 //	    seats: 5000
 //	    opensAt: 2026-12-01T09:00:00Z
 //	    message: "Doors open at 9:00 UTC."
+//	    events:
+//	      - name: launch
+//	        startsAt: 2026-12-01T09:00:00Z
+//	        endsAt: 2026-12-01T11:00:00Z
+//	        settings: {batch: 60}
 //
 // The field names are the admin API's (GET /api/v1/admin/rooms/{room}). A
 // field the file sets wins over a live change; a field it leaves out is
@@ -17,6 +22,7 @@ package roomsfile
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +32,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/schedule"
 	"github.com/waitroom/waitroom/settings"
 	"go.yaml.in/yaml/v3"
 )
@@ -70,6 +77,9 @@ type Room struct {
 	Config queue.RoomConfig
 	// Lines maps each field the file sets to its line.
 	Lines map[string]int
+	// Events are the room's scheduled events (the key events, a list of
+	// events as the admin API takes them), written on every apply.
+	Events []schedule.Event
 }
 
 // Sets reports whether the file sets field (an admin API name).
@@ -216,6 +226,17 @@ func parseRoom(path, name string, line int, n *yaml.Node) (Room, error) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		field := where + "." + k.Value
+		if k.Value == "events" {
+			if r.Events != nil {
+				return fail(k.Line, field, "is set twice")
+			}
+			evs, err := parseEvents(path, field, v)
+			if err != nil {
+				return Room{}, err
+			}
+			r.Events = evs
+			continue
+		}
 		f, ok := settings.Lookup(k.Value)
 		if !ok || f.Name != k.Value {
 			return fail(k.Line, field, "is not a room setting (known: %v)", Fields)
@@ -316,4 +337,53 @@ func decodeSeconds(v *yaml.Node, dst *time.Duration) error {
 		*dst = time.Duration(s * float64(time.Second)).Truncate(time.Millisecond)
 	}
 	return nil
+}
+
+// parseEvents reads a room's list of events: each a mapping of the admin
+// API's event fields, checked as the API checks them, and no two
+// overlapping.
+func parseEvents(path, where string, n *yaml.Node) ([]schedule.Event, error) {
+	fail := func(line int, field, format string, args ...any) error {
+		return &Error{File: path, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	if n.Kind != yaml.SequenceNode {
+		return nil, fail(n.Line, where, "must be a list of events")
+	}
+	if len(n.Content) > schedule.MaxStored {
+		return nil, fail(n.Line, where, "lists %d events: a room keeps at most %d", len(n.Content), schedule.MaxStored)
+	}
+	out := make([]schedule.Event, 0, len(n.Content))
+	for i, en := range n.Content {
+		at := fmt.Sprintf("%s[%d]", where, i)
+		var v any
+		if err := en.Decode(&v); err != nil || en.Kind != yaml.MappingNode {
+			return nil, fail(en.Line, at, "must be a mapping of event fields (name, prequeueAt, startsAt, endsAt, shuffleAtStart, settings, atEnd)")
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, fail(en.Line, at, "%s", err)
+		}
+		e, err := schedule.Parse(raw)
+		if err != nil {
+			var se *schedule.Error
+			if errors.As(err, &se) && se.Field != "" {
+				return nil, fail(en.Line, at+"."+se.Field, "%s", strings.TrimPrefix(se.Msg, se.Field+": "))
+			}
+			if errors.As(err, &se) {
+				return nil, fail(en.Line, at, "%s", se.Msg)
+			}
+			return nil, fail(en.Line, at, "%s", err)
+		}
+		for j, o := range out {
+			if o.Name == e.Name {
+				return nil, fail(en.Line, at, "names event %s again (as %s[%d])", e.Name, where, j)
+			}
+			var se *schedule.Error
+			if errors.As(schedule.Overlap(o, e), &se) {
+				return nil, fail(en.Line, at, "%s", se.Msg)
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }

@@ -48,6 +48,7 @@ func (s *server) newAdmin() *admin.API {
 		Log:        s.log,
 		Webhooks:   s.hooks,
 		Pages:      visitPages{s},
+		Events:     s.events,
 	})
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/roomcache"
+	"github.com/waitroom/waitroom/schedule"
 	"github.com/waitroom/waitroom/static"
 	"github.com/waitroom/waitroom/visit"
 	"github.com/waitroom/waitroom/webhook"
@@ -47,6 +48,7 @@ type server struct {
 	log       *slog.Logger
 	redis     *redisconn.Conn
 	q         *queue.Queue
+	events    *schedule.Schedule // the rooms' scheduled events (events.go)
 	signer    *queue.Signer
 	tokens    *issuer.Issuer // entry tokens (entry.go)
 	hub       *hub.Hub
@@ -125,6 +127,7 @@ func (s *server) build(ctx context.Context, secret []byte) error {
 	if err := s.newHooks(); err != nil {
 		return err
 	}
+	s.newSchedule()
 	s.admin = s.newAdmin()
 	s.ops = s.newOps()
 	s.rooms = roomcache.New(s.q, &roomcache.Options{FailMode: s.cfg.FailMode})
@@ -137,7 +140,7 @@ func (s *server) build(ctx context.Context, secret []byte) error {
 	}
 	// The queue is the hub's source: it gives visitors Redis lost their
 	// places back before their push connections hear of it.
-	s.hub = hub.New(s.redis.RoomBroker(s.log), s.q, s.log, &hub.Options{
+	s.hub = hub.New(s.redis.RoomBroker(s.log), closingQueue{s.q, s.events}, s.log, &hub.Options{
 		MaxConns: s.cfg.MaxConns, MaxPerVisitor: s.cfg.MaxPerVis, OnDeliver: s.metrics.Delivered,
 		Presence: s.q,
 		// Push clients are told when Redis stops answering.
@@ -280,6 +283,7 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	if !s.opts.NoTick {
 		start("admission", s.q.Run)
 	}
+	start("schedule", s.events.Run)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.app.Listener(ln) }()

@@ -82,7 +82,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 	answered := map[string]bool{}
 	var src strings.Builder
 	newErr := regexp.MustCompile(`httperr\.New\(\d+, "([a-z0-9_]+)"`)
-	for _, dir := range []string{".", "../visit", "../admin", "../demo", "../gateway", "../push", "../internal/httperr"} {
+	for _, dir := range []string{".", "../visit", "../admin", "../schedule", "../demo", "../gateway", "../push", "../internal/httperr"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 		for _, f := range files {
 			if strings.HasSuffix(f, "_test.go") {

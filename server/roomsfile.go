@@ -26,6 +26,7 @@ func (s *server) roomsApply() *roomsfile.ApplyOptions {
 	return &roomsfile.ApplyOptions{
 		Effective: func(room string, c queue.RoomConfig) queue.RoomConfig { return s.effective(room, c).Settings },
 		Audit:     s.admin,
+		Events:    s.events,
 	}
 }
 

@@ -233,16 +233,19 @@ func (a *API) page(c *fiber.Ctx) error {
 	return c.Send(bootPage(html, boot))
 }
 
-// dashboardFiles are always the built-in ones: the page directory is the waiting
-// page's, not the dashboard's.
-var dashboardFiles = map[string]bool{"admin.html": true, "admin.js": true, "admin.css": true, "admin-webhooks.js": true, "admin-preview.js": true}
+// dashboardFile says whether name is one of the dashboard's files (admin.*,
+// admin-*.js), which are always the built-in ones: the page directory is the
+// waiting page's, not the dashboard's.
+func dashboardFile(name string) bool {
+	return strings.HasPrefix(name, "admin.") || strings.HasPrefix(name, "admin-")
+}
 
 // pageFile reads one file of the waiting page: from Options.PageDir when set and
 // the file is there, else the embedded one. name is one path element
 // (the routes refuse slashes); it is read anew each time, so an operator's
 // edit shows on the next load.
 func (a *API) pageFile(name string) ([]byte, error) {
-	if a.pageDir != "" && fs.ValidPath(name) && !dashboardFiles[name] {
+	if a.pageDir != "" && fs.ValidPath(name) && !dashboardFile(name) {
 		b, err := fs.ReadFile(os.DirFS(a.pageDir), name)
 		if err == nil {
 			return b, nil

@@ -1,0 +1,305 @@
+package schedule
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
+)
+
+// Rooms is the room store the schedule changes (a *queue.Queue): the same
+// path the admin API writes settings through.
+type Rooms interface {
+	RoomConfig(ctx context.Context, room string) (settings.Room, error)
+	UpdateRoomConfig(ctx context.Context, room string, change func(*settings.Room) error) (settings.Room, error)
+	// Leave takes a waiting visitor out of the room's queue.
+	Leave(ctx context.Context, room, visitor string) (bool, error)
+}
+
+// Auditor records a transition in the room's audit trail; action is
+// event-prequeue, event-start or event-end. A failure to record is the
+// Auditor's to log.
+type Auditor interface {
+	AuditTransition(ctx context.Context, room, event, action string, before, after settings.Room)
+}
+
+// Options tune a Schedule. A nil *Options means every default.
+type Options struct {
+	// Tick is how often due transitions are looked for (default 250 ms).
+	Tick time.Duration
+	// Audit records each transition; nil records none.
+	Audit Auditor
+	// Declared are the events the rooms file lists, by room, written back
+	// when Redis comes back empty; nil declares none.
+	Declared func() map[string][]Event
+	Logger   *slog.Logger
+}
+
+// DefaultTick is how often the loop looks for due transitions.
+const DefaultTick = 250 * time.Millisecond
+
+// ClosedFor is how long visitors closed out at an event's end are told
+// closed (after that, not_in_queue).
+const ClosedFor = time.Hour
+
+// claimFor is how long a claimed transition stays claimed without being
+// marked applied: if its instance dies while applying, another takes it
+// over after this.
+const claimFor = 10 * time.Second
+
+// markApplied is the value of a transition's key once applied.
+const markApplied = "applied"
+
+// Schedule stores rooms' events and runs their transitions. Its methods
+// are safe for concurrent use.
+type Schedule struct {
+	r     queue.Redis
+	rooms Rooms
+	audit Auditor
+	// declared are the rooms file's events (Options.Declared).
+	declared func() map[string][]Event
+	log      *slog.Logger
+	tick     time.Duration
+	id       string // this instance's claims
+
+	wake chan struct{} // a write asks the loop to look now
+
+	mu sync.Mutex
+	// seen are the events of each room as last read: for the close
+	// checks, and to write back if Redis comes back empty.
+	seen map[string]map[string]Event
+	// bases are the saved base settings of running events, by baseKey.
+	bases map[string]string
+	// applied are the transitions known to be applied, by markKey.
+	applied map[string]time.Time // -> when the key may be forgotten
+}
+
+// New is a schedule on r, changing rooms through rooms.
+func New(r queue.Redis, rooms Rooms, o *Options) *Schedule {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return &Schedule{
+		r: r, rooms: rooms, audit: opts.Audit, declared: opts.Declared, log: cmp.Or(opts.Logger, slog.Default()),
+		tick: cmp.Or(opts.Tick, DefaultTick), id: hex.EncodeToString(b[:]),
+		wake: make(chan struct{}, 1),
+		seen: map[string]map[string]Event{}, bases: map[string]string{}, applied: map[string]time.Time{},
+	}
+}
+
+func (s *Schedule) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run applies due transitions every tick until ctx ends; it returns
+// ctx's error. A failed tick is logged and the next one tries again.
+func (s *Schedule) Run(ctx context.Context) error {
+	t := time.NewTicker(s.tick)
+	defer t.Stop()
+	for {
+		if err := s.step(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("schedule tick", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		case <-s.wake:
+		}
+	}
+}
+
+// step is one tick: every room's due transitions, in order.
+func (s *Schedule) step(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.recover(ctx); err != nil {
+		return err
+	}
+	now, err := s.now(ctx)
+	if err != nil {
+		return err
+	}
+	v, err := s.r.Do(ctx, "SMEMBERS", roomsKey)
+	if err != nil {
+		return fmt.Errorf("schedule: rooms: %w", err)
+	}
+	arr, _ := v.([]any)
+	var errs []error
+	for _, x := range arr {
+		room, _ := x.(string)
+		if !queue.ValidRoom(room) {
+			continue
+		}
+		if err := s.stepRoom(ctx, room, now); err != nil {
+			errs = append(errs, fmt.Errorf("room %s: %w", room, err))
+		}
+	}
+	s.forget(now)
+	return errors.Join(errs...)
+}
+
+// stepRoom applies room's due transitions.
+func (s *Schedule) stepRoom(ctx context.Context, room string, now time.Time) error {
+	m, _, err := s.readEvents(ctx, room)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.seen[room] = m
+	s.mu.Unlock()
+	if len(m) == 0 {
+		return s.unlist(ctx, room)
+	}
+	// Events in the order they begin, so that one ending and the next
+	// beginning at the same moment restore and then save the base.
+	for _, e := range sorted(m) {
+		if err := s.keepBase(ctx, room, e, now); err != nil {
+			return err
+		}
+		for _, t := range transitions(e) {
+			if t.at.After(now) {
+				break
+			}
+			ok, err := s.run(ctx, room, e, t)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				// Another instance is applying it; what follows waits
+				// for it (an end restores the base the next event saves).
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// unlist takes room, whose events are gone, off the loop's list. A write
+// of an event lists the room after storing it, so a look after the SREM
+// that finds an event (stored meanwhile) lists the room again: it is
+// never left off with an event.
+func (s *Schedule) unlist(ctx context.Context, room string) error {
+	if _, err := s.r.Do(ctx, "SREM", roomsKey, room); err != nil {
+		return fmt.Errorf("schedule: rooms: %w", err)
+	}
+	v, err := s.r.Do(ctx, "HLEN", eventsKey(room))
+	if err != nil {
+		return fmt.Errorf("schedule: rooms: %w", err)
+	}
+	if n, _ := v.(int64); n > 0 {
+		if _, err := s.r.Do(ctx, "SADD", roomsKey, room); err != nil {
+			return fmt.Errorf("schedule: rooms: %w", err)
+		}
+	}
+	return nil
+}
+
+// keepBase reads the base settings of e once while it runs, so that this
+// instance can write them back if Redis loses them (recover).
+func (s *Schedule) keepBase(ctx context.Context, room string, e Event, now time.Time) error {
+	if now.Before(e.Begins()) || !now.Before(e.EndsAt) {
+		return nil
+	}
+	s.mu.Lock()
+	_, have := s.bases[baseKey(room, e.Name)]
+	s.mu.Unlock()
+	if have {
+		return nil
+	}
+	_, _, err := s.base(ctx, room, e.Name)
+	return err
+}
+
+// transition is one moment of an event: kind is prequeue, start or end.
+type transition struct {
+	event, kind string
+	at          time.Time
+}
+
+const (
+	kindPrequeue = "prequeue"
+	kindStart    = "start"
+	kindEnd      = "end"
+)
+
+func transitions(e Event) []transition {
+	var out []transition
+	if !e.PrequeueAt.IsZero() {
+		out = append(out, transition{e.Name, kindPrequeue, e.PrequeueAt})
+	}
+	return append(out, transition{e.Name, kindStart, e.StartsAt}, transition{e.Name, kindEnd, e.EndsAt})
+}
+
+func endOf(e Event) transition { return transition{e.Name, kindEnd, e.EndsAt} }
+
+// run applies t unless it is applied, once across instances: it reports
+// whether t is applied now (false: another instance holds its claim).
+func (s *Schedule) run(ctx context.Context, room string, e Event, t transition) (bool, error) {
+	key := markKey(room, t)
+	s.mu.Lock()
+	_, known := s.applied[key]
+	s.mu.Unlock()
+	if known {
+		return true, nil
+	}
+	keep := time.Until(e.EndsAt) + 7*24*time.Hour
+	v, err := s.r.Do(ctx, "SET", key, "claimed:"+s.id, "NX", "PX", ms(claimFor))
+	if err != nil {
+		return false, fmt.Errorf("schedule: claim: %w", err)
+	}
+	if v == nil { // claimed before: applied, or being applied elsewhere
+		got, err := s.r.Do(ctx, "GET", key)
+		if err != nil {
+			return false, fmt.Errorf("schedule: claim: %w", err)
+		}
+		if got != markApplied {
+			return false, nil
+		}
+		s.noteApplied(key, keep)
+		return true, nil
+	}
+	if err := s.apply(ctx, room, e, t); err != nil {
+		// Free the claim so the next tick (here or elsewhere) retries.
+		_, _ = s.r.Do(ctx, "DEL", key)
+		return false, fmt.Errorf("schedule: %s of event %s: %w", t.kind, e.Name, err)
+	}
+	if _, err := s.r.Do(ctx, "SET", key, markApplied, "PX", ms(max(keep, time.Minute))); err != nil {
+		return false, fmt.Errorf("schedule: mark applied: %w", err)
+	}
+	s.noteApplied(key, keep)
+	return true, nil
+}
+
+func (s *Schedule) noteApplied(key string, keep time.Duration) {
+	s.mu.Lock()
+	s.applied[key] = time.Now().Add(keep)
+	s.mu.Unlock()
+}
+
+// forget drops what the instance remembers of events long gone.
+func (s *Schedule) forget(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, until := range s.applied {
+		if now.After(until) {
+			delete(s.applied, k)
+		}
+	}
+}
+
+func ms(d time.Duration) string { return fmt.Sprint(max(d.Milliseconds(), 1)) }
