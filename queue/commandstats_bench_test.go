@@ -1,0 +1,160 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+)
+
+// BenchmarkScripts measures the Redis time of one call of the join, status
+// and consume scripts: what a room's one Redis core spends per call, which
+// bounds the room's rate whatever runs in front of it. Each sub-benchmark
+// runs b.N calls on fresh visitors, one at a time, against a real
+// redis-server of its own, and reports usec_per_call of EVALSHA from
+// INFO commandstats (reset with CONFIG RESETSTAT before the calls), so the
+// client's own cost is not in the figure (allocs/op is the client's).
+// "open" is a room nobody configured, "configured" one with stored
+// settings (presence on in both).
+//
+//	go test -run '^$' -bench Scripts -benchtime 20000x ./queue/
+func BenchmarkScripts(b *testing.B) {
+	for _, room := range []string{"open", "configured"} {
+		b.Run(room+"/join", func(b *testing.B) {
+			q, ctx := scriptsBench(b, room)
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := q.Join(ctx, room, benchVisitor(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportScript(b, q, "join")
+		})
+		b.Run(room+"/status", func(b *testing.B) {
+			q, ctx := scriptsBench(b, room)
+			for i := range b.N {
+				if _, err := q.Join(ctx, room, benchVisitor(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			resetStats(b, q)
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := q.Status(ctx, room, benchVisitor(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportScript(b, q, "status")
+		})
+		b.Run(room+"/consume", func(b *testing.B) {
+			q, ctx := scriptsBench(b, room)
+			nb := time.Now().Add(-time.Second)
+			for i := range b.N {
+				writeToken(b, q, room, benchVisitor(i), nb)
+			}
+			resetStats(b, q)
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := q.Consume(ctx, Token{Room: room, Visitor: benchVisitor(i), NotBefore: nb}, Spend); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportScript(b, q, "consume")
+		})
+	}
+}
+
+func benchVisitor(i int) string { return "bv" + strconv.Itoa(i) }
+
+// scriptsBench starts a redis-server and a Queue on it (rueidis), with
+// room configured when it is "configured", and every script of the
+// benchmark loaded (a first call is an EVAL), then resets the stats.
+func scriptsBench(b *testing.B, room string) (*Queue, context.Context) {
+	b.Helper()
+	b.ReportAllocs()
+	ctx := context.Background()
+	q := newQueue(b, newRedis(b, redistest.StartReal(b), "rueidis"), nil)
+	if room == "configured" {
+		if err := q.SetRoomConfig(ctx, room, RoomConfig{Batch: 20}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := q.Join(ctx, room, "warm"); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := q.Status(ctx, room, "warm"); err != nil {
+		b.Fatal(err)
+	}
+	_, _ = q.Consume(ctx, Token{Room: room, Visitor: "warm", NotBefore: time.Now()}, Spend)
+	resetStats(b, q)
+	return q, ctx
+}
+
+// writeToken stores an admitted visitor's token record as admission does
+// (admit.lua), valid from nb for ten minutes.
+func writeToken(b *testing.B, q *Queue, room, visitor string, nb time.Time) {
+	b.Helper()
+	ctx := context.Background()
+	n, e := nb.UnixMilli(), nb.Add(10*time.Minute).UnixMilli()
+	rec := fmt.Sprintf("%d:%d:%d", n, e, e)
+	if _, err := q.r.Do(ctx, "SET", prefix(room)+"t:"+visitor, rec, "PX", "900000"); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := q.r.Do(ctx, "ZADD", prefix(room)+"active", strconv.FormatInt(e, 10), visitor); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func resetStats(b *testing.B, q *Queue) {
+	b.Helper()
+	if _, err := q.r.Do(context.Background(), "CONFIG", "RESETSTAT"); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// reportScript reports EVALSHA's calls and usec_per_call since the last
+// reset as name-us/call; the calls must be the b.N of the benchmark (a
+// retry or a second script per call would show as more).
+func reportScript(b *testing.B, q *Queue, name string) {
+	b.Helper()
+	b.StopTimer()
+	v, err := q.r.Do(context.Background(), "INFO", "commandstats")
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, _ := v.(string)
+	calls, usec, ok := evalshaStats(info)
+	if !ok {
+		b.Fatalf("no cmdstat_evalsha in INFO commandstats:\n%s", info)
+	}
+	if calls != int64(b.N) {
+		b.Fatalf("%d EVALSHA calls for %d %s calls", calls, b.N, name)
+	}
+	b.ReportMetric(usec, name+"-us/call")
+}
+
+// evalshaStats reads calls and usec_per_call of EVALSHA from the text of
+// INFO commandstats.
+func evalshaStats(info string) (calls int64, usecPerCall float64, ok bool) {
+	for line := range strings.Lines(info) {
+		rest, found := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:")
+		if !found {
+			continue
+		}
+		for f := range strings.SplitSeq(rest, ",") {
+			k, val, _ := strings.Cut(f, "=")
+			switch k {
+			case "calls":
+				calls, _ = strconv.ParseInt(val, 10, 64)
+			case "usec_per_call":
+				usecPerCall, _ = strconv.ParseFloat(val, 64)
+				ok = true
+			}
+		}
+	}
+	return calls, usecPerCall, ok
+}
