@@ -85,7 +85,8 @@ local function seen_many(p, cfg, vs, now, closing)
     else
       redis.call('ZREM', K.closed, unpack(names))
     end
-    local tk = redis.call('HMGET', K.awayt, unpack(names))
+    local tk
+    if #names == 1 then tk = {redis.call('HGET', K.awayt, names[1])} else tk = redis.call('HMGET', K.awayt, unpack(names)) end
     local came = {}
     for j = 1, #names do
       if tk[j] then
@@ -98,7 +99,9 @@ local function seen_many(p, cfg, vs, now, closing)
     lot_tickets('back', nil, came)
   end
   if next(cfg) == nil then
-    redis.call('PEXPIRE', K.seen, idle_ms)
+    -- As keep_while_used (now.lua): pushed at most once every
+    -- KEEP_EVERY_MS; a set this call made has no expiry yet (PTTL -1).
+    if redis.call('PTTL', K.seen) < idle_ms - KEEP_EVERY_MS then redis.call('PEXPIRE', K.seen, idle_ms) end
     if closing then redis.call('PEXPIRE', K.closed, idle_ms) end
   end
 end
