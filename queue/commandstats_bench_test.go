@@ -20,7 +20,10 @@ import (
 // client's own cost is not in the figure (allocs/op is the client's), as
 // name-us/call, and the median call from INFO latencystats as
 // name-p50-us: on a busy machine a call that the scheduler interrupts
-// weighs on the mean, and the median says what a call costs.
+// weighs on the mean, and the median says what a call costs. name-cpu-us
+// is the user CPU time of Redis's main thread per call (INFO cpu), which
+// no interruption inflates; it also counts reading each command and
+// writing its reply, outside the script.
 // "open" is a room nobody configured, "configured" one with stored
 // settings (presence on in both).
 //
@@ -29,13 +32,14 @@ func BenchmarkScripts(b *testing.B) {
 	for _, room := range []string{"open", "configured"} {
 		b.Run(room+"/join", func(b *testing.B) {
 			q, ctx := scriptsBench(b, room)
+			cpu0 := resetStats(b, q)
 			b.ResetTimer()
 			for i := range b.N {
 				if _, err := q.Join(ctx, room, benchVisitor(i)); err != nil {
 					b.Fatal(err)
 				}
 			}
-			reportScript(b, q, "join")
+			reportScript(b, q, "join", cpu0)
 		})
 		b.Run(room+"/status", func(b *testing.B) {
 			q, ctx := scriptsBench(b, room)
@@ -44,14 +48,14 @@ func BenchmarkScripts(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			resetStats(b, q)
+			cpu0 := resetStats(b, q)
 			b.ResetTimer()
 			for i := range b.N {
 				if _, err := q.Status(ctx, room, benchVisitor(i)); err != nil {
 					b.Fatal(err)
 				}
 			}
-			reportScript(b, q, "status")
+			reportScript(b, q, "status", cpu0)
 		})
 		b.Run(room+"/consume", func(b *testing.B) {
 			q, ctx := scriptsBench(b, room)
@@ -59,14 +63,14 @@ func BenchmarkScripts(b *testing.B) {
 			for i := range b.N {
 				writeToken(b, q, room, benchVisitor(i), nb)
 			}
-			resetStats(b, q)
+			cpu0 := resetStats(b, q)
 			b.ResetTimer()
 			for i := range b.N {
 				if _, err := q.Consume(ctx, Token{Room: room, Visitor: benchVisitor(i), NotBefore: nb}, Spend); err != nil {
 					b.Fatal(err)
 				}
 			}
-			reportScript(b, q, "consume")
+			reportScript(b, q, "consume", cpu0)
 		})
 	}
 }
@@ -75,7 +79,7 @@ func benchVisitor(i int) string { return "bv" + strconv.Itoa(i) }
 
 // scriptsBench starts a redis-server and a Queue on it (rueidis), with
 // room configured when it is "configured", and every script of the
-// benchmark loaded (a first call is an EVAL), then resets the stats.
+// benchmark loaded (a first call is an EVAL).
 func scriptsBench(b *testing.B, room string) (*Queue, context.Context) {
 	b.Helper()
 	b.ReportAllocs()
@@ -93,7 +97,6 @@ func scriptsBench(b *testing.B, room string) (*Queue, context.Context) {
 		b.Fatal(err)
 	}
 	_, _ = q.Consume(ctx, Token{Room: room, Visitor: "warm", NotBefore: time.Now()}, Spend)
-	resetStats(b, q)
 	return q, ctx
 }
 
@@ -112,19 +115,38 @@ func writeToken(b *testing.B, q *Queue, room, visitor string, nb time.Time) {
 	}
 }
 
-func resetStats(b *testing.B, q *Queue) {
+// resetStats resets Redis's command and latency stats, and returns the
+// user CPU time of its main thread so far, in seconds.
+func resetStats(b *testing.B, q *Queue) float64 {
 	b.Helper()
 	if _, err := q.r.Do(context.Background(), "CONFIG", "RESETSTAT"); err != nil {
 		b.Fatal(err)
 	}
+	return userCPU(b, q)
 }
 
-// reportScript reports EVALSHA's calls and usec_per_call since the last
-// reset as name-us/call; the calls must be the b.N of the benchmark (a
-// retry or a second script per call would show as more).
-func reportScript(b *testing.B, q *Queue, name string) {
+func userCPU(b *testing.B, q *Queue) float64 {
+	b.Helper()
+	v, err := q.r.Do(context.Background(), "INFO", "cpu")
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, _ := v.(string)
+	_, sec, ok := evalshaStat(info, "used_cpu_user_main_thread:", "", "")
+	if !ok {
+		b.Fatalf("no used_cpu_user_main_thread in INFO cpu:\n%s", info)
+	}
+	return sec
+}
+
+// reportScript reports EVALSHA's usec_per_call and median since the last
+// reset, and Redis's user CPU time per call since cpu0; the calls must be
+// the b.N of the benchmark (a retry or a second script per call would show
+// as more).
+func reportScript(b *testing.B, q *Queue, name string, cpu0 float64) {
 	b.Helper()
 	b.StopTimer()
+	cpu := userCPU(b, q) - cpu0
 	v, err := q.r.Do(context.Background(), "INFO", "commandstats")
 	if err != nil {
 		b.Fatal(err)
@@ -138,6 +160,7 @@ func reportScript(b *testing.B, q *Queue, name string) {
 		b.Fatalf("%d EVALSHA calls for %d %s calls", calls, b.N, name)
 	}
 	b.ReportMetric(usec, name+"-us/call")
+	b.ReportMetric(cpu*1e6/float64(b.N), name+"-cpu-us")
 	if v, err = q.r.Do(context.Background(), "INFO", "latencystats"); err == nil {
 		info, _ = v.(string)
 		if _, p50, ok := evalshaStat(info, "latency_percentiles_usec_evalsha:", "", "p50"); ok {
@@ -148,12 +171,16 @@ func reportScript(b *testing.B, q *Queue, name string) {
 
 // evalshaStat reads, from the text of an INFO section, the integer field
 // count (none when "") and the number field num of the line that starts
-// with prefix.
+// with prefix; with num "", the line's value is the number.
 func evalshaStat(info, prefix, count, num string) (n int64, x float64, ok bool) {
 	for line := range strings.Lines(info) {
 		rest, found := strings.CutPrefix(strings.TrimSpace(line), prefix)
 		if !found {
 			continue
+		}
+		if num == "" {
+			x, err := strconv.ParseFloat(rest, 64)
+			return 0, x, err == nil
 		}
 		for f := range strings.SplitSeq(rest, ",") {
 			k, val, _ := strings.Cut(f, "=")
