@@ -68,10 +68,11 @@ func loadNamedKeys(names ...string) *Script {
 	return s
 }
 
-// keyUse is a script's use of a room's key (K.name) or a visitor's
-// (V.name).
 var (
-	keyUse      = regexp.MustCompile(`\b[KV]\.[a-z]+\b`)
+	// keyUse is a script's use of a room's key (K.name) or a visitor's
+	// (V.name).
+	keyUse = regexp.MustCompile(`\b[KV]\.[a-z]+\b`)
+	// computedKey is a use of K or V by a name computed when it runs.
 	computedKey = regexp.MustCompile(`\b[KV]\[`)
 )
 
@@ -128,9 +129,10 @@ var (
 )
 
 // roomKeyNames are the names (after prefix(room)) of the room's keys whose
-// names are fixed: every room script is given all of them in KEYS, in this
-// order, so that each key a script touches is declared as Redis's
-// scripting contract asks. "q" comes first: KEYS[1] is the queue.
+// names are fixed: every room script that loadScript makes is given all of
+// them in KEYS, in this order, so that each key a script touches is
+// declared as Redis's scripting contract asks (a script of loadNamedKeys
+// is given those it names). "q" comes first: KEYS[1] is the queue.
 //
 // The keys of one visitor (visitorKeyNames) follow them in the KEYS of a
 // script about one visitor known before the call. Where the visitor is

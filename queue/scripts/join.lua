@@ -1,5 +1,5 @@
--- join: KEYS = visitorKeys (the room's keys, K, then the visitor's, V:
--- scripts.go); ARGV = prefix, visitor, seed, channel, ttlMs, maxMs,
+-- join: KEYS = the room's keys (K) and the visitor's (V) that it names
+-- (loadNamedKeys, scripts.go); ARGV = prefix, visitor, seed, channel, ttlMs, maxMs,
 -- retentionMs (and invite.lua's ARGV[8..11] when it runs first: with a
 -- priority code, whose use invite.lua took, a new ticket is one of the
 -- priority band, see now.lua)
