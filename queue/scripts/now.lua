@@ -21,12 +21,17 @@ local function read_token(key)
 end
 
 -- The room's settings (the fields CFG of the cfg hash, from the Go
--- schema) as a table of those that are set.
+-- schema) as a table of those that are set. A room sets few of them:
+-- reading those there are (HGETALL) costs Redis less than asking for each
+-- by name, on every join and status.
 local function load_cfg(p)
-  local vals = redis.call('HMGET', K.cfg, unpack(CFG))
+  local flat = redis.call('HGETALL', K.cfg)
   local cfg = {}
-  for i = 1, #CFG do
-    if vals[i] then cfg[CFG[i]] = vals[i] end
+  if #flat == 0 then return cfg end
+  local known = {}
+  for i = 1, #CFG do known[CFG[i]] = true end
+  for i = 1, #flat, 2 do
+    if known[flat[i]] then cfg[flat[i]] = flat[i + 1] end
   end
   return cfg
 end
