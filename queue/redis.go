@@ -22,6 +22,10 @@ type Script struct {
 	Name string
 	Src  string
 	Hash string // hex SHA-1 of Src
+
+	// keyNames are the names of the keys the script is given, when it
+	// names them itself (see loadNamedKeys and Script.keys).
+	keyNames []string
 }
 
 func newScript(name, src string) *Script {

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"embed"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -17,25 +18,99 @@ var scriptFS embed.FS
 var prelude = []string{"publish", "draw", "lotlog", "now", "presence", "method"}
 
 // loadScript joins the shared prelude and the named scripts, in order, into
-// one script.
+// one script, keeping of the prelude's functions only those the named
+// scripts reach (see prune).
 func loadScript(names ...string) *Script {
-	src := []byte(keysLua)
-	for _, name := range append(append([]string(nil), prelude...), names...) {
-		body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
-		if err != nil {
-			panic(err)
-		}
-		src = append(append(src, body...), '\n')
+	return newScript(strings.Join(names, "+"), keysLua+scriptText(names))
+}
+
+// scriptText is the pruned prelude and the named scripts, without a header.
+func scriptText(names []string) string {
+	var pre, body []byte
+	for _, name := range prelude {
+		pre = append(append(pre, readScript(name)...), '\n')
 	}
-	return newScript(strings.Join(names, "+"), string(src))
+	for _, name := range names {
+		body = append(append(body, readScript(name)...), '\n')
+	}
+	return prune(string(pre), string(body)) + string(body)
+}
+
+// loadNamedKeys is loadScript for a script on the hot path of every
+// visitor (join, status, consume): its KEYS are only the keys it names,
+// which Script.keys gives, and each K.name or V.name in its text becomes
+// the KEYS[i] of that key, so a call neither passes the room's other keys
+// nor builds the K and V tables. KEYS[1] is the queue, as for every room
+// script. A script that picks a key by a computed name (K[name]) cannot
+// be so loaded.
+func loadNamedKeys(names ...string) *Script {
+	name, src := strings.Join(names, "+"), scriptText(names)
+	if computedKey.MatchString(src) {
+		panic("queue: script " + name + " picks keys by computed names")
+	}
+	keyNames := []string{"q"}
+	index := map[string]int{"K.q": 1}
+	src = keyUse.ReplaceAllStringFunc(src, func(use string) string {
+		i, ok := index[use]
+		if !ok {
+			name := use[2:]
+			if use[0] == 'V' {
+				name += ":"
+			}
+			keyNames = append(keyNames, name)
+			i = len(keyNames)
+			index[use] = i
+		}
+		return "KEYS[" + strconv.Itoa(i) + "]"
+	})
+	s := newScript(name, cfgLua+src)
+	s.keyNames = keyNames
+	return s
 }
 
 var (
-	joinScript      = loadScript("join")
-	joinInvScript   = loadScript("invite", "join") // the join with invite-only rooms' check
-	statusScript    = loadScript("status")
+	// keyUse is a script's use of a room's key (K.name) or a visitor's
+	// (V.name).
+	keyUse = regexp.MustCompile(`\b[KV]\.[a-z]+\b`)
+	// computedKey is a use of K or V by a name computed when it runs.
+	computedKey = regexp.MustCompile(`\b[KV]\[`)
+)
+
+// keys is the KEYS of a call of s about visitor ("" for none) in room: the
+// keys of s.keyNames when loadNamedKeys made s, else visitorKeys (or
+// roomKeys, without a visitor).
+func (s *Script) keys(room, visitor string) []string {
+	if s.keyNames == nil {
+		if visitor == "" {
+			return roomKeys(room)
+		}
+		return visitorKeys(room, visitor)
+	}
+	p := prefix(room)
+	keys := make([]string, len(s.keyNames))
+	for i, name := range s.keyNames {
+		keys[i] = p + name
+		if strings.HasSuffix(name, ":") {
+			keys[i] += visitor
+		}
+	}
+	return keys
+}
+
+func readScript(name string) []byte {
+	b, err := scriptFS.ReadFile("scripts/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+var (
+	joinScript      = loadNamedKeys("join")
+	joinInvScript   = loadNamedKeys("invite", "join") // the join with invite-only rooms' check
+	statusScript    = loadNamedKeys("status")
 	leaveScript     = loadScript("leave")
-	consumeScript   = loadScript("consume")
+	consumeScript   = loadNamedKeys("consume")
 	admitScript     = loadScript("admit")
 	setcfgScript    = loadScript("setcfg")
 	restoreScript   = loadScript("restore")
@@ -54,9 +129,10 @@ var (
 )
 
 // roomKeyNames are the names (after prefix(room)) of the room's keys whose
-// names are fixed: every room script is given all of them in KEYS, in this
-// order, so that each key a script touches is declared as Redis's
-// scripting contract asks. "q" comes first: KEYS[1] is the queue.
+// names are fixed: every room script that loadScript makes is given all of
+// them in KEYS, in this order, so that each key a script touches is
+// declared as Redis's scripting contract asks (a script of loadNamedKeys
+// is given those it names). "q" comes first: KEYS[1] is the queue.
 //
 // The keys of one visitor (visitorKeyNames) follow them in the KEYS of a
 // script about one visitor known before the call. Where the visitor is
@@ -78,39 +154,36 @@ var roomKeyNames = []string{
 // of one visitor's keys, in the order visitorKeys gives them.
 var visitorKeyNames = []string{"t:", "spent:", "gone:", "left:", "dropped:"}
 
-// keysLua starts every script: CFG lists the fields of the room's
-// settings hash (settings.HashFields), K maps each name of roomKeyNames to its
-// key in KEYS, and V each name of visitorKeyNames (without its colon) to
-// the key that follows them, when the caller passed visitorKeys (a script
-// whose KEYS are not a room's, such as tickrooms, reads neither).
+// keysLua starts every script that loadScript makes: K maps each name of
+// roomKeyNames to its key in KEYS, V each name of visitorKeyNames (without
+// its colon) to the key that follows them, when the caller passed
+// visitorKeys (a script whose KEYS are not a room's, such as tickrooms,
+// reads neither), and CFG lists the fields of the room's settings hash
+// (cfgLua). The tables are written out as constructors: Redis runs this
+// on every call, and a constructor sizes each table once.
 var keysLua = func() string {
 	var b strings.Builder
-	b.WriteString("local K = {}\ndo\n  local names = {")
+	b.WriteString("local K = {")
 	for i, name := range roomKeyNames {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("'" + name + "'")
+		b.WriteString(name + " = KEYS[" + strconv.Itoa(i+1) + "]")
 	}
-	b.WriteString("}\n  for i = 1, #names do K[names[i]] = KEYS[i] end\nend\nlocal V = {}\ndo\n  local names = {")
+	b.WriteString("}\nlocal V = {")
 	for i, name := range visitorKeyNames {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("'" + strings.TrimSuffix(name, ":") + "'")
-	}
-	b.WriteString("}\n  for i = 1, #names do V[names[i]] = KEYS[" + strconv.Itoa(len(roomKeyNames)) + " + i] end\nend\n")
-	// CFG are the fields of the room's settings hash (load_cfg reads them).
-	b.WriteString("local CFG = {")
-	for i, name := range settings.HashFields() {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("'" + name + "'")
+		b.WriteString(strings.TrimSuffix(name, ":") + " = KEYS[" + strconv.Itoa(len(roomKeyNames)+i+1) + "]")
 	}
 	b.WriteString("}\n")
-	return b.String()
+	return b.String() + cfgLua
 }()
+
+// cfgLua defines CFG, the fields of the room's settings hash
+// (settings.HashFields), which load_cfg reads.
+var cfgLua = "local CFG = {'" + strings.Join(settings.HashFields(), "', '") + "'}\n"
 
 // roomKeys is the KEYS of room's scripts: its keys of roomKeyNames, in order.
 func roomKeys(room string) []string {

@@ -33,7 +33,7 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 		strconv.FormatInt(q.opts.TokenTTL.Milliseconds(), 10),
 		strconv.FormatInt(q.opts.TokenMax.Milliseconds(), 10),
 		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10)}, extra...)
-	v, err := q.r.Eval(ctx, script, visitorKeys(room, visitor), args...)
+	v, err := q.r.Eval(ctx, script, script.keys(room, visitor), args...)
 	if err != nil {
 		return wire.State{}, wire.Ticket{}, fmt.Errorf("queue: join: %w", err)
 	}
@@ -115,7 +115,7 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 		}
 		args = append(args, v)
 	}
-	v, err := q.r.Eval(ctx, statusScript, roomKeys(room), args...)
+	v, err := q.r.Eval(ctx, statusScript, statusScript.keys(room, ""), args...)
 	if err != nil {
 		return nil, fmt.Errorf("queue: status: %w", err)
 	}

@@ -1,4 +1,4 @@
--- consume: KEYS = visitorKeys (K, V: scripts.go); ARGV = prefix, visitor, notBefore, mode, idleMs
+-- consume: KEYS = the keys it names (K, V: loadNamedKeys, scripts.go); ARGV = prefix, visitor, notBefore, mode, idleMs
 -- mode 0 checks, 1 uses the token up, 2 checks and slides its expiry to
 -- min(now + idle, cap). Returns {code, a}: 1 valid (a = expiresAt), -1
 -- unknown or used, -2 too early (a = ms until notBefore), -3 expired; a

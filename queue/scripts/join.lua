@@ -1,5 +1,5 @@
--- join: KEYS = visitorKeys (the room's keys, K, then the visitor's, V:
--- scripts.go); ARGV = prefix, visitor, seed, channel, ttlMs, maxMs,
+-- join: KEYS = the room's keys (K) and the visitor's (V) that it names
+-- (loadNamedKeys, scripts.go); ARGV = prefix, visitor, seed, channel, ttlMs, maxMs,
 -- retentionMs (and invite.lua's ARGV[8..11] when it runs first: with a
 -- priority code, whose use invite.lua took, a new ticket is one of the
 -- priority band, see now.lua)
@@ -45,9 +45,17 @@ if r then
   r = r - late_priority(p, KEYS[1], score)
   return {1, rank_of(r) + presence_ahead(p), 0, 0, paused, num(cfg.v, 0), cfg.message or '', s, now, lottery_size(cfg, KEYS[1], undrawn_left), prio}
 end
-local back = presence_place(p, v)
+-- Whether anyone is back from away, set aside or held for a scheduled
+-- opening with priority: one command for the three sets, which are empty
+-- in most rooms most of the time, instead of a look for v in each.
+local aside = redis.call('EXISTS', K.back, K.away, K.ppre) > 0
+local function ahead()
+  if aside then return presence_ahead(p) end
+  return 0
+end
+local back = aside and presence_place(p, v)
 if back then return {1, back, 0, 0, paused, num(cfg.v, 0), cfg.message or '', 0, now, lottery_size(cfg, KEYS[1], undrawn_left)} end
-if redis.call('ZSCORE', K.ppre, v) then
+if aside and redis.call('ZSCORE', K.ppre, v) then
   return {4, num(cfg.opensAt, 0), 0, 0, paused, num(cfg.v, 0), cfg.message or ''}
 end
 redis.call('DEL', V.dropped) -- lost its place while away: a new ticket
@@ -65,25 +73,35 @@ if ARGV[11] == '1' and (ARGV[8] or '') ~= '' then
   redis.call('HSETNX', K.stats, 'born', now)
   local s = redis.call('INCR', K.pseq)
   mark_priority(p, KEYS[1], s)
-  keep_while_used(p, cfg)
+  keep_while_used(p, cfg, nil, true)
   if opens > now then
     redis.call('ZADD', K.ppre, 'NX', s - PRIO_BASE, v)
     return {4, opens, 0, 1, paused, num(cfg.v, 0), cfg.message or ''}
   end
   redis.call('ZADD', KEYS[1], 'NX', s - PRIO_BASE, v)
   lot_tickets('add', 'join', {s - PRIO_BASE})
-  return {1, rank_of(redis.call('ZRANK', KEYS[1], v)) + presence_ahead(p), 0, 1, paused, num(cfg.v, 0), cfg.message or '', s, now, lottery_size(cfg, KEYS[1], undrawn_left), 1}
+  return {1, rank_of(redis.call('ZRANK', KEYS[1], v)) + ahead(), 0, 1, paused, num(cfg.v, 0), cfg.message or '', s, now, lottery_size(cfg, KEYS[1], undrawn_left), 1}
 end
 if opens > now then
   local added = redis.call('SADD', K.pre, v)
   return {4, opens, 0, added, paused, num(cfg.v, 0), cfg.message or ''}
 end
-ensure_seq(p, KEYS[1])
+-- The ticket counter must stay ahead of every ticket in the queue even if
+-- it expired while the room sat idle with visitors (or was lost): a
+-- counter INCR had to make goes on after the queue's last ticket.
+local s = redis.call('INCR', K.seq)
+local created = s == 1
+if created then
+  local top = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  if top[2] and tonumber(top[2]) > 0 then
+    s = tonumber(top[2]) + 1
+    redis.call('SET', K.seq, s)
+  end
+end
 -- The moment this room's state began: tickets taken before it were taken
 -- from a Redis that has lost them since (see retake.lua).
-redis.call('HSETNX', K.stats, 'born', now)
-local s = redis.call('INCR', K.seq)
+if redis.call('HSETNX', K.stats, 'born', now) == 1 then created = true end
 redis.call('ZADD', KEYS[1], 'NX', s, v)
 lot_tickets('add', 'join', {s})
-keep_while_used(p, cfg)
-return {1, rank_of(redis.call('ZRANK', KEYS[1], v)) + presence_ahead(p), 0, 1, paused, num(cfg.v, 0), cfg.message or '', s, now, lottery_size(cfg, KEYS[1], undrawn_left)}
+keep_while_used(p, cfg, nil, created)
+return {1, rank_of(redis.call('ZRANK', KEYS[1], v)) + ahead(), 0, 1, paused, num(cfg.v, 0), cfg.message or '', s, now, lottery_size(cfg, KEYS[1], undrawn_left)}

@@ -21,12 +21,17 @@ local function read_token(key)
 end
 
 -- The room's settings (the fields CFG of the cfg hash, from the Go
--- schema) as a table of those that are set.
+-- schema) as a table of those that are set. A room sets few of them:
+-- reading those there are (HGETALL) costs Redis less than asking for each
+-- by name, on every join and status.
 local function load_cfg(p)
-  local vals = redis.call('HMGET', K.cfg, unpack(CFG))
+  local flat = redis.call('HGETALL', K.cfg)
   local cfg = {}
-  for i = 1, #CFG do
-    if vals[i] then cfg[CFG[i]] = vals[i] end
+  if #flat == 0 then return cfg end
+  local known = {}
+  for i = 1, #CFG do known[CFG[i]] = true end
+  for i = 1, #flat, 2 do
+    if known[flat[i]] then cfg[flat[i]] = flat[i + 1] end
   end
   return cfg
 end
@@ -70,6 +75,9 @@ local ZADD_CHUNK = 500 -- members per ZADD call (Lua's stack bounds unpack)
 -- visitor still in the pool.
 local function maybe_open(p, cfg, now, seed, channel)
   local draw, pool = K.draw, K.drawpool
+  -- No draw under way and nobody held for one: one command tells, on
+  -- every join and status of a room that is not opening.
+  if redis.call('EXISTS', draw, K.ppre, K.pre) == 0 then return nil end
   local st = redis.call('HMGET', draw, 'next', 'last')
   local nx = tonumber(st[1])
   local since = now - num(st[2], 0)
@@ -172,13 +180,19 @@ end
 
 -- A room that no operator configured (visitors made it, with open rooms)
 -- keeps its counters only while it is used: each use pushes their expiry a
--- day on, or past the longest token of the room if that is later.
+-- day on, or past the longest token of the room if that is later. A join
+-- (no longest_ms) pushes them at most once every KEEP_EVERY_MS, unless it
+-- created one of them (created): between two pushes the counters' expiry
+-- is at least a day less that much away, and a herd of joins does not pay
+-- seven PEXPIRE each.
 local idle_ms = 86400000
-local function keep_while_used(p, cfg, longest_ms)
+local KEEP_EVERY_MS = 60000
+local function keep_while_used(p, cfg, longest_ms, created)
   if next(cfg) ~= nil then return end
   local ttl = math.max(idle_ms, longest_ms or 0)
-  for _, k in ipairs({'seq', 'pseq', 'pmark', 'stats', 'active', 'done', 'pdone'}) do
-    redis.call('PEXPIRE', K[k], ttl)
+  if not longest_ms and not created and redis.call('PTTL', K.seq) > ttl - KEEP_EVERY_MS then return end
+  for _, k in ipairs({K.seq, K.pseq, K.pmark, K.stats, K.active, K.done, K.pdone}) do
+    redis.call('PEXPIRE', k, ttl)
   end
 end
 

@@ -71,7 +71,24 @@ end
 -- enter closed), else any other (they leave it).
 local function seen_many(p, cfg, vs, now, closing)
   if not presence_on(cfg) or #vs == 0 then return end
-  for i = 1, #vs, ZADD_CHUNK do
+  local from = 1
+  if #vs == 1 then
+    -- One visitor (a join, a poll): the same commands, without the
+    -- tables of a batch.
+    local v = vs[1]
+    redis.call('ZADD', K.seen, now, v)
+    redis.call('ZADD', K.aseen, 'XX', now, v)
+    if closing then redis.call('ZADD', K.closed, now, v) else redis.call('ZREM', K.closed, v) end
+    local tk = redis.call('HGET', K.awayt, v)
+    if tk then
+      redis.call('ZREM', K.away, v)
+      redis.call('HDEL', K.awayt, v)
+      redis.call('ZADD', K.back, tk, v)
+      lot_tickets('back', nil, {tk})
+    end
+    from = 2
+  end
+  for i = from, #vs, ZADD_CHUNK do
     local args, names = {}, {}
     for j = i, math.min(i + ZADD_CHUNK - 1, #vs) do
       args[#args + 1] = now
@@ -98,7 +115,9 @@ local function seen_many(p, cfg, vs, now, closing)
     lot_tickets('back', nil, came)
   end
   if next(cfg) == nil then
-    redis.call('PEXPIRE', K.seen, idle_ms)
+    -- As keep_while_used (now.lua): pushed at most once every
+    -- KEEP_EVERY_MS; a set this call made has no expiry yet (PTTL -1).
+    if redis.call('PTTL', K.seen) < idle_ms - KEEP_EVERY_MS then redis.call('PEXPIRE', K.seen, idle_ms) end
     if closing then redis.call('PEXPIRE', K.closed, idle_ms) end
   end
 end

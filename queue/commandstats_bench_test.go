@@ -1,0 +1,197 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+)
+
+// BenchmarkScripts measures the Redis time of one call of the join, status
+// and consume scripts: what a room's one Redis core spends per call, which
+// bounds the room's rate whatever runs in front of it. Each sub-benchmark
+// runs b.N calls on fresh visitors, one at a time, against a real
+// redis-server of its own, and reports usec_per_call of EVALSHA from
+// INFO commandstats (reset with CONFIG RESETSTAT before the calls), so the
+// client's own cost is not in the figure (allocs/op is the client's), as
+// name-us/call, and the median call from INFO latencystats as
+// name-p50-us: on a busy machine a call that the scheduler interrupts
+// weighs on the mean, and the median says what a call costs. name-cpu-us
+// is the user CPU time of Redis's main thread per call (INFO cpu), which
+// no interruption inflates; it also counts reading each command and
+// writing its reply, outside the script.
+// "open" is a room nobody configured, "configured" one with stored
+// settings (presence on in both).
+//
+//	go test -run '^$' -bench Scripts -benchtime 20000x ./queue/
+func BenchmarkScripts(b *testing.B) {
+	for _, room := range []string{"open", "configured"} {
+		b.Run(room+"/join", func(b *testing.B) {
+			q, ctx := scriptsBench(b, room)
+			cpu0 := resetStats(b, q)
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := q.Join(ctx, room, benchVisitor(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportScript(b, q, "join", cpu0)
+		})
+		b.Run(room+"/status", func(b *testing.B) {
+			q, ctx := scriptsBench(b, room)
+			for i := range b.N {
+				if _, err := q.Join(ctx, room, benchVisitor(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu0 := resetStats(b, q)
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := q.Status(ctx, room, benchVisitor(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportScript(b, q, "status", cpu0)
+		})
+		b.Run(room+"/consume", func(b *testing.B) {
+			q, ctx := scriptsBench(b, room)
+			nb := time.Now().Add(-time.Second)
+			for i := range b.N {
+				writeToken(b, q, room, benchVisitor(i), nb)
+			}
+			cpu0 := resetStats(b, q)
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := q.Consume(ctx, Token{Room: room, Visitor: benchVisitor(i), NotBefore: nb}, Spend); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportScript(b, q, "consume", cpu0)
+		})
+	}
+}
+
+func benchVisitor(i int) string { return "bv" + strconv.Itoa(i) }
+
+// scriptsBench starts a redis-server and a Queue on it (rueidis), with
+// room configured when it is "configured", and every script of the
+// benchmark loaded (a first call is an EVAL).
+func scriptsBench(b *testing.B, room string) (*Queue, context.Context) {
+	b.Helper()
+	b.ReportAllocs()
+	ctx := context.Background()
+	q := newQueue(b, newRedis(b, redistest.StartReal(b), "rueidis"), nil)
+	if room == "configured" {
+		if err := q.SetRoomConfig(ctx, room, RoomConfig{Batch: 20}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := q.Join(ctx, room, "warm"); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := q.Status(ctx, room, "warm"); err != nil {
+		b.Fatal(err)
+	}
+	_, _ = q.Consume(ctx, Token{Room: room, Visitor: "warm", NotBefore: time.Now()}, Spend)
+	return q, ctx
+}
+
+// writeToken stores an admitted visitor's token record as admission does
+// (admit.lua), valid from nb for ten minutes.
+func writeToken(b *testing.B, q *Queue, room, visitor string, nb time.Time) {
+	b.Helper()
+	ctx := context.Background()
+	n, e := nb.UnixMilli(), nb.Add(10*time.Minute).UnixMilli()
+	rec := fmt.Sprintf("%d:%d:%d", n, e, e)
+	if _, err := q.r.Do(ctx, "SET", prefix(room)+"t:"+visitor, rec, "PX", "900000"); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := q.r.Do(ctx, "ZADD", prefix(room)+"active", strconv.FormatInt(e, 10), visitor); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// resetStats resets Redis's command and latency stats, and returns the
+// user CPU time of its main thread so far, in seconds.
+func resetStats(b *testing.B, q *Queue) float64 {
+	b.Helper()
+	if _, err := q.r.Do(context.Background(), "CONFIG", "RESETSTAT"); err != nil {
+		b.Fatal(err)
+	}
+	return userCPU(b, q)
+}
+
+func userCPU(b *testing.B, q *Queue) float64 {
+	b.Helper()
+	v, err := q.r.Do(context.Background(), "INFO", "cpu")
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, _ := v.(string)
+	_, sec, ok := evalshaStat(info, "used_cpu_user_main_thread:", "", "")
+	if !ok {
+		b.Fatalf("no used_cpu_user_main_thread in INFO cpu:\n%s", info)
+	}
+	return sec
+}
+
+// reportScript reports EVALSHA's usec_per_call and median since the last
+// reset, and Redis's user CPU time per call since cpu0; the calls must be
+// the b.N of the benchmark (a retry or a second script per call would show
+// as more).
+func reportScript(b *testing.B, q *Queue, name string, cpu0 float64) {
+	b.Helper()
+	b.StopTimer()
+	cpu := userCPU(b, q) - cpu0
+	v, err := q.r.Do(context.Background(), "INFO", "commandstats")
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, _ := v.(string)
+	calls, usec, ok := evalshaStat(info, "cmdstat_evalsha:", "calls", "usec_per_call")
+	if !ok {
+		b.Fatalf("no cmdstat_evalsha in INFO commandstats:\n%s", info)
+	}
+	if calls != int64(b.N) {
+		b.Fatalf("%d EVALSHA calls for %d %s calls", calls, b.N, name)
+	}
+	b.ReportMetric(usec, name+"-us/call")
+	b.ReportMetric(cpu*1e6/float64(b.N), name+"-cpu-us")
+	if v, err = q.r.Do(context.Background(), "INFO", "latencystats"); err == nil {
+		info, _ = v.(string)
+		if _, p50, ok := evalshaStat(info, "latency_percentiles_usec_evalsha:", "", "p50"); ok {
+			b.ReportMetric(p50, name+"-p50-us")
+		}
+	}
+}
+
+// evalshaStat reads, from the text of an INFO section, the integer field
+// count (none when "") and the number field num of the line that starts
+// with prefix; with num "", the line's value is the number.
+func evalshaStat(info, prefix, count, num string) (n int64, x float64, ok bool) {
+	for line := range strings.Lines(info) {
+		rest, found := strings.CutPrefix(strings.TrimSpace(line), prefix)
+		if !found {
+			continue
+		}
+		if num == "" {
+			x, err := strconv.ParseFloat(rest, 64)
+			return 0, x, err == nil
+		}
+		for f := range strings.SplitSeq(rest, ",") {
+			k, val, _ := strings.Cut(f, "=")
+			switch k {
+			case count:
+				n, _ = strconv.ParseInt(val, 10, 64)
+			case num:
+				x, _ = strconv.ParseFloat(val, 64)
+				ok = true
+			}
+		}
+	}
+	return n, x, ok
+}

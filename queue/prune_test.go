@@ -1,0 +1,93 @@
+package queue
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestPruneKeepsWhatTheBodyReaches(t *testing.T) {
+	prelude := `-- shared
+local LIMIT = 3
+local function leaf(x) return x + LIMIT end
+local function used(x)
+  if x then return leaf(x) end
+  return 0
+end
+local function unused(x)
+  return used(x)
+end
+local function mentioned() return 1 end
+`
+	body := "-- calls mentioned() only in a comment\nreturn used(1)\n"
+	got := prune(prelude, body)
+	for _, want := range []string{"local LIMIT = 3", "local function leaf(", "local function used(", "  return 0\nend\n", "-- shared"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("pruned prelude lacks %q:\n%s", want, got)
+		}
+	}
+	for _, gone := range []string{"unused", "mentioned"} {
+		if strings.Contains(got, gone) {
+			t.Errorf("pruned prelude keeps %q:\n%s", gone, got)
+		}
+	}
+}
+
+// TestPrunedScriptsDefineWhatTheyCall: every prelude function a script
+// calls is defined in it, before the script's own body.
+func TestPrunedScriptsDefineWhatTheyCall(t *testing.T) {
+	var all []string
+	for _, name := range prelude {
+		for _, m := range regexp.MustCompile(`(?m)^local function ([a-z_]+)\(`).FindAllStringSubmatch(string(readScript(name)), -1) {
+			all = append(all, m[1])
+		}
+	}
+	for _, s := range []*Script{joinScript, joinInvScript, statusScript, consumeScript, admitScript, retakeScript, leaveScript} {
+		code := luaComment.ReplaceAllString(s.Src, "")
+		for _, fn := range all {
+			if regexp.MustCompile(`\b`+fn+`\(`).MatchString(code) && !strings.Contains(code, "local function "+fn+"(") {
+				t.Errorf("%s calls %s, which it does not define", s.Name, fn)
+			}
+		}
+	}
+}
+
+// TestNamedKeys: a script loaded with loadNamedKeys is given exactly the
+// keys it uses and the queue, first, each in the room's slot, and names no key
+// through K or V any more.
+func TestNamedKeys(t *testing.T) {
+	for _, s := range []*Script{joinScript, joinInvScript, statusScript, consumeScript} {
+		keys := s.keys("r", "v")
+		if keys[0] != queueKey("r") {
+			t.Errorf("%s: KEYS[1] is %q, want the queue", s.Name, keys[0])
+		}
+		for _, k := range keys {
+			if !strings.HasPrefix(k, prefix("r")) {
+				t.Errorf("%s: key %q is not in the room's slot", s.Name, k)
+			}
+		}
+		code := luaComment.ReplaceAllString(s.Src, "")
+		if keyUse.MatchString(code) {
+			t.Errorf("%s still names a key as %q", s.Name, keyUse.FindString(code))
+		}
+		used := map[int]bool{}
+		for _, m := range regexp.MustCompile(`KEYS\[(\d+)\]`).FindAllStringSubmatch(code, -1) {
+			i, _ := strconv.Atoi(m[1])
+			used[i] = true
+		}
+		used[1] = true // the queue, given to every room script
+		for i := 1; i <= len(keys); i++ {
+			if !used[i] {
+				t.Errorf("%s is given %s (KEYS[%d]) and never uses it", s.Name, keys[i-1], i)
+			}
+		}
+		if len(used) != len(keys) {
+			t.Errorf("%s uses %d KEYS, is given %d", s.Name, len(used), len(keys))
+		}
+	}
+	if got := consumeScript.keys("r", "v"); !slices.Contains(got, prefix("r")+"t:v") {
+		t.Errorf("consume's keys lack the visitor's token record: %v", got)
+	}
+}
