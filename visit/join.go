@@ -71,14 +71,16 @@ func (a *API) join(c *fiber.Ctx) error {
 		}
 		return a.StoreError(c, err)
 	}
+	fresh := false
 	if !t.IsZero() {
 		// The credential carries the ticket, signed: a Redis that loses
 		// the queue gets this place back from it (Recovery.Retake). A refresh
 		// that keeps the place keeps the credential.
 		if _, held, err := a.d.Visitors.ParseCredential(cred); err != nil || held.Room != t.Room || held.Seq != t.Seq || held.Priority != t.Priority {
-			cred = a.d.Visitors.TicketCredential(id, t)
+			cred, fresh = a.d.Visitors.TicketCredential(id, t), true
 		}
 	}
+	a.noteJoin(r, id, st, t, fresh)
 	a.polls.Forget(r, id)
 	a.setCookie(c, VisitorCookie, cred, 7*24*3600)
 	return sendJoined(c, st, cred)
