@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,7 +76,8 @@ func (rc *Recorder) room(room string) *pending {
 	p := rc.rooms[room]
 	if p == nil {
 		p = &pending{minutes: make(map[int64]*minute)}
-		rc.rooms[room] = p
+		// A caller's string may alias a request buffer (fiber's).
+		rc.rooms[strings.Clone(room)] = p
 	}
 	return p
 }
@@ -95,7 +97,7 @@ func (rc *Recorder) Joined(room, visitor string, issuedAt time.Time, eta time.Du
 	defer rc.mu.Unlock()
 	p := rc.room(room)
 	p.at(time.Now()).arrivals++
-	p.joins = append(p.joins, visitor, v)
+	p.joins = append(p.joins, strings.Clone(visitor), v)
 }
 
 // Refused counts a join of room refused for reason (RateLimit, Pow,
@@ -123,7 +125,8 @@ func (rc *Recorder) Left(room string) {
 }
 
 // Ticked records one admission tick of room that this instance took:
-// the visitors left waiting and those it admitted.
+// the visitors waiting as it found them (a sample of the peak) and those
+// it admitted.
 func (rc *Recorder) Ticked(room string, waiting int64, admitted []wire.Admission) {
 	if !queue.ValidRoom(room) {
 		return
@@ -137,7 +140,7 @@ func (rc *Recorder) Ticked(room string, waiting int64, admitted []wire.Admission
 	m.admitted += int64(len(admitted))
 	due := now.Add(rc.matchAfter())
 	for _, a := range admitted {
-		p.admits = append(p.admits, admission{visitor: a.Visitor, notBefore: a.NotBefore, due: due})
+		p.admits = append(p.admits, admission{visitor: strings.Clone(a.Visitor), notBefore: a.NotBefore, due: due})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
@@ -326,5 +327,27 @@ func TestCSV(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "minute,arrivals,") || lines[1] != "2026-12-01T10:04:00Z,3,9,2,0,1,0,0,0,0,4" {
 		t.Fatalf("csv:\n%s", buf.String())
+	}
+}
+
+// A room or visitor string the caller reuses (fiber's alias request
+// buffers) is not the key the recorder keeps.
+func TestCallerBuffersReused(t *testing.T) {
+	srv := redistest.StartMini(t)
+	r := newRedis(t, srv, "go-redis")
+	rc := New(r, nil)
+	room, visitor := []byte("r4"), []byte("v1")
+	at := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	rc.Joined(unsafe.String(&room[0], len(room)), unsafe.String(&visitor[0], len(visitor)), at, time.Second)
+	copy(room, "zz")
+	copy(visitor, "zz")
+	rc.Joined("r4", "v2", at, time.Second)
+	rc.Ticked("r4", 2, []wire.Admission{{Visitor: "v1", NotBefore: at.Add(time.Second)}})
+	if err := rc.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := rc.Read(context.Background(), "r4", time.Now().Add(-time.Hour), time.Now().Add(time.Minute))
+	if err != nil || rep.Totals.Arrivals != 2 || rep.Totals.QueueSeconds.Count != 1 {
+		t.Fatalf("report %+v %v", rep.Totals, err)
 	}
 }

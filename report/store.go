@@ -78,7 +78,7 @@ func (rc *Recorder) flushRoom(ctx context.Context, room string, now time.Time) e
 	rc.mu.Lock()
 	minutes, joins := p.minutes, p.joins
 	p.minutes, p.joins = make(map[int64]*minute), nil
-	if p.empty() {
+	if p.empty() && rc.rooms[room] == p {
 		delete(rc.rooms, room)
 	}
 	rc.mu.Unlock()
