@@ -47,7 +47,7 @@ type Instance struct {
 }
 
 // Options are the admin API's dependencies. Every function must be safe
-// for concurrent use; all are required.
+// for concurrent use; all are required but Reports and Events.
 type Options struct {
 	Store   Store
 	Invites Minter
@@ -68,6 +68,12 @@ type Options struct {
 	// (and counts it).
 	StoreError func(c *fiber.Ctx, err error) error
 	Log        *slog.Logger
+	// Reports reads room reports; nil: the report routes answer 404
+	// reports_off.
+	Reports Reports
+	// Events gives the range of a scheduled event for its report; nil:
+	// no room has events.
+	Events EventRanges
 }
 
 // API is the admin API under /api/v1/admin.
@@ -102,6 +108,8 @@ func (a *API) Mount(r fiber.Router) {
 	g.Delete("/rooms/:room/message", a.setMessage(true))
 	g.Get("/rooms/:room/audit", a.roomAudit)
 	g.Post("/rooms/:room/invites", a.mintInvites)
+	g.Get("/rooms/:room/report", a.roomReport)
+	g.Get("/rooms/:room/events/:event/report", a.eventReport)
 }
 
 var (

@@ -24,6 +24,9 @@ var Routes = map[string]Role{
 	"POST /rooms/:room/preview":   Operator,
 	"PUT /rooms/:room":            Operator,
 
+	"GET /rooms/:room/report":               ReadOnly,
+	"GET /rooms/:room/events/:event/report": ReadOnly,
+
 	"POST /rooms":                           Admin,
 	"POST /rooms/:room/invites":             Admin,
 	"POST /visitors":                        Admin,
@@ -46,6 +49,9 @@ func RouteRole(method, path string) Role {
 	}
 	if len(segs) >= 4 && segs[2] == "sessions" {
 		segs[3] = ":visitor"
+	}
+	if len(segs) >= 4 && segs[2] == "events" {
+		segs[3] = ":event"
 	}
 	if method == http.MethodHead {
 		method = http.MethodGet

@@ -43,6 +43,7 @@ func (s *server) newAdmin() *admin.API {
 		},
 		StoreError: s.storeError,
 		Log:        s.log,
+		Reports:    s.report,
 	})
 }
 
