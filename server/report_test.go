@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -24,10 +25,10 @@ func TestRoomReport(t *testing.T) {
 				if kind == "real" {
 					srv = redistest.StartReal(t)
 				}
-				ts := startServerOpts(t, srv, client, &serverOptions{}, func(c *config) {
+				ts := startServerOpts(t, srv, client, &serverOptions{}, withServiceKeys(t, func(c *config) {
 					withAdmin(c)
 					c.Capacity.Batch, c.Capacity.Tick = 4, 50*time.Millisecond
-				})
+				}))
 				checkRoomReport(t, ts)
 			})
 		}
@@ -56,6 +57,19 @@ func checkRoomReport(t *testing.T, ts *testServer) {
 	if r := op.admin("POST", "/rooms/drop/resume", ""); r.Code != 200 {
 		t.Fatalf("resume: %d %s", r.Code, r.Raw)
 	}
+	// Three of the admitted spend their tokens: their time on the origin.
+	for _, v := range vs[2:5] {
+		var st reply
+		waitfor.Until(t, 10*time.Second, "admission", func() bool {
+			st = v.status("drop")
+			return st.str("status") == "admitted"
+		})
+		nb, _ := time.Parse(time.RFC3339Nano, st.str("notBefore"))
+		waitfor.Until(t, 5*time.Second, "notBefore", func() bool { return time.Now().After(nb.Add(5 * time.Millisecond)) })
+		if r := consumeAs(v, testServiceKey, fmt.Sprintf(`{"token":%q}`, st.str("token"))); r.Code != 200 {
+			t.Fatalf("consume: %d %s", r.Code, r.Raw)
+		}
+	}
 	var rep report.Report
 	defer func() {
 		if t.Failed() {
@@ -67,7 +81,7 @@ func checkRoomReport(t *testing.T, ts *testServer) {
 		if r.Code != 200 || json.Unmarshal([]byte(r.Raw), &rep) != nil {
 			t.Fatalf("report: %d %s", r.Code, r.Raw)
 		}
-		return rep.Totals.Admitted == 10 && rep.Totals.QueueSeconds.Count == 10
+		return rep.Totals.Admitted == 10 && rep.Totals.QueueSeconds.Count == 10 && rep.Totals.OriginSeconds.Count == 3
 	})
 	tot := rep.Totals
 	if tot.Arrivals != 12 || tot.Left.Waiting != 2 || tot.PeakWaiting < 10 || tot.PeakWaiting > 12 || tot.Refused != (report.Refused{}) {
