@@ -55,7 +55,7 @@
   function chart(box, minutes, series) {
     box.textContent = "";
     var W = 800, H = 200, L = 44, B = 22, n = Math.max(minutes.length, 1);
-    var top = 1;
+    var top = 4; // at least: the grid's labels stay whole numbers
     series.forEach(function (s) { s.values.forEach(function (v) { top = Math.max(top, v); }); });
     var svg = el("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": series.map(function (s) { return s.name; }).join(", ") }, box);
     var y = function (v) { return H - B - (v / top) * (H - B - 8); };
@@ -78,10 +78,15 @@
       }
       var d = s.values.map(function (v, i) { return (i ? "L" : "M") + x(i).toFixed(1) + " " + y(v).toFixed(1); }).join(" ");
       el("path", { d: d, fill: "none", stroke: s.color, "stroke-width": 2 }, svg);
+      if (s.values.length === 1) el("circle", { cx: x(0), cy: y(s.values[0]), r: 4, fill: s.color }, svg);
     });
     var legend = document.createElement("p");
     legend.className = "legend";
-    legend.textContent = series.map(function (s) { return "■ " + s.name; }).join("   ");
+    series.forEach(function (s) {
+      var k = el("svg", { width: 10, height: 10, "aria-hidden": "true" }, legend);
+      el("rect", { width: 10, height: 10, fill: s.color }, k);
+      legend.appendChild(document.createTextNode(" " + s.name + "   "));
+    });
     box.appendChild(legend);
   }
 
@@ -109,8 +114,9 @@
     figure(dl, "Refused (rate limit / proof of work / invite / closed)",
       [t.refused.rateLimit, t.refused.pow, t.refused.invite, t.refused.closed].join(" / "));
     figure(dl, "Lost while waiting (left / away / dropped)", [t.left.waiting, t.left.away, t.left.dropped].join(" / "));
-    figure(dl, "Time in queue p50 / p90 / p99", [t.queueSeconds.p50, t.queueSeconds.p90, t.queueSeconds.p99].map(secs).join(" / "));
-    figure(dl, "Time on the origin p50 / p90 / p99", [t.originSeconds.p50, t.originSeconds.p90, t.originSeconds.p99].map(secs).join(" / "));
+    var pct = function (p) { return p.count ? [p.p50, p.p90, p.p99].map(secs).join(" / ") : "–"; };
+    figure(dl, "Time in queue p50 / p90 / p99", pct(t.queueSeconds));
+    figure(dl, "Time on the origin p50 / p90 / p99", pct(t.originSeconds));
     figure(dl, "Promised wait: median error", t.promised.count ? secs(t.promised.medianAbsErrorSeconds) : "–");
     figure(dl, "Promised wait: admitted within ±20 %", t.promised.count ? Math.round(t.promised.withinShare * 100) + " % of " + t.promised.count : "–");
     figure(dl, "Sold out at", t.soldOutAt || "never");
