@@ -47,7 +47,7 @@ type Instance struct {
 }
 
 // Options are the admin API's dependencies. Every function must be safe
-// for concurrent use; all are required.
+// for concurrent use; all are required but Reports and Events.
 type Options struct {
 	Store   Store
 	Invites Minter
@@ -81,6 +81,9 @@ type Options struct {
 	// Events are the rooms' scheduled events; nil answers their routes
 	// 503 events_unavailable and shows every room without events.
 	Events Events
+	// Reports reads room reports; nil: the report routes answer 404
+	// reports_off.
+	Reports Reports
 }
 
 // API is the admin API under /api/v1/admin.
@@ -121,6 +124,8 @@ func (a *API) Mount(r fiber.Router) {
 	g.Get("/rooms/:room/events/:event", a.getEvent)
 	g.Put("/rooms/:room/events/:event", a.putEvent)
 	g.Delete("/rooms/:room/events/:event", a.deleteEvent)
+	g.Get("/rooms/:room/report", a.roomReport)
+	g.Get("/rooms/:room/events/:event/report", a.eventReport)
 }
 
 var (

@@ -31,6 +31,8 @@ var Routes = map[string]Role{
 	"POST /rooms/:room/events":          Operator,
 	"PUT /rooms/:room/events/:event":    Operator,
 	"DELETE /rooms/:room/events/:event": Operator,
+	"GET /rooms/:room/report":               ReadOnly,
+	"GET /rooms/:room/events/:event/report": ReadOnly,
 
 	"POST /rooms":                           Admin,
 	"POST /rooms/:room/invites":             Admin,

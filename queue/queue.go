@@ -27,6 +27,9 @@ type Options struct {
 	NoJitter  bool                     // admit a whole batch at the start of the window (to measure what jitter buys)
 	OnAdmit   func(room string, n int) // called by the tick loop after it admitted n visitors
 	Logger    *slog.Logger
+	// OnTick is called by the tick loop after each tick of a room it took,
+	// with what the tick did; it must not block.
+	OnTick func(room string, r Result)
 	// Settings is where a room's settings come from when Redis lost them
 	// (nil: they are not put back).
 	Settings SettingsSource

@@ -430,6 +430,9 @@ func (q *Queue) tickRoom(ctx context.Context, room string) (need bool) {
 		return true
 	}
 	q.paused.note(room, res.Paused, start)
+	if res.Taken && q.opts.OnTick != nil {
+		q.opts.OnTick(room, res)
+	}
 	if n := len(res.Admitted); n > 0 && q.opts.OnAdmit != nil {
 		q.opts.OnAdmit(room, n)
 	}

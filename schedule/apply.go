@@ -13,7 +13,7 @@ import (
 func (s *Schedule) apply(ctx context.Context, room string, e Event, t transition) error {
 	switch t.kind {
 	case kindPrequeue:
-		return s.begin(ctx, room, e, "event-prequeue", func(c *settings.Room, _ settings.Room) {
+		return s.begin(ctx, room, e, ActionPrequeue, func(c *settings.Room, _ settings.Room) {
 			e.patch.Apply(c)
 			if e.ShuffleAtStart {
 				c.OpensAt = e.StartsAt // the room's draw places the pre-queue then
@@ -23,9 +23,9 @@ func (s *Schedule) apply(ctx context.Context, room string, e Event, t transition
 		})
 	case kindStart:
 		if e.PrequeueAt.IsZero() {
-			return s.begin(ctx, room, e, "event-start", func(c *settings.Room, _ settings.Room) { e.patch.Apply(c) })
+			return s.begin(ctx, room, e, ActionStart, func(c *settings.Room, _ settings.Room) { e.patch.Apply(c) })
 		}
-		return s.begin(ctx, room, e, "event-start", func(c *settings.Room, base settings.Room) {
+		return s.begin(ctx, room, e, ActionStart, func(c *settings.Room, base settings.Room) {
 			if !e.ShuffleAtStart {
 				// Admission starts: paused as the event or the base has it.
 				c.Paused = base.Paused
@@ -67,7 +67,7 @@ func (s *Schedule) begin(ctx context.Context, room string, e Event, action strin
 	if err != nil {
 		return err
 	}
-	s.auditTransition(ctx, room, e.Name, action, before, after)
+	s.auditTransition(ctx, room, e, action, before, after)
 	return nil
 }
 
@@ -128,13 +128,16 @@ func (s *Schedule) end(ctx context.Context, room string, e Event) error {
 	s.mu.Lock()
 	delete(s.bases, baseKey(room, e.Name))
 	s.mu.Unlock()
-	s.auditTransition(ctx, room, e.Name, "event-end", before, after)
+	s.auditTransition(ctx, room, e, ActionEnd, before, after)
 	return nil
 }
 
-func (s *Schedule) auditTransition(ctx context.Context, room, event, action string, before, after settings.Room) {
-	s.log.Info("event transition", "room", room, "event", event, "action", action)
+func (s *Schedule) auditTransition(ctx context.Context, room string, e Event, action string, before, after settings.Room) {
+	s.log.Info("event transition", "room", room, "event", e.Name, "action", action)
 	if s.audit != nil {
-		s.audit.AuditTransition(ctx, room, event, action, before, after)
+		s.audit.AuditTransition(ctx, room, e.Name, action, before, after)
+	}
+	if s.onTransition != nil {
+		s.onTransition(ctx, room, e, action)
 	}
 }

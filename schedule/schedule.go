@@ -24,6 +24,14 @@ type Rooms interface {
 	Leave(ctx context.Context, room, visitor string) (bool, error)
 }
 
+// The transitions of an event, as the audit trail and OnTransition name
+// them.
+const (
+	ActionPrequeue = "event-prequeue"
+	ActionStart    = "event-start"
+	ActionEnd      = "event-end"
+)
+
 // Auditor records a transition in the room's audit trail; action is
 // event-prequeue, event-start or event-end. A failure to record is the
 // Auditor's to log.
@@ -37,6 +45,11 @@ type Options struct {
 	Tick time.Duration
 	// Audit records each transition; nil records none.
 	Audit Auditor
+	// OnTransition is told each transition this instance applied, after
+	// its audit: action is event-prequeue, event-start or event-end. It
+	// runs on the loop, so it must not block (a webhook goes to an
+	// outbox); nil is told nothing.
+	OnTransition func(ctx context.Context, room string, e Event, action string)
 	// Declared are the events the rooms file lists, by room, written back
 	// when Redis comes back empty; nil declares none.
 	Declared func() map[string][]Event
@@ -64,6 +77,8 @@ type Schedule struct {
 	r     queue.Redis
 	rooms Rooms
 	audit Auditor
+	// onTransition is Options.OnTransition.
+	onTransition func(ctx context.Context, room string, e Event, action string)
 	// declared are the rooms file's events (Options.Declared).
 	declared func() map[string][]Event
 	log      *slog.Logger
@@ -91,7 +106,7 @@ func New(r queue.Redis, rooms Rooms, o *Options) *Schedule {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return &Schedule{
-		r: r, rooms: rooms, audit: opts.Audit, declared: opts.Declared, log: cmp.Or(opts.Logger, slog.Default()),
+		r: r, rooms: rooms, audit: opts.Audit, onTransition: opts.OnTransition, declared: opts.Declared, log: cmp.Or(opts.Logger, slog.Default()),
 		tick: cmp.Or(opts.Tick, DefaultTick), id: hex.EncodeToString(b[:]),
 		wake: make(chan struct{}, 1),
 		seen: map[string]map[string]Event{}, bases: map[string]string{}, applied: map[string]time.Time{},

@@ -33,10 +33,18 @@ func each(t *testing.T, f func(t *testing.T, srv *redistest.Server, client strin
 	}
 }
 
-// recorder is an Auditor counting each room's transitions.
+// recorder is an Auditor counting each room's transitions, and what
+// Options.OnTransition was told.
 type recorder struct {
-	mu  sync.Mutex
-	got []string // room/event/action
+	mu   sync.Mutex
+	got  []string // room/event/action
+	told []string // room/event/action, with the event's end time
+}
+
+func (r *recorder) transition(_ context.Context, room string, e Event, action string) {
+	r.mu.Lock()
+	r.told = append(r.told, room+"/"+e.Name+"/"+action+"@"+e.EndsAt.UTC().Format(time.RFC3339Nano))
+	r.mu.Unlock()
 }
 
 func (r *recorder) AuditTransition(_ context.Context, room, event, action string, _, _ settings.Room) {
@@ -74,7 +82,11 @@ func newInstance(t *testing.T, srv *redistest.Server, client string, audit Audit
 	if err != nil {
 		t.Fatal(err)
 	}
-	return instance{q: q, s: New(rc.Redis(), q, &Options{Tick: 20 * time.Millisecond, Audit: audit, Logger: log}), r: rc.Redis()}
+	o := &Options{Tick: 20 * time.Millisecond, Audit: audit, Logger: log}
+	if rec, ok := audit.(*recorder); ok {
+		o.OnTransition = rec.transition
+	}
+	return instance{q: q, s: New(rc.Redis(), q, o), r: rc.Redis()}
 }
 
 // run runs s's loop until the test ends.
@@ -186,9 +198,29 @@ func TestTransitionsOnceAcrossInstances(t *testing.T) {
 		}
 		wantAudit := []string{"drop/one/event-prequeue", "drop/one/event-start", "drop/one/event-end",
 			"drop/two/event-prequeue", "drop/two/event-start", "drop/two/event-end", "drop/three/event-start", "drop/three/event-end"}
-		waitfor.Until(t, 10*time.Second, "every transition", func() bool { return len(rec.list()) >= len(wantAudit) })
+		waitfor.Until(t, 10*time.Second, "every transition", func() bool {
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			return len(rec.got) >= len(wantAudit) && len(rec.told) >= len(wantAudit)
+		})
 		if got := rec.list(); strings.Join(got, " ") != strings.Join(wantAudit, " ") {
 			t.Fatalf("transitions\n%v\nwant\n%v", got, wantAudit)
+		}
+		// OnTransition was told each once, with the whole event.
+		rec.mu.Lock()
+		told := append([]string(nil), rec.told...)
+		rec.mu.Unlock()
+		var wantTold []string
+		for _, w := range wantAudit {
+			name := strings.Split(w, "/")[1]
+			for _, e := range evs {
+				if e.Name == name {
+					wantTold = append(wantTold, w+"@"+e.EndsAt.UTC().Format(time.RFC3339Nano))
+				}
+			}
+		}
+		if strings.Join(told, " ") != strings.Join(wantTold, " ") {
+			t.Fatalf("told\n%v\nwant\n%v", told, wantTold)
 		}
 		got, err := ins[1].q.RoomConfig(ctx, "drop")
 		if err != nil {

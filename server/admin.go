@@ -49,6 +49,7 @@ func (s *server) newAdmin() *admin.API {
 		Webhooks:   s.hooks,
 		Pages:      visitPages{s},
 		Events:     s.events,
+		Reports:    s.report,
 	})
 }
 

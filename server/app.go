@@ -32,6 +32,7 @@ import (
 	"github.com/waitroom/waitroom/opsfiles"
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/report"
 	"github.com/waitroom/waitroom/roomcache"
 	"github.com/waitroom/waitroom/schedule"
 	"github.com/waitroom/waitroom/static"
@@ -61,6 +62,7 @@ type server struct {
 	gw        *gateway.Gateway
 	id        string              // this instance, in the instances hash
 	instances *instances.Register // the live instances' push figures
+	report    *report.Recorder    // the room reports (report.go)
 
 	admin    *admin.API
 	ops      *opsfiles.Ops // the rooms file and admin keys in force
@@ -121,6 +123,7 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 func (s *server) build(ctx context.Context, secret []byte) error {
 	s.metrics = metrics.New(metrics.Build(buildInfo()))
 	s.tickets = push.NewTickets(secret, ticketNonces{s})
+	s.newReport()
 	if err := s.newQueue(); err != nil {
 		return err
 	}
@@ -172,6 +175,7 @@ func (s *server) newQueue() error {
 	q, err := queue.New(s.metrics.Redis(s.redis.Redis()), s.signer, &queue.Options{
 		Capacity: s.cfg.Capacity, TokenTTL: s.cfg.TokenTTL, TokenMax: s.cfg.TokenMax, Retention: keep, NoJitter: s.cfg.NoJitter, Logger: s.log,
 		OnAdmit: func(room string, n int) { s.metrics.Admitted(s.rooms.Label(room), n) },
+		OnTick:  s.noteTick,
 		// Settings Redis lost come back from what this instance last read
 		// and the rooms file (s.rooms is set below, before anything runs).
 		Settings:   restoreSettings{s},
@@ -245,6 +249,7 @@ func (s *server) routes() *fiber.App {
 	app.Get("/metrics", s.metricsGate, adaptor.HTTPHandler(s.metrics.Handler()))
 	app.Get("/admin", adminHeaders, static.Handler("admin.html", fiber.MIMETextHTMLCharsetUTF8))
 	s.admin.MountPreview(app)
+	app.Get("/admin/report", adminHeaders, static.Handler("report.html", fiber.MIMETextHTMLCharsetUTF8))
 	return app
 }
 
@@ -278,6 +283,7 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	start("housekeeping", func(ctx context.Context) error { return s.housekeeping(ctx, 2*time.Second) })
 	start("gateway", s.gw.Run)
 	start("webhooks", s.hooks.Run)
+	start("reports", s.report.Run)
 	hup := notifyHangup()
 	start("reload", func(ctx context.Context) error { return s.reloadOnHangup(ctx, hup) })
 	if !s.opts.NoTick {

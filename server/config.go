@@ -74,6 +74,9 @@ type config struct {
 	FrameAncestors string
 	Entry          entryConfig // -signing-keys, -issuer, -service-keys (entry.go)
 	Webhooks       string      // -webhooks: the deployment's webhook endpoints
+
+	// ReportRetention is how long the room reports keep each minute.
+	ReportRetention time.Duration
 }
 
 // newFlagSet defines every flag on c.
@@ -99,6 +102,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.DBWait, "db-wait", 10*time.Second, "how long a demo order waits for a DB slot before 503 (with -demo)")
 	fs.BoolVar(&c.Demo, "demo", false, "mount the demo protected endpoint POST /api/v1/rooms/{room}/orders on a simulated DB pool of -db-pool slots held -service-time each, and its metrics")
 	fs.DurationVar(&c.Shutdown, "shutdown-timeout", 15*time.Second, "graceful shutdown limit")
+	fs.DurationVar(&c.ReportRetention, "report-retention", 30*24*time.Hour, "how long the room reports keep each minute (admin API …/report)")
 	fs.DurationVar(&c.DrainWindow, "drain-window", 5*time.Second, "window over which push clients are told to reconnect on shutdown")
 	fs.IntVar(&c.MaxConns, "max-conns", 50000, "push connections per instance")
 	fs.IntVar(&c.MaxPerVis, "max-conns-per-visitor", 5, "push connections per visitor")
@@ -264,6 +268,8 @@ func (c config) validateLimits() error {
 		return errors.New("invalid -token-max: at least -token-ttl and at most 168h")
 	case c.TokenKeep < 0 || c.TokenKeep > 24*time.Hour:
 		return errors.New("invalid -token-retention: between 0 and 24h")
+	case c.ReportRetention < time.Hour || c.ReportRetention > 400*24*time.Hour:
+		return errors.New("invalid -report-retention: between 1h and 9600h")
 	case c.FailMode != "open" && c.FailMode != "closed":
 		return fmt.Errorf("invalid -fail-mode %q: want open or closed", c.FailMode)
 	case c.DBWait < 0 || c.DBWait > 10*time.Minute:

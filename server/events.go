@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"strconv"
+	"time"
 
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/report"
 	"github.com/waitroom/waitroom/schedule"
 	"github.com/waitroom/waitroom/settings"
+	"github.com/waitroom/waitroom/webhook"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -13,8 +17,70 @@ import (
 // changing settings through the queue as the admin API does.
 func (s *server) newSchedule() {
 	s.events = schedule.New(s.metrics.Redis(s.redis.Redis()), s.q, &schedule.Options{
-		Audit: scheduleAudit{s}, Declared: s.declaredEvents, Logger: s.log,
+		Audit: scheduleAudit{s}, OnTransition: s.eventTransition, Declared: s.declaredEvents, Logger: s.log,
 	})
+}
+
+// eventJSON is a scheduled event as the webhooks tell it.
+type eventJSON struct {
+	Name       string     `json:"name"`
+	PrequeueAt *time.Time `json:"prequeueAt,omitempty"`
+	StartsAt   time.Time  `json:"startsAt"`
+	EndsAt     time.Time  `json:"endsAt"`
+	AtEnd      string     `json:"atEnd"`
+}
+
+// eventRange is the span an event's report covers: from its pre-queue,
+// when it has one, to its end.
+func eventRange(e schedule.Event) (from, to time.Time) {
+	from = e.StartsAt
+	if !e.PrequeueAt.IsZero() {
+		from = e.PrequeueAt
+	}
+	return from, e.EndsAt
+}
+
+// eventTransition is told each transition this instance applied: a start
+// or an end goes to the webhooks (once across instances, should a
+// transition run twice), and an end has the reports finish the event's
+// report, which reportReady sends.
+func (s *server) eventTransition(ctx context.Context, room string, e schedule.Event, action string) {
+	var t string
+	switch action {
+	case schedule.ActionStart:
+		t = webhook.EventStarted
+	case schedule.ActionEnd:
+		t = webhook.EventEnded
+		from, to := eventRange(e)
+		s.report.FinishLater(room, e.Name, from, to)
+	default:
+		return
+	}
+	ev := eventJSON{Name: e.Name, StartsAt: e.StartsAt.UTC(), EndsAt: e.EndsAt.UTC(), AtEnd: e.AtEnd}
+	if !e.PrequeueAt.IsZero() {
+		p := e.PrequeueAt.UTC()
+		ev.PrequeueAt = &p
+	}
+	occurrence := e.Name + "@" + strconv.FormatInt(e.StartsAt.UnixMilli(), 10) + "-" + strconv.FormatInt(e.EndsAt.UnixMilli(), 10)
+	if err := s.hooks.EmitOnce(ctx, room, t, occurrence, map[string]any{"event": ev}); err != nil && ctx.Err() == nil {
+		s.log.Warn("webhook event not sent", "room", room, "type", t, "err", err)
+	}
+}
+
+// reportReady sends report.ready for an event's finished report: where
+// to read it, its range and its totals.
+func (s *server) reportReady(ctx context.Context, r report.Report) {
+	occurrence := r.Event + "@" + strconv.FormatInt(r.From.UnixMilli(), 10) + "-" + strconv.FormatInt(r.To.UnixMilli(), 10)
+	data := map[string]any{
+		"event":  r.Event,
+		"from":   r.From,
+		"to":     r.To,
+		"path":   "/api/v1/admin/rooms/" + r.Room + "/events/" + r.Event + "/report",
+		"totals": r.Totals,
+	}
+	if err := s.hooks.EmitOnce(ctx, r.Room, webhook.ReportReady, occurrence, data); err != nil && ctx.Err() == nil {
+		s.log.Warn("webhook event not sent", "room", r.Room, "type", webhook.ReportReady, "err", err)
+	}
 }
 
 // declaredEvents are the events the rooms file in force lists, by room.

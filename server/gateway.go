@@ -84,7 +84,10 @@ func (a gatewayStore) Session(ctx context.Context, room, visitor string) (time.T
 }
 
 func (a gatewayStore) EndSession(ctx context.Context, sess gateway.Session, fallback time.Time) error {
-	_, err := a.s.q.EndSession(ctx, sess.Room, sess.Visitor, sess.NotBefore, sess.Key(), fallback)
+	ended, err := a.s.q.EndSession(ctx, sess.Room, sess.Visitor, sess.NotBefore, sess.Key(), fallback)
+	if ended {
+		a.s.report.Ended(sess.Room, sess.NotBefore, time.Now())
+	}
 	return err
 }
 

@@ -18,7 +18,7 @@ func (s *server) newVisit() error {
 		Visitors: s.signer, EntryTokens: s.tokens, ServiceKeys: s.serviceKeys, Challenges: s.signer,
 		Invites: s.invites, Recovery: s.q, Push: s.push, Tickets: s.tickets,
 		Proxies: s.cfg.TrustedProxies, Metrics: s.metrics,
-		Draining: s.draining.Load,
+		Draining: s.draining.Load, Report: s.report,
 	}, &visit.Options{
 		JoinRate: s.cfg.JoinRate, JoinBurst: s.cfg.JoinBurst,
 		PageDir: s.cfg.PageDir, PageHeaders: pageHeaders(s.cfg.FrameAncestors, s.cfg.PageDir != ""),

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/report"
 	"github.com/waitroom/waitroom/webhook"
 )
 
@@ -35,8 +37,11 @@ type hookReceiver struct {
 type hookEvent struct {
 	Type string `json:"type"`
 	Data struct {
-		Room  string `json:"room"`
-		Audit struct {
+		Room   string        `json:"room"`
+		Event  any           `json:"event"` // the event's object, or report.ready's event name
+		Path   string        `json:"path"`
+		Totals report.Totals `json:"totals"`
+		Audit  struct {
 			Action  string `json:"action"`
 			Who     string `json:"who"`
 			Changes []struct {
@@ -320,5 +325,74 @@ func TestWebhooksOpenedAndSoldOut(t *testing.T) {
 	got, ids, bad := rc.events()
 	if bad != 0 || len(got) != 2 || len(ids) != 2 || got[0].Type != "room.opened" || got[1].Type != "room.sold_out" {
 		t.Fatalf("got %+v, %d refused", got, bad)
+	}
+}
+
+// A scheduled event across three instances: its start and end, and then
+// its report, reach the endpoint once each; report.ready says where the
+// report is, which holds the event's arrivals.
+func TestEventWebhooksAndReport(t *testing.T) {
+	srv := redistest.StartReal(t)
+	rc := newHookReceiver(t, webhook.NewSecret())
+	file := filepath.Join(t.TempDir(), "webhooks.yaml")
+	text := "- url: " + rc.URL + "/in\n  secret: " + rc.secret + "\n  events: [event.started, event.ended, report.ready]\n"
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var ins []*testServer
+	for i := range 3 {
+		o := fastHooks()
+		o.NoTick = false
+		ins = append(ins, startServerOpts(t, srv, clientKinds[i%len(clientKinds)], o, func(c *config) {
+			withAdmin(c)
+			c.Webhooks = file
+			c.Capacity.Batch, c.Capacity.Tick = 5, 50*time.Millisecond
+		}))
+	}
+	op := newVisitor(t, ins[0].URL)
+	if r := op.admin("POST", "/rooms", `{"room":"drop"}`); r.Code != 201 {
+		t.Fatalf("create: %d %s", r.Code, r.Raw)
+	}
+	starts, ends := time.Now().Add(700*time.Millisecond), time.Now().Add(2500*time.Millisecond)
+	body := fmt.Sprintf(`{"name":"sale","startsAt":%q,"endsAt":%q,"settings":{"message":"Sale on."}}`,
+		starts.UTC().Format(time.RFC3339Nano), ends.UTC().Format(time.RFC3339Nano))
+	if r := op.admin("POST", "/rooms/drop/events", body); r.Code != 201 {
+		t.Fatalf("event: %d %s", r.Code, r.Raw)
+	}
+	waitfor.Until(t, 10*time.Second, "event.started", func() bool {
+		got, _, _ := rc.events()
+		return len(got) >= 1
+	})
+	for i := range 6 {
+		newVisitor(t, ins[i%3].URL).join("drop")
+	}
+	waitfor.Until(t, 20*time.Second, "event.ended and report.ready", func() bool {
+		got, _, _ := rc.events()
+		return len(got) >= 3
+	})
+	outboxDrained(t, ins[0])
+	got, ids, bad := rc.events()
+	var types []string
+	for _, e := range got {
+		types = append(types, e.Type)
+	}
+	if bad != 0 || len(ids) != 3 || strings.Join(types, " ") != "event.started event.ended report.ready" {
+		t.Fatalf("got %v (ids %v), %d refused", types, ids, bad)
+	}
+	for _, e := range got[:2] {
+		if ev, _ := e.Data.Event.(map[string]any); e.Data.Room != "drop" || ev["name"] != "sale" || ev["endsAt"] == nil {
+			t.Errorf("%s data %+v", e.Type, e.Data)
+		}
+	}
+	ready := got[2].Data
+	if ready.Room != "drop" || ready.Event != "sale" || ready.Path != "/api/v1/admin/rooms/drop/events/sale/report" {
+		t.Fatalf("report.ready data %+v", ready)
+	}
+	if ready.Totals.Arrivals != 6 {
+		t.Errorf("report.ready totals %+v, want 6 arrivals", ready.Totals)
+	}
+	r := op.do("GET", ready.Path, "", "Authorization", "Bearer "+testAdminKey)
+	if r.Code != 200 || r.Body["event"] != "sale" || r.Body["totals"].(map[string]any)["arrivals"] != float64(6) {
+		t.Fatalf("GET %s: %d %s", ready.Path, r.Code, r.Raw)
 	}
 }

@@ -74,6 +74,9 @@ func (a *API) consume(c *fiber.Ctx) error {
 		}
 	}
 	a.uses.add(tok, exp)
+	if a.d.Report != nil {
+		a.d.Report.Ended(tok.Room, tok.NotBefore, time.Now())
+	}
 	return consumed(c, tok, exp)
 }
 

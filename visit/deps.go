@@ -161,8 +161,8 @@ type Metrics interface {
 	FailOpen(outcome string)
 }
 
-// Deps are the visitor API's collaborators. All are required but Metrics
-// and Draining.
+// Deps are the visitor API's collaborators. All are required but Metrics,
+// Report and Draining.
 type Deps struct {
 	Queue       Queue
 	Tokens      Tokens
@@ -180,6 +180,8 @@ type Deps struct {
 	Tickets     ConnectTickets
 	Proxies     Proxies
 	Metrics     Metrics
+	// Report counts what visitors do for the room reports; nil: nothing.
+	Report Report
 	// Draining reports whether the instance is shutting down: push
 	// requests are refused then. Nil: never.
 	Draining func() bool

@@ -32,20 +32,21 @@ var errStoreDown = errors.New("dial tcp: connection refused")
 // Queue, Tokens and Records.
 type fakeQueue struct {
 	mu       sync.Mutex
-	states   map[string]wire.State // room|visitor
-	joinErrs []error               // JoinAt returns these first, in order
-	joins    []string              // visitors JoinAt took
-	statuses int                   // Status calls
-	down     bool                  // every call fails with errStoreDown
-	spent    map[string]bool       // challenges SpendProof took
-	consume  error                 // Consume's answer when set
+	states   map[string]wire.State  // room|visitor
+	tickets  map[string]wire.Ticket // room|visitor: the place JoinAt gave
+	joinErrs []error                // JoinAt returns these first, in order
+	joins    []string               // visitors JoinAt took
+	statuses int                    // Status calls
+	down     bool                   // every call fails with errStoreDown
+	spent    map[string]bool        // challenges SpendProof took
+	consume  error                  // Consume's answer when set
 	consumes int
 	restored []queue.Token
 	lottery  chan chan struct{} // when set, ReadLotteryLog sends one and waits for it to close
 }
 
 func newFakeQueue() *fakeQueue {
-	return &fakeQueue{states: map[string]wire.State{}, spent: map[string]bool{}}
+	return &fakeQueue{states: map[string]wire.State{}, tickets: map[string]wire.Ticket{}, spent: map[string]bool{}}
 }
 
 func (f *fakeQueue) JoinAt(_ context.Context, room, visitor string, _ queue.Invite, _ int64) (wire.State, wire.Ticket, error) {
@@ -60,9 +61,13 @@ func (f *fakeQueue) JoinAt(_ context.Context, room, visitor string, _ queue.Invi
 		return wire.State{}, wire.Ticket{}, err
 	}
 	f.joins = append(f.joins, visitor)
-	st := wire.State{Room: room, Status: wire.StatusWaiting, Position: int64(len(f.joins)), NextPoll: 10 * time.Second}
-	f.states[room+"|"+visitor] = st
-	return st, wire.Ticket{Room: room, Seq: int64(len(f.joins)), IssuedAt: time.Now()}, nil
+	if t, ok := f.tickets[room+"|"+visitor]; ok { // a refresh keeps its place
+		return f.states[room+"|"+visitor], t, nil
+	}
+	st := wire.State{Room: room, Status: wire.StatusWaiting, Position: int64(len(f.joins)), ETASeconds: 30, ETARange: wire.Range{Low: 20, High: 45}, NextPoll: 10 * time.Second}
+	t := wire.Ticket{Room: room, Seq: int64(len(f.joins)), IssuedAt: time.Now()}
+	f.states[room+"|"+visitor], f.tickets[room+"|"+visitor] = st, t
+	return st, t, nil
 }
 
 func (f *fakeQueue) Status(_ context.Context, room, visitor string) (wire.State, error) {

@@ -72,15 +72,18 @@ func (a *API) join(c *fiber.Ctx) error {
 		}
 		return a.StoreError(c, err)
 	}
+	placed := false
 	if !t.IsZero() {
 		// The credential carries the ticket, signed: a Redis that loses
 		// the queue gets this place back from it (Recovery.Retake). A refresh
 		// that keeps the place keeps the credential.
-		// A credential made for this join carries no ticket yet.
+		// A credential made for this join carries no ticket yet; one
+		// made now is a new place (a refresh keeps its credential).
 		if fresh || !holdsTicket(a.d.Visitors, cred, t) {
-			cred = a.d.Visitors.TicketCredential(id, t)
+			cred, placed = a.d.Visitors.TicketCredential(id, t), true
 		}
 	}
+	a.noteJoin(r, id, st, t, placed)
 	if !fresh {
 		a.polls.Forget(r, id) // a new id has no poll answer held
 	}

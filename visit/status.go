@@ -68,8 +68,12 @@ func (a *API) leave(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.redisCtx(c)
 	defer cancel()
-	if _, err := a.d.Queue.Leave(ctx, r, id); err != nil {
+	left, err := a.d.Queue.Leave(ctx, r, id)
+	if err != nil {
 		return a.StoreError(c, err)
+	}
+	if left && a.d.Report != nil {
+		a.d.Report.Left(r)
 	}
 	a.polls.Forget(r, id)
 	return c.SendStatus(fiber.StatusNoContent)

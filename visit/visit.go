@@ -129,7 +129,7 @@ func (a *API) Run(ctx context.Context) error { return a.polls.Run(ctx, a.sweepEv
 func (a *API) Mount(app fiber.Router) {
 	api := app.Group("/api/v1")
 	rooms := api.Group("/rooms/:room")
-	rooms.Post("/join", a.limitJoins(), a.join)
+	rooms.Post("/join", a.countJoins, a.limitJoins(), a.join)
 	rooms.Get("/status", a.status)
 	rooms.Get("/challenge", a.challenge)
 	rooms.Delete("/queue", a.leave)

@@ -1,0 +1,50 @@
+package report
+
+import (
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/queue"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var clients = []string{"rueidis", "go-redis"}
+
+// each runs f against real Redis and miniredis, with both clients.
+func each(t *testing.T, f func(t *testing.T, srv *redistest.Server, r queue.Redis)) {
+	for _, kind := range redistest.Kinds {
+		for _, client := range clients {
+			t.Run(kind+"/"+client, func(t *testing.T) {
+				srv := redistest.Start(t, kind)
+				f(t, srv, newRedis(t, srv, client))
+			})
+		}
+	}
+}
+
+func newRedis(tb testing.TB, srv *redistest.Server, client string) queue.Redis {
+	tb.Helper()
+	switch client {
+	case "rueidis":
+		c, err := rueidis.NewClient(rueidis.ClientOption{
+			InitAddress: []string{srv.Addr}, DisableCache: true,
+			ForceSingleClient: true, AlwaysRESP2: srv.Kind == "mini",
+		})
+		if err != nil {
+			tb.Fatalf("rueidis: %v", err)
+		}
+		tb.Cleanup(c.Close)
+		return queue.NewRueidis(c)
+	case "go-redis":
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: 2})
+		tb.Cleanup(func() { _ = c.Close() })
+		return queue.NewGoRedis(c)
+	}
+	tb.Fatalf("unknown client %q", client)
+	return nil
+}
