@@ -16,6 +16,12 @@ export interface State {
   position?: number;
   /** Estimated wait in whole seconds. */
   etaSeconds?: number;
+  /**
+   * The span the wait likely falls in, in seconds: around etaSeconds for a
+   * place (the measured rate ± its spread), the 25th to 75th percentile of
+   * the wait in a lottery room.
+   */
+  etaRange?: { low: number; high: number };
   /** The measured admission rate the estimate is made from. */
   ratePerSecond?: number;
   /** When a polling client should ask next, in milliseconds. */

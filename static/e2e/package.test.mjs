@@ -105,7 +105,7 @@ const wr: Connection = connect({
   room: "drop", base: "https://queue.example.com", transports: ["ws", "sse", "poll"], remember: "none", invite: "inv1.x",
   onState(state: State | null, info: Info) {
     if (state?.status === "admitted" && info.usable) console.log(state.token, state.expiresAt, wr.visitor());
-    if (state?.status === "waiting") console.log(shown(state, 500), state.etaSeconds, info.error?.code, info.retryInMs);
+    if (state?.status === "waiting") console.log(shown(state, 500), state.etaSeconds, state.etaRange?.high.toFixed(), info.error?.code, info.retryInMs);
   },
   onTransport: (name) => console.log(name === "sse"),
 });
