@@ -26,11 +26,11 @@ var Routes = map[string]Role{
 
 	// Scheduled events: an event that overrides settings other than an
 	// operator's needs the admin role too (checked with the body).
-	"GET /rooms/:room/events":           ReadOnly,
-	"GET /rooms/:room/events/:event":    ReadOnly,
-	"POST /rooms/:room/events":          Operator,
-	"PUT /rooms/:room/events/:event":    Operator,
-	"DELETE /rooms/:room/events/:event": Operator,
+	"GET /rooms/:room/events":               ReadOnly,
+	"GET /rooms/:room/events/:event":        ReadOnly,
+	"POST /rooms/:room/events":              Operator,
+	"PUT /rooms/:room/events/:event":        Operator,
+	"DELETE /rooms/:room/events/:event":     Operator,
 	"GET /rooms/:room/report":               ReadOnly,
 	"GET /rooms/:room/events/:event/report": ReadOnly,
 
