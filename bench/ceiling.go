@@ -35,6 +35,7 @@ type ceilingOptions struct {
 	Flat      int           // joins in the flat-out phase
 	Admit     time.Duration // the admission phase
 	Batch     int           // per tick in the admission phase
+	JoinBatch int           // the servers' -join-batch; 0 = their default
 	Limit     time.Duration // the whole run
 	Progress  io.Writer
 }
@@ -153,7 +154,11 @@ func runCeiling(ctx context.Context, o ceilingOptions, command string) (*ceiling
 	ctx, cancel := withLimit(ctx, o.Limit)
 	defer cancel()
 	env, err := startEnv(ctx, o.Instances, (*target).startRedis, func(adminKey string) []string {
-		return []string{"-tick", "100ms", "-admin-key", adminKey}
+		args := []string{"-tick", "100ms", "-admin-key", adminKey}
+		if o.JoinBatch > 0 {
+			args = append(args, "-join-batch", strconv.Itoa(o.JoinBatch))
+		}
+		return args
 	})
 	if err != nil {
 		return nil, err

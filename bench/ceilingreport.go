@@ -23,6 +23,7 @@ func ceilingScenario() scenario {
 		fs.IntVar(&o.Statuses, "statuses", 0, "status polls in the status phase (default 20000)")
 		fs.IntVar(&o.Flat, "flat", 0, "joins in the flat-out phase (default 20000)")
 		fs.DurationVar(&o.Admit, "admit", 0, "length of the admission phase (default 3s)")
+		fs.IntVar(&o.JoinBatch, "join-batch", 0, "the servers' -join-batch (default theirs, 64; 1: each join a call of its own)")
 		fs.IntVar(&o.Batch, "batch", 0, "visitors admitted per 100 ms tick in the admission phase (default 500)")
 		fs.DurationVar(&o.Limit, "limit", 0, "time limit of the whole run (default 15m; 2m with -quick)")
 		return func(ctx context.Context, env runEnv) (string, error) {

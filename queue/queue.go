@@ -42,6 +42,11 @@ type Options struct {
 	// pub/sub: the event stays on the node of the room's slot) instead of
 	// PUBLISH. Subscribers must use SSUBSCRIBE then.
 	Sharded bool
+	// JoinBatch is the most joins of a room without an invite code that
+	// one Redis call takes together when they arrive at once (coalesce.go);
+	// 0 is DefaultJoinBatch, and 1 or less than 0 makes each join a call
+	// of its own.
+	JoinBatch int
 }
 
 // TokenSigner encodes an admitted visitor's entry token. Safe for
@@ -71,6 +76,7 @@ type Queue struct {
 	wake        chan struct{}  // cap 1: a room may need ticks now (see poke)
 	quiet       time.Duration  // quietEvery; longer in tests
 	bg          sync.WaitGroup // background write-backs and slow admit calls, waited for by Run
+	batches     *joinBatches   // coalesced joins; nil when each join is a call of its own
 }
 
 // DefaultRetention is how long a token record outlives its cap by default:
@@ -115,7 +121,17 @@ func New(r Redis, signer *Signer, opts *Options) (*Queue, error) {
 	if o.Tokens == nil {
 		o.Tokens = signer
 	}
-	return &Queue{r: r, signer: signer, opts: o, log: o.Logger, wake: make(chan struct{}, 1), quiet: quietEvery}, nil
+	if o.JoinBatch == 0 {
+		o.JoinBatch = DefaultJoinBatch
+	}
+	if o.JoinBatch > MaxJoinBatch {
+		return nil, errors.New("join-batch must be at most " + strconv.Itoa(MaxJoinBatch))
+	}
+	q := &Queue{r: r, signer: signer, opts: o, log: o.Logger, wake: make(chan struct{}, 1), quiet: quietEvery}
+	if o.JoinBatch > 1 {
+		q.batches = &joinBatches{max: o.JoinBatch, rooms: map[batchKey]*roomBatch{}}
+	}
+	return q, nil
 }
 
 // Capacity returns the queue's capacity settings.

@@ -26,6 +26,9 @@ type Script struct {
 	// keyNames are the names of the keys the script is given, when it
 	// names them itself (see loadNamedKeys and Script.keys).
 	keyNames []string
+	// visitorNames are, for a batch of visitors (joinBatchScript), the
+	// names of each visitor's keys, which follow keyNames (batchKeys).
+	visitorNames []string
 }
 
 func newScript(name, src string) *Script {

@@ -26,14 +26,25 @@ func loadScript(names ...string) *Script {
 
 // scriptText is the pruned prelude and the named scripts, without a header.
 func scriptText(names []string) string {
-	var pre, body []byte
-	for _, name := range prelude {
-		pre = append(append(pre, readScript(name)...), '\n')
-	}
+	return withPrelude(scriptBody(names...))
+}
+
+// scriptBody is the named scripts, in order.
+func scriptBody(names ...string) string {
+	var body []byte
 	for _, name := range names {
 		body = append(append(body, readScript(name)...), '\n')
 	}
-	return prune(string(pre), string(body)) + string(body)
+	return string(body)
+}
+
+// withPrelude is body after the prelude's functions that it reaches.
+func withPrelude(body string) string {
+	var pre []byte
+	for _, name := range prelude {
+		pre = append(append(pre, readScript(name)...), '\n')
+	}
+	return prune(string(pre), body) + body
 }
 
 // loadNamedKeys is loadScript for a script on the hot path of every
@@ -106,8 +117,8 @@ func readScript(name string) []byte {
 }
 
 var (
-	joinScript      = loadNamedKeys("join")
-	joinInvScript   = loadNamedKeys("invite", "join") // the join with invite-only rooms' check
+	joinScript      = loadNamedKeys("joinroom", "join")
+	joinInvScript   = loadNamedKeys("invite", "joinroom", "join") // the join with invite-only rooms' check
 	statusScript    = loadNamedKeys("status")
 	leaveScript     = loadScript("leave")
 	consumeScript   = loadNamedKeys("consume")

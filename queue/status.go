@@ -29,11 +29,7 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 	if err := check(room, visitor); err != nil {
 		return wire.State{}, wire.Ticket{}, err
 	}
-	args := append([]string{prefix(room), visitor, seed(), q.channel(room),
-		strconv.FormatInt(q.opts.TokenTTL.Milliseconds(), 10),
-		strconv.FormatInt(q.opts.TokenMax.Milliseconds(), 10),
-		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10)}, extra...)
-	v, err := q.r.Eval(ctx, script, script.keys(room, visitor), args...)
+	v, err := q.r.Eval(ctx, script, script.keys(room, visitor), append(q.joinArgs(room, visitor), extra...)...)
 	if err != nil {
 		return wire.State{}, wire.Ticket{}, fmt.Errorf("queue: join: %w", err)
 	}
@@ -41,6 +37,29 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 	if err != nil {
 		return wire.State{}, wire.Ticket{}, err
 	}
+	// Every join that leaves the visitor waiting lists the room for the
+	// tick loop (the set is in another slot than the room, so this is a
+	// call of its own): if it fails, the join fails, and the retry lists
+	// the room, so a queue is never left without ticks.
+	if r.Code == replyWaiting || r.Code == replyPreQueue {
+		if _, err := q.r.Do(ctx, "SADD", roomsKey, room); err != nil {
+			return wire.State{}, wire.Ticket{}, fmt.Errorf("queue: join: %w", err)
+		}
+		q.poke()
+	}
+	return q.joinState(room, visitor, r)
+}
+
+// joinArgs is join.lua's ARGV[1..7] for visitor in room.
+func (q *Queue) joinArgs(room, visitor string) []string {
+	return []string{prefix(room), visitor, seed(), q.channel(room),
+		strconv.FormatInt(q.opts.TokenTTL.Milliseconds(), 10),
+		strconv.FormatInt(q.opts.TokenMax.Milliseconds(), 10),
+		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10)}
+}
+
+// joinState is the outcome of visitor's join in room that replied r.
+func (q *Queue) joinState(room, visitor string, r joinReply) (wire.State, wire.Ticket, error) {
 	var t wire.Ticket
 	if r.Code == replyWaiting && r.Seq > 0 {
 		t = wire.Ticket{Room: room, Seq: r.Seq, IssuedAt: time.UnixMilli(r.Now), Priority: r.Prio}
@@ -55,16 +74,6 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 		return wire.State{}, wire.Ticket{}, ErrInviteUsed
 	case replyClosed:
 		return wire.State{Room: room, Status: wire.StatusClosed, Message: r.Message}, wire.Ticket{}, nil
-	}
-	// Every join that leaves the visitor waiting lists the room for the
-	// tick loop (the set is in another slot than the room, so this is a
-	// call of its own): if it fails, the join fails, and the retry lists
-	// the room, so a queue is never left without ticks.
-	if r.Code == replyWaiting || r.Code == replyPreQueue {
-		if _, err := q.r.Do(ctx, "SADD", roomsKey, room); err != nil {
-			return wire.State{}, wire.Ticket{}, fmt.Errorf("queue: join: %w", err)
-		}
-		q.poke()
 	}
 	h := roomHeader{rate: q.rate(room), paused: r.Paused, settings: r.Settings, message: r.Message, draw: -1}
 	if r.HasDraw && r.Code == replyWaiting {

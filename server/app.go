@@ -174,8 +174,9 @@ func (s *server) newQueue() error {
 	}
 	q, err := queue.New(s.metrics.Redis(s.redis.Redis()), s.signer, &queue.Options{
 		Capacity: s.cfg.Capacity, TokenTTL: s.cfg.TokenTTL, TokenMax: s.cfg.TokenMax, Retention: keep, NoJitter: s.cfg.NoJitter, Logger: s.log,
-		OnAdmit: func(room string, n int) { s.metrics.Admitted(s.rooms.Label(room), n) },
-		OnTick:  s.noteTick,
+		JoinBatch: s.cfg.JoinBatch,
+		OnAdmit:   func(room string, n int) { s.metrics.Admitted(s.rooms.Label(room), n) },
+		OnTick:    s.noteTick,
 		// Settings Redis lost come back from what this instance last read
 		// and the rooms file (s.rooms is set below, before anything runs).
 		Settings:   restoreSettings{s},

@@ -31,7 +31,10 @@ type config struct {
 	TokenTTL    time.Duration
 	TokenMax    time.Duration
 	// TokenKeep is how long a token record outlives its cap (0: not at all).
-	TokenKeep   time.Duration
+	TokenKeep time.Duration
+	// JoinBatch is the most joins of a room one Redis call takes together
+	// (queue.Options.JoinBatch; 1: each its own).
+	JoinBatch   int
 	FailMode    string
 	DBWait      time.Duration
 	Demo        bool // mount the demo protected endpoint (package demo)
@@ -98,6 +101,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.TokenTTL, "token-ttl", 300*time.Second, "entry token idle lifetime, extended by use (verify, touch)")
 	fs.DurationVar(&c.TokenMax, "token-max", 900*time.Second, "absolute cap of an entry token's lifetime")
 	fs.DurationVar(&c.TokenKeep, "token-retention", queue.DefaultRetention, "how long a token record outlives its cap, so a visitor who comes back reads \"expired\" rather than \"not in queue\" (0: not at all)")
+	fs.IntVar(&c.JoinBatch, "join-batch", queue.DefaultJoinBatch, "the most joins of a room that arrive together and go to Redis in one call (1: each join a call of its own)")
 	fs.StringVar(&c.FailMode, "fail-mode", "open", "protected endpoint while Redis is unreachable: open (local limiter at the admission rate) or closed")
 	fs.DurationVar(&c.DBWait, "db-wait", 10*time.Second, "how long a demo order waits for a DB slot before 503 (with -demo)")
 	fs.BoolVar(&c.Demo, "demo", false, "mount the demo protected endpoint POST /api/v1/rooms/{room}/orders on a simulated DB pool of -db-pool slots held -service-time each, and its metrics")
@@ -268,6 +272,8 @@ func (c config) validateLimits() error {
 		return errors.New("invalid -token-max: at least -token-ttl and at most 168h")
 	case c.TokenKeep < 0 || c.TokenKeep > 24*time.Hour:
 		return errors.New("invalid -token-retention: between 0 and 24h")
+	case c.JoinBatch < 1 || c.JoinBatch > queue.MaxJoinBatch:
+		return fmt.Errorf("invalid -join-batch: between 1 and %d", queue.MaxJoinBatch)
 	case c.ReportRetention < time.Hour || c.ReportRetention > 400*24*time.Hour:
 		return errors.New("invalid -report-retention: between 1h and 9600h")
 	case c.FailMode != "open" && c.FailMode != "closed":

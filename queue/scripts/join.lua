@@ -1,5 +1,8 @@
--- join: KEYS = the room's keys (K) and the visitor's (V) that it names
--- (loadNamedKeys, scripts.go); ARGV = prefix, visitor, seed, channel, ttlMs, maxMs,
+-- join: one visitor's join, after joinroom.lua (whose locals p, now, cfg,
+-- paused, draw_next and undrawn_left it reads) in the same script; in a
+-- batch of joins (joinbatch.lua) it is the body of a function run once
+-- per visitor. KEYS = the room's keys (K) and the visitor's (V) that it
+-- names (loadNamedKeys, scripts.go); ARGV = prefix, visitor, seed, channel, ttlMs, maxMs,
 -- retentionMs (and invite.lua's ARGV[8..11] when it runs first: with a
 -- priority code, whose use invite.lua took, a new ticket is one of the
 -- priority band, see now.lua)
@@ -15,13 +18,7 @@
 -- visitor's credential carries. draw (waiting only) is the size of a
 -- random room's lottery, -1 when the room is not random; prio is 1 for a
 -- ticket of the priority band.
-local p, v = ARGV[1], ARGV[2]
-local now = now_ms()
-local cfg = load_cfg(p)
-lot_walk(p, cfg, KEYS[1], now)
-local paused = 0
-if cfg.paused == '1' then paused = 1 end
-local draw_next, undrawn_left = maybe_open(p, cfg, now, tonumber(ARGV[3]), ARGV[4])
+local v = ARGV[2]
 seen_many(p, cfg, {v}, now)
 local nb, exp = read_token(V.t)
 if nb then

@@ -1,0 +1,291 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/waitroom/waitroom/wire"
+)
+
+// Coalesced joins. A room's keys share one cluster slot, so one Redis core
+// runs every join of the room, and much of a join's Redis time is what
+// any script call costs (the call, its arguments, its reply) and what a
+// join reads about the room (settings, the clock, a draw or an opening
+// that is due), whoever joins. An instance that takes many joins of a
+// room at once runs them as one call of joinBatchScript: the room's part
+// once, then each visitor's part in arrival order, each visitor still
+// getting its own reply, exactly as the same joins run one call after the
+// other at the same moment would have.
+//
+// There is no timer: a join goes to Redis at once when no batch of its
+// room (and settings version) is on the way, so a join alone waits for
+// nothing. Joins that arrive while one is on the way wait for it and go
+// together in the next call, up to the batch size; a full batch goes at
+// once, with up to maxBatchCalls calls of a room on the way. So a batch
+// gathers what arrived during one call, and the wait it adds is at most
+// about one call.
+
+// DefaultJoinBatch is the most joins of a room one coalesced call takes.
+const DefaultJoinBatch = 64
+
+// MaxJoinBatch bounds JoinBatch: a batch's script passes its visitors to
+// single commands, whose arguments Lua's stack bounds.
+const MaxJoinBatch = 1000
+
+// maxBatchCalls is the most coalesced calls of one room (and settings
+// version) on the way at once from an instance.
+const maxBatchCalls = 4
+
+// batchTimeout bounds a coalesced call, which runs for several callers
+// and so under none of their contexts.
+const batchTimeout = 10 * time.Second
+
+// joinBatchScript is the join of JoinAt without an invite code, for many
+// visitors: fresh.lua and joinroom.lua once, then invite.lua and join.lua
+// as the body of join_visitor, which joinbatch.lua runs for each.
+var joinBatchScript = loadJoinBatch()
+
+// loadJoinBatch is loadNamedKeys for joinBatchScript: each K.name becomes
+// KEYS[i] as there, and each V.name, which only join_visitor uses,
+// KEYS[vo + j], the visitor's j-th key after those of the room and of the
+// visitors before it.
+func loadJoinBatch() *Script {
+	body := scriptBody("fresh", "joinroom") +
+		"local function join_visitor(ARGV, vo)\n" + scriptBody("invite", "join") + "end\n" +
+		scriptBody("joinbatch")
+	src := withPrelude(body)
+	if computedKey.MatchString(src) {
+		panic("queue: the join batch picks keys by computed names")
+	}
+	var roomNames, visitorNames []string
+	index := map[string]string{}
+	for _, use := range keyUse.FindAllString(src, -1) {
+		if _, ok := index[use]; ok || use[0] != 'K' || use == "K.q" {
+			continue
+		}
+		roomNames = append(roomNames, use[2:])
+		index[use] = ""
+	}
+	roomNames = append([]string{"q"}, roomNames...)
+	for i, name := range roomNames {
+		index["K."+name] = "KEYS[" + strconv.Itoa(i+1) + "]"
+	}
+	for _, use := range keyUse.FindAllString(src, -1) {
+		if _, ok := index[use]; ok {
+			continue
+		}
+		visitorNames = append(visitorNames, use[2:]+":")
+		index[use] = "KEYS[vo + " + strconv.Itoa(len(visitorNames)) + "]"
+	}
+	src = keyUse.ReplaceAllStringFunc(src, func(use string) string { return index[use] })
+	s := newScript("joinbatch", fmt.Sprintf("local NK, NV = %d, %d\n", len(roomNames), len(visitorNames))+cfgLua+src)
+	s.keyNames, s.visitorNames = roomNames, visitorNames
+	return s
+}
+
+// batchKeys is the KEYS of a call of joinBatchScript: the room's keys,
+// then each visitor's.
+func (s *Script) batchKeys(room string, visitors []string) []string {
+	p := prefix(room)
+	keys := make([]string, 0, len(s.keyNames)+len(visitors)*len(s.visitorNames))
+	for _, name := range s.keyNames {
+		keys = append(keys, p+name)
+	}
+	for _, v := range visitors {
+		for _, name := range s.visitorNames {
+			keys = append(keys, p+name+v)
+		}
+	}
+	return keys
+}
+
+// batchKey is what the joins of one coalesced call share.
+type batchKey struct {
+	room     string
+	settings int64
+}
+
+// joinBatches holds the joins waiting for a coalesced call, by room and
+// settings version.
+type joinBatches struct {
+	max   int
+	mu    sync.Mutex
+	rooms map[batchKey]*roomBatch
+}
+
+// roomBatch is one batchKey's joins waiting, and its calls on the way.
+type roomBatch struct {
+	waiting []*batchJoin
+	calls   int
+}
+
+// batchJoin is one visitor's join in a batch, and its outcome, which is
+// set before done is closed.
+type batchJoin struct {
+	visitor string
+	done    chan struct{}
+	state   wire.State
+	ticket  wire.Ticket
+	err     error
+}
+
+// take removes up to max joins from the front of b's waiting.
+func (b *roomBatch) take(max int) []*batchJoin {
+	n := min(len(b.waiting), max)
+	run := b.waiting[:n:n]
+	b.waiting = b.waiting[n:]
+	if len(b.waiting) == 0 {
+		b.waiting = nil
+	}
+	return run
+}
+
+// joinCoalesced is JoinAt without an invite code, through a batch.
+func (q *Queue) joinCoalesced(ctx context.Context, room, visitor string, settings int64) (wire.State, wire.Ticket, error) {
+	if err := check(room, visitor); err != nil {
+		return wire.State{}, wire.Ticket{}, err
+	}
+	j := &batchJoin{visitor: strings.Clone(visitor), done: make(chan struct{})}
+	bs := q.batches
+	key := batchKey{room: room, settings: settings}
+	bs.mu.Lock()
+	b := bs.rooms[key]
+	if b == nil {
+		// room may alias a request buffer that is reused: the map keeps
+		// a copy.
+		key.room = strings.Clone(room)
+		b = &roomBatch{}
+		bs.rooms[key] = b
+	}
+	b.waiting = append(b.waiting, j)
+	var run []*batchJoin
+	if b.calls == 0 || (len(b.waiting) >= bs.max && b.calls < maxBatchCalls) {
+		run = b.take(bs.max)
+		b.calls++
+	}
+	bs.mu.Unlock()
+	if run != nil {
+		q.runBatch(ctx, key, b, run)
+	}
+	select {
+	case <-j.done:
+		return j.state, j.ticket, j.err
+	case <-ctx.Done():
+		// The join goes on without its caller, as a call that was sent
+		// does; a retry finds its place.
+		return wire.State{}, wire.Ticket{}, fmt.Errorf("queue: join: %w", ctx.Err())
+	}
+}
+
+// runBatch makes the call of the joins run, tells each its outcome, and
+// hands on: the joins that arrived meanwhile go in a call of their own,
+// made by a goroutine of its own, so the caller that made this one is not
+// held for it.
+func (q *Queue) runBatch(ctx context.Context, key batchKey, b *roomBatch, run []*batchJoin) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchTimeout)
+	defer cancel()
+	q.joinBatch(ctx, key, run)
+	for _, j := range run {
+		close(j.done)
+	}
+	bs := q.batches
+	bs.mu.Lock()
+	b.calls--
+	var next []*batchJoin
+	if len(b.waiting) > 0 {
+		next = b.take(bs.max)
+		b.calls++
+	} else if b.calls == 0 {
+		delete(bs.rooms, key)
+	}
+	bs.mu.Unlock()
+	if next != nil {
+		go q.runBatch(ctx, key, b, next)
+	}
+}
+
+// joinBatch makes one call for the joins of run and sets each one's
+// outcome. A batch of one is the join of JoinAt itself.
+func (q *Queue) joinBatch(ctx context.Context, key batchKey, run []*batchJoin) {
+	if len(run) == 1 {
+		j := run[0]
+		j.state, j.ticket, j.err = q.join(ctx, joinAtScript, key.room, j.visitor, noInvite(key.settings)...)
+		return
+	}
+	fail := func(err error) {
+		for _, j := range run {
+			j.err = err
+		}
+	}
+	visitors := make([]string, len(run))
+	for i, j := range run {
+		visitors[i] = j.visitor
+	}
+	args := append(append(q.joinArgs(key.room, ""), noInvite(key.settings)...), visitors...)
+	v, err := q.r.Eval(ctx, joinBatchScript, joinBatchScript.batchKeys(key.room, visitors), args...)
+	if err != nil {
+		fail(fmt.Errorf("queue: join: %w", err))
+		return
+	}
+	replies, err := decodeJoinBatch(v, len(run))
+	if err != nil {
+		fail(err)
+		return
+	}
+	// One listing of the room for the tick loop serves the batch (see
+	// join).
+	for _, r := range replies {
+		if r.Code == replyWaiting || r.Code == replyPreQueue {
+			if _, err := q.r.Do(ctx, "SADD", roomsKey, key.room); err != nil {
+				fail(fmt.Errorf("queue: join: %w", err))
+				return
+			}
+			q.poke()
+			break
+		}
+	}
+	for i, j := range run {
+		j.state, j.ticket, j.err = q.joinState(key.room, j.visitor, replies[i])
+	}
+}
+
+// noInvite is JoinAt's ARGV[8..12] for a join without an invite code at
+// settings version settings.
+func noInvite(settings int64) []string {
+	return []string{"", "1", strconv.FormatInt(time.Time{}.UnixMilli(), 10), "0", strconv.FormatInt(settings, 10)}
+}
+
+// decodeJoinBatch reads the reply of joinBatchScript for n visitors: a
+// join reply each, or fresh.lua's one reply for all of them.
+func decodeJoinBatch(v any, n int) ([]joinReply, error) {
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		return nil, fmt.Errorf("queue: join batch: unexpected reply %T", v)
+	}
+	out := make([]joinReply, n)
+	if _, nested := list[0].([]any); !nested {
+		r, err := decodeJoin(v)
+		if err != nil {
+			return nil, err
+		}
+		for i := range out {
+			out[i] = r
+		}
+		return out, nil
+	}
+	if len(list) != n {
+		return nil, fmt.Errorf("queue: join batch: %d replies for %d joins", len(list), n)
+	}
+	for i, e := range list {
+		r, err := decodeJoin(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = r
+	}
+	return out, nil
+}

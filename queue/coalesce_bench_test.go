@@ -1,0 +1,117 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+)
+
+// BenchmarkJoinBatch measures the Redis time of a coalesced call of n
+// joins (fresh visitors of an open room), as BenchmarkScripts does one
+// join's: joinbatch-us/call from INFO commandstats, and its share per
+// visitor, joinbatch-us/join, which is what a room's Redis core spends
+// per join when joins arrive n at a time.
+//
+//	go test -run '^$' -bench JoinBatch -benchtime 2000x ./queue/
+func BenchmarkJoinBatch(b *testing.B) {
+	for _, n := range []int{1, 8, 50} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			q, ctx := scriptsBench(b, "open")
+			// A batch of one is the single join's call: warm the batch
+			// script too.
+			q.joinBatch(ctx, batchKey{room: "open"}, []*batchJoin{{visitor: "w1"}, {visitor: "w2"}})
+			cpu0 := resetStats(b, q)
+			b.ResetTimer()
+			for i := range b.N {
+				run := make([]*batchJoin, n)
+				for k := range run {
+					run[k] = &batchJoin{visitor: benchVisitor(i*n + k)}
+				}
+				q.joinBatch(ctx, batchKey{room: "open"}, run)
+				if run[0].err != nil {
+					b.Fatal(run[0].err)
+				}
+			}
+			reportScript(b, q, "joinbatch", cpu0)
+			b.ReportMetric(lastMetric(b, q)/float64(n), "joinbatch-us/join")
+		})
+	}
+}
+
+// lastMetric is EVALSHA's usec_per_call since the last reset.
+func lastMetric(b *testing.B, q *Queue) float64 {
+	b.Helper()
+	v, err := q.r.Do(context.Background(), "INFO", "commandstats")
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, _ := v.(string)
+	_, usec, ok := evalshaStat(info, "cmdstat_evalsha:", "calls", "usec_per_call")
+	if !ok {
+		b.Fatalf("no cmdstat_evalsha in INFO commandstats:\n%s", info)
+	}
+	return usec
+}
+
+// BenchmarkCoalescedJoins runs joins of one room from 50 goroutines at
+// once, each join a new visitor, with each join a call of its own
+// ("single", JoinBatch -1) and coalesced (the default): the Redis time
+// per join (all EVALSHA time over the joins), the joins per call, and the
+// latency of a join as its caller sees it, p50 and p99, which is what
+// coalescing adds or saves. One op is one join.
+//
+//	go test -run '^$' -bench CoalescedJoins -benchtime 100000x ./queue/
+func BenchmarkCoalescedJoins(b *testing.B) {
+	const callers = 50
+	for _, mode := range []struct {
+		name  string
+		batch int
+	}{{"single", -1}, {"coalesced", 0}} {
+		b.Run(mode.name, func(b *testing.B) {
+			ctx := context.Background()
+			q := newQueue(b, newRedis(b, redistest.StartReal(b), "rueidis"), &Options{JoinBatch: mode.batch})
+			if _, _, err := q.JoinAt(ctx, "open", "warm", Invite{}, 0); err != nil {
+				b.Fatal(err)
+			}
+			q.joinBatch(ctx, batchKey{room: "open"}, []*batchJoin{{visitor: "w1"}, {visitor: "w2"}})
+			resetStats(b, q)
+			lat := make([][]time.Duration, callers)
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for c := range callers {
+				wg.Go(func() {
+					for i := c; i < b.N; i += callers {
+						t0 := time.Now()
+						if _, _, err := q.JoinAt(ctx, "open", benchVisitor(i), Invite{}, 0); err != nil {
+							b.Error(err)
+							return
+						}
+						lat[c] = append(lat[c], time.Since(t0))
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			v, err := q.r.Do(ctx, "INFO", "commandstats")
+			if err != nil {
+				b.Fatal(err)
+			}
+			info, _ := v.(string)
+			calls, usec, ok := evalshaStat(info, "cmdstat_evalsha:", "calls", "usec")
+			if !ok || calls == 0 {
+				b.Fatalf("no cmdstat_evalsha in INFO commandstats:\n%s", info)
+			}
+			all := slices.Concat(lat...)
+			slices.Sort(all)
+			b.ReportMetric(usec/float64(b.N), "redis-us/join")
+			b.ReportMetric(float64(b.N)/float64(calls), "joins/call")
+			b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-us")
+			b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-us")
+		})
+	}
+}

@@ -1,0 +1,234 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/wire"
+)
+
+// A batch of joins gives each visitor what its own join, made one after
+// the other, would have: room "one" takes the joins one call each, room
+// "many" the same joins in one call of the batch script, in rooms set up
+// alike (a visitor waiting, one admitted, the settings of each case),
+// and the two must agree visitor for visitor, a repeated visitor and a
+// stale settings version included.
+func TestJoinBatchMatchesJoins(t *testing.T) {
+	cases := []struct {
+		name  string
+		cfg   *RoomConfig
+		stale bool
+		setup func(t *testing.T, q *Queue, room string, version int64)
+	}{
+		{name: "open"},
+		{name: "fifo", cfg: &RoomConfig{Batch: 1}},
+		{name: "paused", cfg: &RoomConfig{Batch: 1, Paused: true}},
+		{name: "prequeue", cfg: &RoomConfig{Batch: 1, OpensAt: time.Now().Add(time.Hour)}},
+		{name: "invite-only", cfg: &RoomConfig{Batch: 1, InviteOnly: true}},
+		{name: "reject", cfg: &RoomConfig{Batch: 1, Method: "reject"}},
+		{name: "passthrough", cfg: &RoomConfig{Batch: 1, Method: "passthrough"}},
+		{name: "random", cfg: &RoomConfig{Batch: 2, Method: "random"}}, // the lottery admits both: which one alone would be a draw
+		{name: "no-presence", cfg: &RoomConfig{Batch: 1, NoPresence: true}},
+		{name: "stale", cfg: &RoomConfig{Batch: 1}, stale: true},
+		{name: "counter-lost", cfg: &RoomConfig{Batch: 1}, setup: func(t *testing.T, q *Queue, room string, _ int64) {
+			if _, err := q.r.Do(context.Background(), "DEL", prefix(room)+"seq"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "priority", cfg: &RoomConfig{Batch: 1}, setup: func(t *testing.T, q *Queue, room string, version int64) {
+			code := Invite{ID: room + "-code", Uses: 5, Expires: time.Now().Add(time.Hour), Priority: true}
+			if _, _, err := q.JoinAt(context.Background(), room, "pv", code, version); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "expired-token", setup: func(t *testing.T, q *Queue, room string, _ int64) {
+			if _, err := q.r.Do(context.Background(), "SET", prefix(room)+"t:n2", "1000:2000:2000", "PX", "60000"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		q := newQueue(t, r, &Options{Capacity: Capacity{Batch: 1, Tick: time.Minute}, JoinBatch: -1})
+		if q.batches != nil {
+			t.Fatal("JoinBatch -1 still coalesces")
+		}
+		batch := []string{"n1", "n2", "w", "n1", "adm", "n3"}
+		for _, c := range cases {
+			results := map[string][]string{}
+			for _, room := range []string{c.name + "-one", c.name + "-many"} {
+				var version int64
+				if c.cfg != nil {
+					if err := q.SetRoomConfig(ctx, room, *c.cfg); err != nil {
+						t.Fatal(err)
+					}
+					got, err := q.RoomConfig(ctx, room)
+					if err != nil {
+						t.Fatal(err)
+					}
+					version = got.Version()
+				}
+				// "adm" joins first and is admitted, "w" waits behind it.
+				for _, v := range []string{"adm", "w"} {
+					if _, _, err := q.JoinAt(ctx, room, v, Invite{}, version); err != nil &&
+						!errors.Is(err, ErrInviteRequired) {
+						t.Fatalf("%s: %s joins: %v", room, v, err)
+					}
+				}
+				if _, err := q.Admit(ctx, room); err != nil {
+					t.Fatal(err)
+				}
+				if c.setup != nil {
+					c.setup(t, q, room, version)
+				}
+				if c.stale {
+					version++
+				}
+				var out []string
+				if room == c.name+"-one" {
+					for _, v := range batch {
+						st, tk, err := q.JoinAt(ctx, room, v, Invite{}, version)
+						out = append(out, joinOutcome(st, tk, err))
+					}
+				} else {
+					run := make([]*batchJoin, len(batch))
+					for i, v := range batch {
+						run[i] = &batchJoin{visitor: v}
+					}
+					q.joinBatch(ctx, batchKey{room: room, settings: version}, run)
+					for _, j := range run {
+						out = append(out, joinOutcome(j.state, j.ticket, j.err))
+					}
+				}
+				results[room] = out
+			}
+			one, many := results[c.name+"-one"], results[c.name+"-many"]
+			for i := range batch {
+				if one[i] != many[i] {
+					t.Errorf("%s: %s: one call each gives %s, the batch %s", c.name, batch[i], one[i], many[i])
+				}
+			}
+		}
+	})
+}
+
+// joinOutcome is what two rooms set up alike must agree on about a join.
+func joinOutcome(st wire.State, tk wire.Ticket, err error) string {
+	if err != nil {
+		return "error " + err.Error()
+	}
+	return fmt.Sprintf("%s position %d paused %v token %v seq %d prio %v message %q",
+		st.Status, st.Position, st.Paused, st.Token != "", tk.Seq, tk.Priority, st.Message)
+}
+
+// gatedRedis holds the reply of every call of the single join script
+// until its gate is opened, and records the calls of the join scripts
+// (one of the batch script once it has run).
+type gatedRedis struct {
+	Redis
+	gate chan struct{}
+	mu   sync.Mutex
+	runs [][]string // per join script call, the visitors it joined
+}
+
+func (g *gatedRedis) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
+	switch s {
+	case joinAtScript:
+		g.record([]string{args[1]})
+		v, err := g.Redis.Eval(ctx, s, keys, args...)
+		<-g.gate
+		return v, err
+	case joinBatchScript:
+		v, err := g.Redis.Eval(ctx, s, keys, args...)
+		g.record(args[12:])
+		return v, err
+	}
+	return g.Redis.Eval(ctx, s, keys, args...)
+}
+
+func (g *gatedRedis) record(visitors []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.runs = append(g.runs, append([]string(nil), visitors...))
+}
+
+func (g *gatedRedis) calls() [][]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([][]string(nil), g.runs...)
+}
+
+// Joins that arrive while a join of their room is on the way wait for it
+// and then go together, in arrival order, in calls of at most JoinBatch:
+// the first join alone goes at once; the 10 that arrive behind it go as
+// a batch of 4 (the first full one, at once), then 4 and 2. Every one
+// gets its own place, and the tickets follow arrival.
+func TestJoinsCoalesce(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		g := &gatedRedis{Redis: r, gate: make(chan struct{})}
+		q := newQueue(t, g, &Options{JoinBatch: 4})
+		type outcome struct {
+			st  wire.State
+			tk  wire.Ticket
+			err error
+		}
+		const n = 11
+		outs := make([]outcome, n)
+		var wg sync.WaitGroup
+		join := func(i int) {
+			wg.Go(func() {
+				st, tk, err := q.JoinAt(ctx, "drop", fmt.Sprintf("v%02d", i), Invite{}, 0)
+				outs[i] = outcome{st, tk, err}
+			})
+		}
+		room := func() (waiting, calls int) {
+			q.batches.mu.Lock()
+			defer q.batches.mu.Unlock()
+			if b := q.batches.rooms[batchKey{room: "drop"}]; b != nil {
+				return len(b.waiting), b.calls
+			}
+			return 0, 0
+		}
+		waiting := func() int { w, _ := room(); return w }
+		join(0)
+		waitfor.Until(t, 5*time.Second, "the first join on its way", func() bool { return len(g.calls()) == 1 })
+		for i := 1; i < n; i++ {
+			join(i)
+			want := i % 4 // a full batch of 4 leaves at once
+			if i == 4 || i == 8 {
+				// Until the full batch is back, and only the first join
+				// is on the way: a join that arrived before would go
+				// when the batch is back.
+				waitfor.Until(t, 5*time.Second, "a full batch back", func() bool {
+					_, calls := room()
+					return len(g.calls()) == 1+i/4 && calls == 1
+				})
+			}
+			waitfor.Until(t, 5*time.Second, fmt.Sprintf("join %d waiting", i), func() bool { return waiting() == want })
+		}
+		close(g.gate)
+		wg.Wait()
+		want := [][]string{{"v00"}, {"v01", "v02", "v03", "v04"}, {"v05", "v06", "v07", "v08"}, {"v09", "v10"}}
+		if got := g.calls(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("join calls %v, want %v", got, want)
+		}
+		for i, o := range outs {
+			if o.err != nil || o.st.Status != wire.StatusWaiting || o.st.Position != int64(i+1) || o.tk.Seq != int64(i+1) {
+				t.Fatalf("v%02d: %+v ticket %+v %v, want waiting at %d", i, o.st, o.tk, o.err, i+1)
+			}
+		}
+		q.batches.mu.Lock()
+		left := len(q.batches.rooms)
+		q.batches.mu.Unlock()
+		if left != 0 {
+			t.Fatalf("%d rooms still listed with no join on the way", left)
+		}
+	})
+}
