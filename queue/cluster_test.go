@@ -76,6 +76,18 @@ func TestCluster(t *testing.T) {
 				if ok, err := q.Leave(ctx, room, "v011"); !ok || err != nil {
 					t.Fatalf("%s: leave: %v %v", room, ok, err)
 				}
+				// A coalesced call: every visitor's keys are in the room's slot.
+				cfg, err := q.RoomConfig(ctx, room)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run := []*batchJoin{{visitor: "c1"}, {visitor: "v005"}, {visitor: "c2"}}
+				q.joinBatch(ctx, batchKey{room: room, settings: cfg.Version()}, run)
+				for i, want := range []int64{8, 2, 9} {
+					if j := run[i]; j.err != nil || j.state.Status != wire.StatusWaiting || j.state.Position != want {
+						t.Fatalf("%s: %s in a batch: %+v %v, want waiting at %d", room, j.visitor, j.state, j.err, want)
+					}
+				}
 			}
 			// The tick loop admits everyone and forgets the emptied rooms.
 			waitfor.Until(t, 10*time.Second, "every room admitted and forgotten", func() bool {
