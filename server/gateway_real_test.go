@@ -322,8 +322,10 @@ func testRealGateway(t *testing.T, kind string) {
 
 	// Unprotected and bypassed paths pass and never touch Redis.
 	before := redisCalls(t, srv.Addr)
-	// Housekeeping (every 2 s, about 17 commands) may fall inside a
-	// window; one call per request would be n.
+	// The background (housekeeping every 2 s, about 17 commands; the
+	// reports, the schedule and the webhook outbox) makes tens of calls
+	// in a window of a few seconds on a busy machine; one call per
+	// request would be n at least, so half of n tells the two apart.
 	const n = 200
 	for i := range n {
 		p := "/about"
@@ -336,7 +338,7 @@ func testRealGateway(t *testing.T, kind string) {
 	}
 	d := redisCalls(t, srv.Addr) - before - 1 // the first INFO
 	t.Logf("%d unprotected and bypassed requests: %d Redis calls (background included)", n, d)
-	if d > n/5 {
+	if d > n/2 {
 		t.Fatalf("%d unprotected and bypassed requests made %d Redis calls", n, d)
 	}
 	if up.header("/about", "X-Waitroom-Room") != "" {
@@ -381,7 +383,7 @@ func testRealGateway(t *testing.T, kind string) {
 	}
 	d = redisCalls(t, srv.Addr) - before - 1
 	t.Logf("%d requests with a valid session: %d Redis calls (background included)", n, d)
-	if d > n/5 {
+	if d > n/2 {
 		t.Fatalf("%d requests with a valid session made %d Redis calls", n, d)
 	}
 	if r, v := up.header("/checkout/page", "X-Waitroom-Room"), up.header("/checkout/page", "X-Waitroom-Visitor"); r != "gw" || v != aID {

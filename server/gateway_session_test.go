@@ -346,7 +346,7 @@ func TestGatewaySlideShortRoom(t *testing.T) {
 	}
 	d := redisCalls(t, srv.Addr) - before - 1
 	t.Logf("%d requests with a valid session: %d Redis calls (background included)", n, d)
-	if d > n/5 {
+	if d > n/2 { // the background's tens of calls, or one a request (gateway_real_test.go)
 		t.Fatalf("%d requests with a valid session made %d Redis calls", n, d)
 	}
 }
