@@ -259,15 +259,17 @@ func noInvite(settings int64) []string {
 	return []string{"", "1", strconv.FormatInt(time.Time{}.UnixMilli(), 10), "0", strconv.FormatInt(settings, 10)}
 }
 
-// decodeJoinBatch reads the reply of joinBatchScript for n visitors: a
-// join reply each, or fresh.lua's one reply for all of them.
+// decodeJoinBatch reads the reply of joinBatchScript for n visitors
+// (joinbatch.lua): a header, then each visitor's join reply or, for a
+// new visitor given its ticket with others, its ticket and place; or
+// fresh.lua's one reply for all of them.
 func decodeJoinBatch(v any, n int) ([]joinReply, error) {
 	list, ok := v.([]any)
 	if !ok || len(list) == 0 {
 		return nil, fmt.Errorf("queue: join batch: unexpected reply %T", v)
 	}
 	out := make([]joinReply, n)
-	if _, nested := list[0].([]any); !nested {
+	if code, err := asInt(list[0]); err == nil && code < 0 {
 		r, err := decodeJoin(v)
 		if err != nil {
 			return nil, err
@@ -277,15 +279,32 @@ func decodeJoinBatch(v any, n int) ([]joinReply, error) {
 		}
 		return out, nil
 	}
-	if len(list) != n {
-		return nil, fmt.Errorf("queue: join batch: %d replies for %d joins", len(list), n)
+	const header = 5
+	head, err := asInts(list[:header], header)
+	if err != nil {
+		return nil, err
 	}
-	for i, e := range list {
-		r, err := decodeJoin(e)
+	if head[4] != int64(n) || len(list) != header+2*n {
+		return nil, fmt.Errorf("queue: join batch: %d replies for %d joins", head[4], n)
+	}
+	for i := range out {
+		e := list[header+i]
+		if _, nested := e.([]any); nested {
+			if out[i], err = decodeJoin(e); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		seq, err := asInt(e)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = r
+		rank, err := asInt(list[header+n+i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = joinReply{Code: replyWaiting, A: rank, New: true, Paused: head[0] == 1, Settings: head[1],
+			Message: stringAt(v, 2), Seq: seq, Now: head[3], HasDraw: true, Draw: -1}
 	}
 	return out, nil
 }

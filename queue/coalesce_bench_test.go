@@ -12,19 +12,35 @@ import (
 )
 
 // BenchmarkJoinBatch measures the Redis time of a coalesced call of n
-// joins (fresh visitors of an open room), as BenchmarkScripts does one
-// join's: joinbatch-us/call from INFO commandstats, and its share per
-// visitor, joinbatch-us/join, which is what a room's Redis core spends
-// per join when joins arrive n at a time.
+// joins (fresh visitors of an open room, and of a room with presence
+// off), as BenchmarkScripts does one join's: joinbatch-us/call from INFO
+// commandstats, and its share per visitor, joinbatch-us/join, which is
+// what a room's Redis core spends per join when joins arrive n at a time.
 //
 //	go test -run '^$' -bench JoinBatch -benchtime 2000x ./queue/
 func BenchmarkJoinBatch(b *testing.B) {
-	for _, n := range []int{1, 8, 50} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
+	for _, bench := range []struct {
+		room string
+		n    int
+	}{{"open", 1}, {"open", 8}, {"open", 50}, {"nopresence", 50}} {
+		b.Run(fmt.Sprint(bench.room, "/", bench.n), func(b *testing.B) {
+			room, n := bench.room, bench.n
 			q, ctx := scriptsBench(b, "open")
+			var version int64
+			if room == "nopresence" {
+				if err := q.SetRoomConfig(ctx, room, RoomConfig{NoPresence: true}); err != nil {
+					b.Fatal(err)
+				}
+				cfg, err := q.RoomConfig(ctx, room)
+				if err != nil {
+					b.Fatal(err)
+				}
+				version = cfg.Version()
+			}
+			key := batchKey{room: room, settings: version}
 			// A batch of one is the single join's call: warm the batch
 			// script too.
-			q.joinBatch(ctx, batchKey{room: "open"}, []*batchJoin{{visitor: "w1"}, {visitor: "w2"}})
+			q.joinBatch(ctx, key, []*batchJoin{{visitor: "w1"}, {visitor: "w2"}})
 			cpu0 := resetStats(b, q)
 			b.ResetTimer()
 			for i := range b.N {
@@ -32,7 +48,7 @@ func BenchmarkJoinBatch(b *testing.B) {
 				for k := range run {
 					run[k] = &batchJoin{visitor: benchVisitor(i*n + k)}
 				}
-				q.joinBatch(ctx, batchKey{room: "open"}, run)
+				q.joinBatch(ctx, key, run)
 				if run[0].err != nil {
 					b.Fatal(run[0].err)
 				}

@@ -28,7 +28,7 @@ func TestJoinBatchMatchesJoins(t *testing.T) {
 	}{
 		{name: "open"},
 		{name: "fifo", cfg: &RoomConfig{Batch: 1}},
-		{name: "paused", cfg: &RoomConfig{Batch: 1, Paused: true}},
+		{name: "paused", cfg: &RoomConfig{Batch: 1, Paused: true, Message: "back soon"}},
 		{name: "prequeue", cfg: &RoomConfig{Batch: 1, OpensAt: time.Now().Add(time.Hour)}},
 		{name: "invite-only", cfg: &RoomConfig{Batch: 1, InviteOnly: true}},
 		{name: "reject", cfg: &RoomConfig{Batch: 1, Method: "reject"}},
