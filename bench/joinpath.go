@@ -26,6 +26,7 @@ type joinpathOptions struct {
 	ZaddConns int           // redis-benchmark -c
 	ZaddOps   int           // redis-benchmark -n
 	NoPin     bool          // run without taskset
+	JoinBatch int           // the server's -join-batch; 0 = its default
 	Ext       externalOpts
 	Progress  io.Writer
 }
@@ -73,7 +74,11 @@ func runJoinpath(ctx context.Context, o joinpathOptions, command string) (*joinp
 		DurationSec: o.Duration.Seconds(), ZaddConns: o.ZaddConns, ZaddOps: o.ZaddOps, Target: 0.5}
 	// Admission all but off (as in the clients scenario): every join is
 	// a new visitor that stays waiting, so each runs the same script.
-	tgt, err := startTarget(ctx, o.Ext, []string{"-batch", "1", "-tick", "1m"})
+	args := []string{"-batch", "1", "-tick", "1m"}
+	if o.JoinBatch > 0 {
+		args = append(args, "-join-batch", strconv.Itoa(o.JoinBatch))
+	}
+	tgt, err := startTarget(ctx, o.Ext, args)
 	if err != nil {
 		return nil, err
 	}
@@ -283,6 +288,7 @@ func joinpathScenario() scenario {
 		fs.DurationVar(&o.Duration, "d", 0, "the measured join phase (default 10s; 2s with -quick)")
 		fs.IntVar(&o.ZaddConns, "zadd-c", 50, "redis-benchmark connections for raw ZADD")
 		fs.IntVar(&o.ZaddOps, "zadd-n", 0, "redis-benchmark ZADD requests (default 400000; 50000 with -quick)")
+		fs.IntVar(&o.JoinBatch, "join-batch", 0, "the server's -join-batch (default its own, 64; 1: each join a call of its own)")
 		fs.BoolVar(&o.NoPin, "no-pin", false, "do not pin the load generator and the server to cores")
 		return func(ctx context.Context, env runEnv) (string, error) {
 			o.Out, o.Quick, o.Progress, o.Ext = env.out, env.quick, env.progress, env.ext
