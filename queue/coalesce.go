@@ -11,7 +11,7 @@ import (
 	"github.com/waitroom/waitroom/wire"
 )
 
-// Coalesced joins. A room's keys share one cluster slot, so one Redis core
+// Coalesced joins (and status reads). A room's keys share one cluster slot, so one Redis core
 // runs every join of the room, and much of a join's Redis time is what
 // any script call costs (the call, its arguments, its reply) and what a
 // join reads about the room (settings, the clock, a draw or an opening
@@ -28,6 +28,10 @@ import (
 // once, with up to maxBatchCalls calls of a room on the way. So a batch
 // gathers what arrived during one call, and the wait it adds is at most
 // about one call.
+//
+// Status reads go the same way, as one call of the status script for
+// several visitors (StatusMany), which is what the push hub's reads of
+// its connected visitors already are.
 
 // DefaultJoinBatch is the most joins of a room one coalesced call takes.
 const DefaultJoinBatch = 64
@@ -103,10 +107,12 @@ func (s *Script) batchKeys(room string, visitors []string) []string {
 	return keys
 }
 
-// batchKey is what the joins of one coalesced call share.
+// batchKey is what the joins (or status reads) of one coalesced call
+// share.
 type batchKey struct {
 	room     string
-	settings int64
+	settings int64 // joins: the settings version they were checked at
+	status   bool  // status reads (StatusMany), not joins
 }
 
 // joinBatches holds the joins waiting for a coalesced call, by room and
@@ -146,12 +152,17 @@ func (b *roomBatch) take(max int) []*batchJoin {
 
 // joinCoalesced is JoinAt without an invite code, through a batch.
 func (q *Queue) joinCoalesced(ctx context.Context, room, visitor string, settings int64) (wire.State, wire.Ticket, error) {
-	if err := check(room, visitor); err != nil {
+	return q.coalesced(ctx, batchKey{room: room, settings: settings}, visitor)
+}
+
+// coalesced is visitor's join or status read of key, through a batch.
+func (q *Queue) coalesced(ctx context.Context, key batchKey, visitor string) (wire.State, wire.Ticket, error) {
+	if err := check(key.room, visitor); err != nil {
 		return wire.State{}, wire.Ticket{}, err
 	}
+	room := key.room
 	j := &batchJoin{visitor: strings.Clone(visitor), done: make(chan struct{})}
 	bs := q.batches
-	key := batchKey{room: room, settings: settings}
 	bs.mu.Lock()
 	b := bs.rooms[key]
 	if b == nil {
@@ -175,9 +186,9 @@ func (q *Queue) joinCoalesced(ctx context.Context, room, visitor string, setting
 	case <-j.done:
 		return j.state, j.ticket, j.err
 	case <-ctx.Done():
-		// The join goes on without its caller, as a call that was sent
-		// does; a retry finds its place.
-		return wire.State{}, wire.Ticket{}, fmt.Errorf("queue: join: %w", ctx.Err())
+		// The call goes on without its caller, as a call that was sent
+		// does; a retried join finds its place.
+		return wire.State{}, wire.Ticket{}, fmt.Errorf("queue: %w", ctx.Err())
 	}
 }
 
@@ -188,7 +199,11 @@ func (q *Queue) joinCoalesced(ctx context.Context, room, visitor string, setting
 func (q *Queue) runBatch(ctx context.Context, key batchKey, b *roomBatch, run []*batchJoin) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchTimeout)
 	defer cancel()
-	q.joinBatch(ctx, key, run)
+	if key.status {
+		q.statusBatch(ctx, key.room, run)
+	} else {
+		q.joinBatch(ctx, key, run)
+	}
 	for _, j := range run {
 		close(j.done)
 	}
@@ -250,6 +265,22 @@ func (q *Queue) joinBatch(ctx context.Context, key batchKey, run []*batchJoin) {
 	}
 	for i, j := range run {
 		j.state, j.ticket, j.err = q.joinState(key.room, j.visitor, replies[i])
+	}
+}
+
+// statusBatch reads the states of the visitors of run in one call.
+func (q *Queue) statusBatch(ctx context.Context, room string, run []*batchJoin) {
+	visitors := make([]string, len(run))
+	for i, j := range run {
+		visitors[i] = j.visitor
+	}
+	states, err := q.StatusMany(ctx, room, visitors)
+	for i, j := range run {
+		if err != nil {
+			j.err = err
+			continue
+		}
+		j.state = states[i]
 	}
 }
 

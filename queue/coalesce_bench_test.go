@@ -131,3 +131,69 @@ func BenchmarkCoalescedJoins(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCoalescedStatus is BenchmarkCoalescedJoins for status reads:
+// 50 goroutines read the states of visitors waiting in one room, each
+// read a call of its own ("single") and coalesced (the default). One op
+// is one read.
+//
+//	go test -run '^$' -bench CoalescedStatus -benchtime 40000x ./queue/
+func BenchmarkCoalescedStatus(b *testing.B) {
+	const callers = 50
+	for _, mode := range []struct {
+		name  string
+		batch int
+	}{{"single", -1}, {"coalesced", 0}} {
+		b.Run(mode.name, func(b *testing.B) {
+			ctx := context.Background()
+			q := newQueue(b, newRedis(b, redistest.StartReal(b), "rueidis"), &Options{JoinBatch: mode.batch})
+			const waiting = 5000
+			for i := 0; i < waiting; i += 50 {
+				run := make([]*batchJoin, 50)
+				for k := range run {
+					run[k] = &batchJoin{visitor: benchVisitor(i + k)}
+				}
+				q.joinBatch(ctx, batchKey{room: "open"}, run)
+				if run[0].err != nil {
+					b.Fatal(run[0].err)
+				}
+			}
+			if _, err := q.Status(ctx, "open", benchVisitor(0)); err != nil {
+				b.Fatal(err)
+			}
+			resetStats(b, q)
+			lat := make([][]time.Duration, callers)
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for c := range callers {
+				wg.Go(func() {
+					for i := c; i < b.N; i += callers {
+						t0 := time.Now()
+						if _, err := q.Status(ctx, "open", benchVisitor(i%waiting)); err != nil {
+							b.Error(err)
+							return
+						}
+						lat[c] = append(lat[c], time.Since(t0))
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			v, err := q.r.Do(ctx, "INFO", "commandstats")
+			if err != nil {
+				b.Fatal(err)
+			}
+			info, _ := v.(string)
+			calls, usec, ok := evalshaStat(info, "cmdstat_evalsha:", "calls", "usec")
+			if !ok || calls == 0 {
+				b.Fatalf("no cmdstat_evalsha in INFO commandstats:\n%s", info)
+			}
+			all := slices.Concat(lat...)
+			slices.Sort(all)
+			b.ReportMetric(usec/float64(b.N), "redis-us/status")
+			b.ReportMetric(float64(b.N)/float64(calls), "statuses/call")
+			b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-us")
+			b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-us")
+		})
+	}
+}

@@ -232,3 +232,83 @@ func TestJoinsCoalesce(t *testing.T) {
 		}
 	})
 }
+
+// statusGate holds the reply of the first status call until its gate is
+// opened, and records the visitors of every status call.
+type statusGate struct {
+	Redis
+	gate chan struct{}
+	mu   sync.Mutex
+	runs [][]string
+}
+
+func (g *statusGate) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
+	if s != statusScript {
+		return g.Redis.Eval(ctx, s, keys, args...)
+	}
+	v, err := g.Redis.Eval(ctx, s, keys, args...)
+	g.mu.Lock()
+	g.runs = append(g.runs, append([]string(nil), args[3:]...))
+	first := len(g.runs) == 1
+	g.mu.Unlock()
+	if first {
+		<-g.gate
+	}
+	return v, err
+}
+
+func (g *statusGate) calls() [][]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([][]string(nil), g.runs...)
+}
+
+// Status reads of a room that arrive while one is on its way go together
+// in one call of the status script, and each gets its own state.
+func TestStatusReadsCoalesce(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		g := &statusGate{Redis: r, gate: make(chan struct{})}
+		q := newQueue(t, g, nil)
+		const n = 6
+		for i := range n {
+			if _, err := q.Join(ctx, "drop", fmt.Sprintf("v%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		states := make([]wire.State, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		read := func(i int) {
+			wg.Go(func() { states[i], errs[i] = q.Status(ctx, "drop", fmt.Sprintf("v%d", i)) })
+		}
+		waiting := func() int {
+			q.batches.mu.Lock()
+			defer q.batches.mu.Unlock()
+			if b := q.batches.rooms[batchKey{room: "drop", status: true}]; b != nil {
+				return len(b.waiting)
+			}
+			return 0
+		}
+		read(0)
+		waitfor.Until(t, 5*time.Second, "the first read on its way", func() bool { return len(g.calls()) == 1 })
+		for i := 1; i < n; i++ {
+			read(i)
+			waitfor.Until(t, 5*time.Second, fmt.Sprintf("read %d waiting", i), func() bool { return waiting() == i })
+		}
+		close(g.gate)
+		wg.Wait()
+		want := [][]string{{"v0"}, {"v1", "v2", "v3", "v4", "v5"}}
+		if got := g.calls(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("status calls %v, want %v", got, want)
+		}
+		for i := range n {
+			if errs[i] != nil || states[i].Status != wire.StatusWaiting || states[i].Position != int64(i+1) {
+				t.Fatalf("v%d: %+v %v, want waiting at %d", i, states[i], errs[i], i+1)
+			}
+		}
+		if _, err := q.Status(ctx, "drop", "bad visitor!"); !errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("a bad visitor id: %v", err)
+		}
+	})
+}

@@ -42,10 +42,10 @@ type Options struct {
 	// pub/sub: the event stays on the node of the room's slot) instead of
 	// PUBLISH. Subscribers must use SSUBSCRIBE then.
 	Sharded bool
-	// JoinBatch is the most joins of a room without an invite code that
-	// one Redis call takes together when they arrive at once (coalesce.go);
-	// 0 is DefaultJoinBatch, and 1 or less than 0 makes each join a call
-	// of its own.
+	// JoinBatch is the most joins of a room without an invite code (or
+	// status reads of a room) that one Redis call takes together when they
+	// arrive at once (coalesce.go); 0 is DefaultJoinBatch, and 1 or less
+	// than 0 makes each a call of its own.
 	JoinBatch int
 }
 

@@ -86,8 +86,13 @@ func (q *Queue) joinState(room, visitor string, r joinReply) (wire.State, wire.T
 	return q.state(room, visitor, h, r.Code, r.A, r.B), t, nil
 }
 
-// Status returns visitor's state in room.
+// Status returns visitor's state in room. Reads of a room that arrive
+// together may go to Redis in one call (coalesce.go).
 func (q *Queue) Status(ctx context.Context, room, visitor string) (wire.State, error) {
+	if q.batches != nil {
+		st, _, err := q.coalesced(ctx, batchKey{room: room, status: true}, visitor)
+		return st, err
+	}
 	s, err := q.StatusMany(ctx, room, []string{visitor})
 	if err != nil {
 		return wire.State{}, err
