@@ -55,7 +55,14 @@ func withPrelude(body string) string {
 // script. A script that picks a key by a computed name (K[name]) cannot
 // be so loaded.
 func loadNamedKeys(names ...string) *Script {
-	name, src := strings.Join(names, "+"), scriptText(names)
+	return loadNamedKeysAs(strings.Join(names, "+"), names...)
+}
+
+// loadNamedKeysAs is loadNamedKeys for a script run under name (its
+// calls' operation label), whatever its parts: the joins keep the names
+// they had before joinroom.lua was split from join.lua.
+func loadNamedKeysAs(name string, names ...string) *Script {
+	src := scriptText(names)
 	if computedKey.MatchString(src) {
 		panic("queue: script " + name + " picks keys by computed names")
 	}
@@ -117,8 +124,8 @@ func readScript(name string) []byte {
 }
 
 var (
-	joinScript      = loadNamedKeys("joinroom", "join")
-	joinInvScript   = loadNamedKeys("invite", "joinroom", "join") // the join with invite-only rooms' check
+	joinScript      = loadNamedKeysAs("join", "joinroom", "join")
+	joinInvScript   = loadNamedKeysAs("invite+join", "invite", "joinroom", "join") // the join with invite-only rooms' check
 	statusScript    = loadNamedKeys("status")
 	leaveScript     = loadScript("leave")
 	consumeScript   = loadNamedKeys("consume")
