@@ -61,17 +61,58 @@ func BenchmarkJoinBatch(b *testing.B) {
 
 // lastMetric is EVALSHA's usec_per_call since the last reset.
 func lastMetric(b *testing.B, q *Queue) float64 {
+	_, usec := evalshaSince(b, q, "usec_per_call")
+	return usec
+}
+
+// evalshaSince is EVALSHA's calls and its field num (usec, usec_per_call)
+// since the last reset of Redis's stats.
+func evalshaSince(b *testing.B, q *Queue, num string) (int64, float64) {
 	b.Helper()
 	v, err := q.r.Do(context.Background(), "INFO", "commandstats")
 	if err != nil {
 		b.Fatal(err)
 	}
 	info, _ := v.(string)
-	_, usec, ok := evalshaStat(info, "cmdstat_evalsha:", "calls", "usec_per_call")
-	if !ok {
+	calls, x, ok := evalshaStat(info, "cmdstat_evalsha:", "calls", num)
+	if !ok || calls == 0 {
 		b.Fatalf("no cmdstat_evalsha in INFO commandstats:\n%s", info)
 	}
-	return usec
+	return calls, x
+}
+
+// concurrently runs b.N calls of call (i = 0 … b.N-1) from callers
+// goroutines at once, after resetting Redis's stats, and reports the
+// Redis time of a call (all EVALSHA time over the b.N), the calls made in
+// one EVALSHA, and the latency of a call as its caller sees it, p50 and
+// p99; unit (and its plural units) names a call in the metrics.
+func concurrently(b *testing.B, q *Queue, callers int, unit, units string, call func(i int) error) {
+	b.Helper()
+	resetStats(b, q)
+	lat := make([][]time.Duration, callers)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for c := range callers {
+		wg.Go(func() {
+			for i := c; i < b.N; i += callers {
+				t0 := time.Now()
+				if err := call(i); err != nil {
+					b.Error(err)
+					return
+				}
+				lat[c] = append(lat[c], time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	calls, usec := evalshaSince(b, q, "usec")
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	b.ReportMetric(usec/float64(b.N), "redis-us/"+unit)
+	b.ReportMetric(float64(b.N)/float64(calls), units+"/call")
+	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-us")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-us")
 }
 
 // BenchmarkCoalescedJoins runs joins of one room from 50 goroutines at
@@ -95,39 +136,10 @@ func BenchmarkCoalescedJoins(b *testing.B) {
 				b.Fatal(err)
 			}
 			q.joinBatch(ctx, batchKey{room: "open"}, []*batchJoin{{visitor: "w1"}, {visitor: "w2"}})
-			resetStats(b, q)
-			lat := make([][]time.Duration, callers)
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			for c := range callers {
-				wg.Go(func() {
-					for i := c; i < b.N; i += callers {
-						t0 := time.Now()
-						if _, _, err := q.JoinAt(ctx, "open", benchVisitor(i), Invite{}, 0); err != nil {
-							b.Error(err)
-							return
-						}
-						lat[c] = append(lat[c], time.Since(t0))
-					}
-				})
-			}
-			wg.Wait()
-			b.StopTimer()
-			v, err := q.r.Do(ctx, "INFO", "commandstats")
-			if err != nil {
-				b.Fatal(err)
-			}
-			info, _ := v.(string)
-			calls, usec, ok := evalshaStat(info, "cmdstat_evalsha:", "calls", "usec")
-			if !ok || calls == 0 {
-				b.Fatalf("no cmdstat_evalsha in INFO commandstats:\n%s", info)
-			}
-			all := slices.Concat(lat...)
-			slices.Sort(all)
-			b.ReportMetric(usec/float64(b.N), "redis-us/join")
-			b.ReportMetric(float64(b.N)/float64(calls), "joins/call")
-			b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-us")
-			b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-us")
+			concurrently(b, q, callers, "join", "joins", func(i int) error {
+				_, _, err := q.JoinAt(ctx, "open", benchVisitor(i), Invite{}, 0)
+				return err
+			})
 		})
 	}
 }
@@ -161,39 +173,10 @@ func BenchmarkCoalescedStatus(b *testing.B) {
 			if _, err := q.Status(ctx, "open", benchVisitor(0)); err != nil {
 				b.Fatal(err)
 			}
-			resetStats(b, q)
-			lat := make([][]time.Duration, callers)
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			for c := range callers {
-				wg.Go(func() {
-					for i := c; i < b.N; i += callers {
-						t0 := time.Now()
-						if _, err := q.Status(ctx, "open", benchVisitor(i%waiting)); err != nil {
-							b.Error(err)
-							return
-						}
-						lat[c] = append(lat[c], time.Since(t0))
-					}
-				})
-			}
-			wg.Wait()
-			b.StopTimer()
-			v, err := q.r.Do(ctx, "INFO", "commandstats")
-			if err != nil {
-				b.Fatal(err)
-			}
-			info, _ := v.(string)
-			calls, usec, ok := evalshaStat(info, "cmdstat_evalsha:", "calls", "usec")
-			if !ok || calls == 0 {
-				b.Fatalf("no cmdstat_evalsha in INFO commandstats:\n%s", info)
-			}
-			all := slices.Concat(lat...)
-			slices.Sort(all)
-			b.ReportMetric(usec/float64(b.N), "redis-us/status")
-			b.ReportMetric(float64(b.N)/float64(calls), "statuses/call")
-			b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-us")
-			b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-us")
+			concurrently(b, q, callers, "status", "statuses", func(i int) error {
+				_, err := q.Status(ctx, "open", benchVisitor(i%waiting))
+				return err
+			})
 		})
 	}
 }
