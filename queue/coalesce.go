@@ -125,6 +125,10 @@ type joinBatches struct {
 
 // roomBatch is one batchKey's joins waiting, and its calls on the way.
 type roomBatch struct {
+	// key is the batch's key, whose room is the map's own copy: the
+	// calls and the states they return outlive the caller whose join
+	// made the batch, whose room may alias a request buffer.
+	key     batchKey
 	waiting []*batchJoin
 	calls   int
 }
@@ -169,7 +173,7 @@ func (q *Queue) coalesced(ctx context.Context, key batchKey, visitor string) (wi
 		// room may alias a request buffer that is reused: the map keeps
 		// a copy.
 		key.room = strings.Clone(room)
-		b = &roomBatch{}
+		b = &roomBatch{key: key}
 		bs.rooms[key] = b
 	}
 	b.waiting = append(b.waiting, j)
@@ -180,7 +184,7 @@ func (q *Queue) coalesced(ctx context.Context, key batchKey, visitor string) (wi
 	}
 	bs.mu.Unlock()
 	if run != nil {
-		q.runBatch(ctx, key, b, run)
+		q.runBatch(ctx, b, run)
 	}
 	select {
 	case <-j.done:
@@ -196,7 +200,8 @@ func (q *Queue) coalesced(ctx context.Context, key batchKey, visitor string) (wi
 // hands on: the joins that arrived meanwhile go in a call of their own,
 // made by a goroutine of its own, so the caller that made this one is not
 // held for it.
-func (q *Queue) runBatch(ctx context.Context, key batchKey, b *roomBatch, run []*batchJoin) {
+func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin) {
+	key := b.key
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchTimeout)
 	defer cancel()
 	if key.status {
@@ -219,7 +224,7 @@ func (q *Queue) runBatch(ctx context.Context, key batchKey, b *roomBatch, run []
 	}
 	bs.mu.Unlock()
 	if next != nil {
-		go q.runBatch(ctx, key, b, next)
+		go q.runBatch(ctx, b, next)
 	}
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
@@ -182,9 +184,17 @@ func TestJoinsCoalesce(t *testing.T) {
 		const n = 11
 		outs := make([]outcome, n)
 		var wg sync.WaitGroup
+		// The first caller's room is a string of its own, the others'
+		// one literal: what a batch returns must alias neither (a
+		// caller's room may be a request buffer, reused once it returns).
+		first, literal := strings.Clone("drop"), "drop"
 		join := func(i int) {
+			room := literal
+			if i == 0 {
+				room = first
+			}
 			wg.Go(func() {
-				st, tk, err := q.JoinAt(ctx, "drop", fmt.Sprintf("v%02d", i), Invite{}, 0)
+				st, tk, err := q.JoinAt(ctx, room, fmt.Sprintf("v%02d", i), Invite{}, 0)
 				outs[i] = outcome{st, tk, err}
 			})
 		}
@@ -222,6 +232,9 @@ func TestJoinsCoalesce(t *testing.T) {
 		for i, o := range outs {
 			if o.err != nil || o.st.Status != wire.StatusWaiting || o.st.Position != int64(i+1) || o.tk.Seq != int64(i+1) {
 				t.Fatalf("v%02d: %+v ticket %+v %v, want waiting at %d", i, o.st, o.tk, o.err, i+1)
+			}
+			if p := unsafe.StringData(o.st.Room); p == unsafe.StringData(first) || p == unsafe.StringData(literal) {
+				t.Fatalf("v%02d: its state's room is a caller's string", i)
 			}
 		}
 		q.batches.mu.Lock()
