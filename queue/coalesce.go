@@ -45,7 +45,8 @@ const MaxJoinBatch = 1000
 const maxBatchCalls = 4
 
 // batchTimeout bounds a coalesced call, which runs for several callers
-// and so under none of their contexts.
+// and so under none of their contexts, when the first caller's context
+// has no sooner deadline.
 const batchTimeout = 10 * time.Second
 
 // joinBatchScript is the join of JoinAt without an invite code, for many
@@ -202,7 +203,14 @@ func (q *Queue) coalesced(ctx context.Context, key batchKey, visitor string) (wi
 // held for it.
 func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin) {
 	key := b.key
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchTimeout)
+	// The call is for every join of run, so the first one's caller going
+	// away does not cancel it; its deadline, the same for every request,
+	// still bounds it.
+	deadline := time.Now().Add(batchTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
 	if key.status {
 		q.statusBatch(ctx, key.room, run)
@@ -224,7 +232,9 @@ func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin) {
 	}
 	bs.mu.Unlock()
 	if next != nil {
-		go q.runBatch(ctx, b, next)
+		// Not under ctx: its deadline is the first caller's, and these
+		// joins came later.
+		go q.runBatch(context.Background(), b, next)
 	}
 }
 
