@@ -101,7 +101,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.TokenTTL, "token-ttl", 300*time.Second, "entry token idle lifetime, extended by use (verify, touch)")
 	fs.DurationVar(&c.TokenMax, "token-max", 900*time.Second, "absolute cap of an entry token's lifetime")
 	fs.DurationVar(&c.TokenKeep, "token-retention", queue.DefaultRetention, "how long a token record outlives its cap, so a visitor who comes back reads \"expired\" rather than \"not in queue\" (0: not at all)")
-	fs.IntVar(&c.JoinBatch, "join-batch", queue.DefaultJoinBatch, "the most joins of a room that arrive together and go to Redis in one call (1: each join a call of its own)")
+	fs.IntVar(&c.JoinBatch, "join-batch", queue.DefaultJoinBatch, "the most joins (or status reads) of a room that arrive together and go to Redis in one call (1: each a call of its own)")
 	fs.StringVar(&c.FailMode, "fail-mode", "open", "protected endpoint while Redis is unreachable: open (local limiter at the admission rate) or closed")
 	fs.DurationVar(&c.DBWait, "db-wait", 10*time.Second, "how long a demo order waits for a DB slot before 503 (with -demo)")
 	fs.BoolVar(&c.Demo, "demo", false, "mount the demo protected endpoint POST /api/v1/rooms/{room}/orders on a simulated DB pool of -db-pool slots held -service-time each, and its metrics")
