@@ -122,7 +122,7 @@ func concurrently(b *testing.B, q *Queue, callers int, unit, units string, call 
 // latency of a join as its caller sees it, p50 and p99, which is what
 // coalescing adds or saves. One op is one join.
 //
-//	go test -run '^$' -bench CoalescedJoins -benchtime 100000x ./queue/
+//	go test -run '^$' -bench CoalescedJoins -benchtime 40000x ./queue/
 func BenchmarkCoalescedJoins(b *testing.B) {
 	const callers = 50
 	for _, mode := range []struct {
