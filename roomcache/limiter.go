@@ -1,6 +1,8 @@
 package roomcache
 
 import (
+	"strings"
+
 	"github.com/waitroom/waitroom/queue"
 	"golang.org/x/time/rate"
 )
@@ -35,7 +37,7 @@ func (c *Cache) Limiter(room string) *rate.Limiter {
 	if l = c.limiters[room]; l == nil {
 		lim, burst := c.admissionRate(c.cfg[room])
 		l = rate.NewLimiter(lim, burst)
-		c.limiters[room] = l
+		c.limiters[strings.Clone(room)] = l
 	}
 	return l
 }

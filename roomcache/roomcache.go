@@ -12,6 +12,7 @@ package roomcache
 import (
 	"cmp"
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,7 +44,8 @@ type Options struct {
 }
 
 // Cache is the rooms' settings and counters in memory. Its methods are
-// safe for concurrent use. It starts no goroutine: the owner calls
+// safe for concurrent use, and it keeps its own copy of every room name
+// it is given. It starts no goroutine: the owner calls
 // Refresh on its own schedule.
 type Cache struct {
 	store    Store
@@ -167,7 +169,7 @@ func (c *Cache) Exists(ctx context.Context, room string) (bool, error) {
 	if len(c.missing) >= maxMissing {
 		clear(c.missing)
 	}
-	c.missing[room] = time.Now().Add(missingFor)
+	c.missing[strings.Clone(room)] = time.Now().Add(missingFor)
 	return false, nil
 }
 
@@ -194,6 +196,9 @@ func (c *Cache) Reload(ctx context.Context, room string) error {
 	if err != nil {
 		return err
 	}
+	// The cache's maps outlive the call: they keep their own copy of the
+	// name, which a caller may have in a request buffer reused after it.
+	room = strings.Clone(room)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cfg.Version() == 0 && c.read[room] {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 
 	"github.com/waitroom/waitroom/queue"
 	"golang.org/x/time/rate"
@@ -284,4 +285,45 @@ func TestLimiterShare(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("big", 200, 20)
+}
+
+// TestKeepsItsOwnNames: a room name given in a buffer the caller reuses
+// afterwards (a request's path) is not changed in the cache by the reuse.
+func TestKeepsItsOwnNames(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeStore()
+	f.put("drop", queue.RoomConfig{}, 1, queue.RoomStats{})
+	c := New(f, nil)
+	buf := []byte("drop")
+	name := unsafe.String(unsafe.SliceData(buf), len(buf))
+	if ok, err := c.Exists(ctx, name); err != nil || !ok {
+		t.Fatalf("exists: %v %v", ok, err)
+	}
+	c.Limiter(name)
+	gone := []byte("none")
+	if ok, _ := c.Exists(ctx, unsafe.String(unsafe.SliceData(gone), len(gone))); ok {
+		t.Fatal("none exists")
+	}
+	copy(buf, "xxxx")
+	copy(gone, "yyyy")
+	if got := c.SettingsRooms(); !slices.Equal(got, []string{"drop"}) {
+		t.Errorf("SettingsRooms %q after the buffer's reuse, want [drop]", got)
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, m := range []map[string]bool{keys(c.cfg), keys(c.read), keys(c.limiters), keys(c.missing)} {
+		for k := range m {
+			if k != "drop" && k != "none" {
+				t.Errorf("the cache holds %q, a name changed by the caller's reuse of its buffer", k)
+			}
+		}
+	}
+}
+
+func keys[V any](m map[string]V) map[string]bool {
+	out := map[string]bool{}
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }
