@@ -104,13 +104,42 @@ func (s *Script) keys(room, visitor string) []string {
 		}
 		return visitorKeys(room, visitor)
 	}
+	return keyList(room, visitor, s.keyNames)
+}
+
+// keyList is the keys of names in room, in order: the room's prefix and
+// the name, then visitor after a name that ends in ':'. They are slices of
+// one string, so a call's keys cost two allocations, not one each.
+func keyList(room, visitor string, names ...[]string) []string {
 	p := prefix(room)
-	keys := make([]string, len(s.keyNames))
-	for i, name := range s.keyNames {
-		keys[i] = p + name
-		if strings.HasSuffix(name, ":") {
-			keys[i] += visitor
+	n, size := 0, 0
+	for _, ns := range names {
+		for _, name := range ns {
+			n++
+			size += len(p) + len(name)
+			if strings.HasSuffix(name, ":") {
+				size += len(visitor)
+			}
 		}
+	}
+	var b strings.Builder
+	b.Grow(size)
+	ends := make([]int, 0, n)
+	for _, ns := range names {
+		for _, name := range ns {
+			b.WriteString(p)
+			b.WriteString(name)
+			if strings.HasSuffix(name, ":") {
+				b.WriteString(visitor)
+			}
+			ends = append(ends, b.Len())
+		}
+	}
+	all := b.String()
+	keys := make([]string, n)
+	start := 0
+	for i, end := range ends {
+		keys[i], start = all[start:end], end
 	}
 	return keys
 }
@@ -204,24 +233,12 @@ var keysLua = func() string {
 var cfgLua = "local CFG = {'" + strings.Join(settings.HashFields(), "', '") + "'}\n"
 
 // roomKeys is the KEYS of room's scripts: its keys of roomKeyNames, in order.
-func roomKeys(room string) []string {
-	p := prefix(room)
-	keys := make([]string, len(roomKeyNames))
-	for i, name := range roomKeyNames {
-		keys[i] = p + name
-	}
-	return keys
-}
+func roomKeys(room string) []string { return keyList(room, "", roomKeyNames) }
 
 // visitorKeys is the KEYS of a script about visitor in room: roomKeys, then
 // the visitor's keys of visitorKeyNames, in order.
 func visitorKeys(room, visitor string) []string {
-	p := prefix(room)
-	keys := roomKeys(room)
-	for _, name := range visitorKeyNames {
-		keys = append(keys, p+name+visitor)
-	}
-	return keys
+	return keyList(room, visitor, roomKeyNames, visitorKeyNames)
 }
 
 // roomsKey is the set of rooms that have waiting visitors (its hash tag
