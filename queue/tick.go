@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -346,7 +347,7 @@ func (p *pausedRooms) note(room string, paused bool, start time.Time) {
 	if p.rooms == nil {
 		p.rooms = make(map[string]pausedRoom)
 	}
-	p.rooms[room] = pausedRoom{until: time.Now().Add(pausedEvery), changed: r.changed}
+	p.rooms[strings.Clone(room)] = pausedRoom{until: time.Now().Add(pausedEvery), changed: r.changed}
 }
 
 // forget has room admitted from the next tick on: its settings changed.
@@ -356,7 +357,9 @@ func (p *pausedRooms) forget(room string) {
 	if p.rooms == nil {
 		p.rooms = make(map[string]pausedRoom)
 	}
-	p.rooms[room] = pausedRoom{changed: time.Now()}
+	// Its own copy: the map outlives the call, and room may be a request's
+	// buffer.
+	p.rooms[strings.Clone(room)] = pausedRoom{changed: time.Now()}
 }
 
 // inFlight is the set of rooms whose admit call is running.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
@@ -331,5 +333,14 @@ func TestPausedRoomResumedHereAtOnce(t *testing.T) {
 	p.note("r", false, time.Now())
 	if p.skip("r", time.Now()) || len(p.rooms) != 0 {
 		t.Fatalf("a room found open is still held: %v", p.rooms)
+	}
+
+	// The room of a change may be a request's buffer, reused after it:
+	// the change is kept under the room's name, not the buffer's.
+	buf := []byte("drop")
+	p.forget(unsafe.String(unsafe.SliceData(buf), len(buf)))
+	copy(buf, "zzzz")
+	if _, ok := p.rooms["drop"]; !ok || len(p.rooms) != 1 {
+		t.Fatalf("the change is kept under %q, want drop", slices.Collect(maps.Keys(p.rooms)))
 	}
 }
