@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,11 +22,35 @@ func (r *rueidisRedis) Eval(ctx context.Context, s *Script, keys []string, args 
 	if !ok {
 		l, _ = r.scripts.LoadOrStore(s, rueidis.NewLuaScript(s.Src))
 	}
-	return rueidisReply(l.(*rueidis.Lua).Exec(pipelined{ctx}, r.c, keys, args))
+	return rueidisReply(l.(*rueidis.Lua).Exec(pipelined{ctx}, r.c, keys, owned(args)))
 }
 
 func (r *rueidisRedis) Do(ctx context.Context, args ...string) (any, error) {
-	return rueidisReply(r.c.Do(pipelined{ctx}, r.c.B().Arbitrary(args...).Build()))
+	return rueidisReply(r.c.Do(pipelined{ctx}, r.c.B().Arbitrary(owned(args)...).Build()))
+}
+
+// owned is a copy of ss in memory of its own (one string, sliced). rueidis
+// writes a call from its own goroutine, and a call whose caller gave up
+// (ctx done) stays in the pipeline to be written later: what it holds must
+// not be a request's buffer, which the server reuses once the request is
+// answered. Keys need no copy: they are built by concatenation.
+func owned(ss []string) []string {
+	size := 0
+	for _, s := range ss {
+		size += len(s)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, s := range ss {
+		b.WriteString(s)
+	}
+	all := b.String()
+	out := make([]string, len(ss))
+	start := 0
+	for i, s := range ss {
+		out[i], start = all[start:start+len(s)], start+len(s)
+	}
+	return out
 }
 
 // pipelined hides a context's deadline from rueidis and keeps its

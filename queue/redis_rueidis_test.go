@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/redis/rueidis"
 
@@ -193,5 +196,62 @@ func TestRueidisDeadlineSparesOthers(t *testing.T) {
 				t.Fatalf("the call beside it read %v, want v", got)
 			}
 		})
+	}
+}
+
+// recordingClient is a rueidis client that keeps each command it is given.
+type recordingClient struct {
+	rueidis.Client
+	mu   sync.Mutex
+	cmds [][]string
+}
+
+func (c *recordingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.mu.Lock()
+	c.cmds = append(c.cmds, slices.Clone(cmd.Commands())) // the headers: rueidis reuses the slice
+	c.mu.Unlock()
+	return c.Client.Do(ctx, cmd)
+}
+
+// TestRueidisCallsOwnTheirArgs: what the seam gives rueidis is its own
+// copy of the arguments. A call whose caller gave up is written later,
+// from rueidis's goroutine, and a caller's argument may be a request's
+// buffer, reused once the request is answered.
+func TestRueidisCallsOwnTheirArgs(t *testing.T) {
+	srv := redistest.StartReal(t)
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	rec := &recordingClient{Client: c}
+	r := NewRueidis(rec)
+	ctx := context.Background()
+	buf := []byte("drop")
+	room := unsafe.String(unsafe.SliceData(buf), len(buf))
+	if _, err := r.Do(ctx, "SADD", "wr:test", room); err != nil {
+		t.Fatal(err)
+	}
+	echo := newScript("echo", "return ARGV[1]")
+	if v, err := r.Eval(ctx, echo, []string{"wr:test"}, room); err != nil || v != "drop" {
+		t.Fatalf("eval: %v %v", v, err)
+	}
+	copy(buf, "zzzz")
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var seen int
+	for _, cmd := range rec.cmds {
+		for _, arg := range cmd {
+			if strings.Contains(arg, "zzzz") {
+				t.Errorf("command %q holds the caller's buffer", cmd)
+			}
+			if arg == "drop" {
+				seen++
+			}
+		}
+	}
+	// SADD, then EVALSHA, and EVAL when the script was not loaded yet.
+	if seen < 2 || seen != len(rec.cmds) {
+		t.Errorf("%d of the commands name the room, want all: %q", seen, rec.cmds)
 	}
 }
