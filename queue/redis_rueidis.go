@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -39,18 +38,7 @@ func owned(ss []string) []string {
 	for _, s := range ss {
 		size += len(s)
 	}
-	var b strings.Builder
-	b.Grow(size)
-	for _, s := range ss {
-		b.WriteString(s)
-	}
-	all := b.String()
-	out := make([]string, len(ss))
-	start := 0
-	for i, s := range ss {
-		out[i], start = all[start:start+len(s)], start+len(s)
-	}
-	return out
+	return packed(len(ss), size, func(i int) (string, string, string) { return ss[i], "", "" })
 }
 
 // pipelined hides a context's deadline from rueidis and keeps its

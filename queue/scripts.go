@@ -3,6 +3,7 @@ package queue
 import (
 	"embed"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -108,40 +109,45 @@ func (s *Script) keys(room, visitor string) []string {
 }
 
 // keyList is the keys of names in room, in order: the room's prefix and
-// the name, then visitor after a name that ends in ':'. They are slices of
-// one string, so a call's keys cost two allocations, not one each.
-func keyList(room, visitor string, names ...[]string) []string {
+// the name, then visitor after a name that ends in ':'.
+func keyList(room, visitor string, names []string) []string {
 	p := prefix(room)
-	n, size := 0, 0
-	for _, ns := range names {
-		for _, name := range ns {
-			n++
-			size += len(p) + len(name)
-			if strings.HasSuffix(name, ":") {
-				size += len(visitor)
-			}
+	size := 0
+	for _, name := range names {
+		size += len(p) + len(name)
+		if strings.HasSuffix(name, ":") {
+			size += len(visitor)
 		}
 	}
+	return packed(len(names), size, func(i int) (string, string, string) {
+		if strings.HasSuffix(names[i], ":") {
+			return p, names[i], visitor
+		}
+		return p, names[i], ""
+	})
+}
+
+// packed is n strings in one buffer, sliced, so that they cost two
+// allocations, not one each: the i-th is the three parts of parts(i), and
+// size is their length together.
+func packed(n, size int, parts func(i int) (string, string, string)) []string {
 	var b strings.Builder
 	b.Grow(size)
-	ends := make([]int, 0, n)
-	for _, ns := range names {
-		for _, name := range ns {
-			b.WriteString(p)
-			b.WriteString(name)
-			if strings.HasSuffix(name, ":") {
-				b.WriteString(visitor)
-			}
-			ends = append(ends, b.Len())
-		}
+	ends := make([]int, 0, 64) // on the stack for up to 64
+	for i := range n {
+		x, y, z := parts(i)
+		b.WriteString(x)
+		b.WriteString(y)
+		b.WriteString(z)
+		ends = append(ends, b.Len())
 	}
 	all := b.String()
-	keys := make([]string, n)
+	out := make([]string, n)
 	start := 0
 	for i, end := range ends {
-		keys[i], start = all[start:end], end
+		out[i], start = all[start:end], end
 	}
-	return keys
+	return out
 }
 
 func readScript(name string) []byte {
@@ -238,8 +244,11 @@ func roomKeys(room string) []string { return keyList(room, "", roomKeyNames) }
 // visitorKeys is the KEYS of a script about visitor in room: roomKeys, then
 // the visitor's keys of visitorKeyNames, in order.
 func visitorKeys(room, visitor string) []string {
-	return keyList(room, visitor, roomKeyNames, visitorKeyNames)
+	return keyList(room, visitor, roomAndVisitorKeyNames)
 }
+
+// roomAndVisitorKeyNames are the names of visitorKeys' keys.
+var roomAndVisitorKeyNames = slices.Concat(roomKeyNames, visitorKeyNames)
 
 // roomsKey is the set of rooms that have waiting visitors (its hash tag
 // keeps it in one cluster slot with configuredRoomsKey); every instance's
