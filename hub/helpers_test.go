@@ -160,6 +160,9 @@ type fakeSource struct {
 	fail     error
 	nextPoll time.Duration
 	rate     float64 // the admission rate Estimate sends
+	// duringRead, when set, runs in States after the states are read and
+	// before they are returned: what happens while a read is on its way.
+	duringRead func(room string, visitors []string)
 }
 
 func newSource() *fakeSource {
@@ -193,7 +196,16 @@ func (s *fakeSource) claim(room, visitor string) wire.Claim {
 
 func (s *fakeSource) States(ctx context.Context, room string, visitors []string, claims []wire.Claim) ([]wire.State, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	out, err := s.readLocked(room, visitors, claims)
+	during := s.duringRead
+	s.mu.Unlock()
+	if during != nil && err == nil {
+		during(room, visitors)
+	}
+	return out, err
+}
+
+func (s *fakeSource) readLocked(room string, visitors []string, claims []wire.Claim) ([]wire.State, error) {
 	if s.fail != nil {
 		return nil, s.fail
 	}

@@ -284,7 +284,7 @@ func (h *Hub) AttachTicket(ctx context.Context, room, visitor string, t Transpor
 	var drops []*Conn
 	if v := c.v; !c.removed {
 		if v.touched <= seq {
-			h.apply(r, v, states[0])
+			h.apply(r, v, states[0], seq)
 		}
 		drops = h.pushLocked(r, v, time.Now())
 		drops = append(drops, h.noticeOnAttach(r, c, states[0])...)

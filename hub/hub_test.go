@@ -577,3 +577,51 @@ func TestPerVisitorLimitAcrossRooms(t *testing.T) {
 		mustAttach(t, h.Hub, "room-9", "a", newTransport("sse"))
 	})
 }
+
+// An admission that comes in while a reconcile reads the room may be
+// missing from what the read returns: the visitor keeps the place it had
+// moved on to, instead of being put back by the admission until the next
+// reconcile.
+func TestAdmissionDuringReconcileReadKeepsItsMove(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, b := newSource(), newBroker()
+		h := start(t, New(b, src, nil, quiet(Options{})))
+		src.set("drop", "b", wire.State{Status: wire.StatusWaiting, Position: 6})
+		b1 := newTransport("ws")
+		mustAttach(t, h.Hub, "drop", "b", b1)
+		synctest.Wait()
+
+		// The read sees b at 6; the admission of one visitor ahead of b
+		// arrives before the read's answer is applied.
+		var once sync.Once
+		src.mu.Lock()
+		src.duringRead = func(room string, _ []string) {
+			once.Do(func() { b.publish(t, room, admitJSON(room, 1)) })
+		}
+		src.mu.Unlock()
+		b.publish(t, "drop", `{"type":"config"}`)
+		synctest.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+
+		var got []int64
+		for _, m := range b1.msgs(t) {
+			got = append(got, *m.Position)
+		}
+		if !slices.Equal(got, []int64{6, 5}) {
+			t.Fatalf("positions %v, want [6 5]", got)
+		}
+		// With nothing in between, an exact read is taken as it is.
+		src.mu.Lock()
+		src.duringRead = nil
+		src.mu.Unlock()
+		src.set("drop", "b", wire.State{Status: wire.StatusWaiting, Position: 3})
+		b.publish(t, "drop", `{"type":"config"}`)
+		synctest.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if ms := b1.msgs(t); len(ms) != 3 || *ms[2].Position != 3 {
+			t.Fatalf("after an exact read: %d messages, last %+v", len(ms), ms[len(ms)-1])
+		}
+	})
+}

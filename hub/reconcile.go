@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/waitroom/waitroom/wire"
@@ -18,6 +19,7 @@ type reconcileQueue struct {
 	everything bool
 	rooms      map[string]struct{}
 	wake       chan struct{} // cap 1
+	passes     atomic.Int64  // reconcile passes finished, for tests
 }
 
 func (q *reconcileQueue) init() {
@@ -93,6 +95,7 @@ func (h *Hub) reconcileLoop(ctx context.Context) {
 				h.log.Warn("hub: reconcile", "room", r.name, "err", err)
 			}
 		}
+		h.recon.passes.Add(1)
 	}
 }
 
@@ -171,7 +174,7 @@ func (h *Hub) reconcileRoom(ctx context.Context, r *room) error {
 			if v == nil || v.touched > seq {
 				continue // gone, or an event is newer than this read
 			}
-			h.apply(r, v, states[i])
+			h.apply(r, v, states[i], seq)
 			slow = append(slow, h.pushLocked(r, v, now)...)
 		}
 		r.mu.Unlock()

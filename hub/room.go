@@ -79,8 +79,15 @@ func (v *visitor) position(head int64) int64 {
 	return max(v.pos-(head-v.headAt), 1)
 }
 
-// apply takes an exact state read from the Source. Needs r.mu.
-func (h *Hub) apply(r *room, v *visitor, s wire.State) {
+// apply takes an exact state read from the Source, begun when the room's
+// event sequence was seq. Needs r.mu.
+//
+// An admission that came in during the read may or may not be in what was
+// read: the read's position then bounds the visitor's place from above, as
+// does the place the visitor had moved on to here, and the lower of the two
+// is kept. Taking the read alone would put the visitor back by that
+// admission's count until the next reconcile.
+func (h *Hub) apply(r *room, v *visitor, s wire.State, seq uint64) {
 	if s.Status == "" {
 		return
 	}
@@ -91,7 +98,11 @@ func (h *Hub) apply(r *room, v *visitor, s wire.State) {
 			return // already known, maybe already delivered
 		}
 	case s.Status == wire.StatusWaiting && !s.PreQueue():
-		v.pos, v.headAt = max(s.Position, 1), r.head
+		pos := max(s.Position, 1)
+		if r.seq != seq && v.placed() && v.st.InDraw == 0 && s.InDraw == 0 {
+			pos = min(pos, v.position(r.head))
+		}
+		v.pos, v.headAt = pos, r.head
 	}
 	v.st = s
 }
