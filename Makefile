@@ -14,7 +14,7 @@ APT_UPDATED = /tmp/.waitroom-apt-updated
 WAITROOM_BIN    ?= $(HOME)/.cache/waitroom/bin
 TRAEFIK_VERSION ?= v3.6.12
 
-.PHONY: run build test test-go e2e pack-js deps deps-redis deps-browser deps-gateway deps-traefik deps-verify vet bench clean \
+.PHONY: run build test test-go e2e pack-js deps deps-redis deps-bench deps-browser deps-gateway deps-traefik deps-verify vet bench clean \
 	test-deploy test-deploy-go release-check chart-check rules-check systemd-check image test-image \
 	deps-image static-binary tool-goreleaser tool-helm tool-promtool
 
@@ -44,6 +44,14 @@ deps-redis:
 	  echo "installing redis-sentinel" && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-sentinel >/dev/null; }
 	@command -v redis-sentinel >/dev/null
+
+# wrk: the HTTP load generator the joinpath benchmark can drive joins with.
+deps-bench:
+	@command -v wrk >/dev/null 2>&1 || { \
+	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
+	  echo "installing wrk" && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+	@command -v wrk >/dev/null
 
 deps-browser:
 	@command -v chromium >/dev/null 2>&1 || { \
@@ -94,7 +102,7 @@ deps-verify:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
 	@[ -d examples/verify/node/node_modules/jose ] || npm ci --prefix examples/verify/node --no-audit --no-fund
 
-deps: deps-redis deps-browser deps-gateway deps-traefik deps-verify
+deps: deps-redis deps-bench deps-browser deps-gateway deps-traefik deps-verify
 
 vet:
 	$(GO) vet ./...
@@ -102,7 +110,7 @@ vet:
 
 test: deps vet test-go e2e test-deploy
 
-test-go: deps-redis deps-gateway deps-traefik deps-verify
+test-go: deps-redis deps-bench deps-gateway deps-traefik deps-verify
 	WAITROOM_BIN=$(WAITROOM_BIN) $(GO) test -race -count=1 -timeout 30m ./...
 
 # Browser tests: headless Debian Chromium driven by playwright-core. The
@@ -112,7 +120,7 @@ e2e: deps-browser deps-redis deps-gateway pack-js
 
 # Queue micro-benchmarks, then the load scenarios into results/
 # (make bench BENCH_ARGS=-quick for a run of seconds).
-bench: deps-redis
+bench: deps-redis deps-bench
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./queue/
 	@for s in $(BENCH); do $(GO) run ./bench $$s -out results $(BENCH_ARGS) || exit 1; done
 

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
@@ -27,6 +28,8 @@ type joinpathOptions struct {
 	ZaddOps   int           // redis-benchmark -n
 	NoPin     bool          // run without taskset
 	JoinBatch int           // the server's -join-batch; 0 = its default
+	Profile   string        // write the server's CPU profile of the join phase here
+	Load      string        // the join load generator: "go" (this process) or "wrk"
 	Ext       externalOpts
 	Progress  io.Writer
 }
@@ -37,6 +40,7 @@ type joinpathReport struct {
 	Command      string  `json:"command"`
 	Load         string  `json:"loadAverageAtStart"`
 	Pinned       bool    `json:"pinned"`
+	LoadGen      string  `json:"loadGenerator"`
 	Conns        int     `json:"connections"`
 	DurationSec  float64 `json:"joinSeconds"`
 	Joins        int64   `json:"joins"`
@@ -47,6 +51,7 @@ type joinpathReport struct {
 	Ratio        float64 `json:"joinPerZadd"`
 	ServerCores  float64 `json:"serverCpuCoresDuringJoins"`
 	RedisCores   float64 `json:"redisCpuCoresDuringJoins"`
+	LoadCores    float64 `json:"loadGeneratorCpuCoresDuringJoins"`
 	ZaddRedisCPU float64 `json:"redisCpuCoresDuringZadd"`
 	ServerUsJoin float64 `json:"serverCpuMicrosecondsPerJoin"`
 	RedisUsJoin  float64 `json:"redisCpuMicrosecondsPerJoin"`
@@ -70,13 +75,31 @@ func runJoinpath(ctx context.Context, o joinpathOptions, command string) (*joinp
 	if _, err := exec.LookPath("redis-benchmark"); err != nil {
 		return nil, errors.New("redis-benchmark is not on PATH: install redis-server's tools (apt-get install redis-tools)")
 	}
-	rep := &joinpathReport{Scenario: "joinpath", Machine: machine(), Command: command, Load: loadAverage(), Conns: o.Conns,
+	switch o.Load {
+	case "go":
+	case "wrk":
+		if _, err := exec.LookPath("wrk"); err != nil {
+			return nil, errors.New("wrk is not on PATH: make deps-bench installs it (apt-get install wrk)")
+		}
+	default:
+		return nil, fmt.Errorf("-load %q: want go or wrk", o.Load)
+	}
+	rep := &joinpathReport{Scenario: "joinpath", Machine: machine(), Command: command, Load: loadAverage(), LoadGen: o.Load, Conns: o.Conns,
 		DurationSec: o.Duration.Seconds(), ZaddConns: o.ZaddConns, ZaddOps: o.ZaddOps, Target: 0.5}
 	// Admission all but off (as in the clients scenario): every join is
 	// a new visitor that stays waiting, so each runs the same script.
 	args := []string{"-batch", "1", "-tick", "1m"}
 	if o.JoinBatch > 0 {
 		args = append(args, "-join-batch", strconv.Itoa(o.JoinBatch))
+	}
+	debugAddr := ""
+	if o.Profile != "" {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		debugAddr = "127.0.0.1:" + strconv.Itoa(port)
+		args = append(args, "-debug-addr", debugAddr)
 	}
 	tgt, err := startTarget(ctx, o.Ext, args)
 	if err != nil {
@@ -100,7 +123,25 @@ func runJoinpath(ctx context.Context, o joinpathOptions, command string) (*joinp
 	}
 	fmt.Fprintf(o.Progress, "joinpath: server %s (pid %d), redis %s (pid %d), pinned %v\n", tgt.URL, tgt.PID, tgt.RedisAddr, redisPID, rep.Pinned)
 
-	joinpathJoins(ctx, o, tgt, redisPID, rep)
+	profiled := make(chan error, 1)
+	if debugAddr != "" {
+		// Begun with the warm-up, the profile covers it and the join phase.
+		go func() { profiled <- fetchProfile(ctx, debugAddr, time.Second+o.Duration, o.Profile) }()
+	}
+	if o.Load == "wrk" {
+		err = joinpathWrk(ctx, o, tgt, redisPID, rep)
+	} else {
+		joinpathJoins(ctx, o, tgt, redisPID, rep)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if debugAddr != "" {
+		if err := <-profiled; err != nil {
+			return nil, fmt.Errorf("joinpath: cpu profile: %w", err)
+		}
+		fmt.Fprintf(o.Progress, "joinpath: the server's CPU profile is in %s (go tool pprof %s)\n", o.Profile, o.Profile)
+	}
 	fmt.Fprintf(o.Progress, "joinpath: redis-benchmark -t zadd -c %d -n %d\n", o.ZaddConns, o.ZaddOps)
 	r0 := procCPU(redisPID)
 	start := time.Now()
@@ -111,8 +152,8 @@ func runJoinpath(ctx context.Context, o joinpathOptions, command string) (*joinp
 	}
 	rep.ZaddRedisCPU = (procCPU(redisPID) - r0).Seconds() / time.Since(start).Seconds()
 	rep.Ratio = rep.JoinsPerSec / rep.ZaddPerSec
-	fmt.Fprintf(o.Progress, "joinpath: %.0f joins/s, %.0f ZADD/s, ratio %.2f; server %.2f cores (%.1f µs a join), redis %.2f cores (%.1f µs a join)\n",
-		rep.JoinsPerSec, rep.ZaddPerSec, rep.Ratio, rep.ServerCores, rep.ServerUsJoin, rep.RedisCores, rep.RedisUsJoin)
+	fmt.Fprintf(o.Progress, "joinpath: %.0f joins/s, %.0f ZADD/s, ratio %.2f; server %.2f cores (%.1f µs a join), redis %.2f cores (%.1f µs a join), load generator %.2f cores\n",
+		rep.JoinsPerSec, rep.ZaddPerSec, rep.Ratio, rep.ServerCores, rep.ServerUsJoin, rep.RedisCores, rep.RedisUsJoin, rep.LoadCores)
 	if err := writeOutputs(o.Out, "joinpath", joinpathMarkdown(rep), rep, joinpathSVG(rep)); err != nil {
 		return nil, err
 	}
@@ -125,6 +166,9 @@ func (o *joinpathOptions) defaults() {
 		o.ZaddOps = orInt(o.ZaddOps, 50000)
 	}
 	o.Conns = orInt(o.Conns, 64)
+	if o.Load == "" {
+		o.Load = "go"
+	}
 	o.Duration = orDur(o.Duration, 10*time.Second)
 	o.ZaddConns = orInt(o.ZaddConns, 50)
 	o.ZaddOps = orInt(o.ZaddOps, 400000)
@@ -190,13 +234,14 @@ func joinpathJoins(ctx context.Context, o joinpathOptions, tgt *target, redisPID
 	}
 	fmt.Fprintf(o.Progress, "joinpath: joins of new visitors, %d connections, %s\n", o.Conns, o.Duration)
 	closedLoop(ctx, hc, o.Conns, time.Second, join, fail)
-	s0, r0 := procCPU(tgt.PID), procCPU(redisPID)
+	s0, r0, g0 := procCPU(tgt.PID), procCPU(redisPID), procCPU(os.Getpid())
 	n, el := closedLoop(ctx, hc, o.Conns, o.Duration, join, fail)
-	s1, r1 := procCPU(tgt.PID), procCPU(redisPID)
+	s1, r1, g1 := procCPU(tgt.PID), procCPU(redisPID), procCPU(os.Getpid())
 	rep.Joins = n
 	rep.JoinsPerSec = float64(n) / el.Seconds()
 	rep.ServerCores = (s1 - s0).Seconds() / el.Seconds()
 	rep.RedisCores = (r1 - r0).Seconds() / el.Seconds()
+	rep.LoadCores = (g1 - g0).Seconds() / el.Seconds()
 	if n > 0 {
 		rep.ServerUsJoin = float64((s1 - s0).Microseconds()) / float64(n)
 		rep.RedisUsJoin = float64((r1 - r0).Microseconds()) / float64(n)
@@ -205,6 +250,150 @@ func joinpathJoins(ctx context.Context, o joinpathOptions, tgt *target, redisPID
 	if s, ok := firstErr.Load().(string); ok {
 		rep.FirstErr = s
 	}
+}
+
+// wrkScript has wrk send each join as the Go load does: a POST of an
+// empty JSON object with no credential, so every request is a new visitor.
+const wrkScript = `wrk.method = "POST"
+wrk.body = "{}"
+wrk.headers["Content-Type"] = "application/json"
+`
+
+// joinpathWrk is joinpathJoins with wrk as the load generator (one
+// thread, o.Conns connections), on this process's core when pinned: a
+// load generator in C spends less of that core per request than the Go
+// one. Its warm-up is a run of its own; then the measured run, with the
+// server's, Redis's and wrk's CPU over it.
+func joinpathWrk(ctx context.Context, o joinpathOptions, tgt *target, redisPID int, rep *joinpathReport) error {
+	dir, err := os.MkdirTemp("", "joinpath-wrk")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	script := dir + "/join.lua"
+	if err := os.WriteFile(script, []byte(wrkScript), 0o644); err != nil {
+		return err
+	}
+	url := tgt.URL + "/api/v1/rooms/joinpath/join"
+	run := func(d time.Duration) (wrkResult, error) {
+		cctx, cancel := context.WithTimeout(ctx, d+time.Minute)
+		defer cancel()
+		secs := strconv.Itoa(max(int(d.Round(time.Second)/time.Second), 1))
+		cmd := exec.CommandContext(cctx, "wrk", "-t1", "-c"+strconv.Itoa(o.Conns), "-d"+secs+"s", "--timeout", "10s", "-s", script, url)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return wrkResult{}, fmt.Errorf("wrk: %w: %s", err, strings.TrimSpace(stderr.String()))
+		}
+		r, err := parseWrk(string(out))
+		if err != nil {
+			return wrkResult{}, err
+		}
+		r.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		return r, nil
+	}
+	fmt.Fprintf(o.Progress, "joinpath: wrk -t1 -c%d, joins of new visitors, %s\n", o.Conns, o.Duration)
+	if _, err := run(time.Second); err != nil {
+		return err
+	}
+	s0, r0 := procCPU(tgt.PID), procCPU(redisPID)
+	start := time.Now()
+	w, err := run(o.Duration)
+	if err != nil {
+		return err
+	}
+	el := time.Since(start)
+	s1, r1 := procCPU(tgt.PID), procCPU(redisPID)
+	rep.Joins, rep.JoinsPerSec = w.requests, w.perSec
+	// wrk's own second count is its measured phase; the CPU figures are
+	// over the process's whole life, a few milliseconds longer.
+	rep.ServerCores = (s1 - s0).Seconds() / el.Seconds()
+	rep.RedisCores = (r1 - r0).Seconds() / el.Seconds()
+	rep.LoadCores = w.cpu.Seconds() / el.Seconds()
+	if w.requests > 0 {
+		rep.ServerUsJoin = float64((s1 - s0).Microseconds()) / float64(w.requests)
+		rep.RedisUsJoin = float64((r1 - r0).Microseconds()) / float64(w.requests)
+	}
+	rep.Errors = w.errors
+	if w.errors > 0 {
+		rep.FirstErr = "wrk counted non-2xx answers or socket errors"
+	}
+	return nil
+}
+
+// wrkResult is what joinpathWrk reads from wrk's report.
+type wrkResult struct {
+	requests int64
+	perSec   float64
+	errors   int64 // non-2xx/3xx answers and socket errors
+	cpu      time.Duration
+}
+
+// parseWrk reads wrk's summary: "N requests in …", "Requests/sec: R",
+// and the optional error lines.
+func parseWrk(out string) (wrkResult, error) {
+	var r wrkResult
+	seen := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 3 && f[1] == "requests" && f[2] == "in":
+			n, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return r, fmt.Errorf("wrk: %q: %w", line, err)
+			}
+			r.requests = n
+			seen++
+		case len(f) == 2 && f[0] == "Requests/sec:":
+			v, err := strconv.ParseFloat(f[1], 64)
+			if err != nil {
+				return r, fmt.Errorf("wrk: %q: %w", line, err)
+			}
+			r.perSec = v
+			seen++
+		case strings.HasPrefix(strings.TrimSpace(line), "Non-2xx or 3xx responses:") && len(f) > 0:
+			n, _ := strconv.ParseInt(f[len(f)-1], 10, 64)
+			r.errors += n
+		case strings.HasPrefix(strings.TrimSpace(line), "Socket errors:"):
+			// Socket errors: connect 0, read 0, write 0, timeout 0
+			for i := 2; i+1 < len(f); i += 2 {
+				n, _ := strconv.ParseInt(strings.TrimSuffix(f[i+1], ","), 10, 64)
+				r.errors += n
+			}
+		}
+	}
+	if seen != 2 {
+		return r, fmt.Errorf("wrk printed no summary: %q", out)
+	}
+	return r, nil
+}
+
+// fetchProfile writes the CPU profile of d that the pprof handler on addr
+// takes to file.
+func fetchProfile(ctx context.Context, addr string, d time.Duration, file string) error {
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Round(time.Second)/time.Second))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // loadAverage is the first three fields of /proc/loadavg, "" where
@@ -239,14 +428,18 @@ func procCPU(pid int) time.Duration {
 func joinpathMarkdown(r *joinpathReport) string {
 	var b strings.Builder
 	b.WriteString("# Join through HTTP against raw ZADD\n\n")
-	pinning := fmt.Sprintf("the load generator (the bench's join loop, then redis-benchmark) pinned to core %s with taskset, the server to core %s, Redis not pinned", loadCore, serverCore)
+	gen, loop := "the bench's join loop (fasthttp)", fmt.Sprintf("in a closed loop of %d connections", r.Conns)
+	if r.LoadGen == "wrk" {
+		gen, loop = "wrk", fmt.Sprintf("from `wrk -t1 -c%d`", r.Conns)
+	}
+	pinning := fmt.Sprintf("the load generator (%s, then redis-benchmark) pinned to core %s with taskset, the server to core %s, Redis not pinned", gen, loadCore, serverCore)
 	if !r.Pinned {
 		pinning = "nothing pinned (no taskset or one CPU)"
 	}
 	fmt.Fprintf(&b, "A fresh redis-server and one server (`-batch 1 -tick 1m`: admission all but off, so every visitor stays waiting); "+
-		"joins of new visitors (POST, body `{}`, no credential) in a closed loop of %d connections for %.0f s after a 1 s warm-up, "+
+		"joins of new visitors (POST, body `{}`, no credential) %s for %.0f s after a 1 s warm-up, "+
 		"then `redis-benchmark -t zadd -c %d -n %d -r 100000` on the same Redis; %s. Machine: %s.\n\n",
-		r.Conns, r.DurationSec, r.ZaddConns, r.ZaddOps, pinning, r.Machine)
+		loop, r.DurationSec, r.ZaddConns, r.ZaddOps, pinning, r.Machine)
 	fmt.Fprintf(&b, "Command: `%s`\n\n", r.Command)
 	if r.Load != "" {
 		fmt.Fprintf(&b, "Load average (1, 5, 15 min) at the start: %s. At 1 or more the figures are of a shared machine: the ratio and the CPU per join move with what else runs, and the target is not judged.\n\n", r.Load)
@@ -264,6 +457,7 @@ func joinpathMarkdown(r *joinpathReport) string {
 		{"join / ZADD", fmt.Sprintf("%.2f", r.Ratio), fmt.Sprintf("≥ %.2f", r.Target), met},
 		{"server CPU during joins", fmt.Sprintf("%.2f cores, %.1f µs a join", r.ServerCores, r.ServerUsJoin), "", ""},
 		{"Redis CPU during joins", fmt.Sprintf("%.2f cores, %.1f µs a join", r.RedisCores, r.RedisUsJoin), "", ""},
+		{"load generator CPU during joins", fmt.Sprintf("%.2f cores", r.LoadCores), "", ""},
 		{"Redis CPU during ZADD", fmt.Sprintf("%.2f cores", r.ZaddRedisCPU), "", ""},
 	}
 	b.WriteString(mdTable([]string{"figure", "measured", "target", "met"}, rows))
@@ -290,6 +484,8 @@ func joinpathScenario() scenario {
 		fs.IntVar(&o.ZaddOps, "zadd-n", 0, "redis-benchmark ZADD requests (default 400000; 50000 with -quick)")
 		fs.IntVar(&o.JoinBatch, "join-batch", 0, "the server's -join-batch (default its own, 64; 1: each join a call of its own)")
 		fs.BoolVar(&o.NoPin, "no-pin", false, "do not pin the load generator and the server to cores")
+		fs.StringVar(&o.Load, "load", "go", "the join load generator: go (this process, fasthttp) or wrk (one thread, as the issue measured)")
+		fs.StringVar(&o.Profile, "cpuprofile", "", "write the server's CPU profile of the warm-up and join phase to this file (through -debug-addr)")
 		return func(ctx context.Context, env runEnv) (string, error) {
 			o.Out, o.Quick, o.Progress, o.Ext = env.out, env.quick, env.progress, env.ext
 			_, err := runJoinpath(ctx, o, env.command)

@@ -27,9 +27,48 @@ func TestJoinpathQuick(t *testing.T) {
 	positive(t, "ZADD/s", rep.ZaddPerSec)
 	positive(t, "server CPU", rep.ServerCores)
 	positive(t, "Redis CPU", rep.RedisCores)
+	positive(t, "load generator CPU", rep.LoadCores)
 	for _, want := range []string{"| join / ZADD |", "| server CPU during joins |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("joinpath.md has no row %q", want)
 		}
 	}
+}
+
+func TestParseWrk(t *testing.T) {
+	out := `Running 2s test @ http://127.0.0.1:8080/api/v1/rooms/joinpath/join
+  1 threads and 64 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     2.31ms  512.10us  11.02ms   80.12%
+    Req/Sec    27.80k     1.20k   29.10k    75.00%
+  55321 requests in 2.00s, 30.12MB read
+  Socket errors: connect 0, read 2, write 0, timeout 1
+  Non-2xx or 3xx responses: 4
+Requests/sec:  27655.43
+Transfer/sec:     15.06MB
+`
+	r, err := parseWrk(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.requests != 55321 || r.perSec != 27655.43 || r.errors != 7 {
+		t.Fatalf("parsed %+v", r)
+	}
+	if _, err := parseWrk("wrk: connection refused\n"); err == nil {
+		t.Fatal("no summary parsed as one")
+	}
+}
+
+func TestJoinpathQuickWrk(t *testing.T) {
+	needTools(t, "go", "redis-server", "redis-benchmark", "wrk")
+	rep, err := runJoinpath(testContext(t, 2*time.Minute), joinpathOptions{Out: t.TempDir(), Quick: true, ZaddOps: 20000, Load: "wrk", Progress: testWriter{t}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Errors != 0 {
+		t.Errorf("%d failed joins", rep.Errors)
+	}
+	positive(t, "joins/s", rep.JoinsPerSec)
+	positive(t, "wrk CPU", rep.LoadCores)
+	positive(t, "server CPU", rep.ServerCores)
 }
