@@ -87,7 +87,7 @@ func loadJoinBatch() *Script {
 		index[use] = "KEYS[vo + " + strconv.Itoa(len(visitorNames)) + "]"
 	}
 	src = keyUse.ReplaceAllStringFunc(src, func(use string) string { return index[use] })
-	s := newScript("joinbatch", fmt.Sprintf("local NK, NV = %d, %d\n", len(roomNames), len(visitorNames))+cfgLua+src)
+	s := newScript("joinbatch", fmt.Sprintf("local NK, NV = %d, %d\n", len(roomNames), len(visitorNames))+src)
 	s.keyNames, s.visitorNames = roomNames, visitorNames
 	return s
 }

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"embed"
 	"regexp"
 	"slices"
@@ -82,7 +83,7 @@ func loadNamedKeysAs(name string, names ...string) *Script {
 		}
 		return "KEYS[" + strconv.Itoa(i) + "]"
 	})
-	s := newScript(name, cfgLua+src)
+	s := newScript(name, src)
 	s.keyNames = keyNames
 	return s
 }
@@ -150,12 +151,14 @@ func packed(n, size int, parts func(i int) (string, string, string)) []string {
 	return out
 }
 
+// readScript is the text of the named script, with cfgFieldsLua for
+// CFG_FIELDS.
 func readScript(name string) []byte {
 	b, err := scriptFS.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic(err)
 	}
-	return b
+	return bytes.ReplaceAll(b, []byte("CFG_FIELDS"), []byte(cfgFieldsLua))
 }
 
 var (
@@ -208,12 +211,11 @@ var roomKeyNames = []string{
 var visitorKeyNames = []string{"t:", "spent:", "gone:", "left:", "dropped:"}
 
 // keysLua starts every script that loadScript makes: K maps each name of
-// roomKeyNames to its key in KEYS, V each name of visitorKeyNames (without
-// its colon) to the key that follows them, when the caller passed
+// roomKeyNames to its key in KEYS, and V each name of visitorKeyNames
+// (without its colon) to the key that follows them, when the caller passed
 // visitorKeys (a script whose KEYS are not a room's, such as tickrooms,
-// reads neither), and CFG lists the fields of the room's settings hash
-// (cfgLua). The tables are written out as constructors: Redis runs this
-// on every call, and a constructor sizes each table once.
+// reads neither). The tables are written out as constructors: Redis runs
+// this on every call, and a constructor sizes each table once.
 var keysLua = func() string {
 	var b strings.Builder
 	b.WriteString("local K = {")
@@ -231,12 +233,21 @@ var keysLua = func() string {
 		b.WriteString(strings.TrimSuffix(name, ":") + " = KEYS[" + strconv.Itoa(len(roomKeyNames)+i+1) + "]")
 	}
 	b.WriteString("}\n")
-	return b.String() + cfgLua
+	return b.String()
 }()
 
-// cfgLua defines CFG, the fields of the room's settings hash
-// (settings.HashFields), which load_cfg reads.
-var cfgLua = "local CFG = {'" + strings.Join(settings.HashFields(), "', '") + "'}\n"
+// cfgFieldsLua is the fields of the room's settings hash
+// (settings.HashFields) as a Lua set, a table constructor that stands for
+// CFG_FIELDS in the scripts' text: load_cfg (now.lua) keeps of the hash
+// only these fields.
+var cfgFieldsLua = func() string {
+	fields := settings.HashFields()
+	parts := make([]string, len(fields))
+	for i, f := range fields {
+		parts[i] = "[" + strconv.Quote(f) + "] = true"
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}()
 
 // roomKeys is the KEYS of room's scripts: its keys of roomKeyNames, in order.
 func roomKeys(room string) []string { return keyList(room, "", roomKeyNames) }
