@@ -110,10 +110,15 @@ func (s *Signer) verify(domain, msg, sig string) bool {
 
 // NewVisitor issues a fresh random visitor id and its credential.
 func (s *Signer) NewVisitor() (id, credential string) {
+	id = s.NewVisitorID()
+	return id, s.VisitorCredential(id)
+}
+
+// NewVisitorID is a fresh random visitor id, without a credential.
+func (s *Signer) NewVisitorID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	id = b64.EncodeToString(b[:])
-	return id, s.VisitorCredential(id)
+	return b64.EncodeToString(b[:])
 }
 
 // VisitorCredential signs a visitor id ("id.sig"). A trusted backend uses it

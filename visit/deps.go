@@ -77,14 +77,15 @@ type Rooms interface {
 
 // Visitors issues and reads visitor credentials.
 type Visitors interface {
-	// NewVisitor makes a visitor id and its credential.
-	NewVisitor() (id, credential string)
+	// NewVisitorID makes a visitor id; TicketCredential signs it.
+	NewVisitorID() string
 	// ParseVisitor returns the visitor id of a credential issued here.
 	ParseVisitor(credential string) (string, error)
 	// ParseCredential is ParseVisitor, with the ticket the credential
 	// carries (zero when none).
 	ParseCredential(credential string) (string, wire.Ticket, error)
-	// TicketCredential is the credential of id carrying t.
+	// TicketCredential is the credential of id carrying t, or of id
+	// alone when t is zero.
 	TicketCredential(id string, t wire.Ticket) string
 }
 

@@ -51,9 +51,12 @@ func (a *API) join(c *fiber.Ctx) error {
 	if handled, err := a.requireProof(c, r, known); handled || err != nil {
 		return err
 	}
+	// A new visitor's credential is signed once its join is answered: a
+	// visitor who gets a place gets a credential carrying the ticket, and
+	// signing one without it first would be wasted.
 	fresh := cred == ""
 	if fresh {
-		id, cred = a.d.Visitors.NewVisitor()
+		id = a.d.Visitors.NewVisitorID()
 	}
 	inv, err := a.inviteOf(c, r, id)
 	if err != nil {
@@ -73,15 +76,17 @@ func (a *API) join(c *fiber.Ctx) error {
 		return a.StoreError(c, err)
 	}
 	placed := false
-	if !t.IsZero() {
-		// The credential carries the ticket, signed: a Redis that loses
-		// the queue gets this place back from it (Recovery.Retake). A refresh
-		// that keeps the place keeps the credential.
-		// A credential made for this join carries no ticket yet; one
-		// made now is a new place (a refresh keeps its credential).
-		if fresh || !holdsTicket(a.d.Visitors, cred, t) {
-			cred, placed = a.d.Visitors.TicketCredential(id, t), true
+	switch {
+	case t.IsZero():
+		if fresh {
+			cred = a.d.Visitors.TicketCredential(id, t) // the id alone
 		}
+	case fresh || !holdsTicket(a.d.Visitors, cred, t):
+		// The credential carries the ticket, signed: a Redis that loses
+		// the queue gets this place back from it (Recovery.Retake). A
+		// refresh that keeps the place keeps the credential; a new one
+		// is a new place.
+		cred, placed = a.d.Visitors.TicketCredential(id, t), true
 	}
 	a.noteJoin(r, id, st, t, placed)
 	if !fresh {
