@@ -138,9 +138,15 @@ func fieldError(field, msg string) *httperr.Error {
 	return e
 }
 
-// redisCtx bounds every store call a request makes.
+// redisCtx bounds every store call a request makes: storeTimeout from
+// now, shared with the requests of the same deadlineStep when the
+// request's own context is the background (it is, unless a middleware
+// gave it one of its own).
 func (a *API) redisCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.UserContext(), 2*time.Second)
+	if parent := c.UserContext(); parent != context.Background() {
+		return context.WithTimeout(parent, storeTimeout)
+	}
+	return a.deadlines.get(time.Now()), noCancel
 }
 
 // StoreError turns a failed store call of the request into the API's

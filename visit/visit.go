@@ -63,6 +63,7 @@ type API struct {
 	uses       *tokenUses
 	logReaders chan struct{}
 	langs      *languages
+	deadlines  sharedDeadline
 }
 
 // New builds the visitor API from deps. It fails only when the embedded
