@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -30,23 +32,34 @@ type joinpathOptions struct {
 	JoinBatch int           // the server's -join-batch; 0 = its default
 	Profile   string        // write the server's CPU profile of the join phase here
 	Load      string        // the join load generator: "go" (this process) or "wrk"
+	Rounds    int           // join phases, each followed by a ZADD phase
 	Ext       externalOpts
 	Progress  io.Writer
 }
 
 type joinpathReport struct {
-	Scenario     string  `json:"scenario"`
-	Machine      string  `json:"machine"`
-	Command      string  `json:"command"`
-	Load         string  `json:"loadAverageAtStart"`
-	Pinned       bool    `json:"pinned"`
-	LoadGen      string  `json:"loadGenerator"`
-	Conns        int     `json:"connections"`
-	DurationSec  float64 `json:"joinSeconds"`
+	Scenario    string  `json:"scenario"`
+	Machine     string  `json:"machine"`
+	Command     string  `json:"command"`
+	Load        string  `json:"loadAverageAtStart"`
+	Pinned      bool    `json:"pinned"`
+	LoadGen     string  `json:"loadGenerator"`
+	Conns       int     `json:"connections"`
+	DurationSec float64 `json:"joinSeconds"`
+	ZaddConns   int     `json:"zaddConnections"`
+	ZaddOps     int     `json:"zaddRequests"`
+	Target      float64 `json:"targetRatio"`
+	// The median round by ratio; Errors and FirstErr are of every round.
+	JoinpathRound
+	Rounds []JoinpathRound `json:"rounds"`
+}
+
+// JoinpathRound is one join phase and the ZADD phase right after it: a
+// machine whose speed drifts moves both alike, so their ratio holds
+// better than that of phases minutes apart.
+type JoinpathRound struct {
 	Joins        int64   `json:"joins"`
 	JoinsPerSec  float64 `json:"joinsPerSec"`
-	ZaddConns    int     `json:"zaddConnections"`
-	ZaddOps      int     `json:"zaddRequests"`
 	ZaddPerSec   float64 `json:"zaddPerSec"`
 	Ratio        float64 `json:"joinPerZadd"`
 	ServerCores  float64 `json:"serverCpuCoresDuringJoins"`
@@ -57,7 +70,6 @@ type joinpathReport struct {
 	RedisUsJoin  float64 `json:"redisCpuMicrosecondsPerJoin"`
 	Errors       int64   `json:"errors"`
 	FirstErr     string  `json:"firstError,omitempty"`
-	Target       float64 `json:"targetRatio"`
 }
 
 // loadCore and serverCore are where the load generator (this process
@@ -128,43 +140,70 @@ func runJoinpath(ctx context.Context, o joinpathOptions, command string) (*joinp
 		// Begun with the warm-up, the profile covers it and the join phase.
 		go func() { profiled <- fetchProfile(ctx, debugAddr, time.Second+o.Duration, o.Profile) }()
 	}
-	if o.Load == "wrk" {
-		err = joinpathWrk(ctx, o, tgt, redisPID, rep)
-	} else {
-		joinpathJoins(ctx, o, tgt, redisPID, rep)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if debugAddr != "" {
-		if err := <-profiled; err != nil {
-			return nil, fmt.Errorf("joinpath: cpu profile: %w", err)
+	for i := range o.Rounds {
+		var r JoinpathRound
+		if o.Load == "wrk" {
+			err = joinpathWrk(ctx, o, tgt, redisPID, &r)
+		} else {
+			joinpathJoins(ctx, o, tgt, redisPID, &r)
 		}
-		fmt.Fprintf(o.Progress, "joinpath: the server's CPU profile is in %s (go tool pprof %s)\n", o.Profile, o.Profile)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 && debugAddr != "" {
+			if err := <-profiled; err != nil {
+				return nil, fmt.Errorf("joinpath: cpu profile: %w", err)
+			}
+			fmt.Fprintf(o.Progress, "joinpath: the server's CPU profile is in %s (go tool pprof %s)\n", o.Profile, o.Profile)
+		}
+		fmt.Fprintf(o.Progress, "joinpath: redis-benchmark -t zadd -c %d -n %d\n", o.ZaddConns, o.ZaddOps)
+		r0 := procCPU(redisPID)
+		start := time.Now()
+		// Pinned, redis-benchmark inherits this process's core.
+		r.ZaddPerSec, err = redisBenchmark(ctx, tgt.RedisAddr, o.ZaddConns, o.ZaddOps, "-t", "zadd")
+		if err != nil {
+			return nil, err
+		}
+		r.ZaddRedisCPU = (procCPU(redisPID) - r0).Seconds() / time.Since(start).Seconds()
+		r.Ratio = r.JoinsPerSec / r.ZaddPerSec
+		fmt.Fprintf(o.Progress, "joinpath: round %d: %.0f joins/s, %.0f ZADD/s, ratio %.2f; server %.2f cores (%.1f µs a join), redis %.2f cores (%.1f µs a join), load generator %.2f cores\n",
+			i+1, r.JoinsPerSec, r.ZaddPerSec, r.Ratio, r.ServerCores, r.ServerUsJoin, r.RedisCores, r.RedisUsJoin, r.LoadCores)
+		rep.Rounds = append(rep.Rounds, r)
 	}
-	fmt.Fprintf(o.Progress, "joinpath: redis-benchmark -t zadd -c %d -n %d\n", o.ZaddConns, o.ZaddOps)
-	r0 := procCPU(redisPID)
-	start := time.Now()
-	// Pinned, redis-benchmark inherits this process's core.
-	rep.ZaddPerSec, err = redisBenchmark(ctx, tgt.RedisAddr, o.ZaddConns, o.ZaddOps, "-t", "zadd")
-	if err != nil {
-		return nil, err
+	rep.JoinpathRound = medianRound(rep.Rounds)
+	rep.Errors, rep.FirstErr = 0, ""
+	for _, r := range rep.Rounds {
+		rep.Errors += r.Errors
+		if rep.FirstErr == "" {
+			rep.FirstErr = r.FirstErr
+		}
 	}
-	rep.ZaddRedisCPU = (procCPU(redisPID) - r0).Seconds() / time.Since(start).Seconds()
-	rep.Ratio = rep.JoinsPerSec / rep.ZaddPerSec
-	fmt.Fprintf(o.Progress, "joinpath: %.0f joins/s, %.0f ZADD/s, ratio %.2f; server %.2f cores (%.1f µs a join), redis %.2f cores (%.1f µs a join), load generator %.2f cores\n",
-		rep.JoinsPerSec, rep.ZaddPerSec, rep.Ratio, rep.ServerCores, rep.ServerUsJoin, rep.RedisCores, rep.RedisUsJoin, rep.LoadCores)
+	fmt.Fprintf(o.Progress, "joinpath: %.0f joins/s, %.0f ZADD/s, ratio %.2f (median of %d rounds); server %.2f cores (%.1f µs a join), redis %.2f cores (%.1f µs a join), load generator %.2f cores\n",
+		rep.JoinsPerSec, rep.ZaddPerSec, rep.Ratio, len(rep.Rounds), rep.ServerCores, rep.ServerUsJoin, rep.RedisCores, rep.RedisUsJoin, rep.LoadCores)
 	if err := writeOutputs(o.Out, "joinpath", joinpathMarkdown(rep), rep, joinpathSVG(rep)); err != nil {
 		return nil, err
 	}
 	return rep, nil
 }
 
+// medianRound is the round of the median ratio (the lower of the two
+// middle ones for an even count).
+func medianRound(rounds []JoinpathRound) JoinpathRound {
+	if len(rounds) == 0 {
+		return JoinpathRound{}
+	}
+	sorted := slices.Clone(rounds)
+	slices.SortStableFunc(sorted, func(a, b JoinpathRound) int { return cmp.Compare(a.Ratio, b.Ratio) })
+	return sorted[(len(sorted)-1)/2]
+}
+
 func (o *joinpathOptions) defaults() {
 	if o.Quick {
 		o.Duration = orDur(o.Duration, 2*time.Second)
 		o.ZaddOps = orInt(o.ZaddOps, 50000)
+		o.Rounds = orInt(o.Rounds, 1)
 	}
+	o.Rounds = orInt(o.Rounds, 3)
 	o.Conns = orInt(o.Conns, 64)
 	if o.Load == "" {
 		o.Load = "go"
@@ -214,7 +253,7 @@ func pin(progress io.Writer, serverPID, selfPID int) (unpin func(), ok bool) {
 // joinpathJoins runs the closed loop of joins of new visitors (no
 // credential, an empty JSON object as body), after a warm-up, into rep
 // with the server's and Redis's CPU over it.
-func joinpathJoins(ctx context.Context, o joinpathOptions, tgt *target, redisPID int, rep *joinpathReport) {
+func joinpathJoins(ctx context.Context, o joinpathOptions, tgt *target, redisPID int, rep *JoinpathRound) {
 	host := strings.TrimPrefix(tgt.URL, "http://")
 	hc := &fasthttp.HostClient{Addr: host, MaxConns: o.Conns, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
 	defer hc.CloseIdleConnections()
@@ -264,7 +303,7 @@ wrk.headers["Content-Type"] = "application/json"
 // load generator in C spends less of that core per request than the Go
 // one. Its warm-up is a run of its own; then the measured run, with the
 // server's, Redis's and wrk's CPU over it.
-func joinpathWrk(ctx context.Context, o joinpathOptions, tgt *target, redisPID int, rep *joinpathReport) error {
+func joinpathWrk(ctx context.Context, o joinpathOptions, tgt *target, redisPID int, rep *JoinpathRound) error {
 	dir, err := os.MkdirTemp("", "joinpath-wrk")
 	if err != nil {
 		return err
@@ -438,8 +477,8 @@ func joinpathMarkdown(r *joinpathReport) string {
 	}
 	fmt.Fprintf(&b, "A fresh redis-server and one server (`-batch 1 -tick 1m`: admission all but off, so every visitor stays waiting); "+
 		"joins of new visitors (POST, body `{}`, no credential) %s for %.0f s after a 1 s warm-up, "+
-		"then `redis-benchmark -t zadd -c %d -n %d -r 100000` on the same Redis; %s. Machine: %s.\n\n",
-		loop, r.DurationSec, r.ZaddConns, r.ZaddOps, pinning, r.Machine)
+		"then `redis-benchmark -t zadd -c %d -n %d -r 100000` on the same Redis, %s; %s. Machine: %s.\n\n",
+		loop, r.DurationSec, r.ZaddConns, r.ZaddOps, roundsText(len(r.Rounds)), pinning, r.Machine)
 	fmt.Fprintf(&b, "Command: `%s`\n\n", r.Command)
 	if r.Load != "" {
 		fmt.Fprintf(&b, "Load average (1, 5, 15 min) at the start: %s. At 1 or more the figures are of a shared machine: the ratio and the CPU per join move with what else runs, and the target is not judged.\n\n", r.Load)
@@ -462,10 +501,27 @@ func joinpathMarkdown(r *joinpathReport) string {
 	}
 	b.WriteString(mdTable([]string{"figure", "measured", "target", "met"}, rows))
 	b.WriteString("\n- CPU: utime + stime from /proc/PID/stat over the phase, in cores.\n")
+	if len(r.Rounds) > 1 {
+		b.WriteString("\nEach round, in order:\n\n")
+		var rr [][]string
+		for i, x := range r.Rounds {
+			rr = append(rr, []string{strconv.Itoa(i + 1), num(x.JoinsPerSec), num(x.ZaddPerSec), fmt.Sprintf("%.2f", x.Ratio),
+				fmt.Sprintf("%.1f", x.ServerUsJoin), fmt.Sprintf("%.1f", x.RedisUsJoin), fmt.Sprintf("%.2f", x.LoadCores)})
+		}
+		b.WriteString(mdTable([]string{"round", "joins/s", "ZADD/s", "join / ZADD", "server µs a join", "Redis µs a join", "load generator cores"}, rr))
+	}
 	if r.Errors > 0 {
 		fmt.Fprintf(&b, "- %d failed joins, first: %s\n", r.Errors, r.FirstErr)
 	}
 	return b.String()
+}
+
+// roundsText says how the phases of rounds rounds ran.
+func roundsText(rounds int) string {
+	if rounds <= 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times in turn; the table is the round of the median ratio", rounds)
 }
 
 func joinpathSVG(r *joinpathReport) string {
@@ -485,6 +541,7 @@ func joinpathScenario() scenario {
 		fs.IntVar(&o.JoinBatch, "join-batch", 0, "the server's -join-batch (default its own, 64; 1: each join a call of its own)")
 		fs.BoolVar(&o.NoPin, "no-pin", false, "do not pin the load generator and the server to cores")
 		fs.StringVar(&o.Load, "load", "go", "the join load generator: go (this process, fasthttp) or wrk (one thread, as the issue measured)")
+		fs.IntVar(&o.Rounds, "rounds", 0, "join phases, each followed by a ZADD phase; the report is the median round by ratio (default 3; 1 with -quick)")
 		fs.StringVar(&o.Profile, "cpuprofile", "", "write the server's CPU profile of the warm-up and join phase to this file (through -debug-addr)")
 		return func(ctx context.Context, env runEnv) (string, error) {
 			o.Out, o.Quick, o.Progress, o.Ext = env.out, env.quick, env.progress, env.ext

@@ -18,6 +18,9 @@ func TestJoinpathQuick(t *testing.T) {
 	if fromFile.Joins != rep.Joins {
 		t.Errorf("joinpath.json holds %d joins, the run made %d", fromFile.Joins, rep.Joins)
 	}
+	if len(fromFile.Rounds) != 1 || fromFile.Rounds[0].Joins != rep.Joins {
+		t.Errorf("joinpath.json holds rounds %+v, want the one round of %d joins", fromFile.Rounds, rep.Joins)
+	}
 	if rep.Errors != 0 {
 		t.Errorf("%d failed joins, first: %s", rep.Errors, rep.FirstErr)
 	}
@@ -32,6 +35,22 @@ func TestJoinpathQuick(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("joinpath.md has no row %q", want)
 		}
+	}
+}
+
+func TestMedianRound(t *testing.T) {
+	rounds := []JoinpathRound{{Ratio: 0.5, Joins: 1}, {Ratio: 0.3, Joins: 2}, {Ratio: 0.4, Joins: 3}, {Ratio: 0.6, Joins: 4}}
+	if got := medianRound(rounds[:3]); got.Joins != 3 {
+		t.Errorf("median of 0.5, 0.3, 0.4 is the round of ratio %.1f, want 0.4", got.Ratio)
+	}
+	if got := medianRound(rounds); got.Joins != 3 {
+		t.Errorf("median of four is the round of ratio %.1f, want the lower middle, 0.4", got.Ratio)
+	}
+	if got := medianRound(rounds[:1]); got.Joins != 1 {
+		t.Errorf("median of one round is not that round: %+v", got)
+	}
+	if rounds[0].Joins != 1 || rounds[1].Joins != 2 {
+		t.Error("medianRound reordered its argument")
 	}
 }
 

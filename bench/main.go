@@ -19,7 +19,7 @@
 //	go run ./bench abandon [-quick] [-n 5000] [-leave 0.3] [-db-pool 10] [-strategies fixed,max-active] [-out results/]
 //	go run ./bench soak    [-quick] [-n 30000] [-duration 10m] [-fault-every 1m] [-redis-stop kill|term] [-out results/]
 //	go run ./bench ceiling [-quick] [-rates 1000,2000,...] [-rate R -joins N] [-procs 2] [-out results/]
-//	go run ./bench joinpath [-quick] [-d 10s] [-c 64] [-zadd-n 400000] [-no-pin] [-out results/]
+//	go run ./bench joinpath [-quick] [-d 10s] [-c 64] [-rounds 3] [-load go|wrk] [-zadd-n 400000] [-no-pin] [-out results/]
 package main
 
 import (

@@ -252,6 +252,16 @@ func jsonSafe(v reflect.Value) any {
 				name = sf.Name
 			}
 			fv := v.Field(i)
+			if sf.Anonymous && sf.Tag.Get("json") == "" && fv.Kind() == reflect.Struct {
+				// An embedded struct's fields are the struct's own, as
+				// encoding/json has them.
+				if inner, ok := jsonSafe(fv).(map[string]any); ok {
+					for k, x := range inner {
+						m[k] = x
+					}
+					continue
+				}
+			}
 			if strings.Contains(opts, "omitempty") && fv.IsZero() {
 				continue
 			}
