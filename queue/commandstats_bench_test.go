@@ -195,3 +195,69 @@ func evalshaStat(info, prefix, count, num string) (n int64, x float64, ok bool) 
 	}
 	return n, x, ok
 }
+
+// BenchmarkStatusStages splits the Redis time of one status call (a
+// waiting visitor of a configured room) by what the script has done when
+// it returns: each sub-benchmark runs the status script cut short after
+// one more stage, returning a reply of the size of the whole script's, so
+// that the step from one stage to the next is what that stage costs.
+// "reply" is the cost of the call itself (EVALSHA with the script's keys
+// and arguments, and a reply of a header and one visitor) with none of the
+// script; "prelude" adds the shared functions and tables defined on every
+// call; then the Redis clock, the settings, the room's reads and the
+// visitor's sign of life, the ranks, and the whole script. Calls are
+// EVALSHA from Do, one at a time; usec_per_call and the median come from
+// INFO commandstats and latencystats as in BenchmarkScripts.
+//
+//	go test -run '^$' -bench StatusStages -benchtime 20000x ./queue/
+func BenchmarkStatusStages(b *testing.B) {
+	const room = "configured"
+	src := statusScript.Src
+	body := strings.Index(src, "local p = ARGV[1]\n")
+	if body < 0 {
+		b.Fatal("status.lua's body no longer begins with local p = ARGV[1]")
+	}
+	const reply = "do return {0, 0, 0, 0, 1, 1, '', -1, 1, 0, 0} end\n"
+	cut := func(after string) string {
+		i := strings.Index(src[body:], after)
+		if i < 0 {
+			b.Fatalf("status.lua no longer has %q", after)
+		}
+		i += body + len(after)
+		return src[:i] + reply + src[i:]
+	}
+	stages := []struct{ name, src string }{
+		{"1-reply", reply},
+		{"2-prelude", src[:body] + reply + src[body:]},
+		{"3-clock", cut("local now = now_ms()\n")},
+		{"4-settings", cut("local cfg = load_cfg(p)\n")},
+		{"5-room-and-sign-of-life", cut("seen_many(p, cfg, visitors, now)\n")},
+		{"6-ranks", cut("local ahead = presence_ahead(p)\n")},
+		{"7-whole", src},
+	}
+	for _, st := range stages {
+		b.Run(st.name, func(b *testing.B) {
+			q, ctx := scriptsBench(b, room)
+			for i := range 1000 {
+				if _, err := q.Join(ctx, room, benchVisitor(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			sha, err := q.r.Do(ctx, "SCRIPT", "LOAD", st.src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			keys := statusScript.keys(room, "")
+			args := append([]string{"EVALSHA", sha.(string), strconv.Itoa(len(keys))}, keys...)
+			args = append(args, prefix(room), seed(), q.channel(room), benchVisitor(500))
+			cpu0 := resetStats(b, q)
+			b.ResetTimer()
+			for range b.N {
+				if _, err := q.r.Do(ctx, args...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportScript(b, q, "status", cpu0)
+		})
+	}
+}
