@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -87,6 +88,9 @@ func runJoinpath(ctx context.Context, o joinpathOptions, command string) (*joinp
 	o.defaults()
 	if _, err := exec.LookPath("redis-benchmark"); err != nil {
 		return nil, errors.New("redis-benchmark is not on PATH: install redis-server's tools (apt-get install redis-tools)")
+	}
+	if o.Rounds < 1 {
+		return nil, fmt.Errorf("-rounds %d: want 1 or more", o.Rounds)
 	}
 	switch o.Load {
 	case "go":
@@ -474,8 +478,13 @@ func loadAverage() string {
 // cpuInUse is the cores the machine's processes use over d (/proc/stat),
 // sampled before the run starts any: unlike the load average, it is not
 // raised by a run that ended a minute ago.
+// It is NaN where /proc/stat cannot be read, and the run is then judged
+// as on a shared machine.
 func cpuInUse(d time.Duration) float64 {
 	b0, t0 := machineBusy(), time.Now()
+	if b0 == 0 {
+		return math.NaN()
+	}
 	time.Sleep(d)
 	return (machineBusy() - b0).Seconds() / time.Since(t0).Seconds()
 }
@@ -510,7 +519,7 @@ func joinpathMarkdown(r *joinpathReport) string {
 	fmt.Fprintf(&b, "CPU in use on the machine over 2 s before the run: %.2f cores (load average %s). From %.2f cores the figures are of a shared machine: the ratio and the CPU per join move with what else runs, and the target is not judged.\n\n", r.Before, r.Load, busyCores)
 	met := "no"
 	switch {
-	case r.Before >= busyCores:
+	case math.IsNaN(r.Before) || r.Before >= busyCores:
 		met = "not judged: a busy machine"
 	case r.Ratio >= r.Target:
 		met = "yes"

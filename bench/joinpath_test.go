@@ -91,3 +91,11 @@ func TestJoinpathQuickWrk(t *testing.T) {
 	positive(t, "wrk CPU", rep.LoadCores)
 	positive(t, "server CPU", rep.ServerCores)
 }
+
+func TestJoinpathRoundsRefused(t *testing.T) {
+	needTools(t, "redis-benchmark")
+	_, err := runJoinpath(testContext(t, time.Minute), joinpathOptions{Out: t.TempDir(), Rounds: -1}, "test")
+	if err == nil || !strings.Contains(err.Error(), "-rounds") {
+		t.Fatalf("-rounds -1: %v, want a refusal naming -rounds", err)
+	}
+}
