@@ -11,6 +11,7 @@ import (
 	"github.com/waitroom/waitroom/entry"
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/wire"
 )
 
 var (
@@ -115,11 +116,11 @@ func (a *API) consumeFailOpen(c *fiber.Ctx, tok queue.Token, cause error) (time.
 func consumed(c *fiber.Ctx, tok queue.Token, exp time.Time) error {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"consumed":true,"room":`...)
-	b = strconv.AppendQuote(b, tok.Room)
+	b = wire.AppendString(b, tok.Room)
 	b = append(b, `,"visitor":`...)
-	b = strconv.AppendQuote(b, tok.Visitor)
+	b = wire.AppendString(b, tok.Visitor)
 	b = append(b, `,"jti":`...)
-	b = strconv.AppendQuote(b, entry.AdmissionID(tok.Room, tok.Visitor, tok.NotBefore))
+	b = wire.AppendString(b, entry.AdmissionID(tok.Room, tok.Visitor, tok.NotBefore))
 	b = append(b, `,"notBefore":"`...)
 	b = tok.NotBefore.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","expiresAt":"`...)

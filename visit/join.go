@@ -106,7 +106,7 @@ func holdsTicket(v Visitors, cred string, t wire.Ticket) bool {
 func sendJoined(c *fiber.Ctx, st wire.State, cred string) error {
 	body := st.AppendJSON(make([]byte, 0, 320))
 	body = append(body[:len(body)-1], `,"visitor":`...)
-	body = strconv.AppendQuote(body, cred)
+	body = wire.AppendString(body, cred)
 	body = append(body, '}')
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 	c.Set(fiber.HeaderCacheControl, "no-store")

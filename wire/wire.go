@@ -124,11 +124,11 @@ func (s State) appendJSON(b []byte) []byte {
 	b = strconv.AppendBool(b, s.Paused)
 	if s.Reason != "" {
 		b = append(b, `,"reason":`...)
-		b = strconv.AppendQuote(b, s.Reason)
+		b = AppendString(b, s.Reason)
 	}
 	if s.Status == StatusAdmitted {
 		b = append(b, `,"token":`...)
-		b = strconv.AppendQuote(b, s.Token)
+		b = AppendString(b, s.Token)
 		b = append(b, `,"notBefore":"`...)
 		b = s.NotBefore.UTC().AppendFormat(b, time.RFC3339Nano)
 		b = append(b, `","expiresAt":"`...)
@@ -144,7 +144,7 @@ func appendMessage(b []byte, msg string) []byte {
 		return b
 	}
 	b = append(b[:len(b)-1], `,"message":`...)
-	return append(appendString(b, msg), '}')
+	return append(AppendString(b, msg), '}')
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -222,7 +222,7 @@ func appendDrawTail(b []byte, size int64, chance float64, r Range, nextPoll time
 
 func appendHead(b []byte, room string, st Status) []byte {
 	b = append(b, `{"type":"state","room":`...)
-	b = strconv.AppendQuote(b, room)
+	b = AppendString(b, room)
 	b = append(b, `,"status":"`...)
 	b = append(b, st...)
 	return append(b, '"')

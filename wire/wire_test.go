@@ -270,3 +270,21 @@ func BenchmarkDecodeEvent(b *testing.B) {
 		}
 	}
 }
+
+// AppendString is encoding/json's encoding of every string, the strings
+// it appends as they are among them.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "shop", "v1.abc-DEF_09.xyz", `a"b`, `a\b`, "tab\there", "nl\n", "\x00", "\x7f",
+		"<script>", "a&b", "é", "日本", "\xff\xfe", "\u2028", "end\""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Fatalf("AppendString(%q) = %s, want x%s", s, got, want)
+		}
+	})
+}
