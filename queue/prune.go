@@ -14,10 +14,14 @@ import (
 // The prelude's files keep to one layout, which this relies on: a function
 // starts with "local function name(" at the start of a line and ends on
 // that line when it ends with " end", else at the next line that is
-// exactly "end" (the functions' bodies are indented); everything else at the top level
-// (comments, constants) is kept as it is. A name that only appears in a
-// string keeps its function: pruning errs on keeping (names in comments
-// are not looked at).
+// exactly "end" (the functions' bodies are indented). A one-line
+// "local NAME = value" (a constant, or a table the functions share) is
+// pruned the same way: a table constructed on every call is an allocation
+// for nothing where no function kept uses it. Everything else at the top
+// level (comments, statements, a value over several lines) is kept as it
+// is, and what it names is kept too. A name that only appears in a string
+// keeps its function: pruning errs on keeping (names in comments are not
+// looked at).
 func prune(prelude, body string) string {
 	type fn struct {
 		name, text string
@@ -25,10 +29,16 @@ func prune(prelude, body string) string {
 	}
 	var parts []*fn // name "" is text kept as it is
 	lines := strings.SplitAfter(prelude, "\n")
+	work := []string{body} // text whose names are kept
 	for i := 0; i < len(lines); i++ {
 		name, ok := strings.CutPrefix(lines[i], "local function ")
 		if !ok {
+			if m := luaLocal.FindStringSubmatch(lines[i]); m != nil && balanced(m[2]) {
+				parts = append(parts, &fn{name: m[1], text: lines[i]})
+				continue
+			}
 			parts = append(parts, &fn{text: lines[i], keep: true})
+			work = append(work, lines[i])
 			continue
 		}
 		name, _, _ = strings.Cut(name, "(")
@@ -40,9 +50,8 @@ func prune(prelude, body string) string {
 		}
 		parts = append(parts, &fn{name: name, text: strings.Join(lines[start:i+1], "")})
 	}
-	// Mark from the body, then from each function newly kept, until
-	// nothing more is reached.
-	work := []string{body}
+	// Mark from the body and the statements kept, then from each part
+	// newly kept, until nothing more is reached.
 	for len(work) > 0 {
 		used := map[string]bool{}
 		for _, id := range luaIdent.FindAllString(luaComment.ReplaceAllString(work[0], ""), -1) {
@@ -65,8 +74,25 @@ func prune(prelude, body string) string {
 	return b.String()
 }
 
+// balanced reports whether value, with its comment cut, closes every
+// bracket it opens: a value that does not goes on to the next lines.
+func balanced(value string) bool {
+	depth := 0
+	for _, c := range luaComment.ReplaceAllString(value, "") {
+		switch c {
+		case '{', '(', '[':
+			depth++
+		case '}', ')', ']':
+			depth--
+		}
+	}
+	return depth == 0
+}
+
 var (
 	luaIdent = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	// luaLocal is a top-level "local NAME = value" of one name.
+	luaLocal = regexp.MustCompile(`^local ([A-Za-z_][A-Za-z0-9_]*) = ([^\n]*)\n?$`)
 	// luaComment is a comment to the end of the line; the scripts put no
 	// "--" inside a string.
 	luaComment = regexp.MustCompile(`--[^\n]*`)

@@ -11,6 +11,14 @@ import (
 func TestPruneKeepsWhatTheBodyReaches(t *testing.T) {
 	prelude := `-- shared
 local LIMIT = 3
+local SPARE = 4 -- { a bracket in a comment
+local flags = {on = false}
+local STEP = 2
+local LATE = 5
+local WIDE = {
+  1,
+}
+print(STEP)
 local function leaf(x) return x + LIMIT end
 local function used(x)
   if x then return leaf(x) end
@@ -20,15 +28,17 @@ local function unused(x)
   return used(x)
 end
 local function mentioned() return 1 end
+local function toggles() flags.on = LATE end
 `
 	body := "-- calls mentioned() only in a comment\nreturn used(1)\n"
 	got := prune(prelude, body)
-	for _, want := range []string{"local LIMIT = 3", "local function leaf(", "local function used(", "  return 0\nend\n", "-- shared"} {
+	for _, want := range []string{"local LIMIT = 3", "local function leaf(", "local function used(", "  return 0\nend\n", "-- shared",
+		"local STEP = 2", "local WIDE = {\n  1,\n}\n", "print(STEP)"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("pruned prelude lacks %q:\n%s", want, got)
 		}
 	}
-	for _, gone := range []string{"unused", "mentioned"} {
+	for _, gone := range []string{"unused", "mentioned", "SPARE", "flags", "toggles", "LATE"} {
 		if strings.Contains(got, gone) {
 			t.Errorf("pruned prelude keeps %q:\n%s", gone, got)
 		}
@@ -38,17 +48,28 @@ local function mentioned() return 1 end
 // TestPrunedScriptsDefineWhatTheyCall: every prelude function a script
 // calls is defined in it, before the script's own body.
 func TestPrunedScriptsDefineWhatTheyCall(t *testing.T) {
-	var all []string
+	var all, locals []string
 	for _, name := range prelude {
 		for _, m := range regexp.MustCompile(`(?m)^local function ([a-z_]+)\(`).FindAllStringSubmatch(string(readScript(name)), -1) {
 			all = append(all, m[1])
 		}
+		for _, m := range regexp.MustCompile(`(?m)^local ([A-Za-z_][A-Za-z0-9_]*) = `).FindAllStringSubmatch(string(readScript(name)), -1) {
+			locals = append(locals, m[1])
+		}
+	}
+	if len(locals) < 10 {
+		t.Fatalf("the prelude's constants were not found: %v", locals)
 	}
 	for _, s := range []*Script{joinScript, joinInvScript, statusScript, consumeScript, admitScript, retakeScript, leaveScript} {
 		code := luaComment.ReplaceAllString(s.Src, "")
 		for _, fn := range all {
 			if regexp.MustCompile(`\b`+fn+`\(`).MatchString(code) && !strings.Contains(code, "local function "+fn+"(") {
 				t.Errorf("%s calls %s, which it does not define", s.Name, fn)
+			}
+		}
+		for _, name := range locals {
+			if regexp.MustCompile(`\b`+name+`\b`).MatchString(code) && !strings.Contains(code, "local "+name+" = ") {
+				t.Errorf("%s uses %s, which it does not define", s.Name, name)
 			}
 		}
 	}
