@@ -2,6 +2,7 @@ package entry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -126,10 +127,13 @@ func WriteError(w http.ResponseWriter, err error) {
 		w.Header().Set("Retry-After", strconv.FormatInt((ae.WaitMs+999)/1000, 10))
 	}
 	w.WriteHeader(ae.Status)
-	b := []byte(`{"error":{"code":`)
-	b = strconv.AppendQuote(b, ae.Code)
+	// JSON strings, not Go's quoting: a message may carry a token's or the
+	// server's bytes, and Go's \x escapes are not JSON.
+	code, _ := json.Marshal(ae.Code)
+	msg, _ := json.Marshal(ae.Message)
+	b := append([]byte(`{"error":{"code":`), code...)
 	b = append(b, `,"message":`...)
-	b = strconv.AppendQuote(b, ae.Message)
+	b = append(b, msg...)
 	if ae.WaitMs > 0 {
 		b = append(b, `,"waitMs":`...)
 		b = strconv.AppendInt(b, ae.WaitMs, 10)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 // Error is every error that crosses the HTTP boundary.
@@ -36,20 +38,22 @@ var ErrInvalidJSON = New(400, "invalid_json", "the body must be a JSON object")
 // ErrUnavailable answers a request the queue store could not serve.
 var ErrUnavailable = New(503, "unavailable", "the queue store is unreachable; retry shortly")
 
-// Body is e as the JSON the client reads.
+// Body is e as the JSON the client reads. A message or field may hold the
+// client's own bytes (a settings key it sent, say), so they are written as
+// JSON strings, not in Go's quoting, whose \x escapes JSON does not have.
 func (e *Error) Body() []byte {
 	b := make([]byte, 0, 96+len(e.Message))
 	b = append(b, `{"error":{"code":`...)
-	b = strconv.AppendQuote(b, e.Code)
+	b = wire.AppendString(b, e.Code)
 	b = append(b, `,"message":`...)
-	b = strconv.AppendQuote(b, e.Message)
+	b = wire.AppendString(b, e.Message)
 	if e.WaitMs > 0 {
 		b = append(b, `,"waitMs":`...)
 		b = strconv.AppendInt(b, e.WaitMs, 10)
 	}
 	if e.Field != "" {
 		b = append(b, `,"field":`...)
-		b = strconv.AppendQuote(b, e.Field)
+		b = wire.AppendString(b, e.Field)
 	}
 	return append(b, "}}"...)
 }

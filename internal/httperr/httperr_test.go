@@ -35,3 +35,22 @@ func TestDecodeObject(t *testing.T) {
 		t.Fatalf("valid object: %v, %+v", err, v)
 	}
 }
+
+// A message or field holding a client's bytes (control characters,
+// invalid UTF-8) is still one valid JSON body, read back as encoding/json
+// reads such bytes.
+func TestBodyOfClientBytes(t *testing.T) {
+	field := "a\x01b\xff"
+	e := &Error{Status: 400, Code: "invalid_field", Message: field + ": is not a room setting", Field: field}
+	body := e.Body()
+	if !json.Valid(body) {
+		t.Fatalf("body is not JSON: %s", body)
+	}
+	var got struct{ Error struct{ Message, Field string } }
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := "a\x01b\ufffd"; got.Error.Field != want || got.Error.Message != want+": is not a room setting" {
+		t.Fatalf("field %q, message %q, want %q", got.Error.Field, got.Error.Message, want)
+	}
+}
