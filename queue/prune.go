@@ -15,8 +15,8 @@ import (
 // starts with "local function name(" at the start of a line and ends on
 // that line when it ends with " end", else at the next line that is
 // exactly "end" (the functions' bodies are indented). A one-line
-// "local NAME = value" (a constant, or a table the functions share) is
-// pruned the same way: a table constructed on every call is an allocation
+// "local NAME = value" (a constant, or a table the functions share) that
+// calls nothing is pruned the same way: a table constructed on every call is an allocation
 // for nothing where no function kept uses it. Everything else at the top
 // level (comments, statements, a value over several lines) is kept as it
 // is, and what it names is kept too. A name that only appears in a string
@@ -33,7 +33,7 @@ func prune(prelude, body string) string {
 	for i := 0; i < len(lines); i++ {
 		name, ok := strings.CutPrefix(lines[i], "local function ")
 		if !ok {
-			if m := luaLocal.FindStringSubmatch(lines[i]); m != nil && balanced(m[2]) {
+			if m := luaLocal.FindStringSubmatch(lines[i]); m != nil && plainValue(m[2]) {
 				parts = append(parts, &fn{name: m[1], text: lines[i]})
 				continue
 			}
@@ -74,15 +74,18 @@ func prune(prelude, body string) string {
 	return b.String()
 }
 
-// balanced reports whether value, with its comment cut, closes every
-// bracket it opens: a value that does not goes on to the next lines.
-func balanced(value string) bool {
+// plainValue reports whether value, with its comment cut, calls nothing
+// (a call may do something even when its result is unused) and closes
+// every bracket it opens (one that does not goes on to the next lines).
+func plainValue(value string) bool {
 	depth := 0
 	for _, c := range luaComment.ReplaceAllString(value, "") {
 		switch c {
-		case '{', '(', '[':
+		case '(':
+			return false
+		case '{', '[':
 			depth++
-		case '}', ')', ']':
+		case '}', ']':
 			depth--
 		}
 	}

@@ -15,6 +15,7 @@ local SPARE = 4 -- { a bracket in a comment
 local flags = {on = false}
 local STEP = 2
 local LATE = 5
+local STARTED = mark()
 local WIDE = {
   1,
 }
@@ -33,7 +34,7 @@ local function toggles() flags.on = LATE end
 	body := "-- calls mentioned() only in a comment\nreturn used(1)\n"
 	got := prune(prelude, body)
 	for _, want := range []string{"local LIMIT = 3", "local function leaf(", "local function used(", "  return 0\nend\n", "-- shared",
-		"local STEP = 2", "local WIDE = {\n  1,\n}\n", "print(STEP)"} {
+		"local STEP = 2", "local STARTED = mark()", "local WIDE = {\n  1,\n}\n", "print(STEP)"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("pruned prelude lacks %q:\n%s", want, got)
 		}
