@@ -46,7 +46,9 @@ func TestBodyOfClientBytes(t *testing.T) {
 	if !json.Valid(body) {
 		t.Fatalf("body is not JSON: %s", body)
 	}
-	var got struct{ Error struct{ Message, Field string } }
+	var got struct {
+		Error struct{ Message, Field string }
+	}
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatal(err)
 	}
