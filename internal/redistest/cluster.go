@@ -22,7 +22,7 @@ type HACluster struct {
 	Addrs []string // every node, masters and replicas as started
 
 	mu    sync.Mutex
-	procs map[string]*exec.Cmd // by address; a killed node is removed
+	procs map[string]*proc // by address; a killed node is removed
 }
 
 // NodeTimeout is the HACluster's cluster-node-timeout.
@@ -36,30 +36,24 @@ func StartHACluster(tb testing.TB) *HACluster {
 	tb.Helper()
 	bin := lookPath(tb, "redis-server")
 	cli := lookPath(tb, "redis-cli")
-	c := &HACluster{procs: make(map[string]*exec.Cmd)}
+	c := &HACluster{procs: make(map[string]*proc)}
 	tb.Cleanup(c.stopAll)
 	for range 6 {
-		port, err := freePort()
+		p, addr, err := spawn(bin, true, func(port int) []string {
+			dir := tb.TempDir()
+			return []string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1",
+				"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+				"--cluster-node-timeout", strconv.Itoa(int(NodeTimeout.Milliseconds())),
+				"--cluster-require-full-coverage", "no",
+				"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "no",
+				"--maxclients", "10000", "--logfile", filepath.Join(dir, "redis.log")}
+		})
 		if err != nil {
 			tb.Fatal(err)
 		}
-		dir := tb.TempDir()
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1",
-			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-			"--cluster-node-timeout", strconv.Itoa(int(NodeTimeout.Milliseconds())),
-			"--cluster-require-full-coverage", "no",
-			"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "no",
-			"--maxclients", "10000", "--logfile", filepath.Join(dir, "redis.log"))
-		if err := cmd.Start(); err != nil {
-			tb.Fatalf("redistest: start cluster node: %v", err)
-		}
 		c.mu.Lock()
-		c.procs[addr] = cmd
+		c.procs[addr] = p
 		c.mu.Unlock()
-		if err := waitPing(addr, 10*time.Second); err != nil {
-			tb.Fatalf("redistest: cluster node: %v", err)
-		}
 		c.Addrs = append(c.Addrs, addr)
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs...)
@@ -74,9 +68,8 @@ func StartHACluster(tb testing.TB) *HACluster {
 func (c *HACluster) stopAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for addr, cmd := range c.procs {
-		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
+	for addr, p := range c.procs {
+		p.stop()
 		delete(c.procs, addr)
 	}
 }
@@ -258,14 +251,13 @@ func (c *HACluster) WaitPromotion(tb testing.TB, old string, slot int, within ti
 func (c *HACluster) Kill(tb testing.TB, addr string) {
 	tb.Helper()
 	c.mu.Lock()
-	cmd := c.procs[addr]
+	p := c.procs[addr]
 	delete(c.procs, addr)
 	c.mu.Unlock()
-	if cmd == nil {
+	if p == nil {
 		tb.Fatalf("redistest: no live node at %s", addr)
 	}
-	_ = cmd.Process.Kill()
-	_, _ = cmd.Process.Wait()
+	p.stop()
 }
 
 // Failover runs CLUSTER FAILOVER on the replica of the master at addr and

@@ -23,7 +23,7 @@ import (
 type Server struct {
 	Addr string
 	Kind string // "real" or "mini"
-	cmd  *exec.Cmd
+	proc *proc
 	mini *miniredis.Miniredis
 }
 
@@ -33,10 +33,9 @@ func (s *Server) URL() string { return "redis://" + s.Addr }
 // Stop stops a real server (to test outages). Not supported for miniredis
 // beyond Close.
 func (s *Server) Stop() {
-	if s.cmd != nil && s.cmd.Process != nil {
-		_ = s.cmd.Process.Kill()
-		_, _ = s.cmd.Process.Wait()
-		s.cmd = nil
+	if s.proc != nil {
+		s.proc.stop()
+		s.proc = nil
 	}
 	if s.mini != nil {
 		s.mini.Close()
@@ -81,32 +80,19 @@ func StartReal(tb testing.TB) *Server {
 		}
 		tb.Fatalf("redistest: redis-server not found (install it: apt-get install -y redis-server): %v", err)
 	}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			tb.Fatalf("redistest: %v", err)
-		}
+	p, addr, err := spawn(bin, false, func(port int) []string {
 		dir := tb.TempDir()
-		cmd := exec.Command(bin,
-			"--port", fmt.Sprint(port), "--bind", "127.0.0.1",
+		return []string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1",
 			"--save", "", "--appendonly", "no", "--dir", dir,
 			"--maxclients", "10000", "--protected-mode", "no",
-			"--logfile", filepath.Join(dir, "redis.log"))
-		if err := cmd.Start(); err != nil {
-			tb.Fatalf("redistest: start redis-server: %v", err)
-		}
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		if lastErr = waitPing(addr, 10*time.Second); lastErr == nil {
-			s := &Server{Addr: addr, Kind: "real", cmd: cmd}
-			tb.Cleanup(s.Stop)
-			return s
-		}
-		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
+			"--logfile", filepath.Join(dir, "redis.log")}
+	})
+	if err != nil {
+		tb.Fatal(err)
 	}
-	tb.Fatalf("redistest: redis-server did not start: %v", lastErr)
-	return nil
+	s := &Server{Addr: addr, Kind: "real", proc: p}
+	tb.Cleanup(s.Stop)
+	return s
 }
 
 // Restart starts a stopped real server again on the same port.
@@ -118,15 +104,15 @@ func (s *Server) Restart(tb testing.TB) {
 	s.Stop()
 	_, port, _ := net.SplitHostPort(s.Addr)
 	dir := tb.TempDir()
-	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1",
+	p, err := startProc("redis-server", "--port", port, "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "no",
 		"--logfile", filepath.Join(dir, "redis.log"))
-	if err := cmd.Start(); err != nil {
+	if err != nil {
 		tb.Fatalf("redistest: restart: %v", err)
 	}
-	s.cmd = cmd
-	if err := waitPing(s.Addr, 10*time.Second); err != nil {
-		tb.Fatalf("redistest: restart: %v", err)
+	s.proc = p
+	if err := waitUp(p, s.Addr, 10*time.Second); err != nil {
+		tb.Fatalf("redistest: restart on %s: %v", s.Addr, err)
 	}
 }
 
@@ -137,18 +123,6 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func waitPing(addr string, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = ping(addr); err == nil {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond) // polling for process start-up, not synchronising test logic
-	}
-	return err
 }
 
 func ping(addr string) error {
@@ -190,26 +164,17 @@ func StartCluster(tb testing.TB) *Cluster {
 	}
 	c := &Cluster{}
 	for range 3 {
-		port, err := freePort()
+		p, addr, err := spawn(bin, true, func(port int) []string {
+			dir := tb.TempDir()
+			return []string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1",
+				"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+				"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "no",
+				"--logfile", filepath.Join(dir, "redis.log")}
+		})
 		if err != nil {
 			tb.Fatal(err)
 		}
-		dir := tb.TempDir()
-		cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1",
-			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-			"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "no",
-			"--logfile", filepath.Join(dir, "redis.log"))
-		if err := cmd.Start(); err != nil {
-			tb.Fatalf("redistest: start cluster node: %v", err)
-		}
-		tb.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			_, _ = cmd.Process.Wait()
-		})
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		if err := waitPing(addr, 10*time.Second); err != nil {
-			tb.Fatalf("redistest: cluster node: %v", err)
-		}
+		tb.Cleanup(p.stop)
 		c.Addrs = append(c.Addrs, addr)
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs...)

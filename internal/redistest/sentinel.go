@@ -21,7 +21,7 @@ type Sentinel struct {
 	Sentinels []string // sentinel addresses
 	Master    string   // the master's address at start
 	Replica   string   // the replica's address at start
-	procs     map[string]*exec.Cmd
+	procs     map[string]*proc
 }
 
 // URL returns the -redis value for -redis-sentinel: every sentinel.
@@ -35,11 +35,10 @@ func StartSentinel(tb testing.TB) *Sentinel {
 	tb.Helper()
 	bin := lookPath(tb, "redis-server")
 	sbin := lookPath(tb, "redis-sentinel")
-	s := &Sentinel{Name: "waitroom", procs: map[string]*exec.Cmd{}}
+	s := &Sentinel{Name: "waitroom", procs: map[string]*proc{}}
 	tb.Cleanup(func() {
-		for _, c := range s.procs {
-			_ = c.Process.Kill()
-			_, _ = c.Process.Wait()
+		for _, p := range s.procs {
+			p.stop()
 		}
 	})
 	s.Master = s.start(tb, bin, nil)
@@ -49,28 +48,22 @@ func StartSentinel(tb testing.TB) *Sentinel {
 		return err == nil && strings.Contains(out, "master_link_status:up")
 	})
 	for range 3 {
-		port, err := freePort()
+		p, addr, err := spawn(sbin, false, func(port int) []string {
+			dir := tb.TempDir()
+			conf := filepath.Join(dir, "sentinel.conf")
+			text := fmt.Sprintf("port %d\nbind 127.0.0.1\nprotected-mode no\ndir %s\nlogfile %s\n"+
+				"sentinel monitor %s 127.0.0.1 %s 2\nsentinel down-after-milliseconds %s 1000\n"+
+				"sentinel failover-timeout %s 10000\nsentinel parallel-syncs %s 1\n",
+				port, dir, filepath.Join(dir, "sentinel.log"), s.Name, portOf(s.Master), s.Name, s.Name, s.Name)
+			if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+				tb.Fatal(err)
+			}
+			return []string{conf}
+		})
 		if err != nil {
 			tb.Fatal(err)
 		}
-		dir := tb.TempDir()
-		conf := filepath.Join(dir, "sentinel.conf")
-		text := fmt.Sprintf("port %d\nbind 127.0.0.1\nprotected-mode no\ndir %s\nlogfile %s\n"+
-			"sentinel monitor %s 127.0.0.1 %s 2\nsentinel down-after-milliseconds %s 1000\n"+
-			"sentinel failover-timeout %s 10000\nsentinel parallel-syncs %s 1\n",
-			port, dir, filepath.Join(dir, "sentinel.log"), s.Name, portOf(s.Master), s.Name, s.Name, s.Name)
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			tb.Fatal(err)
-		}
-		cmd := exec.Command(sbin, conf)
-		if err := cmd.Start(); err != nil {
-			tb.Fatalf("redistest: start redis-sentinel: %v", err)
-		}
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		s.procs[addr] = cmd
-		if err := waitPing(addr, 10*time.Second); err != nil {
-			tb.Fatalf("redistest: sentinel: %v", err)
-		}
+		s.procs[addr] = p
 		s.Sentinels = append(s.Sentinels, addr)
 	}
 	waitCond(tb, 20*time.Second, "sentinels know the master, its replica and each other", func() bool {
@@ -87,23 +80,16 @@ func StartSentinel(tb testing.TB) *Sentinel {
 
 func (s *Sentinel) start(tb testing.TB, bin string, extra []string) string {
 	tb.Helper()
-	port, err := freePort()
+	p, addr, err := spawn(bin, false, func(port int) []string {
+		dir := tb.TempDir()
+		return append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "no",
+			"--maxclients", "10000", "--logfile", filepath.Join(dir, "redis.log")}, extra...)
+	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	dir := tb.TempDir()
-	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "no",
-		"--maxclients", "10000", "--logfile", filepath.Join(dir, "redis.log")}, extra...)
-	cmd := exec.Command(bin, args...)
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("redistest: start redis-server: %v", err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	s.procs[addr] = cmd
-	if err := waitPing(addr, 10*time.Second); err != nil {
-		tb.Fatalf("redistest: redis-server: %v", err)
-	}
+	s.procs[addr] = p
 	return addr
 }
 
@@ -111,12 +97,11 @@ func (s *Sentinel) start(tb testing.TB, bin string, extra []string) string {
 // waits for it to end.
 func (s *Sentinel) Kill(tb testing.TB, addr string) {
 	tb.Helper()
-	c := s.procs[addr]
-	if c == nil {
+	p := s.procs[addr]
+	if p == nil {
 		tb.Fatalf("redistest: no process at %s", addr)
 	}
-	_ = c.Process.Kill()
-	_, _ = c.Process.Wait()
+	p.stop()
 	delete(s.procs, addr)
 }
 
