@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"bytes"
 	"embed"
 	"regexp"
 	"slices"
@@ -46,7 +45,7 @@ func withPrelude(body string) string {
 	for _, name := range prelude {
 		pre = append(append(pre, readScript(name)...), '\n')
 	}
-	return prune(string(pre), body) + body
+	return cfgReadLua(prune(string(pre), body) + body)
 }
 
 // loadNamedKeys is loadScript for a script on the hot path of every
@@ -151,14 +150,13 @@ func packed(n, size int, parts func(i int) (string, string, string)) []string {
 	return out
 }
 
-// readScript is the text of the named script, with cfgFieldsLua for
-// CFG_FIELDS.
+// readScript is the text of the named script.
 func readScript(name string) []byte {
 	b, err := scriptFS.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic(err)
 	}
-	return bytes.ReplaceAll(b, []byte("CFG_FIELDS"), []byte(cfgFieldsLua))
+	return b
 }
 
 var (
@@ -236,18 +234,39 @@ var keysLua = func() string {
 	return b.String()
 }()
 
-// cfgFieldsLua is the fields of the room's settings hash
-// (settings.HashFields) as a Lua set, a table constructor that stands for
-// CFG_FIELDS in the scripts' text: load_cfg (now.lua) keeps of the hash
-// only these fields.
-var cfgFieldsLua = func() string {
-	fields := settings.HashFields()
-	parts := make([]string, len(fields))
-	for i, f := range fields {
-		parts[i] = "[" + strconv.Quote(f) + "] = true"
+// cfgReadLua writes into src, a whole script, the settings fields its
+// load_cfg reads: CFG_NAMES becomes the version's field first (load_cfg
+// tells a room nobody configured by its absence), then the fields its
+// code reads as cfg.name, quoted, and CFG_TABLE the table constructor of
+// their values from the HMGET's reply f, by name. Every field must be one that
+// settings.HashFields declares: a script that reads another panics when
+// it is built, so a test finds it.
+func cfgReadLua(src string) string {
+	if !strings.Contains(src, "CFG_NAMES)") {
+		return src
 	}
-	return "{" + strings.Join(parts, ", ") + "}"
-}()
+	fields := []string{settings.VersionHash}
+	for _, m := range cfgUse.FindAllStringSubmatch(luaComment.ReplaceAllString(src, ""), -1) {
+		if !slices.Contains(fields, m[1]) {
+			fields = append(fields, m[1])
+		}
+	}
+	known := settings.HashFields()
+	names := make([]string, len(fields))
+	table := make([]string, len(fields))
+	for i, f := range fields {
+		if !slices.Contains(known, f) {
+			panic("queue: a script reads cfg." + f + ", which settings.HashFields does not declare")
+		}
+		names[i] = strconv.Quote(f)
+		table[i] = f + " = f[" + strconv.Itoa(i+1) + "] or nil" // HMGET gives false for a missing field
+	}
+	src = strings.Replace(src, "CFG_NAMES)", strings.Join(names, ", ")+")", 1)
+	return strings.Replace(src, "return CFG_TABLE", "return {"+strings.Join(table, ", ")+"}", 1)
+}
+
+// cfgUse is a script's read of a settings field, cfg.name.
+var cfgUse = regexp.MustCompile(`\bcfg\.([A-Za-z_][A-Za-z0-9_]*)`)
 
 // roomKeys is the KEYS of room's scripts: its keys of roomKeyNames, in order.
 func roomKeys(room string) []string { return keyList(room, "", roomKeyNames) }

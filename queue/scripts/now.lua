@@ -20,22 +20,19 @@ local function read_token(key)
   return nb, exp, cap
 end
 
--- The room's settings (the fields of the cfg hash that the Go schema
--- declares) as a table of those that are set. A room sets few of them:
--- reading those there are (HGETALL) costs Redis less than asking for each
--- by name, on every join and status. The set of declared fields is
--- written out here as one constructor when the script is built
--- (cfgFieldsLua, scripts.go): a table filled field by field on every
--- call cost about 1 µs of Redis a call.
+-- The room's settings: those fields of the cfg hash that the script
+-- reads, as a table of those that are set. When a script is built
+-- (cfgReadLua, scripts.go) CFG_NAMES becomes the names of the fields its
+-- text reads as cfg.<field>, the version v first, and CFG_TABLE the table
+-- of their values by name: a call asks for a few fields by name with one
+-- HMGET and builds one small table, instead of reading every field the
+-- room set and keeping those the schema declares. Every configured room
+-- has a version, so a room without one is a room nobody configured: an
+-- empty table.
 local function load_cfg(p)
-  local flat = redis.call('HGETALL', K.cfg)
-  local cfg = {}
-  if #flat == 0 then return cfg end
-  local known = CFG_FIELDS
-  for i = 1, #flat, 2 do
-    if known[flat[i]] then cfg[flat[i]] = flat[i + 1] end
-  end
-  return cfg
+  local f = redis.call('HMGET', K.cfg, CFG_NAMES)
+  if not f[1] then return {} end
+  return CFG_TABLE
 end
 
 local function num(v, default)
