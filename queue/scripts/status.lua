@@ -12,7 +12,11 @@ local p = ARGV[1]
 local now = now_ms()
 local cfg = load_cfg(p)
 lot_walk(p, cfg, KEYS[1], now)
-local draw_next, undrawn_left = maybe_open(p, cfg, now, tonumber(ARGV[2]), ARGV[3])
+-- A draw, a pre-queue and the priority band are rare: one EXISTS tells
+-- most calls that the room has none, and they skip each one's reads.
+local rare = redis.call('EXISTS', K.draw, K.ppre, K.pre, K.pmark) > 0
+local draw_next, undrawn_left
+if rare then draw_next, undrawn_left = maybe_open(p, cfg, now, tonumber(ARGV[2]), ARGV[3]) end
 local rate = num(redis.call('HGET', K.stats, 'rate'), 0)
 local paused = 0
 if cfg.paused == '1' then paused = 1 end
@@ -72,7 +76,7 @@ end
 
 -- Priority visitors who joined after a public visitor do not raise its
 -- position (now.lua).
-if redis.call('EXISTS', K.pmark) == 1 and redis.call('ZCOUNT', KEYS[1], '-inf', '(0') > 0 then
+if rare and redis.call('EXISTS', K.pmark) == 1 and redis.call('ZCOUNT', KEYS[1], '-inf', '(0') > 0 then
   for v, r in pairs(rank) do
     rank[v] = r - late_priority(p, KEYS[1], tonumber(redis.call('ZSCORE', KEYS[1], v)))
   end
@@ -93,7 +97,7 @@ for i = 1, n do
     local nb, exp = read_token(p .. 't:' .. v)
     if nb then
       if now < exp then code, a, b = 2, nb, exp else code = 3 end
-    elseif redis.call('SISMEMBER', pre, v) == 1 or redis.call('ZSCORE', K.ppre, v) then
+    elseif rare and (redis.call('SISMEMBER', pre, v) == 1 or redis.call('ZSCORE', K.ppre, v)) then
       code, a = 4, num(cfg.opensAt, 0)
     elseif draw_next then
       local at = undrawn(p, v)
