@@ -25,11 +25,12 @@ import (
 // no interruption inflates; it also counts reading each command and
 // writing its reply, outside the script.
 // "open" is a room nobody configured, "configured" one with stored
-// settings (presence on in both).
+// settings (the batch), "branded" one with a dozen set, as a room with a
+// message, branding and token lifetimes has (presence on in all).
 //
 //	go test -run '^$' -bench Scripts -benchtime 20000x ./queue/
 func BenchmarkScripts(b *testing.B) {
-	for _, room := range []string{"open", "configured"} {
+	for _, room := range []string{"open", "configured", "branded"} {
 		b.Run(room+"/join", func(b *testing.B) {
 			q, ctx := scriptsBench(b, room)
 			cpu0 := resetStats(b, q)
@@ -78,15 +79,26 @@ func BenchmarkScripts(b *testing.B) {
 func benchVisitor(i int) string { return "bv" + strconv.Itoa(i) }
 
 // scriptsBench starts a redis-server and a Queue on it (rueidis), with
-// room configured when it is "configured", and every script of the
-// benchmark loaded (a first call is an EVAL).
+// room configured when it is "configured" or "branded" (see
+// BenchmarkScripts), and every script of the benchmark loaded (a first
+// call is an EVAL).
 func scriptsBench(b *testing.B, room string) (*Queue, context.Context) {
 	b.Helper()
 	b.ReportAllocs()
 	ctx := context.Background()
 	q := newQueue(b, newRedis(b, redistest.StartReal(b), "rueidis"), nil)
-	if room == "configured" {
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{Batch: 20}); err != nil {
+	var cfg *RoomConfig
+	switch room {
+	case "configured":
+		cfg = &RoomConfig{Batch: 20}
+	case "branded":
+		cfg = &RoomConfig{Batch: 20, MaxActive: 500, TokenTTL: 10 * time.Minute, TokenMax: time.Hour,
+			Message: "Thank you for waiting: the sale opens soon.", AwayAfter: 2 * time.Minute,
+			DropAfter: 10 * time.Minute, BrandTitle: "Spring sale", BrandAccent: "#0a7f5a",
+			BrandBackground: "#f4f1ea", BrandFooter: "Example Shop Ltd"}
+	}
+	if cfg != nil {
+		if err := q.SetRoomConfig(ctx, room, *cfg); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -260,4 +272,70 @@ func BenchmarkStatusStages(b *testing.B) {
 			reportScript(b, q, "status", cpu0)
 		})
 	}
+}
+
+// BenchmarkCallFloor measures what Redis spends on a script's commands
+// apart from the commands' own work: an EVALSHA that returns at once,
+// and ones that make ten calls of a cheap read (EXISTS, ZSCORE of an
+// absent member) or of TIME. Each reports usec_per_call of the EVALSHA
+// and, as call-us, the cost of one redis.call inside it: the step from the
+// empty script, over ten. A script's Redis time is about the empty call,
+// plus its calls times call-us, plus the work of those commands and its
+// own Lua; it is the floor under the scripts' figures in
+// BenchmarkScripts.
+//
+//	go test -run '^$' -bench CallFloor -benchtime 20000x ./queue/
+func BenchmarkCallFloor(b *testing.B) {
+	const empty = "return 1"
+	scripts := []struct{ name, src string }{
+		{"empty", empty},
+		{"exists", "for i = 1, 10 do redis.call('EXISTS', KEYS[1]) end return 1"},
+		{"zscore", "for i = 1, 10 do redis.call('ZSCORE', KEYS[1], ARGV[1]) end return 1"},
+		{"time", "for i = 1, 10 do redis.call('TIME') end return 1"},
+	}
+	var base float64
+	for _, sc := range scripts {
+		b.Run(sc.name, func(b *testing.B) {
+			ctx := context.Background()
+			q := newQueue(b, newRedis(b, redistest.StartReal(b), "rueidis"), nil)
+			if _, err := q.r.Do(ctx, "ZADD", "{floor}:z", "1", "a"); err != nil {
+				b.Fatal(err)
+			}
+			sha, err := q.r.Do(ctx, "SCRIPT", "LOAD", sc.src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			args := []string{"EVALSHA", sha.(string), "1", "{floor}:z", "absent"}
+			cpu0 := resetStats(b, q)
+			b.ResetTimer()
+			for range b.N {
+				if _, err := q.r.Do(ctx, args...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			reportScript(b, q, "script", cpu0)
+			usec := evalshaUsec(b, q)
+			if sc.src == empty {
+				base = usec
+			} else if base > 0 {
+				b.ReportMetric((usec-base)/10, "call-us")
+			}
+		})
+	}
+}
+
+// evalshaUsec is EVALSHA's usec_per_call since the last reset.
+func evalshaUsec(b *testing.B, q *Queue) float64 {
+	b.Helper()
+	v, err := q.r.Do(context.Background(), "INFO", "commandstats")
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, _ := v.(string)
+	_, usec, ok := evalshaStat(info, "cmdstat_evalsha:", "calls", "usec_per_call")
+	if !ok {
+		b.Fatalf("no cmdstat_evalsha in INFO commandstats:\n%s", info)
+	}
+	return usec
 }
