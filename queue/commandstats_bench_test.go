@@ -3,6 +3,9 @@ package queue
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,7 +18,7 @@ import (
 // and consume scripts: what a room's one Redis core spends per call, which
 // bounds the room's rate whatever runs in front of it. Each sub-benchmark
 // runs b.N calls on fresh visitors, one at a time, against a real
-// redis-server of its own, and reports usec_per_call of EVALSHA from
+// redis-server of its own on a core of its own (pinApart), and reports usec_per_call of EVALSHA from
 // INFO commandstats (reset with CONFIG RESETSTAT before the calls), so the
 // client's own cost is not in the figure (allocs/op is the client's), as
 // name-us/call, and the median call from INFO latencystats as
@@ -86,7 +89,9 @@ func scriptsBench(b *testing.B, room string) (*Queue, context.Context) {
 	b.Helper()
 	b.ReportAllocs()
 	ctx := context.Background()
-	q := newQueue(b, newRedis(b, redistest.StartReal(b), "rueidis"), nil)
+	srv := redistest.StartReal(b)
+	pinApart(b, srv)
+	q := newQueue(b, newRedis(b, srv, "rueidis"), nil)
 	var cfg *RoomConfig
 	switch room {
 	case "configured":
@@ -110,6 +115,41 @@ func scriptsBench(b *testing.B, room string) (*Queue, context.Context) {
 	}
 	_, _ = q.Consume(ctx, Token{Room: room, Visitor: "warm", NotBefore: time.Now()}, Spend)
 	return q, ctx
+}
+
+// pinApart puts the redis-server of s on the machine's last CPU and this
+// process on the others (taskset) until the benchmark ends: Redis has a
+// core of its own, as a room's Redis has in production, and what the
+// benchmark's client does is not on it. With one CPU, or without taskset,
+// nothing is pinned and the benchmark logs it.
+func pinApart(b *testing.B, s *redistest.Server) {
+	b.Helper()
+	n := runtime.NumCPU()
+	if _, err := exec.LookPath("taskset"); err != nil || n < 2 || s.PID() == 0 {
+		b.Logf("Redis not pinned to a core of its own (%d CPUs, taskset: %v)", n, err)
+		return
+	}
+	self := strconv.Itoa(os.Getpid())
+	out, err := exec.Command("taskset", "-cp", self).Output()
+	_, had, ok := strings.Cut(strings.TrimSpace(string(out)), ": ")
+	if err != nil || !ok {
+		b.Logf("Redis not pinned: taskset -cp: %v %q", err, out)
+		return
+	}
+	last := strconv.Itoa(n - 1)
+	rest := "0"
+	if n > 2 {
+		rest += "-" + strconv.Itoa(n-2)
+	}
+	if out, err := exec.Command("taskset", "-a", "-cp", last, strconv.Itoa(s.PID())).CombinedOutput(); err != nil {
+		b.Logf("Redis not pinned: %v: %s", err, out)
+		return
+	}
+	if out, err := exec.Command("taskset", "-a", "-cp", rest, self).CombinedOutput(); err != nil {
+		b.Logf("the benchmark not pinned: %v: %s", err, out)
+		return
+	}
+	b.Cleanup(func() { _ = exec.Command("taskset", "-a", "-cp", had, self).Run() })
 }
 
 // writeToken stores an admitted visitor's token record as admission does
@@ -297,7 +337,9 @@ func BenchmarkCallFloor(b *testing.B) {
 	for _, sc := range scripts {
 		b.Run(sc.name, func(b *testing.B) {
 			ctx := context.Background()
-			q := newQueue(b, newRedis(b, redistest.StartReal(b), "rueidis"), nil)
+			srv := redistest.StartReal(b)
+			pinApart(b, srv)
+			q := newQueue(b, newRedis(b, srv, "rueidis"), nil)
 			if _, err := q.r.Do(ctx, "ZADD", "{floor}:z", "1", "a"); err != nil {
 				b.Fatal(err)
 			}

@@ -30,6 +30,14 @@ type Server struct {
 // URL returns a redis:// URL for the server.
 func (s *Server) URL() string { return "redis://" + s.Addr }
 
+// PID is the process id of a real server, 0 for the embedded one.
+func (s *Server) PID() int {
+	if s.proc == nil {
+		return 0
+	}
+	return s.proc.cmd.Process.Pid
+}
+
 // Stop stops a real server (to test outages). Not supported for miniredis
 // beyond Close.
 func (s *Server) Stop() {
