@@ -34,8 +34,12 @@ type joinpathOptions struct {
 	Profile   string        // write the server's CPU profile of the join phase here
 	Load      string        // the join load generator: "go" (this process) or "wrk"
 	Rounds    int           // join phases, each followed by a ZADD phase
-	Ext       externalOpts
-	Progress  io.Writer
+	// RedisJoins is where Redis runs during a join phase when pinned:
+	// "float" (where the scheduler puts it) or "load" (the load
+	// generator's core, which leaves the server's core to the server).
+	RedisJoins string
+	Ext        externalOpts
+	Progress   io.Writer
 }
 
 type joinpathReport struct {
@@ -45,6 +49,7 @@ type joinpathReport struct {
 	Load        string  `json:"loadAverageAtStart"`
 	Before      float64 `json:"machineCpuCoresBeforeStart"`
 	Pinned      bool    `json:"pinned"`
+	RedisJoins  string  `json:"redisDuringJoins"`
 	LoadGen     string  `json:"loadGenerator"`
 	Conns       int     `json:"connections"`
 	DurationSec float64 `json:"joinSeconds"`
@@ -92,6 +97,9 @@ func runJoinpath(ctx context.Context, o joinpathOptions, command string) (*joinp
 	if o.Rounds < 1 {
 		return nil, fmt.Errorf("-rounds %d: want 1 or more", o.Rounds)
 	}
+	if o.RedisJoins != "float" && o.RedisJoins != "load" {
+		return nil, fmt.Errorf("-redis-joins %q: want float or load", o.RedisJoins)
+	}
 	switch o.Load {
 	case "go":
 	case "wrk":
@@ -102,7 +110,7 @@ func runJoinpath(ctx context.Context, o joinpathOptions, command string) (*joinp
 		return nil, fmt.Errorf("-load %q: want go or wrk", o.Load)
 	}
 	rep := &joinpathReport{Scenario: "joinpath", Machine: machine(), Command: command, Load: loadAverage(), Before: cpuInUse(2 * time.Second), LoadGen: o.Load, Conns: o.Conns,
-		DurationSec: o.Duration.Seconds(), ZaddConns: o.ZaddConns, ZaddOps: o.ZaddOps, Target: 0.5}
+		DurationSec: o.Duration.Seconds(), ZaddConns: o.ZaddConns, ZaddOps: o.ZaddOps, Target: 0.5, RedisJoins: o.RedisJoins}
 	// Admission all but off (as in the clients scenario): every join is
 	// a new visitor that stays waiting, so each runs the same script.
 	args := []string{"-batch", "1", "-tick", "1m"}
@@ -147,11 +155,16 @@ func runJoinpath(ctx context.Context, o joinpathOptions, command string) (*joinp
 	}
 	for i := range o.Rounds {
 		var r JoinpathRound
+		unpinJoins := func() {}
+		if rep.Pinned && o.RedisJoins == "load" {
+			unpinJoins = pinFor(redisPID, loadCore)
+		}
 		if o.Load == "wrk" {
 			err = joinpathWrk(ctx, o, tgt, redisPID, &r)
 		} else {
 			joinpathJoins(ctx, o, tgt, redisPID, &r)
 		}
+		unpinJoins()
 		if err != nil {
 			return nil, err
 		}
@@ -220,6 +233,9 @@ func (o *joinpathOptions) defaults() {
 	o.Conns = orInt(o.Conns, 64)
 	if o.Load == "" {
 		o.Load = "go"
+	}
+	if o.RedisJoins == "" {
+		o.RedisJoins = "float"
 	}
 	o.Duration = orDur(o.Duration, 10*time.Second)
 	o.ZaddConns = orInt(o.ZaddConns, 50)
@@ -507,7 +523,11 @@ func joinpathMarkdown(r *joinpathReport) string {
 	if r.LoadGen == "wrk" {
 		gen, loop = "wrk", fmt.Sprintf("from `wrk -t1 -c%d`", r.Conns)
 	}
-	pinning := fmt.Sprintf("the load generator (%s, then redis-benchmark) pinned to core %s with taskset, the server to core %s, Redis not pinned during joins and on core %s during ZADD", gen, loadCore, serverCore, serverCore)
+	during := "not pinned during joins"
+	if r.RedisJoins == "load" {
+		during = fmt.Sprintf("on the load generator's core %s during joins", loadCore)
+	}
+	pinning := fmt.Sprintf("the load generator (%s, then redis-benchmark) pinned to core %s with taskset, the server to core %s, Redis %s and on core %s during ZADD", gen, loadCore, serverCore, during, serverCore)
 	if !r.Pinned {
 		pinning = "nothing pinned (no taskset or one CPU)"
 	}
@@ -576,6 +596,7 @@ func joinpathScenario() scenario {
 		fs.BoolVar(&o.NoPin, "no-pin", false, "do not pin the load generator and the server to cores")
 		fs.StringVar(&o.Load, "load", "go", "the join load generator: go (this process, fasthttp) or wrk (one thread, as the issue measured)")
 		fs.IntVar(&o.Rounds, "rounds", 0, "join phases, each followed by a ZADD phase; the report is the median round by ratio (default 3; 1 with -quick)")
+		fs.StringVar(&o.RedisJoins, "redis-joins", "float", "where Redis runs during a join phase when pinned: float (where the scheduler puts it) or load (on the load generator's core, leaving the server's core to the server)")
 		fs.StringVar(&o.Profile, "cpuprofile", "", "write the server's CPU profile of the warm-up and join phase to this file (through -debug-addr)")
 		return func(ctx context.Context, env runEnv) (string, error) {
 			o.Out, o.Quick, o.Progress, o.Ext = env.out, env.quick, env.progress, env.ext

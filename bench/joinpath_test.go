@@ -80,9 +80,18 @@ Transfer/sec:     15.06MB
 
 func TestJoinpathQuickWrk(t *testing.T) {
 	needTools(t, "go", "redis-server", "redis-benchmark", "wrk")
-	rep, err := runJoinpath(testContext(t, 2*time.Minute), joinpathOptions{Out: t.TempDir(), Quick: true, ZaddOps: 20000, Load: "wrk", Progress: testWriter{t}}, "test")
+	dir := t.TempDir()
+	rep, err := runJoinpath(testContext(t, 2*time.Minute), joinpathOptions{Out: dir, Quick: true, ZaddOps: 20000, Load: "wrk", RedisJoins: "load", Progress: testWriter{t}}, "test")
 	if err != nil {
 		t.Fatal(err)
+	}
+	var fromFile joinpathReport
+	md := checkOutputs(t, dir, "joinpath", &fromFile)
+	if fromFile.RedisJoins != "load" {
+		t.Errorf("joinpath.json says Redis ran %q during joins, want load", fromFile.RedisJoins)
+	}
+	if rep.Pinned && !strings.Contains(md, "on the load generator's core") {
+		t.Errorf("joinpath.md does not say where Redis ran during joins:\n%s", md)
 	}
 	if rep.Errors != 0 {
 		t.Errorf("%d failed joins", rep.Errors)
@@ -97,5 +106,13 @@ func TestJoinpathRoundsRefused(t *testing.T) {
 	_, err := runJoinpath(testContext(t, time.Minute), joinpathOptions{Out: t.TempDir(), Rounds: -1}, "test")
 	if err == nil || !strings.Contains(err.Error(), "-rounds") {
 		t.Fatalf("-rounds -1: %v, want a refusal naming -rounds", err)
+	}
+}
+
+func TestJoinpathRedisJoinsRefused(t *testing.T) {
+	needTools(t, "redis-benchmark")
+	_, err := runJoinpath(testContext(t, time.Minute), joinpathOptions{Out: t.TempDir(), RedisJoins: "core2"}, "test")
+	if err == nil || !strings.Contains(err.Error(), "-redis-joins") {
+		t.Fatalf("-redis-joins core2: %v, want a refusal naming -redis-joins", err)
 	}
 }
