@@ -24,10 +24,13 @@ import (
 // There is no timer: a join goes to Redis at once when no batch of its
 // room (and settings version) is on the way, so a join alone waits for
 // nothing. Joins that arrive while one is on the way wait for it and go
-// together in the next call, up to the batch size; a full batch goes at
-// once, with up to maxBatchCalls calls of a room on the way. So a batch
-// gathers what arrived during one call, and the wait it adds is at most
-// about one call.
+// together in the next call, up to the batch size. So a batch gathers
+// what arrived during one call, and the wait it adds is at most about one
+// call. One call of a room's joins is on the way at a time: two could
+// reach Redis in another order than they left (on two connections, or
+// one sent as the other was being built), and the later joins would take
+// tickets ahead of the earlier ones. Status reads take no tickets: a full
+// batch of them goes at once, with up to maxStatusCalls on the way.
 //
 // Status reads go the same way, as one call of the status script for
 // several visitors (StatusMany), which is what the push hub's reads of
@@ -40,9 +43,9 @@ const DefaultJoinBatch = 64
 // single commands, whose arguments Lua's stack bounds.
 const MaxJoinBatch = 1000
 
-// maxBatchCalls is the most coalesced calls of one room (and settings
-// version) on the way at once from an instance.
-const maxBatchCalls = 4
+// maxStatusCalls is the most coalesced calls of one room's status reads
+// on the way at once from an instance; a room's joins have one.
+const maxStatusCalls = 4
 
 // batchTimeout bounds a coalesced call, which runs for several callers
 // and so under none of their contexts, when the first caller's context
@@ -179,7 +182,7 @@ func (q *Queue) coalesced(ctx context.Context, key batchKey, visitor string) (wi
 	}
 	b.waiting = append(b.waiting, j)
 	var run []*batchJoin
-	if b.calls == 0 || (len(b.waiting) >= bs.max && b.calls < maxBatchCalls) {
+	if b.calls == 0 || (key.status && len(b.waiting) >= bs.max && b.calls < maxStatusCalls) {
 		run = b.take(bs.max)
 		b.calls++
 	}

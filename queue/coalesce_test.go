@@ -167,9 +167,10 @@ func (g *gatedRedis) calls() [][]string {
 }
 
 // Joins that arrive while a join of their room is on the way wait for it
-// and then go together, in arrival order, in calls of at most JoinBatch:
-// the first join alone goes at once; the 10 that arrive behind it go as
-// a batch of 4 (the first full one, at once), then 4 and 2. Every one
+// and then go together, in arrival order, in calls of at most JoinBatch,
+// one call of the room on the way at a time: the first join alone goes at
+// once; the 10 that arrive behind it wait, even once a full batch of 4
+// is waiting, and go as batches of 4, 4 and 2 when it is back. Every one
 // gets its own place, and the tickets follow arrival.
 func TestJoinsCoalesce(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
@@ -211,17 +212,10 @@ func TestJoinsCoalesce(t *testing.T) {
 		waitfor.Until(t, 5*time.Second, "the first join on its way", func() bool { return len(g.calls()) == 1 })
 		for i := 1; i < n; i++ {
 			join(i)
-			want := i % 4 // a full batch of 4 leaves at once
-			if i == 4 || i == 8 {
-				// Until the full batch is back, and only the first join
-				// is on the way: a join that arrived before would go
-				// when the batch is back.
-				waitfor.Until(t, 5*time.Second, "a full batch back", func() bool {
-					_, calls := room()
-					return len(g.calls()) == 1+i/4 && calls == 1
-				})
+			waitfor.Until(t, 5*time.Second, fmt.Sprintf("join %d waiting", i), func() bool { return waiting() == i })
+			if w, calls := room(); calls != 1 || len(g.calls()) != 1 {
+				t.Fatalf("with %d waiting: %d calls on the way, %d made; want the first alone", w, calls, len(g.calls()))
 			}
-			waitfor.Until(t, 5*time.Second, fmt.Sprintf("join %d waiting", i), func() bool { return waiting() == want })
 		}
 		close(g.gate)
 		wg.Wait()
@@ -324,6 +318,66 @@ func TestStatusReadsCoalesce(t *testing.T) {
 		}
 		if _, err := q.Status(ctx, "drop", "bad visitor!"); !errors.Is(err, ErrInvalidToken) {
 			t.Fatalf("a bad visitor id: %v", err)
+		}
+	})
+}
+
+// joinCallsOnWay records the most calls of the join scripts on the way at once.
+type joinCallsOnWay struct {
+	Redis
+	mu       sync.Mutex
+	now, max int
+}
+
+func (f *joinCallsOnWay) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
+	if s != joinAtScript && s != joinBatchScript {
+		return f.Redis.Eval(ctx, s, keys, args...)
+	}
+	f.mu.Lock()
+	f.now++
+	f.max = max(f.max, f.now)
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.now--
+		f.mu.Unlock()
+	}()
+	return f.Redis.Eval(ctx, s, keys, args...)
+}
+
+// TestOneJoinCallOnTheWay: a herd of joins of one room, many more than a
+// batch, never has two calls of the room's joins on the way at once (two
+// could reach Redis out of order), and every visitor gets a ticket of its
+// own.
+func TestOneJoinCallOnTheWay(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		f := &joinCallsOnWay{Redis: r}
+		q := newQueue(t, f, &Options{JoinBatch: 4})
+		const callers, each = 64, 8
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		seqs := make(map[int64]bool)
+		for c := range callers {
+			wg.Go(func() {
+				for i := range each {
+					_, tk, err := q.JoinAt(ctx, "herd", fmt.Sprintf("c%d-%d", c, i), Invite{}, 0)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					seqs[tk.Seq] = true
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if f.max != 1 {
+			t.Fatalf("%d calls of the room's joins on the way at once, want 1", f.max)
+		}
+		if len(seqs) != callers*each {
+			t.Fatalf("%d distinct tickets for %d joins", len(seqs), callers*each)
 		}
 	})
 }
