@@ -144,6 +144,25 @@ func BenchmarkCoalescedJoins(b *testing.B) {
 	}
 }
 
+// BenchmarkHerdJoins is BenchmarkCoalescedJoins for a herd: 256
+// goroutines join one room at once, many more than a batch (64), with
+// one call of the room's joins on the way at a time. One op is one join.
+//
+//	go test -run '^$' -bench HerdJoins -benchtime 100000x ./queue/
+func BenchmarkHerdJoins(b *testing.B) {
+	const callers = 256
+	ctx := context.Background()
+	q := newQueue(b, newRedis(b, redistest.StartReal(b), "rueidis"), nil)
+	if _, _, err := q.JoinAt(ctx, "herd", "warm", Invite{}, 0); err != nil {
+		b.Fatal(err)
+	}
+	q.joinBatch(ctx, batchKey{room: "herd"}, []*batchJoin{{visitor: "w1"}, {visitor: "w2"}})
+	concurrently(b, q, callers, "join", "joins", func(i int) error {
+		_, _, err := q.JoinAt(ctx, "herd", benchVisitor(i), Invite{}, 0)
+		return err
+	})
+}
+
 // BenchmarkCoalescedStatus is BenchmarkCoalescedJoins for status reads:
 // 50 goroutines read the states of visitors waiting in one room, each
 // read a call of its own ("single") and coalesced (the default). One op
