@@ -199,22 +199,14 @@ func reportScript(b *testing.B, q *Queue, name string, cpu0 float64) {
 	b.Helper()
 	b.StopTimer()
 	cpu := userCPU(b, q) - cpu0
-	v, err := q.r.Do(context.Background(), "INFO", "commandstats")
-	if err != nil {
-		b.Fatal(err)
-	}
-	info, _ := v.(string)
-	calls, usec, ok := evalshaStat(info, "cmdstat_evalsha:", "calls", "usec_per_call")
-	if !ok {
-		b.Fatalf("no cmdstat_evalsha in INFO commandstats:\n%s", info)
-	}
+	calls, usec := evalshaCalls(b, q)
 	if calls != int64(b.N) {
 		b.Fatalf("%d EVALSHA calls for %d %s calls", calls, b.N, name)
 	}
 	b.ReportMetric(usec, name+"-us/call")
 	b.ReportMetric(cpu*1e6/float64(b.N), name+"-cpu-us")
-	if v, err = q.r.Do(context.Background(), "INFO", "latencystats"); err == nil {
-		info, _ = v.(string)
+	if v, err := q.r.Do(context.Background(), "INFO", "latencystats"); err == nil {
+		info, _ := v.(string)
 		if _, p50, ok := evalshaStat(info, "latency_percentiles_usec_evalsha:", "", "p50"); ok {
 			b.ReportMetric(p50, name+"-p50-us")
 		}
@@ -357,7 +349,7 @@ func BenchmarkCallFloor(b *testing.B) {
 			}
 			b.StopTimer()
 			reportScript(b, q, "script", cpu0)
-			usec := evalshaUsec(b, q)
+			_, usec := evalshaCalls(b, q)
 			if sc.src == empty {
 				base = usec
 			} else if base > 0 {
@@ -367,17 +359,17 @@ func BenchmarkCallFloor(b *testing.B) {
 	}
 }
 
-// evalshaUsec is EVALSHA's usec_per_call since the last reset.
-func evalshaUsec(b *testing.B, q *Queue) float64 {
+// evalshaCalls is EVALSHA's calls and usec_per_call since the last reset.
+func evalshaCalls(b *testing.B, q *Queue) (int64, float64) {
 	b.Helper()
 	v, err := q.r.Do(context.Background(), "INFO", "commandstats")
 	if err != nil {
 		b.Fatal(err)
 	}
 	info, _ := v.(string)
-	_, usec, ok := evalshaStat(info, "cmdstat_evalsha:", "calls", "usec_per_call")
+	calls, usec, ok := evalshaStat(info, "cmdstat_evalsha:", "calls", "usec_per_call")
 	if !ok {
 		b.Fatalf("no cmdstat_evalsha in INFO commandstats:\n%s", info)
 	}
-	return usec
+	return calls, usec
 }
