@@ -52,7 +52,7 @@ const busOffset = 10000
 func spawn(bin string, cluster bool, args func(port int) []string) (*proc, string, error) {
 	var errs []error
 	for range spawnTries {
-		port, err := freeNodePort(cluster)
+		port, err := pickPort(cluster)
 		if err != nil {
 			return nil, "", err
 		}
@@ -70,6 +70,9 @@ func spawn(bin string, cluster bool, args func(port int) []string) (*proc, strin
 	}
 	return nil, "", fmt.Errorf("redistest: %s did not start on %d ports: %w", bin, spawnTries, errors.Join(errs...))
 }
+
+// pickPort is freeNodePort; a test makes it give a taken port.
+var pickPort = freeNodePort
 
 // freeNodePort returns a loopback port nothing listens on. For a cluster
 // node the port's bus port must exist and be free too.
@@ -95,13 +98,18 @@ func freeNodePort(cluster bool) (int, error) {
 	return 0, errors.New("redistest: no free port with a free cluster bus port")
 }
 
-// waitUp waits until addr answers PING, or p exits, or within passes.
+// waitUp waits until p answers PING on addr, or p exits, or within
+// passes. Another test's server that took the port answers PING too: the
+// server that answers must say it is p (INFO's process_id).
 func waitUp(p *proc, addr string, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
 		err := ping(addr)
 		if err == nil {
-			return nil
+			err = isProc(p, addr)
+			if err == nil {
+				return nil
+			}
 		}
 		select {
 		case <-p.done:
@@ -113,6 +121,21 @@ func waitUp(p *proc, addr string, within time.Duration) error {
 		}
 		time.Sleep(20 * time.Millisecond) // polling for process start-up, not synchronising test logic
 	}
+}
+
+// isProc checks that the server answering on addr is p.
+func isProc(p *proc, addr string) error {
+	info, err := Command(addr, "INFO", "server")
+	if err != nil {
+		return err
+	}
+	want := fmt.Sprintf("process_id:%d", p.cmd.Process.Pid)
+	for _, line := range strings.Split(info, "\n") {
+		if strings.TrimSpace(line) == want {
+			return nil
+		}
+	}
+	return fmt.Errorf("another process answers on %s", addr)
 }
 
 // logTail returns the last lines of the log file named in args

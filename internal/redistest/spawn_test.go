@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -71,5 +72,34 @@ func TestSpawnGivesUp(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "exited before it answered") {
 		t.Fatalf("err %v does not say the process exited", err)
+	}
+}
+
+// TestSpawnIsNotFooledByAnotherServer: when another redis-server holds
+// the port spawn chose, it answers PING; spawn must not take it for the
+// server it started, and starts that one on another port.
+func TestSpawnIsNotFooledByAnotherServer(t *testing.T) {
+	bin := lookPath(t, "redis-server")
+	other := StartReal(t)
+	taken, _ := strconv.Atoi(portOf(other.Addr))
+	picks := 0
+	pickPort = func(cluster bool) (int, error) {
+		if picks++; picks == 1 {
+			return taken, nil
+		}
+		return freeNodePort(cluster)
+	}
+	t.Cleanup(func() { pickPort = freeNodePort })
+	p, addr, err := spawn(bin, false, func(port int) []string {
+		dir := t.TempDir()
+		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.stop)
+	if addr == other.Addr || picks != 2 {
+		t.Fatalf("spawn gave %s after %d ports; the other server is on %s", addr, picks, other.Addr)
 	}
 }
