@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/waitroom/waitroom/internal/taskset"
 )
 
 // joinpathOptions configure the joinpath scenario.
@@ -252,7 +254,7 @@ func (o *joinpathOptions) defaults() {
 // to loadCore with taskset, and returns what puts this process back on
 // the cores it had; ok is false (and it says why) when it cannot pin.
 func pin(progress io.Writer, serverPID, selfPID int) (unpin func(), ok bool) {
-	switch _, err := exec.LookPath("taskset"); {
+	switch err := taskset.Available(); {
 	case serverPID <= 0:
 		fmt.Fprintln(progress, "joinpath: the server's PID is unknown (-pid): not pinned")
 		return nil, false
@@ -260,39 +262,29 @@ func pin(progress io.Writer, serverPID, selfPID int) (unpin func(), ok bool) {
 		fmt.Fprintln(progress, "joinpath: one CPU: not pinned")
 		return nil, false
 	case err != nil:
-		fmt.Fprintln(progress, "joinpath: taskset is not on PATH (util-linux): not pinned")
+		fmt.Fprintf(progress, "joinpath: %v: not pinned\n", err)
 		return nil, false
 	}
-	self := strconv.Itoa(selfPID)
-	out, err := exec.Command("taskset", "-cp", self).Output()
-	_, had, found := strings.Cut(strings.TrimSpace(string(out)), ": ")
-	if err != nil || !found {
-		fmt.Fprintf(progress, "joinpath: taskset -cp: %v %q: not pinned\n", err, out)
+	if _, err := taskset.Move(serverPID, serverCore); err != nil {
+		fmt.Fprintf(progress, "joinpath: %v: not pinned\n", err)
 		return nil, false
 	}
-	for _, p := range [][2]string{{serverCore, strconv.Itoa(serverPID)}, {loadCore, self}} {
-		if out, err := exec.Command("taskset", "-a", "-cp", p[0], p[1]).CombinedOutput(); err != nil {
-			fmt.Fprintf(progress, "joinpath: taskset: %v: %s: not pinned\n", err, strings.TrimSpace(string(out)))
-			return nil, false
-		}
+	unpin, err := taskset.Move(selfPID, loadCore)
+	if err != nil {
+		fmt.Fprintf(progress, "joinpath: %v: not pinned\n", err)
+		return nil, false
 	}
-	return func() { _ = exec.Command("taskset", "-a", "-cp", had, self).Run() }, true
+	return unpin, true
 }
 
 // pinFor moves every thread of pid to core, and returns what puts them
 // back on the cores they had; it does nothing when it cannot.
 func pinFor(pid int, core string) (unpin func()) {
-	nothing := func() {}
-	if pid <= 0 {
-		return nothing
+	unpin, err := taskset.Move(pid, core)
+	if err != nil {
+		return func() {}
 	}
-	id := strconv.Itoa(pid)
-	out, err := exec.Command("taskset", "-cp", id).Output()
-	_, had, found := strings.Cut(strings.TrimSpace(string(out)), ": ")
-	if err != nil || !found || exec.Command("taskset", "-a", "-cp", core, id).Run() != nil {
-		return nothing
-	}
-	return func() { _ = exec.Command("taskset", "-a", "-cp", had, id).Run() }
+	return unpin
 }
 
 // joinpathJoins runs the closed loop of joins of new visitors (no

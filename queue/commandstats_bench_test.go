@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/taskset"
 )
 
 // BenchmarkScripts measures the Redis time of one call of the join, status
@@ -125,31 +125,24 @@ func scriptsBench(b *testing.B, room string) (*Queue, context.Context) {
 func pinApart(b *testing.B, s *redistest.Server) {
 	b.Helper()
 	n := runtime.NumCPU()
-	if _, err := exec.LookPath("taskset"); err != nil || n < 2 || s.PID() == 0 {
-		b.Logf("Redis not pinned to a core of its own (%d CPUs, taskset: %v)", n, err)
+	if err := taskset.Available(); err != nil || n < 2 || s.PID() == 0 {
+		b.Logf("Redis not pinned to a core of its own (%d CPUs, %v)", n, err)
 		return
 	}
-	self := strconv.Itoa(os.Getpid())
-	out, err := exec.Command("taskset", "-cp", self).Output()
-	_, had, ok := strings.Cut(strings.TrimSpace(string(out)), ": ")
-	if err != nil || !ok {
-		b.Logf("Redis not pinned: taskset -cp: %v %q", err, out)
-		return
-	}
-	last := strconv.Itoa(n - 1)
 	rest := "0"
 	if n > 2 {
 		rest += "-" + strconv.Itoa(n-2)
 	}
-	if out, err := exec.Command("taskset", "-a", "-cp", last, strconv.Itoa(s.PID())).CombinedOutput(); err != nil {
-		b.Logf("Redis not pinned: %v: %s", err, out)
+	if _, err := taskset.Move(s.PID(), strconv.Itoa(n-1)); err != nil {
+		b.Logf("Redis not pinned: %v", err)
 		return
 	}
-	if out, err := exec.Command("taskset", "-a", "-cp", rest, self).CombinedOutput(); err != nil {
-		b.Logf("the benchmark not pinned: %v: %s", err, out)
+	restore, err := taskset.Move(os.Getpid(), rest)
+	if err != nil {
+		b.Logf("the benchmark not pinned: %v", err)
 		return
 	}
-	b.Cleanup(func() { _ = exec.Command("taskset", "-a", "-cp", had, self).Run() })
+	b.Cleanup(restore)
 }
 
 // writeToken stores an admitted visitor's token record as admission does
