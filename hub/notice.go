@@ -51,10 +51,13 @@ func (h *Hub) sendNotice(r *room, c *Conn) bool {
 }
 
 // noticeOnAttach brings the room's message up to date with the state just
-// read for c's visitor and sends it to c when there is one. Needs r.mu.
+// read for c's visitor and sends it to c when there is one, or when one
+// was cleared here: the page behind c may still show the message its join
+// or poll answer carried before the clearing, and pushed states leave the
+// message out. Needs r.mu.
 func (h *Hub) noticeOnAttach(r *room, c *Conn, st wire.State) []*Conn {
 	slow := h.setNotice(r, st.Settings, st.Message)
-	if c.removed || r.notice.text == "" {
+	if c.removed || r.notice.seq == 0 {
 		return slow
 	}
 	if !h.sendNotice(r, c) {

@@ -69,11 +69,22 @@ func TestMessageAPIPushAndPoll(t *testing.T) {
 			t.Fatalf("settings: %s", r.Raw)
 		}
 
+		// A page that joined before the clearing and connects after it
+		// is told the message is gone: its join answer still had it.
+		tardy := newVisitor(t, ts.URL)
+		if r := tardy.join("drop"); r.str("message") != delayed {
+			t.Fatalf("join before clearing: %s", r.Raw)
+		}
+
 		if r := ws.admin("DELETE", "/rooms/drop/message", ""); r.Code != 200 || r.str("message") != "" {
 			t.Fatalf("clear: %d %s", r.Code, r.Raw)
 		}
 		for _, p := range []*pushClient{wc, sc, lc} {
 			waitfor.Until(t, 5*time.Second, p.kind+" cleared", func() bool { got, ok := p.lastText(); return ok && got == "" })
+		}
+		for _, kind := range []string{"ws", "sse"} {
+			p := dial(t, kind, ts.URL, "drop", tardy.cred)
+			waitfor.Until(t, 5*time.Second, kind+" cleared on connect", func() bool { got, ok := p.lastText(); return ok && got == "" })
 		}
 		other := newVisitor(t, ts.URL)
 		if r := other.join("drop"); strings.Contains(r.Raw, "message") {
