@@ -29,8 +29,11 @@ import (
 // call. One call of a room's joins is on the way at a time: two could
 // reach Redis in another order than they left (on two connections, or
 // one sent as the other was being built), and the later joins would take
-// tickets ahead of the earlier ones. Status reads take no tickets: a full
-// batch of them goes at once, with up to maxStatusCalls on the way.
+// tickets ahead of the earlier ones. The listing of the room for the tick
+// loop that follows a call (see join) takes no tickets: it goes beside the
+// next call, so a room's calls follow each other without waiting for it.
+// Status reads take no tickets either: a full batch of them goes at once,
+// with up to maxStatusCalls on the way.
 //
 // Status reads go the same way, as one call of the status script for
 // several visitors (StatusMany), which is what the push hub's reads of
@@ -203,7 +206,9 @@ func (q *Queue) coalesced(ctx context.Context, key batchKey, visitor string) (wi
 // runBatch makes the call of the joins run, tells each its outcome, and
 // hands on: the joins that arrived meanwhile go in a call of their own,
 // made by a goroutine of its own, so the caller that made this one is not
-// held for it.
+// held for it. The next call leaves as soon as this one's script is back:
+// the listing of the room for the tick loop, which its joins still wait
+// for, takes no tickets, so it goes on the way beside the next call.
 func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin) {
 	key := b.key
 	// The call is for every join of run, so the first one's caller going
@@ -215,13 +220,11 @@ func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin) {
 	}
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
+	list := false
 	if key.status {
 		q.statusBatch(ctx, key.room, run)
 	} else {
-		q.joinBatch(ctx, key, run)
-	}
-	for _, j := range run {
-		close(j.done)
+		list = q.joinBatch(ctx, key, run)
 	}
 	bs := q.batches
 	bs.mu.Lock()
@@ -239,15 +242,33 @@ func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin) {
 		// joins came later.
 		go q.runBatch(context.Background(), b, next)
 	}
+	if list {
+		// One listing of the room serves the batch (see join).
+		if err := q.list(ctx, key.room); err != nil {
+			for _, j := range run {
+				j.err = err
+			}
+		}
+	}
+	for _, j := range run {
+		close(j.done)
+	}
 }
 
 // joinBatch makes one call for the joins of run and sets each one's
-// outcome. A batch of one is the join of JoinAt itself.
-func (q *Queue) joinBatch(ctx context.Context, key batchKey, run []*batchJoin) {
+// outcome. It reports whether the room must be listed for the tick loop
+// before the joins are answered (see join). A batch of one is the join of
+// JoinAt itself.
+func (q *Queue) joinBatch(ctx context.Context, key batchKey, run []*batchJoin) (list bool) {
 	if len(run) == 1 {
 		j := run[0]
-		j.state, j.ticket, j.err = q.join(ctx, joinAtScript, key.room, j.visitor, noInvite(key.settings)...)
-		return
+		r, err := q.joinCall(ctx, joinAtScript, key.room, j.visitor, noInvite(key.settings)...)
+		if err != nil {
+			j.err = err
+			return false
+		}
+		j.state, j.ticket, j.err = q.joinState(key.room, j.visitor, r)
+		return r.Code == replyWaiting || r.Code == replyPreQueue
 	}
 	fail := func(err error) {
 		for _, j := range run {
@@ -262,28 +283,19 @@ func (q *Queue) joinBatch(ctx context.Context, key batchKey, run []*batchJoin) {
 	v, err := q.r.Eval(ctx, joinBatchScript, joinBatchScript.batchKeys(key.room, visitors), args...)
 	if err != nil {
 		fail(fmt.Errorf("queue: join: %w", err))
-		return
+		return false
 	}
 	replies, err := decodeJoinBatch(v, len(run))
 	if err != nil {
 		fail(err)
-		return
-	}
-	// One listing of the room for the tick loop serves the batch (see
-	// join).
-	for _, r := range replies {
-		if r.Code == replyWaiting || r.Code == replyPreQueue {
-			if _, err := q.r.Do(ctx, "SADD", roomsKey, key.room); err != nil {
-				fail(fmt.Errorf("queue: join: %w", err))
-				return
-			}
-			q.poke()
-			break
-		}
+		return false
 	}
 	for i, j := range run {
-		j.state, j.ticket, j.err = q.joinState(key.room, j.visitor, replies[i])
+		r := replies[i]
+		list = list || r.Code == replyWaiting || r.Code == replyPreQueue
+		j.state, j.ticket, j.err = q.joinState(key.room, j.visitor, r)
 	}
+	return list
 }
 
 // statusBatch reads the states of the visitors of run in one call.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -239,6 +240,80 @@ func TestJoinsCoalesce(t *testing.T) {
 			return len(q.batches.rooms)
 		}
 		waitfor.Until(t, 5*time.Second, "no room listed with no join on the way", func() bool { return left() == 0 })
+	})
+}
+
+// listGate holds every SADD of the rooms set until its gate is opened.
+type listGate struct {
+	Redis
+	gate  chan struct{}
+	held  chan struct{} // closed when the first SADD is held
+	once  sync.Once
+	mu    sync.Mutex
+	calls int // join script calls made
+}
+
+func (g *listGate) Do(ctx context.Context, args ...string) (any, error) {
+	if len(args) > 1 && args[0] == "SADD" && args[1] == roomsKey {
+		g.once.Do(func() { close(g.held) })
+		<-g.gate
+	}
+	return g.Redis.Do(ctx, args...)
+}
+
+func (g *listGate) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
+	if s == joinAtScript || s == joinBatchScript {
+		g.mu.Lock()
+		g.calls++
+		g.mu.Unlock()
+	}
+	return g.Redis.Eval(ctx, s, keys, args...)
+}
+
+func (g *listGate) made() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.calls
+}
+
+// The listing of the room that follows a call of its joins does not hold
+// up the next call, and the joins of a call are answered only once their
+// room is listed: while the first call's listing is held, the joins that
+// arrived behind it go in a call of their own, and nobody is answered.
+func TestJoinListingBesideNextCall(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		g := &listGate{Redis: r, gate: make(chan struct{}), held: make(chan struct{})}
+		q := newQueue(t, g, &Options{JoinBatch: 4})
+		var answered atomic.Int32
+		var wg sync.WaitGroup
+		join := func(v string) {
+			wg.Go(func() {
+				st, _, err := q.JoinAt(ctx, "drop", v, Invite{}, 0)
+				if err != nil || st.Status != wire.StatusWaiting {
+					t.Errorf("%s: %+v %v", v, st, err)
+				}
+				answered.Add(1)
+			})
+		}
+		join("v0")
+		select {
+		case <-g.held:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the first join's listing never came")
+		}
+		join("v1")
+		join("v2")
+		waitfor.Until(t, 5*time.Second, "the next call while the listing is held", func() bool { return g.made() >= 2 })
+		if n := answered.Load(); n != 0 {
+			t.Fatalf("%d joins answered before their room was listed", n)
+		}
+		close(g.gate)
+		wg.Wait()
+		listed, err := q.Rooms(ctx)
+		if err != nil || len(listed) != 1 || listed[0] != "drop" {
+			t.Fatalf("rooms %v %v", listed, err)
+		}
 	})
 }
 

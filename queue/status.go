@@ -26,14 +26,7 @@ func (q *Queue) JoinTicket(ctx context.Context, room, visitor string) (wire.Stat
 }
 
 func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, extra ...string) (wire.State, wire.Ticket, error) {
-	if err := check(room, visitor); err != nil {
-		return wire.State{}, wire.Ticket{}, err
-	}
-	v, err := q.r.Eval(ctx, script, script.keys(room, visitor), append(q.joinArgs(room, visitor), extra...)...)
-	if err != nil {
-		return wire.State{}, wire.Ticket{}, fmt.Errorf("queue: join: %w", err)
-	}
-	r, err := decodeJoin(v)
+	r, err := q.joinCall(ctx, script, room, visitor, extra...)
 	if err != nil {
 		return wire.State{}, wire.Ticket{}, err
 	}
@@ -42,12 +35,33 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 	// call of its own): if it fails, the join fails, and the retry lists
 	// the room, so a queue is never left without ticks.
 	if r.Code == replyWaiting || r.Code == replyPreQueue {
-		if _, err := q.r.Do(ctx, "SADD", roomsKey, room); err != nil {
-			return wire.State{}, wire.Ticket{}, fmt.Errorf("queue: join: %w", err)
+		if err := q.list(ctx, room); err != nil {
+			return wire.State{}, wire.Ticket{}, err
 		}
-		q.poke()
 	}
 	return q.joinState(room, visitor, r)
+}
+
+// joinCall runs script, a join, for visitor in room.
+func (q *Queue) joinCall(ctx context.Context, script *Script, room, visitor string, extra ...string) (joinReply, error) {
+	if err := check(room, visitor); err != nil {
+		return joinReply{}, err
+	}
+	v, err := q.r.Eval(ctx, script, script.keys(room, visitor), append(q.joinArgs(room, visitor), extra...)...)
+	if err != nil {
+		return joinReply{}, fmt.Errorf("queue: join: %w", err)
+	}
+	return decodeJoin(v)
+}
+
+// list adds room to the rooms the tick loop admits from, after a join
+// left a visitor waiting in it.
+func (q *Queue) list(ctx context.Context, room string) error {
+	if _, err := q.r.Do(ctx, "SADD", roomsKey, room); err != nil {
+		return fmt.Errorf("queue: join: %w", err)
+	}
+	q.poke()
+	return nil
 }
 
 // joinArgs is join.lua's ARGV[1..7] for visitor in room.
