@@ -2,10 +2,14 @@ package queue
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/waitroom/waitroom/wire"
@@ -26,10 +30,15 @@ import (
 // nothing. Joins that arrive while one is on the way wait for it and go
 // together in the next call, up to the batch size. So a batch gathers
 // what arrived during one call, and the wait it adds is at most about one
-// call. One call of a room's joins is on the way at a time: two could
-// reach Redis in another order than they left (on two connections, or
-// one sent as the other was being built), and the later joins would take
-// tickets ahead of the earlier ones. The listing of the room for the tick
+// call. Two calls of a room's joins on the way at once could reach Redis
+// in another order than they left (on two connections, or one handed to
+// the connection as the other was), and the later joins would take
+// tickets ahead of the earlier ones. So one call of a room's joins is on
+// the way at a time, but for a Redis client that keeps the order of its
+// calls (Ordered): through it, once half a batch waits behind a call of
+// several joins, they go too, and the script of the second call checks
+// that the first one ran (order.lua); one that came first does nothing
+// and goes again once the first is back. The listing of the room for the tick
 // loop that follows a call (see join) takes no tickets: it goes beside the
 // next call, so a room's calls follow each other without waiting for it.
 // Status reads take no tickets either: a full batch of them goes at once,
@@ -65,7 +74,7 @@ var joinBatchScript = loadJoinBatch()
 // KEYS[vo + j], the visitor's j-th key after those of the room and of the
 // visitors before it.
 func loadJoinBatch() *Script {
-	body := scriptBody("fresh", "joinroom") +
+	body := scriptBody("order", "fresh", "joinroom") +
 		"local function join_visitor(ARGV, vo)\n" + scriptBody("invite", "join") + "end\n" +
 		scriptBody("joinbatch")
 	src := withPrelude(body)
@@ -125,9 +134,26 @@ type batchKey struct {
 // joinBatches holds the joins waiting for a coalesced call, by room and
 // settings version.
 type joinBatches struct {
-	max   int
-	mu    sync.Mutex
-	rooms map[batchKey]*roomBatch
+	max int
+	// ordered: a second call of a room's joins may go while one is on
+	// the way, through Ordered, once overlapAt joins wait; inst names
+	// this instance in the script's check of their order.
+	ordered   bool
+	overlapAt int
+	inst      string
+	mu        sync.Mutex
+	rooms     map[batchKey]*roomBatch
+	// seq numbers the calls whose order the script checks, in the order
+	// they leave, across the instance's rooms: a call never has the
+	// number of one before it, even of a batch of the room that is gone.
+	seq uint64
+}
+
+func newJoinBatches(size int, ordered bool) *joinBatches {
+	var id [8]byte
+	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
+	return &joinBatches{max: size, ordered: ordered, overlapAt: max(size/2, 2), inst: hex.EncodeToString(id[:]),
+		rooms: map[batchKey]*roomBatch{}}
 }
 
 // roomBatch is one batchKey's joins waiting, and its calls on the way.
@@ -138,6 +164,49 @@ type roomBatch struct {
 	key     batchKey
 	waiting []*batchJoin
 	calls   int
+	// last is the latest call whose order the script checks, while it is
+	// on the way.
+	last *batchCall
+}
+
+// batchCall is a call of a room's joins whose order the script checks.
+type batchCall struct {
+	seq  uint64
+	prev *batchCall    // the call that was on the way when this one left, or nil
+	sent atomic.Bool   // handed to the client: a call may leave beside it
+	done chan struct{} // closed when its reply is back
+}
+
+// mayGo reports whether a call of b's waiting joins may leave now. Needs
+// bs.mu.
+func (bs *joinBatches) mayGo(b *roomBatch) bool {
+	switch {
+	case len(b.waiting) == 0:
+		return false
+	case b.calls == 0:
+		return true
+	case b.key.status:
+		return len(b.waiting) >= bs.max && b.calls < maxStatusCalls
+	}
+	// Beside a call whose order the script checks, and only one, once
+	// that call is with the client: one that left before it was would
+	// most often be written first, and go twice.
+	return bs.ordered && b.calls == 1 && b.last != nil && b.last.sent.Load() && len(b.waiting) >= bs.overlapAt
+}
+
+// leave takes the joins of b's next call and counts the call on the way;
+// for a call of several joins through Ordered it returns the call's place
+// in order. Needs bs.mu.
+func (bs *joinBatches) leave(b *roomBatch) ([]*batchJoin, *batchCall) {
+	run := b.take(bs.max)
+	b.calls++
+	if !bs.ordered || b.key.status || len(run) < 2 {
+		return run, nil
+	}
+	bs.seq++
+	c := &batchCall{seq: bs.seq, prev: b.last, done: make(chan struct{})}
+	b.last = c
+	return run, c
 }
 
 // batchJoin is one visitor's join in a batch, and its outcome, which is
@@ -185,13 +254,13 @@ func (q *Queue) coalesced(ctx context.Context, key batchKey, visitor string) (wi
 	}
 	b.waiting = append(b.waiting, j)
 	var run []*batchJoin
-	if b.calls == 0 || (key.status && len(b.waiting) >= bs.max && b.calls < maxStatusCalls) {
-		run = b.take(bs.max)
-		b.calls++
+	var call *batchCall
+	if bs.mayGo(b) {
+		run, call = bs.leave(b)
 	}
 	bs.mu.Unlock()
 	if run != nil {
-		q.runBatch(ctx, b, run)
+		q.runBatch(ctx, b, run, call)
 	}
 	select {
 	case <-j.done:
@@ -209,7 +278,7 @@ func (q *Queue) coalesced(ctx context.Context, key batchKey, visitor string) (wi
 // held for it. The next call leaves as soon as this one's script is back:
 // the listing of the room for the tick loop, which its joins still wait
 // for, takes no tickets, so it goes on the way beside the next call.
-func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin) {
+func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin, call *batchCall) {
 	key := b.key
 	// The call is for every join of run, so the first one's caller going
 	// away does not cancel it; its deadline, the same for every request,
@@ -224,23 +293,33 @@ func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin) {
 	if key.status {
 		q.statusBatch(ctx, key.room, run)
 	} else {
-		list = q.joinBatch(ctx, key, run)
+		list = q.joinBatchCall(ctx, key, run, call)
 	}
 	bs := q.batches
 	bs.mu.Lock()
+	if call != nil {
+		// Its reply is back: a later call waits for no call before it,
+		// and the chain behind it is let go.
+		call.prev = nil
+		close(call.done)
+		if b.last == call {
+			b.last = nil
+		}
+	}
 	b.calls--
 	var next []*batchJoin
-	if len(b.waiting) > 0 {
-		next = b.take(bs.max)
-		b.calls++
-	} else if b.calls == 0 {
+	var nextCall *batchCall
+	// Status reads that waited go as soon as a call of theirs is back.
+	if len(b.waiting) > 0 && (key.status || bs.mayGo(b)) {
+		next, nextCall = bs.leave(b)
+	} else if b.calls == 0 && len(b.waiting) == 0 {
 		delete(bs.rooms, key)
 	}
 	bs.mu.Unlock()
 	if next != nil {
 		// Not under ctx: its deadline is the first caller's, and these
 		// joins came later.
-		go q.runBatch(context.Background(), b, next)
+		go q.runBatch(context.Background(), b, next, nextCall)
 	}
 	if list {
 		// One listing of the room serves the batch (see join).
@@ -260,7 +339,18 @@ func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin) {
 // before the joins are answered (see join). A batch of one is the join of
 // JoinAt itself.
 func (q *Queue) joinBatch(ctx context.Context, key batchKey, run []*batchJoin) (list bool) {
-	if len(run) == 1 {
+	return q.joinBatchCall(ctx, key, run, nil)
+}
+
+// replyEarly is order.lua's reply to a call that came before the call
+// that was on its way when it left.
+const replyEarly int64 = -4
+
+// joinBatchCall is joinBatch for a call whose order the script checks
+// (call not nil): through Ordered, and, when it came early, again once
+// the call before it is back.
+func (q *Queue) joinBatchCall(ctx context.Context, key batchKey, run []*batchJoin, call *batchCall) (list bool) {
+	if len(run) == 1 && call == nil {
 		j := run[0]
 		r, err := q.joinCall(ctx, joinAtScript, key.room, j.visitor, noInvite(key.settings)...)
 		if err != nil {
@@ -279,8 +369,16 @@ func (q *Queue) joinBatch(ctx context.Context, key batchKey, run []*batchJoin) (
 	for i, j := range run {
 		visitors[i] = j.visitor
 	}
-	args := append(append(q.joinArgs(key.room, ""), noInvite(key.settings)...), visitors...)
-	v, err := q.r.Eval(ctx, joinBatchScript, joinBatchScript.batchKeys(key.room, visitors), args...)
+	keys := joinBatchScript.batchKeys(key.room, visitors)
+	args := append(q.joinArgs(key.room, ""), noInvite(key.settings)...)
+	var v any
+	var err error
+	if call == nil {
+		args = append(append(args, "", "0", "0"), visitors...)
+		v, err = q.r.Eval(ctx, joinBatchScript, keys, args...)
+	} else {
+		v, err = q.orderedCall(ctx, key, call, keys, args, visitors)
+	}
 	if err != nil {
 		fail(fmt.Errorf("queue: join: %w", err))
 		return false
@@ -296,6 +394,49 @@ func (q *Queue) joinBatch(ctx context.Context, key batchKey, run []*batchJoin) (
 		j.state, j.ticket, j.err = q.joinState(key.room, j.visitor, r)
 	}
 	return list
+}
+
+// orderedCall makes call, a call of key's joins by joinBatchScript with
+// keys and args (join.lua's) for visitors, through Ordered, with its
+// place in order.
+func (q *Queue) orderedCall(ctx context.Context, key batchKey, call *batchCall, keys, args, visitors []string) (any, error) {
+	o := q.r.(Ordered)
+	bs := q.batches
+	n, prev := len(args), "0"
+	if call.prev != nil {
+		prev = strconv.FormatUint(call.prev.seq, 10)
+	}
+	// The calls of one batchKey follow each other: of the room at one
+	// settings version, whose check is apart from another version's.
+	chain := bs.inst + ":" + strconv.FormatInt(key.settings, 10)
+	args = append(append(args, chain, strconv.FormatUint(call.seq, 10), prev), visitors...)
+	call.sent.Store(true)
+	v, err := o.EvalOrdered(ctx, joinBatchScript, keys, args...)
+	if err != nil || !isEarly(v) {
+		return v, err
+	}
+	if call.prev == nil {
+		return nil, errors.New("queue: join: a call with none before it came early")
+	}
+	// It reached Redis before the call before it: once that one is back
+	// (run, or failed and never to run), nothing is ahead of it.
+	select {
+	case <-call.prev.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	args[n+2] = "0"
+	return o.EvalOrdered(ctx, joinBatchScript, keys, args...)
+}
+
+// isEarly reports whether v is order.lua's replyEarly.
+func isEarly(v any) bool {
+	list, ok := v.([]any)
+	if !ok || len(list) != 1 {
+		return false
+	}
+	code, err := asInt(list[0])
+	return err == nil && code == replyEarly
 }
 
 // statusBatch reads the states of the visitors of run in one call.

@@ -149,7 +149,7 @@ func (g *gatedRedis) Eval(ctx context.Context, s *Script, keys []string, args ..
 		return v, err
 	case joinBatchScript:
 		v, err := g.Redis.Eval(ctx, s, keys, args...)
-		g.record(args[12:])
+		g.record(args[15:])
 		return v, err
 	}
 	return g.Redis.Eval(ctx, s, keys, args...)
