@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -415,11 +414,13 @@ func (q *Queue) orderedCall(ctx context.Context, key batchKey, call *batchCall, 
 	if err != nil || !isEarly(v) {
 		return v, err
 	}
-	if call.prev == nil {
-		return nil, errors.New("queue: join: a call with none before it came early")
-	}
-	// It reached Redis before the call before it: once that one is back
-	// (run, or failed and never to run), nothing is ahead of it.
+	// It reached Redis before the call before it (prev is set: a call
+	// without one is not checked). Once that one is back it has run, or
+	// failed: an abandoned call (its context done) still goes first, in
+	// the same connection's queue; one whose connection was closed under
+	// it (Redis stalled past the write timeout) may have reached Redis
+	// and run later than this one, as any call of a failed connection
+	// may: its joins were answered with the error.
 	select {
 	case <-call.prev.done:
 	case <-ctx.Done():

@@ -114,31 +114,40 @@ func TestTwoJoinCallsOnTheWayInOrder(t *testing.T) {
 			t.Fatal("a client that keeps the order is not used so")
 		}
 		const callers, each = 64, 8
-		var wg sync.WaitGroup
 		var mu sync.Mutex
 		tickets := map[string]int64{}
-		for c := range callers {
-			wg.Go(func() {
-				for i := range each {
-					v := fmt.Sprintf("c%d-%d", c, i)
-					_, tk, err := q.JoinAt(ctx, "herd", v, Invite{}, 0)
-					if err != nil {
-						t.Error(err)
-						return
+		// Herds until one had two calls on the way (the first, unless the
+		// machine is very slow).
+		herds := 0
+		for ; herds < 5; herds++ {
+			var wg sync.WaitGroup
+			for c := range callers {
+				wg.Go(func() {
+					for i := range each {
+						v := fmt.Sprintf("h%d-c%d-%d", herds, c, i)
+						_, tk, err := q.JoinAt(ctx, "herd", v, Invite{}, 0)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						mu.Lock()
+						tickets[v] = tk.Seq
+						mu.Unlock()
 					}
-					mu.Lock()
-					tickets[v] = tk.Seq
-					mu.Unlock()
-				}
-			})
+				})
+			}
+			wg.Wait()
+			if _, most := spy.record(); most >= 2 {
+				herds++
+				break
+			}
 		}
-		wg.Wait()
 		seen := map[int64]bool{}
 		for _, s := range tickets {
 			seen[s] = true
 		}
-		if len(tickets) != callers*each || len(seen) != callers*each {
-			t.Fatalf("%d distinct tickets for %d joins", len(seen), callers*each)
+		if n := herds * callers * each; len(tickets) != n || len(seen) != n {
+			t.Fatalf("%d distinct tickets for %d joins", len(seen), n)
 		}
 		tries, most := spy.record()
 		early := 0
@@ -149,7 +158,7 @@ func TestTwoJoinCallsOnTheWayInOrder(t *testing.T) {
 		}
 		t.Logf("%d ordered calls, %d came early", len(tries)-early, early)
 		if most != 2 {
-			t.Fatalf("at most %d ordered calls on the way at once, want 2", most)
+			t.Fatalf("at most %d ordered calls on the way at once in %d herds, want 2", most, herds)
 		}
 		ranInOrder(t, tries, tickets)
 	})
@@ -307,6 +316,122 @@ func TestJoinCallChainsApart(t *testing.T) {
 		}
 		if !errors.Is(run3[0].err, ErrSettingsChanged) {
 			t.Fatalf("a join at the older version: %v", run3[0].err)
+		}
+	})
+}
+
+// heldLone holds the single join script's calls while armed, until
+// released.
+type heldLone struct {
+	Redis
+	mu   sync.Mutex
+	gate chan struct{} // nil: not armed
+	held int
+}
+
+func (h *heldLone) arm() {
+	h.mu.Lock()
+	h.gate = make(chan struct{})
+	h.mu.Unlock()
+}
+
+func (h *heldLone) release() {
+	h.mu.Lock()
+	close(h.gate)
+	h.gate = nil
+	h.mu.Unlock()
+}
+
+func (h *heldLone) waiting() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.held
+}
+
+func (h *heldLone) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
+	if s == joinAtScript {
+		h.mu.Lock()
+		g := h.gate
+		if g != nil {
+			h.held++
+		}
+		h.mu.Unlock()
+		if g != nil {
+			<-g
+		}
+	}
+	return h.Redis.Eval(ctx, s, keys, args...)
+}
+
+// No call leaves beside a lone join, whose script keeps no order, even
+// when the room's call before the lone join was one that kept it: a call
+// beside the lone join, checked against that earlier call, which ran,
+// could run before the lone join.
+func TestNoJoinCallBesideALoneJoin(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		hl := &heldLone{Redis: r}
+		release1 := make(chan struct{})
+		spy := &orderSpy{Redis: hl}
+		spy.hold = func(seq, prev string) {
+			if seq == "1" {
+				<-release1
+			}
+		}
+		q := newQueue(t, spy, &Options{JoinBatch: 4})
+		tickets := map[string]int64{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		join := func(v string) {
+			wg.Go(func() {
+				_, tk, err := q.JoinAt(ctx, "drop", v, Invite{}, 0)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				tickets[v] = tk.Seq
+				mu.Unlock()
+			})
+		}
+		waiting := func() int {
+			q.batches.mu.Lock()
+			defer q.batches.mu.Unlock()
+			if b := q.batches.rooms[batchKey{room: "drop"}]; b != nil {
+				return len(b.waiting)
+			}
+			return 0
+		}
+		// v00 alone, held; v01 and v02 behind it go as call 1, held too.
+		hl.arm()
+		join("v00")
+		waitfor.Until(t, 5*time.Second, "v00 on its way", func() bool { return hl.waiting() == 1 })
+		join("v01")
+		waitfor.Until(t, 5*time.Second, "v01 waiting", func() bool { return waiting() == 1 })
+		join("v02")
+		waitfor.Until(t, 5*time.Second, "v02 waiting", func() bool { return waiting() == 2 })
+		hl.release()
+		waitfor.Until(t, 5*time.Second, "call 1 left", func() bool { return waiting() == 0 })
+		// v03 arrives during call 1, alone: when call 1 is back it goes
+		// as a lone join, held; v04 and v05 wait behind it.
+		hl.arm()
+		join("v03")
+		waitfor.Until(t, 5*time.Second, "v03 waiting", func() bool { return waiting() == 1 })
+		close(release1)
+		waitfor.Until(t, 5*time.Second, "v03 on its way", func() bool { return hl.waiting() == 2 })
+		join("v04")
+		waitfor.Until(t, 5*time.Second, "v04 waiting", func() bool { return waiting() == 1 })
+		join("v05")
+		waitfor.Until(t, 5*time.Second, "v05 waiting", func() bool { return waiting() == 2 })
+		if tries, _ := spy.record(); len(tries) != 1 {
+			t.Fatalf("ordered calls %+v: one left beside the lone join", tries)
+		}
+		hl.release()
+		wg.Wait()
+		for i := range 6 {
+			if v := fmt.Sprintf("v%02d", i); tickets[v] != int64(i+1) {
+				t.Fatalf("tickets %v, want v00 to v05 in order", tickets)
+			}
 		}
 	})
 }
