@@ -162,12 +162,22 @@ func startTarget(ctx context.Context, ext externalOpts, serverArgs []string) (*t
 
 // startRedis starts a fresh redis-server on a free loopback port as part of
 // t, without persistence, and waits until it answers PING.
+// Another process may take the port before Redis binds it (the tests of
+// other packages start Redis servers at the same time): it is then
+// stopped and started again on another port, up to three times.
 func (t *target) startRedis(ctx context.Context) error {
-	rport, err := freePort()
-	if err != nil {
-		return err
+	var err error
+	for range 3 {
+		var rport int
+		if rport, err = freePort(); err != nil {
+			return err
+		}
+		if err = t.startRedisOn(ctx, rport, "--save", "", "--appendonly", "no"); err == nil {
+			return nil
+		}
+		t.stopProcs(false)
 	}
-	return t.startRedisOn(ctx, rport, "--save", "", "--appendonly", "no")
+	return err
 }
 
 // startRedisOn starts redis-server on 127.0.0.1:port as part of t with the
@@ -187,12 +197,32 @@ func (t *target) startRedisOn(ctx context.Context, port int, args ...string) err
 		_ = t.rdb.Close()
 	}
 	t.rdb = redis.NewClient(&redis.Options{Addr: t.RedisAddr, PoolSize: 2})
-	if err := waitFor(ctx, 30*time.Second, func() bool {
-		return t.rdb.Ping(ctx).Err() == nil
-	}); err != nil {
+	// The server that answers must be the one started: another one on
+	// the port answers PING as well.
+	if err := waitOwn(ctx, 30*time.Second, t.rdb, t.procs[len(t.procs)-1].Process.Pid); err != nil {
 		return fmt.Errorf("redis-server on %s did not answer PING: %w", t.RedisAddr, err)
 	}
 	return nil
+}
+
+// waitOwn waits until the Redis server of process pid answers on rdb: a
+// server that answers with another process_id is another's, on the port
+// this one could not bind. A process that exited is not waited for.
+func waitOwn(ctx context.Context, limit time.Duration, rdb *redis.Client, pid int) error {
+	own := "process_id:" + strconv.Itoa(pid) + "\r\n"
+	exited := false
+	err := waitFor(ctx, limit, func() bool {
+		info, err := rdb.Info(ctx, "server").Result()
+		if err == nil && strings.Contains(info, own) {
+			return true
+		}
+		exited = !alive(pid)
+		return exited
+	})
+	if err == nil && exited {
+		err = errors.New("it exited")
+	}
+	return err
 }
 
 // startServer starts the server built from this module on a free loopback

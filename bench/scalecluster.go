@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,6 +82,65 @@ func (e *clusterEnv) close() {
 	}
 }
 
+// startClusterNode starts one cluster node of redis-server bin on a free
+// loopback port whose bus port (port+10000) is free too, in a folder of
+// its own, which it returns to be removed. Another process may take
+// either port before the node binds it (the tests of other packages
+// start Redis servers at the same time), and the node then exits, or
+// another server answers there: the node is stopped and started again on
+// other ports, up to three times.
+func startClusterNode(ctx context.Context, bin string) (*target, string, error) {
+	dir, err := os.MkdirTemp("", "waitroom-bench-cluster-")
+	if err != nil {
+		return nil, "", err
+	}
+	var last error
+	for range 3 {
+		port, err := freeClusterPort()
+		if err != nil {
+			return nil, dir, err
+		}
+		os.Remove(dir + "/nodes.conf")
+		n := &target{RedisAddr: "127.0.0.1:" + strconv.Itoa(port)}
+		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--cluster-enabled", "yes", "--cluster-config-file", dir+"/nodes.conf", "--dir", dir,
+			"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no", "--daemonize", "no",
+			"--loglevel", "warning", "--maxclients", "20000")
+		if err := n.spawn(cmd, "redis"); err != nil {
+			return nil, dir, err
+		}
+		n.rdb = redis.NewClient(&redis.Options{Addr: n.RedisAddr, PoolSize: 2})
+		err = waitOwn(ctx, 10*time.Second, n.rdb, cmd.Process.Pid)
+		if err == nil {
+			return n, dir, nil
+		}
+		last = fmt.Errorf("cluster node %s did not answer PING: %w", n.RedisAddr, err)
+		n.Close()
+	}
+	return nil, dir, last
+}
+
+// freeClusterPort is freePort for a cluster node: a port below 55536 whose
+// bus port, port+10000, is free as well.
+func freeClusterPort() (int, error) {
+	for range 100 {
+		port, err := freePort()
+		if err != nil {
+			return 0, err
+		}
+		if port > 55535 {
+			continue
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port, nil
+	}
+	return 0, errors.New("no free loopback port with a free cluster bus port")
+}
+
 func startClusterEnv(ctx context.Context, o scaleOptions) (*clusterEnv, error) {
 	e := &clusterEnv{scaleEnv: scaleEnv{adminKey: newSecret()}}
 	ok := false
@@ -99,28 +159,14 @@ func startClusterEnv(ctx context.Context, o scaleOptions) (*clusterEnv, error) {
 	}
 	var addrs []string
 	for range 6 {
-		port, err := freePort()
+		n, dir, err := startClusterNode(ctx, bin)
+		if dir != "" {
+			e.dirs = append(e.dirs, dir)
+		}
 		if err != nil {
 			return nil, err
 		}
-		n := &target{RedisAddr: "127.0.0.1:" + strconv.Itoa(port)}
 		e.nodes = append(e.nodes, n)
-		dir, err := os.MkdirTemp("", "waitroom-bench-cluster-")
-		if err != nil {
-			return nil, err
-		}
-		e.dirs = append(e.dirs, dir)
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--cluster-enabled", "yes", "--cluster-config-file", dir+"/nodes.conf", "--dir", dir,
-			"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no", "--daemonize", "no",
-			"--loglevel", "warning", "--maxclients", "20000")
-		if err := n.spawn(cmd, "redis"); err != nil {
-			return nil, err
-		}
-		n.rdb = redis.NewClient(&redis.Options{Addr: n.RedisAddr, PoolSize: 2})
-		if err := waitFor(ctx, 10*time.Second, func() bool { return n.rdb.Ping(ctx).Err() == nil }); err != nil {
-			return nil, fmt.Errorf("cluster node %s did not answer PING: %w", n.RedisAddr, err)
-		}
 		addrs = append(addrs, n.RedisAddr)
 	}
 	args := append([]string{"--cluster", "create"}, addrs...)
