@@ -205,15 +205,16 @@ func (t *target) startRedisOn(ctx context.Context, port int, args ...string) err
 	return nil
 }
 
-// waitOwn waits until the Redis server of process pid answers on rdb: a
-// server that answers with another process_id is another's, on the port
+// waitOwn waits until the Redis server of process pid answers PING on
+// rdb, which it does once it has loaded its data (INFO answers before):
+// a server that answers with another process_id is another's, on the port
 // this one could not bind. A process that exited is not waited for.
 func waitOwn(ctx context.Context, limit time.Duration, rdb *redis.Client, pid int) error {
 	own := "process_id:" + strconv.Itoa(pid) + "\r\n"
 	exited := false
 	err := waitFor(ctx, limit, func() bool {
 		info, err := rdb.Info(ctx, "server").Result()
-		if err == nil && strings.Contains(info, own) {
+		if err == nil && strings.Contains(info, own) && rdb.Ping(ctx).Err() == nil {
 			return true
 		}
 		exited = !alive(pid)
