@@ -171,7 +171,6 @@ func TestTwoJoinCallsOnTheWayInOrder(t *testing.T) {
 // back early.
 func TestEarlyJoinCallGoesAgain(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
-		ctx := context.Background()
 		release := make(chan struct{})
 		g := &gatedRedis{Redis: r, gate: make(chan struct{})}
 		spy := &orderSpy{Redis: g}
@@ -181,29 +180,8 @@ func TestEarlyJoinCallGoesAgain(t *testing.T) {
 			}
 		}
 		q := newQueue(t, spy, &Options{JoinBatch: 4})
-		tickets := map[string]int64{}
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		join := func(v string) {
-			wg.Go(func() {
-				_, tk, err := q.JoinAt(ctx, "drop", v, Invite{}, 0)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				tickets[v] = tk.Seq
-				mu.Unlock()
-			})
-		}
-		waiting := func() int {
-			q.batches.mu.Lock()
-			defer q.batches.mu.Unlock()
-			if b := q.batches.rooms[batchKey{room: "drop"}]; b != nil {
-				return len(b.waiting)
-			}
-			return 0
-		}
+		js := &roomJoins{t: t, q: q, room: "drop"}
+		join, waiting := js.join, js.waiting
 		// v00 goes alone (joinAtScript, held by g); four wait behind it.
 		join("v00")
 		waitfor.Until(t, 5*time.Second, "the first join on its way", func() bool { return len(g.calls()) == 1 })
@@ -227,7 +205,7 @@ func TestEarlyJoinCallGoesAgain(t *testing.T) {
 			return len(tries) == 1 && tries[0].seq == "2" && tries[0].prev == "1" && tries[0].early
 		})
 		close(release)
-		wg.Wait()
+		tickets := js.wait()
 		tries, _ := spy.record()
 		if len(tries) != 3 || tries[1].seq != "1" || tries[1].early || tries[2].seq != "2" || tries[2].prev != "0" || tries[2].early {
 			t.Fatalf("attempts %+v, want call 2 early, call 1, call 2 again", tries)
@@ -320,6 +298,53 @@ func TestJoinCallChainsApart(t *testing.T) {
 	})
 }
 
+// roomJoins makes joins of room on q, each in a goroutine of its own,
+// and records the tickets they get.
+type roomJoins struct {
+	t    *testing.T
+	q    *Queue
+	room string
+
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	tickets map[string]int64
+}
+
+func (j *roomJoins) join(v string) {
+	j.wg.Go(func() {
+		_, tk, err := j.q.JoinAt(context.Background(), j.room, v, Invite{}, 0)
+		if err != nil {
+			j.t.Error(err)
+			return
+		}
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if j.tickets == nil {
+			j.tickets = map[string]int64{}
+		}
+		j.tickets[v] = tk.Seq
+	})
+}
+
+// waiting is how many joins of the room wait for a call.
+func (j *roomJoins) waiting() int {
+	bs := j.q.batches
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if b := bs.rooms[batchKey{room: j.room}]; b != nil {
+		return len(b.waiting)
+	}
+	return 0
+}
+
+// wait returns the tickets, by visitor, once every join is back.
+func (j *roomJoins) wait() map[string]int64 {
+	j.wg.Wait()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.tickets
+}
+
 // heldLone holds the single join script's calls while armed, until
 // released.
 type heldLone struct {
@@ -369,7 +394,6 @@ func (h *heldLone) Eval(ctx context.Context, s *Script, keys []string, args ...s
 // could run before the lone join.
 func TestNoJoinCallBesideALoneJoin(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
-		ctx := context.Background()
 		hl := &heldLone{Redis: r}
 		release1 := make(chan struct{})
 		spy := &orderSpy{Redis: hl}
@@ -379,29 +403,8 @@ func TestNoJoinCallBesideALoneJoin(t *testing.T) {
 			}
 		}
 		q := newQueue(t, spy, &Options{JoinBatch: 4})
-		tickets := map[string]int64{}
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		join := func(v string) {
-			wg.Go(func() {
-				_, tk, err := q.JoinAt(ctx, "drop", v, Invite{}, 0)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				tickets[v] = tk.Seq
-				mu.Unlock()
-			})
-		}
-		waiting := func() int {
-			q.batches.mu.Lock()
-			defer q.batches.mu.Unlock()
-			if b := q.batches.rooms[batchKey{room: "drop"}]; b != nil {
-				return len(b.waiting)
-			}
-			return 0
-		}
+		js := &roomJoins{t: t, q: q, room: "drop"}
+		join, waiting := js.join, js.waiting
 		// v00 alone, held; v01 and v02 behind it go as call 1, held too.
 		hl.arm()
 		join("v00")
@@ -427,7 +430,7 @@ func TestNoJoinCallBesideALoneJoin(t *testing.T) {
 			t.Fatalf("ordered calls %+v: one left beside the lone join", tries)
 		}
 		hl.release()
-		wg.Wait()
+		tickets := js.wait()
 		for i := range 6 {
 			if v := fmt.Sprintf("v%02d", i); tickets[v] != int64(i+1) {
 				t.Fatalf("tickets %v, want v00 to v05 in order", tickets)
