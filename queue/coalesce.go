@@ -148,6 +148,8 @@ type joinBatches struct {
 	seq uint64
 }
 
+// newJoinBatches takes up to size joins of a room in a call; ordered:
+// the queue's Redis keeps the order of its ordered calls (keepsOrder).
 func newJoinBatches(size int, ordered bool) *joinBatches {
 	var id [8]byte
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
@@ -292,7 +294,7 @@ func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin, ca
 	if key.status {
 		q.statusBatch(ctx, key.room, run)
 	} else {
-		list = q.joinBatchCall(ctx, key, run, call)
+		list = q.joinBatch(ctx, key, run, call)
 	}
 	bs := q.batches
 	bs.mu.Lock()
@@ -333,22 +335,17 @@ func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin, ca
 	}
 }
 
-// joinBatch makes one call for the joins of run and sets each one's
-// outcome. It reports whether the room must be listed for the tick loop
-// before the joins are answered (see join). A batch of one is the join of
-// JoinAt itself.
-func (q *Queue) joinBatch(ctx context.Context, key batchKey, run []*batchJoin) (list bool) {
-	return q.joinBatchCall(ctx, key, run, nil)
-}
-
 // replyEarly is order.lua's reply to a call that came before the call
 // that was on its way when it left.
 const replyEarly int64 = -4
 
-// joinBatchCall is joinBatch for a call whose order the script checks
-// (call not nil): through Ordered, and, when it came early, again once
-// the call before it is back.
-func (q *Queue) joinBatchCall(ctx context.Context, key batchKey, run []*batchJoin, call *batchCall) (list bool) {
+// joinBatch makes one call for the joins of run and sets each one's
+// outcome. It reports whether the room must be listed for the tick loop
+// before the joins are answered (see join). A batch of one is the join of
+// JoinAt itself. A call whose order the script checks (call not nil) goes
+// through Ordered and, when it came early, again once the call before it
+// is back.
+func (q *Queue) joinBatch(ctx context.Context, key batchKey, run []*batchJoin, call *batchCall) (list bool) {
 	if len(run) == 1 && call == nil {
 		j := run[0]
 		r, err := q.joinCall(ctx, joinAtScript, key.room, j.visitor, noInvite(key.settings)...)

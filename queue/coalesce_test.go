@@ -104,7 +104,7 @@ func TestJoinBatchMatchesJoins(t *testing.T) {
 					for i, v := range batch {
 						run[i] = &batchJoin{visitor: v}
 					}
-					q.joinBatch(ctx, batchKey{room: room, settings: version}, run)
+					q.joinBatch(ctx, batchKey{room: room, settings: version}, run, nil)
 					for _, j := range run {
 						out = append(out, joinOutcome(j.state, j.ticket, j.err))
 					}

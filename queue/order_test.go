@@ -22,7 +22,7 @@ import (
 // before an attempt is sent and may block it.
 type orderSpy struct {
 	Redis
-	hold func(seq, prev string)
+	hold func(seq string)
 
 	mu       sync.Mutex
 	now, max int
@@ -40,10 +40,22 @@ type orderTry struct {
 
 func (s *orderSpy) KeepsOrder() bool { return true }
 
+// holdFirst holds the first ordered call (call 1) before it is sent,
+// until the returned channel is closed.
+func (s *orderSpy) holdFirst() chan struct{} {
+	release := make(chan struct{})
+	s.hold = func(seq string) {
+		if seq == "1" {
+			<-release
+		}
+	}
+	return release
+}
+
 func (s *orderSpy) EvalOrdered(ctx context.Context, sc *Script, keys []string, args ...string) (any, error) {
 	seq, prev := args[13], args[14]
 	if s.hold != nil {
-		s.hold(seq, prev)
+		s.hold(seq)
 	}
 	s.mu.Lock()
 	s.now++
@@ -171,14 +183,9 @@ func TestTwoJoinCallsOnTheWayInOrder(t *testing.T) {
 // back early.
 func TestEarlyJoinCallGoesAgain(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
-		release := make(chan struct{})
 		g := &gatedRedis{Redis: r, gate: make(chan struct{})}
 		spy := &orderSpy{Redis: g}
-		spy.hold = func(seq, prev string) {
-			if seq == "1" {
-				<-release
-			}
-		}
+		release := spy.holdFirst()
 		q := newQueue(t, spy, &Options{JoinBatch: 4})
 		js := &roomJoins{t: t, q: q, room: "drop"}
 		join, waiting := js.join, js.waiting
@@ -231,14 +238,14 @@ func TestJoinCallOrderLost(t *testing.T) {
 		// Call 2 left while call 1 was on its way; call 1 ran, and then
 		// Redis lost its record.
 		run1 := []*batchJoin{{visitor: "a"}, {visitor: "b"}}
-		q.joinBatchCall(ctx, key, run1, c1)
+		q.joinBatch(ctx, key, run1, c1)
 		close(c1.done)
 		if _, err := r.Do(ctx, "DEL", prefix("lost")+"order"); err != nil {
 			t.Fatal(err)
 		}
 		c2 := &batchCall{seq: 2, prev: c1, done: make(chan struct{})}
 		run2 := []*batchJoin{{visitor: "c"}, {visitor: "d"}}
-		q.joinBatchCall(ctx, key, run2, c2)
+		q.joinBatch(ctx, key, run2, c2)
 		for _, j := range slices.Concat(run1, run2) {
 			if j.err != nil {
 				t.Fatalf("%s: %v", j.visitor, j.err)
@@ -275,13 +282,13 @@ func TestJoinCallChainsApart(t *testing.T) {
 		// call 1 and must not run before it.
 		c1 := &batchCall{seq: 1, done: make(chan struct{})}
 		c2 := &batchCall{seq: 2, done: make(chan struct{})}
-		q.joinBatchCall(ctx, newer, []*batchJoin{{visitor: "n1"}, {visitor: "n2"}}, c2)
+		q.joinBatch(ctx, newer, []*batchJoin{{visitor: "n1"}, {visitor: "n2"}}, c2)
 		c3 := &batchCall{seq: 3, prev: c1, done: make(chan struct{})}
 		run3 := []*batchJoin{{visitor: "o3"}, {visitor: "o4"}}
 		finished := make(chan struct{})
 		go func() {
 			defer close(finished)
-			q.joinBatchCall(ctx, older, run3, c3)
+			q.joinBatch(ctx, older, run3, c3)
 		}()
 		waitfor.Until(t, 5*time.Second, "call 3 back early", func() bool {
 			tries, _ := spy.record()
@@ -395,13 +402,8 @@ func (h *heldLone) Eval(ctx context.Context, s *Script, keys []string, args ...s
 func TestNoJoinCallBesideALoneJoin(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		hl := &heldLone{Redis: r}
-		release1 := make(chan struct{})
 		spy := &orderSpy{Redis: hl}
-		spy.hold = func(seq, prev string) {
-			if seq == "1" {
-				<-release1
-			}
-		}
+		release1 := spy.holdFirst()
 		q := newQueue(t, spy, &Options{JoinBatch: 4})
 		js := &roomJoins{t: t, q: q, room: "drop"}
 		join, waiting := js.join, js.waiting
