@@ -243,6 +243,24 @@ func (h *Hub) Attach(ctx context.Context, room, visitor string, t Transport) (*C
 // Source with every read of the visitor's state (see Source.States); a
 // ticket of another room is ignored.
 func (h *Hub) AttachTicket(ctx context.Context, room, visitor string, t Transport, ticket wire.Ticket) (*Conn, error) {
+	return h.AttachPage(ctx, room, visitor, t, Page{Ticket: ticket})
+}
+
+// Page is what the page behind a new push connection brings to it.
+type Page struct {
+	// Ticket is the ticket its credential carries (see AttachTicket).
+	Ticket wire.Ticket
+	// Message tells that the page shows an operator's message, which a
+	// join or poll answer carried. When the room has none by the time the
+	// connection's first state is read, the connection is told so, even
+	// on an instance that never saw the message cleared.
+	Message bool
+}
+
+// AttachPage is AttachTicket for a connection whose page says what it
+// shows (see Page).
+func (h *Hub) AttachPage(ctx context.Context, room, visitor string, t Transport, page Page) (*Conn, error) {
+	ticket := page.Ticket
 	if h.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -287,7 +305,7 @@ func (h *Hub) AttachTicket(ctx context.Context, room, visitor string, t Transpor
 			h.apply(r, v, states[0], seq)
 		}
 		drops = h.pushLocked(r, v, time.Now())
-		drops = append(drops, h.noticeOnAttach(r, c, states[0])...)
+		drops = append(drops, h.noticeOnAttach(r, c, states[0], page.Message)...)
 	}
 	r.mu.Unlock()
 	h.dropSlow(drops)

@@ -54,13 +54,24 @@ func (h *Hub) sendNotice(r *room, c *Conn) bool {
 // read for c's visitor and sends it to c when there is one, or when one
 // was cleared here: the page behind c may still show the message its join
 // or poll answer carried before the clearing, and pushed states leave the
-// message out. Needs r.mu.
-func (h *Hub) noticeOnAttach(r *room, c *Conn, st wire.State) []*Conn {
+// message out. shown is the page's word that it shows a message (Page):
+// when the room has none and this instance never had one to clear, c is
+// told there is none all the same. Needs r.mu.
+func (h *Hub) noticeOnAttach(r *room, c *Conn, st wire.State, shown bool) []*Conn {
 	slow := h.setNotice(r, st.Settings, st.Message)
-	if c.removed || r.notice.seq == 0 {
+	if c.removed {
 		return slow
 	}
-	if !h.sendNotice(r, c) {
+	ok := true
+	switch {
+	case r.notice.seq > 0:
+		ok = h.sendNotice(r, c)
+	case shown:
+		// No text here since the room was made (seq 0): the room has no
+		// message, and the page's came from another instance's answer.
+		ok = c.enqueue(outMsg{event: "message", data: wire.MessageFrame(r.name, "")})
+	}
+	if !ok {
 		h.removeLocked(c)
 		slow = append(slow, c)
 	}

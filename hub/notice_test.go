@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"testing/synctest"
@@ -94,6 +95,41 @@ func TestMessageOnConnectAndLive(t *testing.T) {
 		synctest.Wait()
 		if got := notices(t, e); len(got) != 0 {
 			t.Fatalf("room without a message sent %q on connect", got)
+		}
+	})
+}
+
+// A page that shows a message (its join was answered by another instance
+// before the clearing) and connects here, where the room never had one,
+// is told the room has none; a page that shows none gets no frame, and a
+// room whose message is set sends it, once.
+func TestMessageClearedElsewhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, b := newSource(), newBroker()
+		h := start(t, New(b, src, nil, quiet(Options{})))
+		src.set("drop", "a", wire.State{Status: wire.StatusWaiting, Position: 1, Settings: 7})
+		src.set("drop", "b", wire.State{Status: wire.StatusWaiting, Position: 2, Settings: 7})
+		shows, blank := newTransport("ws"), newTransport("sse")
+		if _, err := h.AttachPage(context.Background(), "drop", "a", shows, Page{Message: true}); err != nil {
+			t.Fatal(err)
+		}
+		mustAttach(t, h.Hub, "drop", "b", blank)
+		synctest.Wait()
+		if got := notices(t, shows); len(got) != 1 || got[0] != "" {
+			t.Fatalf("a page showing a message, room without one: %q", got)
+		}
+		if got := notices(t, blank); len(got) != 0 {
+			t.Fatalf("a page showing none: %q", got)
+		}
+		const text = "Doors open at noon."
+		src.set("calm", "c", wire.State{Status: wire.StatusWaiting, Position: 1, Settings: 3, Message: text})
+		set := newTransport("ws")
+		if _, err := h.AttachPage(context.Background(), "calm", "c", set, Page{Message: true}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := notices(t, set); len(got) != 1 || got[0] != text {
+			t.Fatalf("a room with a message: %q", got)
 		}
 	})
 }

@@ -26,7 +26,7 @@ import (
 // Hub is what push needs of the hub: attaching a connection, and how long
 // a connection that asked for heartbeats may go silent. *hub.Hub is one.
 type Hub interface {
-	AttachTicket(ctx context.Context, room, visitor string, t hub.Transport, ticket wire.Ticket) (*hub.Conn, error)
+	AttachPage(ctx context.Context, room, visitor string, t hub.Transport, page hub.Page) (*hub.Conn, error)
 	BeatSilence(every time.Duration) time.Duration
 }
 
@@ -64,7 +64,12 @@ type Target struct {
 	Room    string
 	Visitor string
 	Ticket  wire.Ticket
+	// Message tells that the page shows an operator's message (hub.Page).
+	Message bool
 }
+
+// page is what t's page brings to the hub.
+func (t Target) page() hub.Page { return hub.Page{Ticket: t.Ticket, Message: t.Message} }
 
 // ErrDraining refuses a push connection on an instance that is shutting
 // down. The caller answers with it too once it starts draining.

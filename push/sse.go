@@ -37,7 +37,7 @@ func (s *Server) SSE(c *fiber.Ctx, t Target) error {
 	c.Context().HijackSetNoResponse(true)
 	c.Context().Hijack(func(nc net.Conn) {
 		serveHijacked(nc, func(nc net.Conn, mayLeave bool) bool {
-			return s.serveSSE(nc, t.Room, t.Visitor, t.Ticket, lastID, cors, mayLeave, s.end)
+			return s.serveSSE(nc, t, lastID, cors, mayLeave, s.end)
 		}, s.end)
 	})
 	return nil
@@ -59,7 +59,7 @@ func (s *Server) streamCORS(origin string) string {
 // go: in the server's epoll set with no goroutine of its own when there is
 // one and mayLeave allows (it then returns true, and done is called when
 // the stream ends), else on this goroutine.
-func (s *Server) serveSSE(nc net.Conn, room, visitor string, ticket wire.Ticket, lastID int64, cors string, mayLeave bool, done func()) (kept bool) {
+func (s *Server) serveSSE(nc net.Conn, target Target, lastID int64, cors string, mayLeave bool, done func()) (kept bool) {
 	t := &sseTransport{conn: nc, id: lastID, every: s.opts.SSEHeartbeat, cors: cors}
 	t.silence = s.hub.BeatSilence(t.every)
 	conn, err := shallow(func() (*hub.Conn, error) {
@@ -69,7 +69,7 @@ func (s *Server) serveSSE(nc net.Conn, room, visitor string, ticket wire.Ticket,
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), attachTimeout)
 		defer cancel()
-		return s.hub.AttachTicket(ctx, room, visitor, t, ticket)
+		return s.hub.AttachPage(ctx, target.Room, target.Visitor, t, target.page())
 	})
 	if err != nil {
 		t.refuse(attachError(err))

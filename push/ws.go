@@ -18,7 +18,6 @@ import (
 
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
-	"github.com/waitroom/waitroom/wire"
 )
 
 const (
@@ -46,7 +45,7 @@ func (s *Server) WS(c *fiber.Ctx, t Target) error {
 	cell := &reqCell{req: req}
 	c.Context().Hijack(func(nc net.Conn) {
 		serveHijacked(nc, func(nc net.Conn, mayLeave bool) bool {
-			return s.serveWS(nc, cell, t.Room, t.Visitor, t.Ticket, mayLeave, s.end)
+			return s.serveWS(nc, cell, t, mayLeave, s.end)
 		}, s.end)
 	})
 	return nil
@@ -59,10 +58,10 @@ func (s *Server) WS(c *fiber.Ctx, t Target) error {
 // called when the connection ends. Otherwise it waits on this goroutine;
 // the setup runs on a short-lived goroutine and the loop in a small frame,
 // so the long-lived stack stays shallow enough for the GC to shrink it.
-func (s *Server) serveWS(nc net.Conn, cell *reqCell, room, visitor string, ticket wire.Ticket, mayLeave bool, done func()) (kept bool) {
+func (s *Server) serveWS(nc net.Conn, cell *reqCell, target Target, mayLeave bool, done func()) (kept bool) {
 	req := cell.req
 	cell.req = nil
-	sess, _ := shallow(func() (*wsSession, error) { return s.openWS(nc, req, room, visitor, ticket), nil })
+	sess, _ := shallow(func() (*wsSession, error) { return s.openWS(nc, req, target), nil })
 	if sess == nil {
 		nc.Close()
 		return false
@@ -103,7 +102,7 @@ type wsSession struct {
 }
 
 // openWS upgrades and attaches to the hub; nil when the connection is over.
-func (s *Server) openWS(nc net.Conn, req *http.Request, room, visitor string, ticket wire.Ticket) *wsSession {
+func (s *Server) openWS(nc net.Conn, req *http.Request, target Target) *wsSession {
 	w := &hijackWriter{conn: nc, header: http.Header{}}
 	// A control frame is all a client sends here: once one is handled, the
 	// read returns at the next frame boundary instead of waiting out
@@ -125,7 +124,7 @@ func (s *Server) openWS(nc net.Conn, req *http.Request, room, visitor string, ti
 	// closes, and turns later ones into no-ops.
 	t := &wsTransport{c: wc, nc: nc, silence: s.hub.BeatSilence(s.opts.WSHeartbeat), onBeat: s.opts.OnWSHeartbeat}
 	actx, cancel := context.WithTimeout(context.Background(), attachTimeout)
-	conn, err := s.hub.AttachTicket(actx, room, visitor, t, ticket)
+	conn, err := s.hub.AttachPage(actx, target.Room, target.Visitor, t, target.page())
 	cancel()
 	if err != nil {
 		e := attachError(err)

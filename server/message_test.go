@@ -128,6 +128,26 @@ func TestMessageAcrossInstances(t *testing.T) {
 				t.Fatalf("set: %s", r.Raw)
 			}
 			waitfor.Until(t, 5*time.Second, "message on B", func() bool { got, _ := p.lastText(); return got == "From A." })
+
+			// A page whose join on A carried a message, connecting to B after
+			// the clearing, where the room has had no connection, is told
+			// the message is gone: it says it shows one (msg=1, after the
+			// credential in the URL the helpers build).
+			admin := newVisitor(t, a.URL)
+			if r := admin.admin("PUT", "/rooms/quiet/message", `{"text":"Later."}`); r.Code != 200 {
+				t.Fatalf("set: %s", r.Raw)
+			}
+			tardy := newVisitor(t, a.URL)
+			if r := tardy.join("quiet"); r.str("message") != "Later." {
+				t.Fatalf("join: %s", r.Raw)
+			}
+			if r := admin.admin("DELETE", "/rooms/quiet/message", ""); r.Code != 200 {
+				t.Fatalf("clear: %s", r.Raw)
+			}
+			for _, kind := range []string{"ws", "sse"} {
+				c := dial(t, kind, b.URL, "quiet", tardy.cred+"&msg=1")
+				waitfor.Until(t, 5*time.Second, kind+" cleared on B", func() bool { got, ok := c.lastText(); return ok && got == "" })
+			}
 		})
 	}
 }

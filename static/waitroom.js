@@ -800,6 +800,9 @@
       var u = new URL(api + path, global.location.href);
       if (ticket) u.searchParams.set("ticket", ticket);
       else if (visitor) u.searchParams.set("visitor", visitor);
+      // The message shown came from an answer: a room that has none by
+      // now says so on connect, whichever instance holds the connection.
+      if (message) u.searchParams.set("msg", "1");
       return u;
     }
 

@@ -34,8 +34,8 @@ func (a *API) sse(c *fiber.Ctx) error {
 // the transport is on, the room and visitor are valid, the instance is not
 // draining. The strings are copies: fiber's alias fasthttp's request
 // buffers, which are reused once the hijack handler returns.
-// The target also holds the ticket the credential carries (see
-// push.Target).
+// The target also holds the ticket the credential carries, and whether
+// the page shows an operator's message (see push.Target).
 func (a *API) pushTarget(c *fiber.Ctx, off bool) (push.Target, error) {
 	if off {
 		return push.Target{}, errTransportOff
@@ -61,5 +61,6 @@ func (a *API) pushTarget(c *fiber.Ctx, off bool) (push.Target, error) {
 	}
 	t.Room = strings.Clone(t.Room)
 	r = strings.Clone(r)
-	return push.Target{Room: r, Visitor: strings.Clone(id), Ticket: t}, nil
+	// ?msg=1: the page shows an operator's message (push.Target).
+	return push.Target{Room: r, Visitor: strings.Clone(id), Ticket: t, Message: c.Query("msg") == "1"}, nil
 }

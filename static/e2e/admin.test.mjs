@@ -170,6 +170,8 @@ test("a message reaches every waiting page at once over WebSocket, SSE and polli
   const b = await openBrowser();
   t.after(() => b.close());
   const pages = {};
+  const firstSockets = [];
+  b.page.on("websocket", (ws) => firstSockets.push(ws.url()));
   for (const tr of ["ws", "sse", "poll"]) {
     const p = tr === "ws" ? b.page : await b.context.newPage();
     await p.goto(`${srv.base}/?room=${room}&transports=${tr}`);
@@ -199,8 +201,14 @@ test("a message reaches every waiting page at once over WebSocket, SSE and polli
 
   // A page opened now gets it on connect.
   const late = await b.context.newPage();
+  const lateSockets = [];
+  late.on("websocket", (ws) => lateSockets.push(ws.url()));
   await late.goto(`${srv.base}/?room=${room}`);
   await waitFor("the message on a new page", async () => (await text(late, "#room-message")) === msg, { timeout: 10000 });
+  // A page that shows a message says so when it connects (msg=1), so that
+  // an instance that never saw the message cleared still clears it.
+  assert.ok(firstSockets.length > 0 && !/[?&]msg=/.test(firstSockets[0]), `first page's WebSocket URL ${firstSockets}`);
+  assert.ok(lateSockets.length > 0 && lateSockets.every((u) => /[?&]msg=1(&|$)/.test(u)), `late page's WebSocket URLs ${lateSockets}`);
 
   assert.equal((await admin(srv.base, "DELETE", `/rooms/${room}/message`)).status, 200);
   for (const [name, p] of Object.entries({ ...pages, late })) {
