@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -335,9 +336,19 @@ func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin, ca
 	}
 }
 
-// replyEarly is order.lua's reply to a call that came before the call
-// that was on its way when it left.
-const replyEarly int64 = -4
+// order.lua's replies to a call that did nothing: it came before the
+// call that was on its way when it left (replyEarly), or after a later
+// call of its chain ran (replyOvertaken).
+const (
+	replyEarly     int64 = -4
+	replyOvertaken int64 = -5
+)
+
+// errOvertaken is the outcome of the joins of a call that reached Redis
+// after a later call of its chain had run (order.lua): they were not
+// queued. Only a call whose connection was closed under it gets there,
+// and its joins were answered with that error already.
+var errOvertaken = errors.New("queue: join: a later call of this instance's joins ran first; try again")
 
 // joinBatch makes one call for the joins of run and sets each one's
 // outcome. It reports whether the room must be listed for the tick loop
@@ -408,33 +419,46 @@ func (q *Queue) orderedCall(ctx context.Context, key batchKey, call *batchCall, 
 	args = append(append(args, chain, strconv.FormatUint(call.seq, 10), prev), visitors...)
 	call.sent.Store(true)
 	v, err := o.EvalOrdered(ctx, joinBatchScript, keys, args...)
-	if err != nil || !isEarly(v) {
+	if err != nil {
 		return v, err
+	}
+	switch orderReply(v) {
+	case replyOvertaken:
+		return nil, errOvertaken
+	case 0:
+		return v, nil
 	}
 	// It reached Redis before the call before it (prev is set: a call
 	// without one is not checked). Once that one is back it has run, or
 	// failed: an abandoned call (its context done) still goes first, in
 	// the same connection's queue; one whose connection was closed under
-	// it (Redis stalled past the write timeout) may have reached Redis
-	// and run later than this one, as any call of a failed connection
-	// may: its joins were answered with the error.
+	// it (Redis stalled past the write timeout) may reach Redis later
+	// than this one, and then does nothing (replyOvertaken).
 	select {
 	case <-call.prev.done:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	args[n+2] = "0"
-	return o.EvalOrdered(ctx, joinBatchScript, keys, args...)
+	v, err = o.EvalOrdered(ctx, joinBatchScript, keys, args...)
+	if err == nil && orderReply(v) == replyOvertaken {
+		return nil, errOvertaken
+	}
+	return v, err
 }
 
-// isEarly reports whether v is order.lua's replyEarly.
-func isEarly(v any) bool {
+// orderReply is order.lua's reply code in v (replyEarly or
+// replyOvertaken), or 0 when v is a script's whole reply.
+func orderReply(v any) int64 {
 	list, ok := v.([]any)
 	if !ok || len(list) != 1 {
-		return false
+		return 0
 	}
 	code, err := asInt(list[0])
-	return err == nil && code == replyEarly
+	if err != nil || (code != replyEarly && code != replyOvertaken) {
+		return 0
+	}
+	return code
 }
 
 // statusBatch reads the states of the visitors of run in one call.

@@ -70,7 +70,7 @@ func (s *orderSpy) EvalOrdered(ctx context.Context, sc *Script, keys []string, a
 	}
 	s.mu.Lock()
 	s.now--
-	s.tries = append(s.tries, orderTry{seq: seq, prev: prev, visitors: slices.Clone(args[15:]), early: err == nil && isEarly(v)})
+	s.tries = append(s.tries, orderTry{seq: seq, prev: prev, visitors: slices.Clone(args[15:]), early: err == nil && orderReply(v) == replyEarly})
 	s.mu.Unlock()
 	return v, err
 }
@@ -257,6 +257,54 @@ func TestJoinCallOrderLost(t *testing.T) {
 		tries, _ := spy.record()
 		if len(tries) != 3 || !tries[1].early || tries[2].early {
 			t.Fatalf("attempts %+v, want call 1, call 2 early, call 2 again", tries)
+		}
+	})
+}
+
+// A call whose connection was closed under it may still reach Redis, after
+// the call that left behind it went again and ran: it then does nothing,
+// so its joins take no tickets behind joins that arrived after them.
+func TestJoinCallOvertakenDoesNothing(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		spy := &orderSpy{Redis: r}
+		q := newQueue(t, spy, &Options{JoinBatch: 4})
+		key := batchKey{room: "late"}
+		// Call 1 failed on its way (done, never at Redis yet); call 2,
+		// which left behind it, came early, went again once call 1 was
+		// back, and ran.
+		c1 := &batchCall{seq: 1, done: make(chan struct{})}
+		close(c1.done)
+		c2 := &batchCall{seq: 2, prev: c1, done: make(chan struct{})}
+		run2 := []*batchJoin{{visitor: "c"}, {visitor: "d"}}
+		q.joinBatch(ctx, key, run2, c2)
+		for _, j := range run2 {
+			if j.err != nil || j.ticket.Seq == 0 {
+				t.Fatalf("%s: ticket %d, %v", j.visitor, j.ticket.Seq, j.err)
+			}
+		}
+		// Call 1 reaches Redis now.
+		run1 := []*batchJoin{{visitor: "a"}, {visitor: "b"}}
+		q.joinBatch(ctx, key, run1, c1)
+		for _, j := range run1 {
+			if !errors.Is(j.err, errOvertaken) {
+				t.Fatalf("%s: %v, want errOvertaken", j.visitor, j.err)
+			}
+			if v, err := r.Do(ctx, "ZSCORE", prefix("late")+"q", j.visitor); err != nil || v != nil {
+				t.Fatalf("%s queued by a call that came after a later one: %v %v", j.visitor, v, err)
+			}
+		}
+		// The chain goes on: call 3 runs, and a and b join again behind c and d.
+		c3 := &batchCall{seq: 3, done: make(chan struct{})}
+		run3 := []*batchJoin{{visitor: "a"}, {visitor: "b"}}
+		q.joinBatch(ctx, key, run3, c3)
+		for i, j := range run3 {
+			if j.err != nil || j.ticket.Seq <= run2[1].ticket.Seq {
+				t.Fatalf("%s again: ticket %d (c, d: %d, %d), %v", j.visitor, j.ticket.Seq, run2[0].ticket.Seq, run2[1].ticket.Seq, j.err)
+			}
+			if i > 0 && j.ticket.Seq <= run3[i-1].ticket.Seq {
+				t.Fatalf("tickets out of order: %d then %d", run3[i-1].ticket.Seq, j.ticket.Seq)
+			}
 		}
 	})
 }
