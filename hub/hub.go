@@ -234,21 +234,16 @@ func (h *Hub) goTracked(f func(), inline bool) bool {
 // from the Source. The returned Conn must be closed when the connection
 // ends. ctx bounds the Redis round trips only.
 func (h *Hub) Attach(ctx context.Context, room, visitor string, t Transport) (*Conn, error) {
-	return h.AttachTicket(ctx, room, visitor, t, wire.Ticket{})
-}
-
-// AttachTicket is Attach for a connection whose credential carries ticket.
-// The hub keeps the newest ticket of a visitor's connections (see
-// wire.Ticket.Newer) for as long as it has one here, and hands it to the
-// Source with every read of the visitor's state (see Source.States); a
-// ticket of another room is ignored.
-func (h *Hub) AttachTicket(ctx context.Context, room, visitor string, t Transport, ticket wire.Ticket) (*Conn, error) {
-	return h.AttachPage(ctx, room, visitor, t, Page{Ticket: ticket})
+	return h.AttachPage(ctx, room, visitor, t, Page{})
 }
 
 // Page is what the page behind a new push connection brings to it.
 type Page struct {
-	// Ticket is the ticket its credential carries (see AttachTicket).
+	// Ticket is the ticket its credential carries, if any. The hub keeps
+	// the newest ticket of a visitor's connections (see wire.Ticket.Newer)
+	// for as long as it has one here, and hands it to the Source with
+	// every read of the visitor's state (see Source.States); a ticket of
+	// another room is ignored.
 	Ticket wire.Ticket
 	// Message tells that the page shows an operator's message, which a
 	// join or poll answer carried. When the room has none by the time the
@@ -257,8 +252,7 @@ type Page struct {
 	Message bool
 }
 
-// AttachPage is AttachTicket for a connection whose page says what it
-// shows (see Page).
+// AttachPage is Attach for a connection whose page brings what Page holds.
 func (h *Hub) AttachPage(ctx context.Context, room, visitor string, t Transport, page Page) (*Conn, error) {
 	ticket := page.Ticket
 	if h.closed.Load() {

@@ -26,7 +26,7 @@ func TestStatesCarryClaims(t *testing.T) {
 		older := wire.Ticket{Room: "r", Seq: 5, IssuedAt: issued.Add(-time.Minute)}
 		attach := func(visitor string, tk wire.Ticket) {
 			t.Helper()
-			if _, err := h.AttachTicket(context.Background(), "r", visitor, newTransport("ws"), tk); err != nil {
+			if _, err := h.AttachPage(context.Background(), "r", visitor, newTransport("ws"), Page{Ticket: tk}); err != nil {
 				t.Fatalf("attach %s: %v", visitor, err)
 			}
 		}
