@@ -40,6 +40,14 @@ type orderTry struct {
 
 func (s *orderSpy) KeepsOrder() bool { return true }
 
+// orderedQueue is a Queue on r through an orderSpy, taking up to four
+// joins of a room in a call.
+func orderedQueue(t *testing.T, r Redis) (*Queue, *orderSpy) {
+	t.Helper()
+	spy := &orderSpy{Redis: r}
+	return newQueue(t, spy, &Options{JoinBatch: 4}), spy
+}
+
 // holdFirst holds the first ordered call (call 1) before it is sent,
 // until the returned channel is closed.
 func (s *orderSpy) holdFirst() chan struct{} {
@@ -120,8 +128,7 @@ func ranInOrder(t *testing.T, tries []orderTry, tickets map[string]int64) {
 func TestTwoJoinCallsOnTheWayInOrder(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
-		spy := &orderSpy{Redis: r}
-		q := newQueue(t, spy, &Options{JoinBatch: 4})
+		q, spy := orderedQueue(t, r)
 		if !q.batches.ordered {
 			t.Fatal("a client that keeps the order is not used so")
 		}
@@ -231,8 +238,7 @@ func TestEarlyJoinCallGoesAgain(t *testing.T) {
 func TestJoinCallOrderLost(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
-		spy := &orderSpy{Redis: r}
-		q := newQueue(t, spy, &Options{JoinBatch: 4})
+		q, spy := orderedQueue(t, r)
 		key := batchKey{room: "lost"}
 		c1 := &batchCall{seq: 1, done: make(chan struct{})}
 		// Call 2 left while call 1 was on its way; call 1 ran, and then
@@ -267,8 +273,7 @@ func TestJoinCallOrderLost(t *testing.T) {
 func TestJoinCallOvertakenDoesNothing(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
-		spy := &orderSpy{Redis: r}
-		q := newQueue(t, spy, &Options{JoinBatch: 4})
+		q, spy := orderedQueue(t, r)
 		key := batchKey{room: "late"}
 		// Call 1 failed on its way (done, never at Redis yet); call 2,
 		// which left behind it, came early, went again once call 1 was
@@ -286,6 +291,10 @@ func TestJoinCallOvertakenDoesNothing(t *testing.T) {
 		// Call 1 reaches Redis now.
 		run1 := []*batchJoin{{visitor: "a"}, {visitor: "b"}}
 		q.joinBatch(ctx, key, run1, c1)
+		tries, _ := spy.record()
+		if len(tries) != 3 || tries[0].seq != "2" || !tries[0].early || tries[1].seq != "2" || tries[1].early || tries[2].seq != "1" {
+			t.Fatalf("attempts %+v, want call 2 early, call 2 again, call 1", tries)
+		}
 		for _, j := range run1 {
 			if !errors.Is(j.err, errOvertaken) {
 				t.Fatalf("%s: %v, want errOvertaken", j.visitor, j.err)
@@ -315,8 +324,7 @@ func TestJoinCallOvertakenDoesNothing(t *testing.T) {
 func TestJoinCallChainsApart(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
-		spy := &orderSpy{Redis: r}
-		q := newQueue(t, spy, &Options{JoinBatch: 4})
+		q, spy := orderedQueue(t, r)
 		if err := q.SetRoomConfig(ctx, "two", RoomConfig{Batch: 1}); err != nil {
 			t.Fatal(err)
 		}
