@@ -206,7 +206,9 @@ test("a message reaches every waiting page at once over WebSocket, SSE and polli
   await late.goto(`${srv.base}/?room=${room}`);
   await waitFor("the message on a new page", async () => (await text(late, "#room-message")) === msg, { timeout: 10000 });
   // A page that shows a message says so when it connects (msg=1), so that
-  // an instance that never saw the message cleared still clears it.
+  // an instance that never saw the message cleared still clears it. The
+  // join answer shows the message before the WebSocket opens.
+  await waitFor("the new page's WebSocket", async () => lateSockets.length > 0, { timeout: 10000 });
   assert.ok(firstSockets.length > 0 && !/[?&]msg=/.test(firstSockets[0]), `first page's WebSocket URL ${firstSockets}`);
   assert.ok(lateSockets.length > 0 && lateSockets.every((u) => /[?&]msg=1(&|$)/.test(u)), `late page's WebSocket URLs ${lateSockets}`);
 
