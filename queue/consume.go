@@ -70,7 +70,8 @@ func (q *Queue) Consume(ctx context.Context, t Token, use Use) (time.Time, error
 func (q *Queue) consume(ctx context.Context, t Token, use Use, idle time.Duration) (consumeReply, error) {
 	v, err := q.r.Eval(ctx, consumeScript, consumeScript.keys(t.Room, t.Visitor),
 		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
-		strconv.Itoa(int(use)), strconv.FormatInt(idle.Milliseconds(), 10))
+		strconv.Itoa(int(use)), strconv.FormatInt(idle.Milliseconds(), 10),
+		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10))
 	if err != nil {
 		return consumeReply{}, fmt.Errorf("queue: consume: %w", err)
 	}

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -425,4 +426,62 @@ func joinAndAdmit(t *testing.T, q *Queue, room string, visitors ...string) []wir
 		return n >= len(visitors)
 	})
 	return tickets
+}
+
+// TestSpentStaysSpent: a used token's record is gone, and revive.lua
+// writes back records Redis lost; a check, a touch or a use after the
+// token's idle expiry must not take it for a lost one and let it be used
+// again (nor count its seat sold twice).
+func TestSpentStaysSpent(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		opts := fixedBatch(2, 50*time.Millisecond)
+		opts.TokenTTL = time.Second
+		opts.TokenMax = 10 * time.Second
+		q := newQueue(t, r, opts)
+		for _, v := range []string{"a", "b"} {
+			if _, err := q.Join(ctx, "drop", v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		admitTaken(t, q, "drop")
+		toks := map[string]Token{}
+		for _, v := range []string{"a", "b"} {
+			st, err := q.Status(ctx, "drop", v)
+			if err != nil || st.Status != wire.StatusAdmitted {
+				t.Fatalf("%s: %+v %v", v, st, err)
+			}
+			toks[v] = Token{Room: "drop", Visitor: v, NotBefore: st.NotBefore, ExpiresAt: st.ExpiresAt}
+		}
+		waitUntil(t, toks["a"].NotBefore)
+		waitUntil(t, toks["b"].NotBefore)
+		// b holds no max-active slot when it uses its token (the use then
+		// sells no seat): its token must stay used all the same.
+		p := prefix("drop")
+		if _, err := r.Do(ctx, "ZREM", p+"active", "b"); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []string{"a", "b"} {
+			if _, err := q.Consume(ctx, toks[v], Spend); err != nil {
+				t.Fatalf("%s: first use: %v", v, err)
+			}
+		}
+		// Past the idle expiry the signed token is still within its cap,
+		// where a lost record would be written back.
+		waitUntil(t, toks["a"].ExpiresAt.Add(100*time.Millisecond))
+		for _, v := range []string{"a", "b"} {
+			for _, use := range []Use{Check, Touch, Spend, Spend} {
+				if _, err := q.Consume(ctx, toks[v], use); !errors.Is(err, ErrTokenUnknown) {
+					t.Fatalf("%s: use %d after the idle expiry of a used token: %v, want ErrTokenUnknown", v, use, err)
+				}
+			}
+		}
+		sold, err := r.Do(ctx, "HGET", p+"stats", "sold")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := strconv.Atoi(fmt.Sprint(sold)); err != nil || n != 1 {
+			t.Fatalf("sold = %v after one use that held a slot, want 1", sold)
+		}
+	})
 }

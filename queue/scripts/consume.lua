@@ -1,4 +1,4 @@
--- consume: KEYS = the keys it names (K, V: loadNamedKeys, scripts.go); ARGV = prefix, visitor, notBefore, mode, idleMs
+-- consume: KEYS = the keys it names (K, V: loadNamedKeys, scripts.go); ARGV = prefix, visitor, notBefore, mode, idleMs, retentionMs
 -- mode 0 checks, 1 uses the token up, 2 checks and slides its expiry to
 -- min(now + idle, cap). Returns {code, a}: 1 valid (a = expiresAt), -1
 -- unknown or used, -2 too early (a = ms until notBefore), -3 expired; a
@@ -18,11 +18,18 @@ redis.call('ZADD', K.seen, 'XX', now, v)
 redis.call('ZREM', K.aseen, v)
 if mode == '1' then
   redis.call('DEL', key)
+  -- A used token stays used for as long as its record could have lived
+  -- (its cap and the retention after it): revive.lua, which writes back
+  -- the records Redis lost, reads these markers, so a check or a touch
+  -- after the token's idle expiry cannot bring it back.
+  local keep = cap - now + tonumber(ARGV[6])
   -- Frees a max-active slot; the seat stays held, as sold. The spent
   -- marker lets one Restore of this very token take the seat back.
   if redis.call('ZREM', K.active, v) == 1 then
     redis.call('HINCRBY', K.stats, 'sold', 1)
-    redis.call('SET', V.spent, nb, 'PX', exp - now)
+    redis.call('SET', V.spent, nb, 'PX', keep)
+  else
+    redis.call('SET', V.gone, nb, 'PX', keep)
   end
 elseif mode == '2' then
   local idle = tonumber(ARGV[5])
