@@ -33,6 +33,9 @@ func (h *Hub) SetDegraded(on bool) {
 					c.sentAt = time.Now().UnixNano()
 					st = wire.State{Room: r.name, Status: wire.StatusWaiting, Position: c.sentPos, Paused: c.sentPaused}
 					st.ETASeconds, st.Rate, st.NextPoll = h.src.Estimate(r.name, c.sentPos)
+					if c.sentPaused {
+						st.ETASeconds, st.Rate = 0, 0
+					}
 					c.sentRate = st.Rate
 					if on || c.sentPaused {
 						c.sentRate = 0

@@ -284,6 +284,9 @@ func (h *Hub) pushWaitingLocked(r *room, v *visitor, now time.Time, send func(*C
 		if data == nil || p != lastPos {
 			var eta int64
 			eta, rate, pass.nextPoll = h.src.Estimate(r.name, p)
+			if st.Paused {
+				eta, rate = 0, 0 // a paused room meets no wait: none is told
+			}
 			data = make([]byte, 0, len(r.waitingPrefix)+100)
 			var span wire.Range
 			if rs, ok := h.src.(RangeSource); ok && eta > 0 {

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -213,6 +214,66 @@ func TestStatusETARange(t *testing.T) {
 		}
 		if got := q.DrawRange("lot", st.InDraw); got != want {
 			t.Fatalf("DrawRange for the hub %+v, want %+v", got, want)
+		}
+	})
+}
+
+// TestETAFromTheRoomsOwnRate: before a room measured an admission rate,
+// and while it admits nobody, a waiting visitor's ETA comes from the
+// room's own settings, never from the instance's default rate (140/s
+// here); a paused room tells no ETA at all.
+func TestETAFromTheRoomsOwnRate(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		rooms := settingsOf{
+			"slow":   {Batch: 1},                                                    // 10/s
+			"paused": {Batch: 1, Paused: true},                                      // 10/s once resumed
+			"full":   {Strategy: "max-active", MaxActive: 2, TokenTTL: time.Minute}, // 2 slots a minute once full
+		}
+		opts := fixedBatch(14, 100*time.Millisecond)
+		opts.Settings = rooms
+		q := newQueue(t, r, opts)
+		for room, cfg := range rooms {
+			if err := q.SetRoomConfig(ctx, room, cfg); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		vs := joinN(t, q, "slow", 41, "s")
+		joined, err := q.Join(ctx, "slow", vs[40])
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := mustStatus(t, q, "slow", vs[40])
+		for what, s := range map[string]wire.State{"join": joined, "status": st} {
+			if s.Position != 41 || s.ETASeconds != 5 || s.Rate != 10 {
+				t.Fatalf("%s of the 41st in a room of batch 1: %+v, want ETA 5 s at 10/s", what, s)
+			}
+		}
+
+		vs = joinN(t, q, "paused", 41, "p")
+		st = mustStatus(t, q, "paused", vs[40])
+		if !st.Paused || st.ETASeconds != 0 || st.Rate != 0 || !st.ETARange.IsZero() {
+			t.Fatalf("paused room: %+v, want no ETA", st)
+		}
+		if eta, rate, _ := q.Estimate("paused", 41); eta != 5 || rate != 10 {
+			t.Fatalf("Estimate (which the hub does not send while paused): %d s at %v/s, want 5 s at 10/s", eta, rate)
+		}
+
+		// Two join and take the two slots with nobody left waiting (no
+		// rate measured); three more wait while the room is full, and the
+		// ticks measure no admission.
+		joinN(t, q, "full", 2, "f")
+		if res := admitTaken(t, q, "full"); len(res.Admitted) != 2 {
+			t.Fatalf("first tick admitted %d, want 2", len(res.Admitted))
+		}
+		more := joinN(t, q, "full", 3, "g")
+		if res := admitTaken(t, q, "full"); len(res.Admitted) != 0 {
+			t.Fatalf("a full room admitted %d", len(res.Admitted))
+		}
+		st = mustStatus(t, q, "full", more[2])
+		if st.Position != 3 || st.ETASeconds != 90 {
+			t.Fatalf("3rd waiting in a full max-active room of 2 slots a minute: %+v, want ETA 90 s", st)
 		}
 	})
 }

@@ -160,6 +160,10 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 		// change a key inside the map.
 		q.rates.Store(strings.Clone(room), h.rate)
 		q.observeRate(room, h.rate)
+	} else {
+		// No admissions now (a full max-active room) or none measured
+		// yet: an earlier measured rate no longer holds.
+		q.rates.Delete(room)
 	}
 	out := make([]wire.State, len(visitors))
 	for i, vis := range visitors {
@@ -169,12 +173,56 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 	return out, nil
 }
 
-// rate is the last measured admission rate of room, or the configured one.
+// rate is the last measured admission rate of room, or the one its own
+// settings plan for (plannedRate) while none is measured.
 func (q *Queue) rate(room string) float64 {
 	if r, ok := q.rates.Load(room); ok {
 		return r.(float64)
 	}
-	return q.opts.Capacity.TPS()
+	return q.plannedRate(room)
+}
+
+// passBatch is what a passthrough room admits a tick (method.lua's
+// PASS_BATCH).
+const passBatch = 1000
+
+// plannedRate is the admission rate room's own settings plan for: its
+// batch (or the instance's) per tick, as admit.lua sizes a batch, and in
+// a max-active room no more than its slots can turn over while each
+// admitted visitor holds one for the token's idle lifetime. It stands in
+// before the room measured a rate, and while the measured rate is nil (a
+// full max-active room admits nobody until a slot frees), so a waiting
+// visitor is never promised the instance's default rate, which the room
+// may be far from.
+func (q *Queue) plannedRate(room string) float64 {
+	c := q.opts.Capacity
+	batch, maxActive, ttl := c.BatchSize(), q.opts.MaxActive, q.opts.TokenTTL
+	var cfg RoomConfig
+	if q.opts.Settings != nil {
+		cfg, _ = q.opts.Settings.RoomSettings(room)
+	}
+	if cfg.Batch > 0 {
+		batch = cfg.Batch
+	}
+	switch cfg.Strategy {
+	case "fixed":
+		maxActive = 0
+	case "max-active":
+		if cfg.MaxActive > 0 {
+			maxActive = cfg.MaxActive
+		}
+	}
+	if cfg.TokenTTL > 0 {
+		ttl = cfg.TokenTTL
+	}
+	if cfg.Method == "passthrough" {
+		batch, maxActive = passBatch, 0
+	}
+	rate := float64(batch) / c.Tick.Seconds()
+	if maxActive > 0 && ttl > 0 {
+		rate = min(rate, float64(maxActive)/ttl.Seconds())
+	}
+	return rate
 }
 
 // Estimate returns what a poll at position in room is told: the ETA in
@@ -216,6 +264,11 @@ func (q *Queue) state(room, visitor string, h roomHeader, code, a, b int64) wire
 	rate := h.rate
 	if rate <= 0 {
 		rate = q.rate(room)
+	}
+	if h.paused {
+		// A paused room admits nobody: no wait it could meet is known, so
+		// none is told (the page says the queue is paused).
+		rate = 0
 	}
 	switch code {
 	case replyWaiting:
