@@ -632,7 +632,8 @@
     var gone = ms / 1000, r = moving.range;
     setText(el.eta, waitText(Math.max(0, Math.ceil(moving.eta - gone)),
       r && { low: Math.max(0, r.low - gone), high: Math.max(0, r.high - gone) }));
-    if (pos > 1) setText(el.detail, t("nthInLine", { ordinal: ordinal(pos) }));
+    // The sentence says the place the big number shows, never another.
+    setText(el.detail, pos > 1 ? t("nthInLine", { ordinal: ordinal(pos) }) : t("firstInLine"));
     if (moving.start > 0) setProgress((moving.start - pos) / moving.start);
   }
 
