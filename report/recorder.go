@@ -45,6 +45,8 @@ type Recorder struct {
 	mu       sync.Mutex
 	rooms    map[string]*pending
 	finishes []finish // FinishLater's, in the order asked
+
+	reading chan struct{} // held by the one Read under way
 }
 
 // finish is an event's report to hand to OnReady once due.
@@ -70,7 +72,7 @@ func New(r queue.Redis, o *Options) *Recorder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Recorder{r: r, opts: opts, log: log, rooms: make(map[string]*pending)}
+	return &Recorder{r: r, opts: opts, log: log, rooms: make(map[string]*pending), reading: make(chan struct{}, 1)}
 }
 
 // matchAfter is how long an admission waits before it is matched with

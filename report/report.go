@@ -94,12 +94,16 @@ type Minute struct {
 // ErrRange is returned for a range that is empty or reversed.
 var ErrRange = errors.New("report: the range's end is not after its start")
 
-// readChunk is how many hour hashes one read call returns.
-const readChunk = 24
-
 // Read is room's report over [from, to), to the minute (from is rounded
 // down and to up to whole minutes). Percentiles are those of the whole
 // minutes the range covers.
+//
+// A report must not stall admission, which shares its Redis: each hour is
+// read with one HGETALL of its own, so Redis serves the tick loops' and
+// visitors' commands between them and a month's report is some 750 short
+// commands, never one long script call; and an instance reads one report
+// at a time (the others wait their turn, or their context), so dashboards
+// reading at once add no more load than one does.
 func (rc *Recorder) Read(ctx context.Context, room string, from, to time.Time) (Report, error) {
 	if !queue.ValidRoom(room) {
 		return Report{}, queue.ErrInvalidRoom
@@ -107,22 +111,21 @@ func (rc *Recorder) Read(ctx context.Context, room string, from, to time.Time) (
 	if !to.After(from) {
 		return Report{}, ErrRange
 	}
+	select {
+	case rc.reading <- struct{}{}:
+		defer func() { <-rc.reading }()
+	case <-ctx.Done():
+		return Report{}, fmt.Errorf("report: read: %w", ctx.Err())
+	}
 	fromMin := from.Unix() / 60
 	toMin := (to.Unix() + 59) / 60
 	b := newBuilder(fromMin, toMin)
-	for h := fromMin / 60; h <= (toMin-1)/60; h += readChunk {
-		keys := make([]string, 0, readChunk)
-		for k := h; k < h+readChunk && k <= (toMin-1)/60; k++ {
-			keys = append(keys, hourKey(room, k))
-		}
-		v, err := rc.r.Eval(ctx, readScript, keys)
+	for h := fromMin / 60; h <= (toMin-1)/60; h++ {
+		v, err := rc.r.Do(ctx, "HGETALL", hourKey(room, h))
 		if err != nil {
 			return Report{}, fmt.Errorf("report: read: %w", err)
 		}
-		arr, _ := v.([]any)
-		for i, hv := range arr {
-			b.hour(h+int64(i), hv)
-		}
+		b.hour(h, v)
 	}
 	r := b.report()
 	r.Room, r.From, r.To = room, time.Unix(fromMin*60, 0).UTC(), time.Unix(toMin*60, 0).UTC()

@@ -28,7 +28,6 @@ func loadScript(name string) *queue.Script {
 var (
 	flushScript = loadScript("flush")
 	takeScript  = loadScript("take")
-	readScript  = loadScript("read")
 )
 
 // Keys of a room's report, all with the room's hash tag so they share the
