@@ -26,6 +26,9 @@ func (h *Hub) pushDrawLocked(r *room, v *visitor, now time.Time, send func(*Conn
 			}
 		}
 	}
+	if st.Paused {
+		chance, span = 0, wire.Range{} // a paused room draws nobody
+	}
 	due := !now.Before(v.due)
 	var (
 		data    []byte

@@ -265,11 +265,6 @@ func (q *Queue) state(room, visitor string, h roomHeader, code, a, b int64) wire
 	if rate <= 0 {
 		rate = q.rate(room)
 	}
-	if h.paused {
-		// A paused room admits nobody: no wait it could meet is known, so
-		// none is told (the page says the queue is paused).
-		rate = 0
-	}
 	switch code {
 	case replyWaiting:
 		s.Status = wire.StatusWaiting
@@ -286,6 +281,12 @@ func (q *Queue) state(room, visitor string, h roomHeader, code, a, b int64) wire
 			s.NextPoll = c.nextPoll(s.Position, s.ETASeconds)
 		}
 		s.ETARange = q.etaRange(room, s, rate)
+		if h.paused {
+			// A paused room admits nobody: no wait it could meet is known,
+			// so none is told (the page says the queue is paused). When to
+			// ask next stays as the place's wait would have it.
+			s.ETASeconds, s.Rate, s.ETARange, s.ChancePerMinute = 0, 0, wire.Range{}, 0
+		}
 		if h.soldOut {
 			s.Status = wire.StatusSoldOut
 		}
