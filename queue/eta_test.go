@@ -256,6 +256,9 @@ func TestETAFromTheRoomsOwnRate(t *testing.T) {
 		if !st.Paused || st.ETASeconds != 0 || st.Rate != 0 || !st.ETARange.IsZero() {
 			t.Fatalf("paused room: %+v, want no ETA", st)
 		}
+		if st.NextPoll < 2*time.Second {
+			t.Fatalf("paused room's 41st told to ask again in %v, want the 2.5 s (±10%%) its place gets", st.NextPoll)
+		}
 		if eta, rate, _ := q.Estimate("paused", 41); eta != 5 || rate != 10 {
 			t.Fatalf("Estimate (which the hub does not send while paused): %d s at %v/s, want 5 s at 10/s", eta, rate)
 		}
