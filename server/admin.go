@@ -79,11 +79,11 @@ func (s *server) adminInstances(ctx context.Context) ([]admin.Instance, error) {
 }
 
 // metricsGate guards /metrics on the main listener: it lists room names.
-// With -metrics-addr the metrics live only on that listener; otherwise they
-// need the admin key unless -public-metrics.
+// With -metrics-addr or -ops-addr the metrics live only on that listener;
+// otherwise they need the admin key unless -public-metrics.
 func (s *server) metricsGate(c *fiber.Ctx) error {
 	switch {
-	case s.cfg.MetricsAddr != "":
+	case s.cfg.MetricsAddr != "" || s.cfg.OpsAddr != "":
 		return fiber.ErrNotFound
 	case s.cfg.PublicMetrics:
 		return c.Next()

@@ -36,7 +36,16 @@ func (s *server) healthz(c *fiber.Ctx) error {
 
 // readyz is ready when Redis answers and pub/sub is up.
 func (s *server) readyz(c *fiber.Ctx) error {
-	ctx, cancel := context.WithTimeout(c.UserContext(), time.Second)
+	if err := s.readiness(c.UserContext()); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"status": "ready"})
+}
+
+// readiness is why the instance is not ready (Redis, pub/sub, draining),
+// or nil: what /readyz answers on every listener.
+func (s *server) readiness(ctx context.Context) *httperr.Error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if err := s.redis.Ping(ctx); err != nil {
 		return httperr.New(503, "redis_down", "redis does not answer")
@@ -47,7 +56,7 @@ func (s *server) readyz(c *fiber.Ctx) error {
 	if s.draining.Load() {
 		return httperr.New(503, "draining", "this instance is shutting down")
 	}
-	return c.JSON(fiber.Map{"status": "ready"})
+	return nil
 }
 
 // newDemo builds the demo protected endpoint (-demo) on a simulated pool

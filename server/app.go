@@ -265,10 +265,11 @@ func (s *server) recoverer(c *fiber.Ctx) (err error) {
 	return c.Next()
 }
 
-// run serves on ln until ctx ends, then shuts down in order: stop
-// accepting, drain push connections with a spread-out reconnect hint, stop
-// ticks, close Redis.
-func (s *server) run(ctx context.Context, ln net.Listener) error {
+// run serves on ln, and the operations listeners on theirs, until ctx
+// ends, then shuts down in order: stop being ready, drain push connections
+// with a spread-out reconnect hint, stop accepting, close the operations
+// listeners (so probes see the drain), stop ticks, close Redis.
+func (s *server) run(ctx context.Context, ln net.Listener, ops ...opsListener) error {
 	bg, stopBG := context.WithCancel(context.Background())
 	var bgWG sync.WaitGroup
 	start := func(name string, f func(context.Context) error) {
@@ -292,8 +293,18 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	}
 	start("schedule", s.events.Run)
 
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 1+len(ops))
 	go func() { serveErr <- s.app.Listener(ln) }()
+	opsCtx, stopOps := context.WithCancel(context.Background())
+	defer stopOps()
+	var opsWG sync.WaitGroup
+	for _, o := range ops {
+		opsWG.Go(func() {
+			if err := serveOps(opsCtx, o.ln, o.handler); err != nil {
+				serveErr <- fmt.Errorf("%s: %w", o.name, err)
+			}
+		})
+	}
 
 	var err error
 	select {
@@ -311,6 +322,8 @@ func (s *server) run(ctx context.Context, ln net.Listener) error {
 	if serr := s.app.ShutdownWithContext(dctx); serr != nil {
 		s.log.Warn("http shutdown", "err", serr)
 	}
+	stopOps()
+	opsWG.Wait()
 	s.gw.Close()
 	stopBG()
 	bgWG.Wait()

@@ -63,6 +63,9 @@ type config struct {
 	TrustedProxies limit.Proxies
 	MetricsAddr    string
 	PublicMetrics  bool
+	// OpsAddr is -ops-addr: /healthz, /readyz and /metrics on a listener of
+	// their own (opslistener.go); empty: none.
+	OpsAddr string
 	// Gateway mode: routes file, inline routes, the built-in proxy's
 	// upstream and the waiting page's path prefix.
 	RoutesFile    string
@@ -142,6 +145,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 		return err
 	})
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics only on this address (e.g. 127.0.0.1:9100); empty: on -addr, behind the admin key unless -public-metrics")
+	fs.StringVar(&c.OpsAddr, "ops-addr", "", "serve /healthz, /readyz and /metrics on this address too (e.g. 0.0.0.0:9090 for probes and Prometheus on a private port); /metrics then leaves -addr; empty: off")
 	fs.BoolVar(&c.PublicMetrics, "public-metrics", false, "serve /metrics on -addr without the admin key (it lists room names)")
 	fs.StringVar(&c.RoutesFile, "routes", "", "gateway routes file (YAML or JSON): which host + path patterns each room protects, and bypass rules")
 	fs.Func("route", "one gateway route inline, in the routes file's syntax, e.g. '{match: shop.example.com/checkout/*, room: drop}' (repeatable)", func(v string) error {
@@ -306,6 +310,16 @@ func (c config) validateServing() error {
 	if c.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
 			return fmt.Errorf("invalid -metrics-addr %q: %v", c.MetricsAddr, err)
+		}
+	}
+	if c.OpsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.OpsAddr); err != nil {
+			return fmt.Errorf("invalid -ops-addr %q: %v", c.OpsAddr, err)
+		}
+		if c.OpsAddr == c.Addr || c.OpsAddr == c.MetricsAddr {
+			if _, port, _ := net.SplitHostPort(c.OpsAddr); port != "0" {
+				return fmt.Errorf("invalid -ops-addr %q: the operations listener needs an address of its own, not that of -addr or -metrics-addr", c.OpsAddr)
+			}
 		}
 	}
 	if !strings.HasPrefix(c.GatewayPage, "/") || !strings.HasSuffix(c.GatewayPage, "/") || strings.ContainsAny(c.GatewayPage, "?#*") {

@@ -14,15 +14,10 @@ import (
 	"net"
 	"net/http"
 	_ "net/http/pprof"
-	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"sort"
 	"syscall"
-	"time"
-
-	"github.com/waitroom/waitroom/metrics"
 )
 
 func main() {
@@ -83,8 +78,17 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		s.redis.Close()
 		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
-	fmt.Fprintf(os.Stderr, "waitroom listening on http://%s/%s (redis: %s, client: %s, batch %d per %v)\n",
-		ln.Addr(), bannerPage(cfg.OpenRooms, s.rooms.SettingsRooms()), redisLabel(cfg), cfg.RedisClient, cfg.Capacity.BatchSize(), cfg.Capacity.Tick)
+	ops, err := s.listenOps()
+	if err != nil {
+		ln.Close()
+		s.redis.Close()
+		return err
+	}
+	invented := ""
+	if cfg.AdminKey == "" && cfg.AdminKeysFile == "" {
+		invented = s.cfg.AdminKey // made up by newServer for this run
+	}
+	s.writeBanner(os.Stderr, ln.Addr(), ops, invented)
 	if cfg.DebugAddr != "" {
 		go func() {
 			// pprof registers on http.DefaultServeMux.
@@ -93,26 +97,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			}
 		}()
 	}
-	if cfg.MetricsAddr != "" {
-		mln, err := net.Listen("tcp", cfg.MetricsAddr)
-		if err != nil {
-			ln.Close()
-			s.redis.Close()
-			return fmt.Errorf("listen %s: %w", cfg.MetricsAddr, err)
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if err := serveMetrics(ctx, mln, s.metrics); err != nil {
-				log.Error("metrics listener", "err", err)
-			}
-		}()
-		defer func() { <-done }()
-	}
-	if cfg.AdminKey == "" && cfg.AdminKeysFile == "" {
-		fmt.Fprintf(os.Stderr, "admin dashboard: http://%s/admin (admin key for this run: %s)\n", ln.Addr(), s.cfg.AdminKey)
-	}
-	return s.run(ctx, ln)
+	return s.run(ctx, ln, ops...)
 }
 
 // errInventedAdminKey refuses a start on a shared Redis without an admin
@@ -152,48 +137,4 @@ func (s *server) routesNameRooms(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// serveMetrics serves GET /metrics, and nothing else, on ln until ctx
-// ends: the listener of -metrics-addr, for a scraper on a private network.
-func serveMetrics(ctx context.Context, ln net.Listener, m *metrics.Metrics) error {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	<-errc
-	return err
-}
-
-// bannerPage is the waiting page the start-up line points at, one that
-// answers: any room with -open-rooms, else the first room that exists, else
-// none (rooms are made in /admin or the rooms file).
-func bannerPage(openRooms bool, rooms []string) string {
-	if openRooms {
-		return "?room=demo"
-	}
-	if len(rooms) == 0 {
-		return "?room=NAME for a room made in /admin or the rooms file"
-	}
-	sort.Strings(rooms)
-	return "?room=" + url.QueryEscape(rooms[0])
-}
-
-func redisLabel(cfg config) string {
-	if cfg.Redis == "" {
-		return "embedded"
-	}
-	if u, err := url.Parse(cfg.Redis); err == nil {
-		return u.Redacted()
-	}
-	return "external"
 }

@@ -24,10 +24,11 @@ const testSecret = "test-secret-0123456789abcdef"
 
 type testServer struct {
 	*server
-	srv  *redistest.Server // the real Redis it runs on; nil for the embedded one
-	URL  string
-	done chan error
-	stop context.CancelFunc
+	srv       *redistest.Server // the real Redis it runs on; nil for the embedded one
+	URL       string
+	done      chan error
+	stop      context.CancelFunc
+	listeners []opsListener // its operations listeners (-ops-addr, -metrics-addr)
 }
 
 // startServer runs an in-process server on a free port against srv (nil =
@@ -93,8 +94,13 @@ func launchServer(tb testing.TB, srv *redistest.Server, client string, log *slog
 		cancel()
 		tb.Fatal(err)
 	}
-	ts := &testServer{server: s, srv: srv, URL: "http://" + ln.Addr().String(), done: make(chan error, 1), stop: cancel}
-	go func() { ts.done <- s.run(ctx, ln) }()
+	ops, err := s.listenOps() // -ops-addr, -metrics-addr as the test set them
+	if err != nil {
+		cancel()
+		tb.Fatal(err)
+	}
+	ts := &testServer{server: s, srv: srv, URL: "http://" + ln.Addr().String(), done: make(chan error, 1), stop: cancel, listeners: ops}
+	go func() { ts.done <- s.run(ctx, ln, ops...) }()
 	tb.Cleanup(func() {
 		cancel()
 		select {
@@ -315,14 +321,17 @@ func TestLogFormat(t *testing.T) {
 }
 
 func TestBannerPage(t *testing.T) {
-	if got := bannerPage(true, nil); got != "?room=demo" {
+	if got := bannerPage("/", true, nil); got != "?room=demo" {
 		t.Errorf("open rooms: %q", got)
 	}
-	if got := bannerPage(false, []string{"zeta", "drop"}); got != "?room=drop" {
+	if got := bannerPage("/", false, []string{"zeta", "drop"}); got != "?room=drop" {
 		t.Errorf("rooms: %q", got)
 	}
-	if got := bannerPage(false, nil); strings.Contains(got, "demo") {
+	if got := bannerPage("/", false, nil); strings.Contains(got, "demo") {
 		t.Errorf("no rooms: %q advertises a room that does not exist", got)
+	}
+	if got := bannerPage("/waitroom/", false, nil); !strings.Contains(got, " /waitroom/admin ") {
+		t.Errorf("no rooms, with -upstream: %q does not point at /waitroom/admin", got)
 	}
 }
 
