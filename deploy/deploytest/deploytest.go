@@ -98,12 +98,30 @@ type Server struct {
 	Addr string
 	cmd  *exec.Cmd
 	log  *lockedBuffer
+	ops  chan string // the operations listener's address, once printed
 }
 
 // Log is what the process has written to stderr so far.
 func (s *Server) Log() string { return s.log.String() }
 
-var listening = regexp.MustCompile(`waitroom listening on http://([^/\s]+)/`)
+// OpsAddr is where its operations listener (-ops-addr) listens (host:port),
+// from its start-up lines; it fails tb when they name none within 10 s.
+func (s *Server) OpsAddr(tb testing.TB) string {
+	tb.Helper()
+	select {
+	case a := <-s.ops:
+		s.ops <- a // for the next call
+		return a
+	case <-time.After(10 * time.Second):
+		tb.Fatalf("no operations listener in the start-up lines:\n%s", s.Log())
+		return ""
+	}
+}
+
+var (
+	listening  = regexp.MustCompile(`waitroom listening on http://([^/\s]+)/`)
+	operations = regexp.MustCompile(`^operations: http://([^/\s]+)/`)
+)
 
 // Start runs bin with only env in its environment (plus PATH) and args,
 // waits for its start-up line (within 30 s) and stops it with SIGTERM when
@@ -119,16 +137,18 @@ func Start(tb testing.TB, bin string, env []string, args ...string) *Server {
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("start %s: %v", bin, err)
 	}
-	addr := make(chan string, 1)
+	addr, ops := make(chan string, 1), make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			line := sc.Text()
 			log.Write([]byte(line + "\n"))
-			if m := listening.FindStringSubmatch(line); m != nil {
-				select {
-				case addr <- m[1]:
-				default:
+			for re, ch := range map[*regexp.Regexp]chan string{listening: addr, operations: ops} {
+				if m := re.FindStringSubmatch(line); m != nil {
+					select {
+					case ch <- m[1]:
+					default:
+					}
 				}
 			}
 		}
@@ -136,7 +156,7 @@ func Start(tb testing.TB, bin string, env []string, args ...string) *Server {
 	exited := make(chan struct{})
 	var waitErr error
 	go func() { waitErr = cmd.Wait(); pw.Close(); close(exited) }()
-	s := &Server{cmd: cmd, log: log}
+	s := &Server{cmd: cmd, log: log, ops: ops}
 	tb.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {

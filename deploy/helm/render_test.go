@@ -231,17 +231,25 @@ func checkCommon(t *testing.T, r rendered, flags map[string]string) {
 	if err != nil || p != fmt.Sprint(http) || !strings.HasPrefix(e["WAITROOM_ADDR"].Value, "0.0.0.0:") {
 		t.Errorf("WAITROOM_ADDR %q does not listen on all interfaces at container port %d", e["WAITROOM_ADDR"].Value, http)
 	}
+	// The operations listener (-ops-addr) on its own container port, which
+	// the probes use: it answers alike in every mode, where the visitors'
+	// port's /healthz is the app's with -upstream.
+	ops := port(t, c, "ops")
+	if want := fmt.Sprintf("0.0.0.0:%d", ops); e["WAITROOM_OPS_ADDR"].Value != want || ops == http {
+		t.Errorf("WAITROOM_OPS_ADDR %q, want %s on a port of its own", e["WAITROOM_OPS_ADDR"].Value, want)
+	}
 	probe := func(name string, pr *corev1.Probe, path string) {
 		if pr == nil || pr.HTTPGet == nil {
 			t.Errorf("%s probe is not an HTTP GET", name)
 			return
 		}
-		if pr.HTTPGet.Path != path || pr.HTTPGet.Port != intstr.FromString("http") {
-			t.Errorf("%s probe is %s on %s, want %s on http", name, pr.HTTPGet.Path, pr.HTTPGet.Port.String(), path)
+		if pr.HTTPGet.Path != path || pr.HTTPGet.Port != intstr.FromString("ops") {
+			t.Errorf("%s probe is %s on %s, want %s on ops", name, pr.HTTPGet.Path, pr.HTTPGet.Port.String(), path)
 		}
 	}
 	probe("readiness", c.ReadinessProbe, "/readyz")
 	probe("liveness", c.LivenessProbe, "/healthz")
+	probe("startup", c.StartupProbe, "/healthz")
 
 	// Shutdown: preStop sleep, then the drain inside -shutdown-timeout, all
 	// inside the grace period.
@@ -337,7 +345,7 @@ func startAsRendered(t *testing.T, r rendered, bin string) {
 			v = redis.URL()
 		case "WAITROOM_REDIS_SENTINEL", "WAITROOM_REDIS_CLUSTER":
 			continue // one plain redis-server here
-		case "WAITROOM_METRICS_ADDR":
+		case "WAITROOM_METRICS_ADDR", "WAITROOM_OPS_ADDR":
 			v = "127.0.0.1:0"
 		case "WAITROOM_ROOMS":
 			v = layOut(t, r, dir, v)
@@ -361,8 +369,19 @@ func startAsRendered(t *testing.T, r rendered, bin string) {
 		if p == nil || p.HTTPGet == nil {
 			continue
 		}
-		waitProbe(t, "http://"+s.Addr+p.HTTPGet.Path, s.Log)
+		addr := s.Addr
+		switch p.HTTPGet.Port {
+		case intstr.FromString("http"):
+		case intstr.FromString("ops"):
+			addr = s.OpsAddr(t)
+		default:
+			t.Fatalf("probe on port %s: the test knows http and ops", p.HTTPGet.Port.String())
+		}
+		waitProbe(t, "http://"+addr+p.HTTPGet.Path, s.Log)
 	}
+	// Prometheus scrapes the operations port too (the metrics Service
+	// leads there).
+	waitProbe(t, "http://"+s.OpsAddr(t)+"/metrics", s.Log)
 }
 
 // waitProbe waits for url to answer 200, as a kubelet probe would, and logs
@@ -421,6 +440,13 @@ func TestChartDefault(t *testing.T) {
 	if r.hpa != nil || r.serviceMonitor != nil {
 		t.Error("HPA or ServiceMonitor rendered by default")
 	}
+	if ms := r.services["shop-waitroom-metrics"]; ms == nil || len(ms.Spec.Ports) != 1 || ms.Spec.Ports[0].TargetPort != intstr.FromString("ops") {
+		t.Errorf("metrics Service does not lead to the operations port: %+v", ms)
+	}
+	cmd := exec.Command(helmBin(t), "template", "shop", "waitroom", "--kube-version", kubeVersion, "--set", "ops.port=8080")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "ops.port must differ") {
+		t.Errorf("ops.port on the visitors' port rendered: %v\n%s", err, out)
+	}
 	startAsRendered(t, r, bin)
 }
 
@@ -465,8 +491,8 @@ func TestChartSentinel(t *testing.T) {
 	}
 	ms := r.services["shop-waitroom-metrics"]
 	if ms == nil || !subset(sm.Spec.Selector.MatchLabels, ms.Labels) || ms.Spec.Ports[0].Name != "metrics" ||
-		ms.Spec.Ports[0].Port != port(t, c, "metrics") {
-		t.Errorf("ServiceMonitor does not select the metrics Service %+v", ms)
+		ms.Spec.Ports[0].TargetPort != intstr.FromString("ops") || sm.Spec.Endpoints[0].Path != "/metrics" {
+		t.Errorf("ServiceMonitor does not select the metrics Service leading to the operations port %+v", ms)
 	}
 	startAsRendered(t, r, bin)
 }
