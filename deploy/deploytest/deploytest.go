@@ -104,6 +104,10 @@ type Server struct {
 // Log is what the process has written to stderr so far.
 func (s *Server) Log() string { return s.log.String() }
 
+// Signal sends sig to the process (SIGHUP: reread the rooms and admin
+// keys files).
+func (s *Server) Signal(sig os.Signal) error { return s.cmd.Process.Signal(sig) }
+
 // OpsAddr is where its operations listener (-ops-addr) listens (host:port),
 // from its start-up lines; it fails tb when they name none within 10 s.
 func (s *Server) OpsAddr(tb testing.TB) string {
