@@ -550,3 +550,16 @@ func TestChartStrictDecodingCatchesMisspeltFields(t *testing.T) {
 		t.Fatalf("want one error naming runAsNonRot, got %v", errs)
 	}
 }
+
+// In gateway mode (-upstream) the visitors' port's root is the app's, its
+// /healthz too: the probes must reach waitroom all the same. The app here
+// is down, so a probe that went to it would see 502.
+func TestChartUpstream(t *testing.T) {
+	bin := deploytest.Binary(t)
+	r := render(t, nil, "config.upstream=http://127.0.0.1:1")
+	checkCommon(t, r, deploytest.Flags(t, bin))
+	if e := env(r.container(t)); e["WAITROOM_UPSTREAM"].Value != "http://127.0.0.1:1" {
+		t.Fatalf("WAITROOM_UPSTREAM %q", e["WAITROOM_UPSTREAM"].Value)
+	}
+	startAsRendered(t, r, bin)
+}
