@@ -81,7 +81,7 @@ func (s *Schedule) recover(ctx context.Context) error {
 		}
 	}
 	for k, until := range applied {
-		if _, err := s.r.Do(ctx, "SET", k, markApplied, "NX", "PX", ms(time.Until(until))); err != nil {
+		if _, err := s.r.Do(ctx, append([]string{"SET", k, markApplied, "NX"}, expiry(time.Until(until))...)...); err != nil {
 			return fmt.Errorf("schedule: restore: %w", err)
 		}
 	}

@@ -272,7 +272,7 @@ func (s *Schedule) run(ctx context.Context, room string, e Event, t transition) 
 	if known {
 		return true, nil
 	}
-	keep := time.Until(e.EndsAt) + 7*24*time.Hour
+	keep := keepFor(e, time.Now())
 	v, err := s.r.Do(ctx, "SET", key, "claimed:"+s.id, "NX", "PX", ms(claimFor))
 	if err != nil {
 		return false, fmt.Errorf("schedule: claim: %w", err)
@@ -293,11 +293,36 @@ func (s *Schedule) run(ctx context.Context, room string, e Event, t transition) 
 		_, _ = s.r.Do(ctx, "DEL", key)
 		return false, fmt.Errorf("schedule: %s of event %s: %w", t.kind, e.Name, err)
 	}
-	if _, err := s.r.Do(ctx, "SET", key, markApplied, "PX", ms(max(keep, time.Minute))); err != nil {
+	if _, err := s.r.Do(ctx, append([]string{"SET", key, markApplied}, expiry(keep)...)...); err != nil {
 		return false, fmt.Errorf("schedule: mark applied: %w", err)
 	}
 	s.noteApplied(key, keep)
 	return true, nil
+}
+
+// markKeep is how long a transition's mark outlives its event: a mark
+// gone while its event still runs would let the transition run again.
+const markKeep = 7 * 24 * time.Hour
+
+// maxExpiry is the longest expiry a mark is given; one that must last
+// longer is kept without any. An event may end as late as the year 3000,
+// further than a time.Duration reaches from now (about 292 years).
+const maxExpiry = 100 * 365 * 24 * time.Hour
+
+// keepFor is how long from now the marks of e's transitions are kept:
+// until markKeep after e ends. time.Time.Sub saturates where adding
+// Durations would overflow (to a mark that expires at once).
+func keepFor(e Event, now time.Time) time.Duration {
+	return e.EndsAt.Add(markKeep).Sub(now)
+}
+
+// expiry is the SET arguments that keep a mark for keep: at least a
+// minute, and none beyond maxExpiry (the key then lasts).
+func expiry(keep time.Duration) []string {
+	if keep > maxExpiry {
+		return nil
+	}
+	return []string{"PX", ms(max(keep, time.Minute))}
 }
 
 func (s *Schedule) noteApplied(key string, keep time.Duration) {

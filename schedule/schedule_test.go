@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -402,6 +403,43 @@ func TestPrequeue(t *testing.T) {
 				}
 				prev = st.Position
 			}
+		}
+	})
+}
+
+// An event may end as late as the year 3000, further than a
+// time.Duration reaches: the mark of its applied start still outlasts it
+// (it had expired after a minute, and the start ran again every minute).
+func TestMarkOfAFarEnd(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, client string) {
+		ctx := context.Background()
+		rec := &recorder{}
+		in := newInstance(t, srv, client, rec)
+		end := time.Date(2999, 12, 31, 0, 0, 0, 0, time.UTC)
+		e := event(t, `{"name":"forever","startsAt":%q,"endsAt":%q,"settings":{"message":"Open."}}`, at(time.Now().Add(50*time.Millisecond)), at(end))
+		if err := in.s.Put(ctx, "drop", e, true); err != nil {
+			t.Fatal(err)
+		}
+		waitfor.Until(t, 5*time.Second, "the start", func() bool {
+			if err := in.s.step(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return len(rec.list()) == 1
+		})
+		v, err := in.r.Do(ctx, "PTTL", markKey("drop", transition{"forever", kindStart, e.StartsAt}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl, _ := v.(int64); ttl != -1 && ttl < (365*24*time.Hour).Milliseconds() {
+			t.Fatalf("the start's mark expires in %d ms", ttl)
+		}
+		if keep := keepFor(e, time.Now()); keep < maxExpiry {
+			t.Fatalf("kept %v", keep)
+		}
+		// An end an hour away: its marks expire a week after it.
+		got := expiry(keepFor(Event{EndsAt: time.Now().Add(time.Hour)}, time.Now()))
+		if n, err := strconv.ParseInt(got[len(got)-1], 10, 64); len(got) != 2 || err != nil || n < (markKeep+time.Hour-time.Minute).Milliseconds() || n > (markKeep+time.Hour).Milliseconds() {
+			t.Fatalf("a near end's expiry: %v", got)
 		}
 	})
 }
