@@ -48,6 +48,10 @@ type Event struct {
 	// object of the admin API's names.
 	Settings json.RawMessage
 	AtEnd    string // AtEndKeep or AtEndClose
+	// By is who wrote the event last, as the writer names it (the admin
+	// API: the role of its key); "" for the rooms file. Parse leaves it
+	// empty: a request's body cannot set it.
+	By string
 
 	patch settings.Patch
 }
@@ -103,12 +107,13 @@ type eventJSON struct {
 	ShuffleAtStart bool            `json:"shuffleAtStart"`
 	Settings       json.RawMessage `json:"settings"`
 	AtEnd          string          `json:"atEnd"`
+	By             string          `json:"by,omitempty"`
 }
 
 // MarshalJSON writes e as the admin API shows it, times in RFC 3339 UTC.
 func (e Event) MarshalJSON() ([]byte, error) {
 	j := eventJSON{Name: e.Name, StartsAt: fmtTime(e.StartsAt), EndsAt: fmtTime(e.EndsAt),
-		ShuffleAtStart: e.ShuffleAtStart, Settings: e.Settings, AtEnd: e.AtEnd}
+		ShuffleAtStart: e.ShuffleAtStart, Settings: e.Settings, AtEnd: e.AtEnd, By: e.By}
 	if !e.PrequeueAt.IsZero() {
 		s := fmtTime(e.PrequeueAt)
 		j.PrequeueAt = &s
@@ -149,7 +154,11 @@ func ValidName(name string) bool { return nameRE.MatchString(name) }
 // name, the times and their order, atEnd, and each setting's type and
 // value. Checks against the room (the settings taken together with the
 // room's, overlaps) are Store.Put's. The error is an *Error.
-func Parse(body []byte) (Event, error) {
+func Parse(body []byte) (Event, error) { return parse(body, false) }
+
+// parse is Parse; stored (an event as the schedule stores it) takes its
+// By too.
+func parse(body []byte, stored bool) (Event, error) {
 	var j struct {
 		Name           *string         `json:"name"`
 		PrequeueAt     *string         `json:"prequeueAt"`
@@ -158,11 +167,18 @@ func Parse(body []byte) (Event, error) {
 		ShuffleAtStart *bool           `json:"shuffleAtStart"`
 		Settings       json.RawMessage `json:"settings"`
 		AtEnd          *string         `json:"atEnd"`
+		By             *string         `json:"by"`
 	}
 	if err := decodeStrict(body, &j); err != nil {
 		return Event{}, err
 	}
 	var e Event
+	if j.By != nil {
+		if !stored {
+			return Event{}, fieldFail("by", notAField)
+		}
+		e.By = *j.By
+	}
 	if j.Name == nil || !ValidName(*j.Name) {
 		return Event{}, fail(400, "invalid_event_name", "name is required and must match ^[a-z0-9][a-z0-9-]{0,63}$")
 	}
@@ -244,6 +260,8 @@ func parseTime(field string, s *string, required bool) (time.Time, error) {
 	return t.Truncate(time.Millisecond), nil
 }
 
+const notAField = "is not an event field (name, prequeueAt, startsAt, endsAt, shuffleAtStart, settings, atEnd)"
+
 // decodeStrict decodes one JSON object into dst, refusing unknown fields
 // by name.
 func decodeStrict(raw []byte, dst any) error {
@@ -259,7 +277,7 @@ func decodeStrict(raw []byte, dst any) error {
 			return fieldFail(te.Field, "has the wrong type ("+te.Value+")")
 		}
 		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return fieldFail(strings.Trim(f, `"`), "is not an event field (name, prequeueAt, startsAt, endsAt, shuffleAtStart, settings, atEnd)")
+			return fieldFail(strings.Trim(f, `"`), notAField)
 		}
 		return fail(400, "invalid_json", "the body must be a JSON object")
 	}

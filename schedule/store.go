@@ -80,7 +80,7 @@ func (s *Schedule) readEvents(ctx context.Context, room string) (map[string]Even
 	out := make(map[string]Event, len(flat)/2)
 	for i := 0; i+1 < len(flat); i += 2 {
 		b, _ := flat[i+1].(string)
-		e, err := Parse([]byte(b))
+		e, err := parse([]byte(b), true)
 		if err != nil {
 			s.log.Warn("stored event unreadable: skipped", "room", room, "event", flat[i], "err", err)
 			continue
@@ -128,10 +128,22 @@ func (s *Schedule) Get(ctx context.Context, room, name string) (Event, error) {
 // ended, settings that are invalid together with the room's, and a change
 // of a running event other than of its end (endsAt, atEnd).
 func (s *Schedule) Put(ctx context.Context, room string, e Event, create bool) error {
+	return s.PutIf(ctx, room, e, create, nil)
+}
+
+// PutIf is Put, refused with may's error when may refuses the event as
+// stored now (asked only when it exists; nil: anything may be replaced).
+// may is asked again if the room's events change before e is written.
+func (s *Schedule) PutIf(ctx context.Context, room string, e Event, create bool, may func(old Event) error) error {
 	for range 20 {
 		m, version, err := s.readEvents(ctx, room)
 		if err != nil {
 			return err
+		}
+		if old, ok := m[e.Name]; ok && may != nil {
+			if err := may(old); err != nil {
+				return err
+			}
 		}
 		if err := s.check(ctx, room, m, e, create); err != nil {
 			return err
@@ -219,6 +231,12 @@ func (s *Schedule) checkRunningChange(ctx context.Context, room string, old, e E
 // Delete removes room's event name. A running event is refused (409
 // event_running): end it early by changing its endsAt.
 func (s *Schedule) Delete(ctx context.Context, room, name string) error {
+	return s.DeleteIf(ctx, room, name, nil)
+}
+
+// DeleteIf is Delete, refused with may's error when may refuses the event
+// as stored now (nil: any may be deleted).
+func (s *Schedule) DeleteIf(ctx context.Context, room, name string, may func(Event) error) error {
 	for range 20 {
 		m, version, err := s.readEvents(ctx, room)
 		if err != nil {
@@ -227,6 +245,11 @@ func (s *Schedule) Delete(ctx context.Context, room, name string) error {
 		e, ok := m[name]
 		if !ok {
 			return errNotFound
+		}
+		if may != nil {
+			if err := may(e); err != nil {
+				return err
+			}
 		}
 		now, err := s.now(ctx)
 		if err != nil {
