@@ -105,6 +105,7 @@ func (m *memStore) AdminAudit(ctx context.Context) ([]string, error) { return m.
 const (
 	adminSecret = "admin-key-0123456789abcdef"
 	opsSecret   = "ops-key-0123456789abcdef00"
+	viewSecret  = "view-key-0123456789abcdef0"
 )
 
 // newTestAPI mounts the admin API on an app, over store, with the rooms
@@ -121,7 +122,7 @@ func newTestAPIEvents(t *testing.T, store Store, events Events) *fiber.App {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := Keys{NewKey("root", []byte(adminSecret), Admin), NewKey("desk", []byte(opsSecret), Operator)}
+	keys := Keys{NewKey("root", []byte(adminSecret), Admin), NewKey("desk", []byte(opsSecret), Operator), NewKey("wall", []byte(viewSecret), ReadOnly)}
 	a := New(Options{
 		Store:   store,
 		Invites: invite.NewMinter([]byte("secret-0123456789abcdef0123456789")),

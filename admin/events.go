@@ -18,8 +18,11 @@ import (
 type Events interface {
 	List(ctx context.Context, room string) ([]schedule.Event, error)
 	Get(ctx context.Context, room, name string) (schedule.Event, error)
-	Put(ctx context.Context, room string, e schedule.Event, create bool) error
-	Delete(ctx context.Context, room, name string) error
+	// PutIf stores e (create: as a new event) unless may refuses the
+	// event stored under its name now.
+	PutIf(ctx context.Context, room string, e schedule.Event, create bool, may func(old schedule.Event) error) error
+	// DeleteIf deletes room's event name unless may refuses it.
+	DeleteIf(ctx context.Context, room, name string, may func(schedule.Event) error) error
 }
 
 // errNoEvents answers the event routes of an API built without Events.
@@ -65,10 +68,14 @@ func viewEvent(e schedule.Event, now time.Time) eventView {
 
 func (a *API) eventsError(c *fiber.Ctx, err error) error {
 	var se *schedule.Error
-	if errors.As(err, &se) {
+	var he *httperr.Error
+	switch {
+	case errors.As(err, &se):
 		e := httperr.New(se.Status, se.Code, se.Msg)
 		e.Field = se.Field
 		return e
+	case errors.As(err, &he): // a refusal of ours, through the store's check
+		return he
 	}
 	return a.storeError(c, err)
 }
@@ -165,19 +172,50 @@ func (a *API) getEvent(c *fiber.Ctx) error {
 	return c.JSON(viewEvent(e, time.Now()))
 }
 
+// eventActs are what e does, at any of its transitions, that needs more
+// than steering a room: each is one of Acts.
+func eventActs(e schedule.Event) []string {
+	var out []string
+	if !e.Patch().SteerOnly() {
+		out = append(out, ActEventSettings)
+	}
+	if !e.PrequeueAt.IsZero() && e.ShuffleAtStart {
+		out = append(out, ActEventShuffle)
+	}
+	if e.AtEnd == schedule.AtEndClose {
+		out = append(out, ActEventClose)
+	}
+	return out
+}
+
+// mayReplace is the check of an event stored already before the key
+// changes or deletes it: one that an admin or the rooms file wrote, or
+// that does what an operator may not, is an admin's (ActOthersEvent).
+func mayReplace(c *fiber.Ctx) func(old schedule.Event) error {
+	return func(old schedule.Event) error {
+		if old.By != Operator.String() || len(eventActs(old)) > 0 {
+			return needAct(c, ActOthersEvent)
+		}
+		return nil
+	}
+}
+
 // readEvent parses the body into an event and checks what the key may
-// do: settings other than an operator's (settings.Field.Steer) need the
-// admin role, and none the rooms file sets may be overridden.
+// do: what the event does at its transitions is checked against the key's
+// role as the same change made directly would be (eventActs), and no
+// setting the rooms file sets may be overridden. The event is the key's
+// role's (By).
 func (a *API) readEvent(c *fiber.Ctx, r string) (schedule.Event, error) {
 	e, err := schedule.Parse(c.Body())
 	if err != nil {
 		return e, a.eventsError(c, err)
 	}
-	if !e.Patch().SteerOnly() {
-		if err := needRole(c, Admin); err != nil {
+	for _, act := range eventActs(e) {
+		if err := needAct(c, act); err != nil {
 			return e, err
 		}
 	}
+	e.By = roleOf(c).String()
 	if fr, ok := a.pins(r); ok {
 		for _, f := range e.Patch().Names() {
 			if fr.Sets(f) {
@@ -202,9 +240,12 @@ func (a *API) createEvent(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if err := a.roomMustExist(c, r); err != nil {
+		return err
+	}
 	ctx, cancel := a.ctx(c)
 	defer cancel()
-	if err := a.opts.Events.Put(ctx, r, e, true); err != nil {
+	if err := a.opts.Events.PutIf(ctx, r, e, true, nil); err != nil {
 		return a.eventsError(c, err)
 	}
 	a.auditEvent(ctx, r, label(c), Entry{Action: "event-create", Event: e.Name})
@@ -223,9 +264,12 @@ func (a *API) putEvent(c *fiber.Ctx) error {
 	if e.Name != name {
 		return httperr.New(400, "invalid_event_name", "the body's name ("+e.Name+") must be the path's ("+name+"); to rename, delete and create")
 	}
+	if err := a.roomMustExist(c, r); err != nil {
+		return err
+	}
 	ctx, cancel := a.ctx(c)
 	defer cancel()
-	if err := a.opts.Events.Put(ctx, r, e, false); err != nil {
+	if err := a.opts.Events.PutIf(ctx, r, e, false, mayReplace(c)); err != nil {
 		return a.eventsError(c, err)
 	}
 	a.auditEvent(ctx, r, label(c), Entry{Action: "event-update", Event: e.Name})
@@ -237,9 +281,12 @@ func (a *API) deleteEvent(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if err := a.roomMustExist(c, r); err != nil {
+		return err
+	}
 	ctx, cancel := a.ctx(c)
 	defer cancel()
-	if err := a.opts.Events.Delete(ctx, r, name); err != nil {
+	if err := a.opts.Events.DeleteIf(ctx, r, name, mayReplace(c)); err != nil {
 		return a.eventsError(c, err)
 	}
 	a.auditEvent(ctx, r, label(c), Entry{Action: "event-delete", Event: name})

@@ -40,11 +40,17 @@ func (m *memEvents) Get(_ context.Context, room, name string) (schedule.Event, e
 	return e, nil
 }
 
-func (m *memEvents) Put(_ context.Context, room string, e schedule.Event, create bool) error {
+func (m *memEvents) PutIf(_ context.Context, room string, e schedule.Event, create bool, may func(schedule.Event) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.evs[room+"/"+e.Name]; ok == create {
+	old, ok := m.evs[room+"/"+e.Name]
+	if ok == create {
 		return errNoEvent
+	}
+	if ok && may != nil {
+		if err := may(old); err != nil {
+			return err
+		}
 	}
 	for k, o := range m.evs {
 		if strings.HasPrefix(k, room+"/") && o.Name != e.Name {
@@ -57,11 +63,17 @@ func (m *memEvents) Put(_ context.Context, room string, e schedule.Event, create
 	return nil
 }
 
-func (m *memEvents) Delete(_ context.Context, room, name string) error {
+func (m *memEvents) DeleteIf(_ context.Context, room, name string, may func(schedule.Event) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.evs[room+"/"+name]; !ok {
+	old, ok := m.evs[room+"/"+name]
+	if !ok {
 		return errNoEvent
+	}
+	if may != nil {
+		if err := may(old); err != nil {
+			return err
+		}
 	}
 	delete(m.evs, room+"/"+name)
 	return nil
@@ -75,7 +87,10 @@ func TestEventRoutes(t *testing.T) {
 	ev := func(name, settings string) string {
 		return `{"name":"` + name + `","startsAt":"` + from + `","endsAt":"` + to + `","settings":` + settings + `}`
 	}
-	if r := call(t, app, opsSecret, "POST", "/rooms/drop/events", ev("sale", `{"message":"On."}`)); r.code != 201 || r.body["state"] != "scheduled" {
+	if r := call(t, app, adminSecret, "POST", "/rooms", `{"room":"drop"}`); r.code != 201 {
+		t.Fatalf("create: %+v", r)
+	}
+	if r := call(t, app, opsSecret, "POST", "/rooms/drop/events", ev("sale", `{"message":"On."}`)); r.code != 201 || r.body["state"] != "scheduled" || r.body["by"] != "operator" {
 		t.Fatalf("operator create: %+v", r)
 	}
 	cases := []struct {
@@ -107,7 +122,10 @@ func TestEventRoutes(t *testing.T) {
 	if r := call(t, app, adminSecret, "PUT", "/rooms/drop/events/sale", ev("sale", `{"message":"Later."}`)); r.code != 200 {
 		t.Fatalf("update: %+v", r)
 	}
-	if r := call(t, app, opsSecret, "DELETE", "/rooms/drop/events/sale", ""); r.code != 204 {
+	if r := call(t, app, opsSecret, "DELETE", "/rooms/drop/events/sale", ""); r.code != 403 || r.errCode() != "forbidden" {
+		t.Fatalf("operator deleting the admin's change: %+v", r)
+	}
+	if r := call(t, app, adminSecret, "DELETE", "/rooms/drop/events/sale", ""); r.code != 204 {
 		t.Fatalf("delete: %+v", r)
 	}
 	audit := strings.Join(store.audit["drop"], "\n")

@@ -30,7 +30,7 @@ type Role int
 // The roles, from the least.
 const (
 	ReadOnly Role = iota + 1 // read rooms, settings, stats, audit, metrics
-	Operator                 // and pause, resume, set the message (and preview those)
+	Operator                 // and, in rooms that exist, pause, resume, set the message, preview, and events that do no more
 	Admin                    // and everything else
 )
 

@@ -16,6 +16,35 @@ func needRole(c *fiber.Ctx, need Role) error {
 	return nil
 }
 
+// needAct refuses a request whose key's role is below the one act needs
+// (Acts): 403 forbidden, naming the role and the act.
+func needAct(c *fiber.Ctx, act string) error {
+	need := Acts[act]
+	if have := roleOf(c); have < need {
+		return httperr.New(403, "forbidden", "this needs the "+need.String()+" role (to "+act+"); the key "+label(c)+" has the "+have.String()+" role")
+	}
+	return nil
+}
+
+// roomMustExist refuses, with 404 room_not_found, a call on a room nobody
+// created by a key whose role may not create rooms (ActCreateRoom): the
+// call would create it. Any other call goes on.
+func (a *API) roomMustExist(c *fiber.Ctx, room string) error {
+	if roleOf(c) >= Acts[ActCreateRoom] {
+		return nil
+	}
+	ctx, cancel := a.ctx(c)
+	defer cancel()
+	ok, err := a.store.RoomExists(ctx, room)
+	if err != nil {
+		return a.storeError(c, err)
+	}
+	if !ok {
+		return errRoomNotFound
+	}
+	return nil
+}
+
 // whoami tells the dashboard who its key is and what it may do.
 func (a *API) whoami(c *fiber.Ctx) error {
 	r := roleOf(c)

@@ -139,9 +139,12 @@ func (a *API) putRoom(c *fiber.Ctx) error {
 		return err
 	}
 	if !p.SteerOnly() {
-		if err := needRole(c, Admin); err != nil {
+		if err := needAct(c, ActChangeSettings); err != nil {
 			return err
 		}
+	}
+	if err := a.roomMustExist(c, r); err != nil {
+		return err
 	}
 	cfg, err := a.changeRoom(c, r, "update", p)
 	if err != nil {
@@ -188,6 +191,9 @@ func (a *API) preview(c *fiber.Ctx) error {
 	}
 	p, err := readPatch(c.Body(), nil)
 	if err != nil {
+		return err
+	}
+	if err := a.roomMustExist(c, r); err != nil {
 		return err
 	}
 	r, before, err := a.roomConfig(c)
@@ -242,6 +248,9 @@ func (a *API) setMessage(clear bool) fiber.Handler {
 		if err := queue.CheckMessage(text); err != nil {
 			return fieldError("text", err.Error())
 		}
+		if err := a.roomMustExist(c, r); err != nil {
+			return err
+		}
 		cfg, err := a.changeRoom(c, r, "update", settings.Patch{}.With("message", text))
 		if err != nil {
 			return err
@@ -259,6 +268,9 @@ func (a *API) pause(paused bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		r, err := roomParam(c)
 		if err != nil {
+			return err
+		}
+		if err := a.roomMustExist(c, r); err != nil {
 			return err
 		}
 		cfg, err := a.changeRoom(c, r, action, settings.Patch{}.With("paused", paused))

@@ -45,6 +45,31 @@ var Routes = map[string]Role{
 	"POST /webhooks/dead/:id/redeliver": Admin,
 }
 
+// What a call may do beyond what its route says, in the words of the role
+// table in docs/admin.md: each needs the role Acts gives it, whichever
+// route it goes through. Whatever a role may not do directly it may not
+// do through an event either.
+const (
+	// ActCreateRoom: a key below it gets 404 room_not_found from any call
+	// on a room nobody created, which would otherwise create the room.
+	ActCreateRoom     = "create a room, also by a pause, resume, message, settings change or event on a room nobody created"
+	ActChangeSettings = "change a setting other than paused and message"
+	ActEventSettings  = "schedule an event whose settings change a setting other than paused and message"
+	ActEventShuffle   = "schedule an event with a shuffled pre-queue (it sets opensAt)"
+	ActEventClose     = "schedule an event with atEnd: close (it takes everyone waiting out of the queue)"
+	ActOthersEvent    = "change or delete an event an admin or the rooms file wrote, or one an operator could not write"
+)
+
+// Acts is the least role for each act.
+var Acts = map[string]Role{
+	ActCreateRoom:     Admin,
+	ActChangeSettings: Admin,
+	ActEventSettings:  Admin,
+	ActEventShuffle:   Admin,
+	ActEventClose:     Admin,
+	ActOthersEvent:    Admin,
+}
+
 // ServiceRoutes are the routes a service key (-service-keys) may call,
 // with no admin role: a protected service ends the gateway session of a
 // visitor it is done with.
