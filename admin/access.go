@@ -136,6 +136,6 @@ func (a *API) endSession(c *fiber.Ctx) error {
 	if err := a.opts.EndSession(ctx, r, id, nb, exp); err != nil {
 		return a.storeError(c, err)
 	}
-	a.auditEvent(ctx, r, label(c), Entry{Action: "end-session", Visitor: id})
+	a.auditBy(ctx, c, r, Entry{Action: "end-session", Visitor: id})
 	return c.SendStatus(fiber.StatusNoContent)
 }

@@ -28,6 +28,10 @@ type Store interface {
 	Presence(ctx context.Context, room string) (queue.PresenceStats, error)
 	Session(ctx context.Context, room, visitor string) (notBefore, expiresAt time.Time, ok bool, err error)
 	AppendAudit(ctx context.Context, room string, entry []byte) error
+	// AppendAuditOf and AuditOf are the room's trail named trail, apart
+	// from its own (AppendAudit, Audit).
+	AppendAuditOf(ctx context.Context, room, trail string, entry []byte) error
+	AuditOf(ctx context.Context, room, trail string) ([]string, error)
 	AppendAdminAudit(ctx context.Context, entry []byte) error
 	Audit(ctx context.Context, room string) ([]string, error)
 	AdminAudit(ctx context.Context) ([]string, error)

@@ -90,6 +90,14 @@ func (m *memStore) AppendAudit(_ context.Context, room string, e []byte) error {
 	return nil
 }
 
+func (m *memStore) AppendAuditOf(ctx context.Context, room, trail string, e []byte) error {
+	return m.AppendAudit(ctx, room+"/"+trail, e)
+}
+
+func (m *memStore) AuditOf(ctx context.Context, room, trail string) ([]string, error) {
+	return m.Audit(ctx, room+"/"+trail)
+}
+
 func (m *memStore) AppendAdminAudit(ctx context.Context, e []byte) error {
 	return m.AppendAudit(ctx, "", e)
 }

@@ -3,6 +3,8 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -10,11 +12,42 @@ import (
 	"github.com/waitroom/waitroom/settings"
 )
 
+// The trails of a room's audit beside its own (""), which holds what
+// admin keys, the rooms file and the schedule of an admin's event did:
+// what keys of a lesser role did is kept apart, each trail its last
+// queue.AuditKeep, so that no number of an operator's pauses can push an
+// admin's change out. A room's audit shows them all, newest first.
+const (
+	trailOperator = "operator" // operator keys, and the schedule of their events
+	trailService  = "service"  // service keys (ending gateway sessions)
+)
+
+// trails are the trails a room's audit reads, its own first.
+var trails = []string{"", trailOperator, trailService}
+
+// trailOf is the trail of what who, with role, did: a service key's label
+// is "service:…".
+func trailOf(who string, role Role) string {
+	switch {
+	case strings.HasPrefix(who, "service:"):
+		return trailService
+	case role == Operator:
+		return trailOperator
+	}
+	return ""
+}
+
 // Audit records a change in the room's audit trail (the last
 // queue.AuditKeep are kept) and sends the webhook events it is (see
 // Options.Webhooks). The change is made already: a failure to record it
-// is logged, not returned.
+// is logged, not returned. It is what the rooms file did (roomsfile.Auditor):
+// the room's own trail.
 func (a *API) Audit(ctx context.Context, room, who, action string, before, after settings.Room) {
+	a.auditChange(ctx, room, "", who, action, before, after)
+}
+
+// auditChange is Audit in trail.
+func (a *API) auditChange(ctx context.Context, room, trail, who, action string, before, after settings.Room) {
 	e := Entry{At: time.Now().UTC().Format(time.RFC3339Nano), Who: who, Action: action, Changes: Changes(a.View(room, before), a.View(room, after))}
 	if len(e.Changes) == 0 && action != "create" {
 		return
@@ -23,17 +56,36 @@ func (a *API) Audit(ctx context.Context, room, who, action string, before, after
 		e.Changes = []FieldChange{}
 	}
 	b, _ := json.Marshal(e)
-	if err := a.store.AppendAudit(ctx, room, b); err != nil {
+	if err := a.appendAudit(ctx, room, trail, b); err != nil {
 		a.log.Warn("audit not recorded", "room", room, "who", who, "err", err)
 	}
 	a.emitAudit(ctx, room, e)
 }
 
+// appendAudit appends entry b to room's trail.
+func (a *API) appendAudit(ctx context.Context, room, trail string, b []byte) error {
+	if trail == "" {
+		return a.store.AppendAudit(ctx, room, b)
+	}
+	return a.store.AppendAuditOf(ctx, room, trail, b)
+}
+
 // auditEvent records an action other than a change of settings: in
 // room's audit trail, or with room "" in the instance-wide one (actions
 // of no room, such as minting a visitor credential). Like audit, a failure
-// to record is logged.
+// to record is logged. A service key's goes to the room's service trail;
+// for an operator's, see auditBy.
 func (a *API) auditEvent(ctx context.Context, room, who string, e Entry) {
+	a.auditIn(ctx, room, trailOf(who, Admin), who, e)
+}
+
+// auditBy is auditEvent of an action by the request's key, in the trail
+// of its role.
+func (a *API) auditBy(ctx context.Context, c *fiber.Ctx, room string, e Entry) {
+	a.auditIn(ctx, room, trailOf(label(c), roleOf(c)), label(c), e)
+}
+
+func (a *API) auditIn(ctx context.Context, room, trail, who string, e Entry) {
 	e.At, e.Who = time.Now().UTC().Format(time.RFC3339Nano), who
 	if e.Changes == nil {
 		e.Changes = []FieldChange{}
@@ -43,14 +95,14 @@ func (a *API) auditEvent(ctx context.Context, room, who string, e Entry) {
 	if room == "" {
 		err = a.store.AppendAdminAudit(ctx, b)
 	} else {
-		err = a.store.AppendAudit(ctx, room, b)
+		err = a.appendAudit(ctx, room, trail, b)
 	}
 	if err != nil {
 		a.log.Warn("audit not recorded", "room", room, "who", who, "action", e.Action, "err", err)
 	}
 }
 
-// roomAudit lists a room's audit trail, newest first.
+// roomAudit lists a room's audit trails together, newest first.
 func (a *API) roomAudit(c *fiber.Ctx) error {
 	r, err := roomParam(c)
 	if err != nil {
@@ -58,11 +110,38 @@ func (a *API) roomAudit(c *fiber.Ctx) error {
 	}
 	ctx, cancel := a.ctx(c)
 	defer cancel()
-	raw, err := a.store.Audit(ctx, r)
-	if err != nil {
-		return a.storeError(c, err)
+	var raw []string
+	for _, trail := range trails {
+		var got []string
+		if trail == "" {
+			got, err = a.store.Audit(ctx, r)
+		} else {
+			got, err = a.store.AuditOf(ctx, r, trail)
+		}
+		if err != nil {
+			return a.storeError(c, err)
+		}
+		raw = append(raw, got...)
 	}
-	return c.JSON(fiber.Map{"room": r, "entries": auditJSON(raw)})
+	return c.JSON(fiber.Map{"room": r, "entries": newestFirst(auditJSON(raw))})
+}
+
+// newestFirst orders entries by their at, newest first; each trail is in
+// that order already, so entries of one moment keep their trail's order.
+func newestFirst(entries []json.RawMessage) []json.RawMessage {
+	at := make(map[int]time.Time, len(entries))
+	idx := make([]int, len(entries))
+	for i, e := range entries {
+		var v struct{ At time.Time }
+		_ = json.Unmarshal(e, &v)
+		at[i], idx[i] = v.At, i
+	}
+	slices.SortStableFunc(idx, func(x, y int) int { return at[y].Compare(at[x]) })
+	out := make([]json.RawMessage, len(entries))
+	for i, j := range idx {
+		out[i] = entries[j]
+	}
+	return out
 }
 
 // auditAll lists the instance-wide audit trail (actions of no room),

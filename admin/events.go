@@ -31,11 +31,22 @@ var errNoEvents = httperr.New(503, "events_unavailable", "scheduled events are n
 // scheduleWho is who the audit trail names for a transition of an event.
 const scheduleWho = "schedule"
 
-// AuditTransition records a transition of room's event (the schedule's
-// Auditor): who is "schedule", and the entry is kept even when no setting
-// changed (a start whose pre-queue opens by itself).
-func (a *API) AuditTransition(ctx context.Context, room, event, action string, before, after settings.Room) {
-	a.auditEvent(ctx, room, scheduleWho, Entry{Action: action, Event: event, Changes: Changes(a.View(room, before), a.View(room, after))})
+// AuditTransition records a transition of room's event e (the schedule's
+// Auditor): who is "schedule", in the trail of the role that wrote e, and
+// the entry is kept even when no setting changed (a start whose pre-queue
+// opens by itself).
+func (a *API) AuditTransition(ctx context.Context, room string, e schedule.Event, action string, before, after settings.Room) {
+	a.auditIn(ctx, room, trailOf(scheduleWho, eventRole(e)), scheduleWho, Entry{Action: action, Event: e.Name, Changes: Changes(a.View(room, before), a.View(room, after))})
+}
+
+// eventRole is the role whose e is: an operator's when one wrote it last,
+// else an admin's (the rooms file's, or one written before events recorded
+// their writer).
+func eventRole(e schedule.Event) Role {
+	if e.By == Operator.String() {
+		return Operator
+	}
+	return Admin
 }
 
 // eventView is an event as the API shows it: with its state now.
@@ -193,7 +204,7 @@ func eventActs(e schedule.Event) []string {
 // that does what an operator may not, is an admin's (ActOthersEvent).
 func mayReplace(c *fiber.Ctx) func(old schedule.Event) error {
 	return func(old schedule.Event) error {
-		if old.By != Operator.String() || len(eventActs(old)) > 0 {
+		if eventRole(old) != Operator || len(eventActs(old)) > 0 {
 			return needAct(c, ActOthersEvent)
 		}
 		return nil
@@ -248,7 +259,7 @@ func (a *API) createEvent(c *fiber.Ctx) error {
 	if err := a.opts.Events.PutIf(ctx, r, e, true, nil); err != nil {
 		return a.eventsError(c, err)
 	}
-	a.auditEvent(ctx, r, label(c), Entry{Action: "event-create", Event: e.Name})
+	a.auditBy(ctx, c, r, Entry{Action: "event-create", Event: e.Name})
 	return c.Status(fiber.StatusCreated).JSON(viewEvent(e, time.Now()))
 }
 
@@ -272,7 +283,7 @@ func (a *API) putEvent(c *fiber.Ctx) error {
 	if err := a.opts.Events.PutIf(ctx, r, e, false, mayReplace(c)); err != nil {
 		return a.eventsError(c, err)
 	}
-	a.auditEvent(ctx, r, label(c), Entry{Action: "event-update", Event: e.Name})
+	a.auditBy(ctx, c, r, Entry{Action: "event-update", Event: e.Name})
 	return c.JSON(viewEvent(e, time.Now()))
 }
 
@@ -289,6 +300,6 @@ func (a *API) deleteEvent(c *fiber.Ctx) error {
 	if err := a.opts.Events.DeleteIf(ctx, r, name, mayReplace(c)); err != nil {
 		return a.eventsError(c, err)
 	}
-	a.auditEvent(ctx, r, label(c), Entry{Action: "event-delete", Event: name})
+	a.auditBy(ctx, c, r, Entry{Action: "event-delete", Event: name})
 	return c.SendStatus(fiber.StatusNoContent)
 }

@@ -128,7 +128,7 @@ func TestEventRoutes(t *testing.T) {
 	if r := call(t, app, adminSecret, "DELETE", "/rooms/drop/events/sale", ""); r.code != 204 {
 		t.Fatalf("delete: %+v", r)
 	}
-	audit := strings.Join(store.audit["drop"], "\n")
+	audit := strings.Join(append(store.audit["drop"], store.audit["drop/operator"]...), "\n")
 	for _, want := range []string{`"who":"desk","action":"event-create"`, `"who":"root","action":"event-update"`, `"action":"event-delete","changes":[],"event":"sale"`} {
 		if !strings.Contains(audit, want) {
 			t.Errorf("audit has no %s:\n%s", want, audit)

@@ -124,3 +124,54 @@ func TestOperatorOnUnknownRoomLeavesNoKeys(t *testing.T) {
 		t.Fatalf("event in a room that exists: %+v", a)
 	}
 }
+
+// An operator's pauses and resumes, however many, do not push an admin's
+// change out of the room's audit trail: what each role's keys did is kept
+// in a trail of its own, and the room's audit shows them together, newest
+// first.
+func TestOperatorCannotFlushTheAudit(t *testing.T) {
+	app, _ := redisAPI(t)
+	if c := call(t, app, adminSecret, "POST", "/rooms", `{"room":"drop","batch":20}`); c.code != 201 {
+		t.Fatalf("create: %+v", c)
+	}
+	if c := call(t, app, adminSecret, "PUT", "/rooms/drop", `{"seats":500}`); c.code != 200 {
+		t.Fatalf("admin's change: %+v", c)
+	}
+	const calls = 130
+	for i := range calls {
+		path := "/rooms/drop/pause"
+		if i%2 == 1 {
+			path = "/rooms/drop/resume"
+		}
+		if c := call(t, app, opsSecret, "POST", path, ""); c.code != 200 {
+			t.Fatalf("call %d: %+v", i, c)
+		}
+	}
+	c := call(t, app, viewSecret, "GET", "/rooms/drop/audit", "")
+	entries, _ := c.body["entries"].([]any)
+	var ops, admins []map[string]any
+	var last time.Time
+	for i, x := range entries {
+		e := x.(map[string]any)
+		at, err := time.Parse(time.RFC3339Nano, e["at"].(string))
+		if err != nil || i > 0 && at.After(last) {
+			t.Fatalf("entry %d not newest first: %v", i, e)
+		}
+		last = at
+		switch e["who"] {
+		case "desk":
+			ops = append(ops, e)
+		case "root":
+			admins = append(admins, e)
+		}
+	}
+	if len(admins) != 2 || admins[0]["action"] != "update" || admins[1]["action"] != "create" {
+		t.Fatalf("the admin's entries: %v", admins)
+	}
+	if ch := admins[0]["changes"].([]any); len(ch) != 1 || ch[0].(map[string]any)["field"] != "seats" {
+		t.Fatalf("the admin's change: %v", admins[0])
+	}
+	if len(ops) != queue.AuditKeep || ops[0]["action"] != "resume" {
+		t.Fatalf("%d entries of the operator, newest %v", len(ops), ops[0])
+	}
+}

@@ -107,7 +107,7 @@ func (a *API) changeRoom(c *fiber.Ctx, r, action string, p settings.Patch) (sett
 		}
 		return cfg, a.storeError(c, err)
 	}
-	a.Audit(ctx, r, label(c), action, before, cfg)
+	a.auditChange(ctx, r, trailOf(label(c), roleOf(c)), label(c), action, before, cfg)
 	return cfg, nil
 }
 

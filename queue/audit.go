@@ -53,6 +53,41 @@ func (q *Queue) Audit(ctx context.Context, room string) ([]string, error) {
 	return q.readAudit(ctx, prefix(room)+"audit", AuditKeep)
 }
 
+// AppendAuditOf records entry as the newest of room's audit trail named
+// trail (a-z), keeping its last AuditKeep apart from the room's own: the
+// admin API keeps what each role's keys did in a trail of its own, so
+// that many entries of one cannot push out another's.
+func (q *Queue) AppendAuditOf(ctx context.Context, room, trail string, entry []byte) error {
+	if !ValidRoom(room) {
+		return ErrInvalidRoom
+	}
+	if !validTrail(trail) {
+		return fmt.Errorf("queue: audit trail %q: not a-z", trail)
+	}
+	return q.appendAudit(ctx, prefix(room)+"audit:"+trail, entry)
+}
+
+// AuditOf returns the entries of room's audit trail named trail, newest
+// first.
+func (q *Queue) AuditOf(ctx context.Context, room, trail string) ([]string, error) {
+	if !ValidRoom(room) {
+		return nil, ErrInvalidRoom
+	}
+	if !validTrail(trail) {
+		return nil, fmt.Errorf("queue: audit trail %q: not a-z", trail)
+	}
+	return q.readAudit(ctx, prefix(room)+"audit:"+trail, AuditKeep)
+}
+
+func validTrail(t string) bool {
+	for _, c := range t {
+		if c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return t != "" && len(t) <= 16
+}
+
 // AdminAudit returns the instance-wide audit entries, newest first.
 func (q *Queue) AdminAudit(ctx context.Context) ([]string, error) {
 	return q.readAudit(ctx, adminAuditKey, AdminAuditKeep)

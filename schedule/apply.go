@@ -135,7 +135,7 @@ func (s *Schedule) end(ctx context.Context, room string, e Event) error {
 func (s *Schedule) auditTransition(ctx context.Context, room string, e Event, action string, before, after settings.Room) {
 	s.log.Info("event transition", "room", room, "event", e.Name, "action", action)
 	if s.audit != nil {
-		s.audit.AuditTransition(ctx, room, e.Name, action, before, after)
+		s.audit.AuditTransition(ctx, room, e, action, before, after)
 	}
 	if s.onTransition != nil {
 		s.onTransition(ctx, room, e, action)

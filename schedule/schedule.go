@@ -36,7 +36,7 @@ const (
 // event-prequeue, event-start or event-end. A failure to record is the
 // Auditor's to log.
 type Auditor interface {
-	AuditTransition(ctx context.Context, room, event, action string, before, after settings.Room)
+	AuditTransition(ctx context.Context, room string, e Event, action string, before, after settings.Room)
 }
 
 // Options tune a Schedule. A nil *Options means every default.

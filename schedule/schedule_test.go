@@ -48,9 +48,9 @@ func (r *recorder) transition(_ context.Context, room string, e Event, action st
 	r.mu.Unlock()
 }
 
-func (r *recorder) AuditTransition(_ context.Context, room, event, action string, _, _ settings.Room) {
+func (r *recorder) AuditTransition(_ context.Context, room string, e Event, action string, _, _ settings.Room) {
 	r.mu.Lock()
-	r.got = append(r.got, room+"/"+event+"/"+action)
+	r.got = append(r.got, room+"/"+e.Name+"/"+action)
 	r.mu.Unlock()
 }
 

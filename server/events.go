@@ -102,8 +102,8 @@ func (s *server) declaredEvents() map[string][]schedule.Event {
 // trails (s.admin is made after the schedule, before anything runs).
 type scheduleAudit struct{ s *server }
 
-func (a scheduleAudit) AuditTransition(ctx context.Context, room, event, action string, before, after settings.Room) {
-	a.s.admin.AuditTransition(ctx, room, event, action, before, after)
+func (a scheduleAudit) AuditTransition(ctx context.Context, room string, e schedule.Event, action string, before, after settings.Room) {
+	a.s.admin.AuditTransition(ctx, room, e, action, before, after)
 }
 
 // closingQueue is the queue as polls and push connections read it: a
