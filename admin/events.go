@@ -49,10 +49,11 @@ func eventRole(e schedule.Event) Role {
 	return Admin
 }
 
-// eventView is an event as the API shows it: with its state now.
+// eventView is an event as the API shows it: with its state now, and
+// why it failed when it did.
 type eventView struct {
 	schedule.Event
-	State string // scheduled, prequeue, running or ended
+	State string // scheduled, prequeue, running, ended or failed
 }
 
 func (v eventView) MarshalJSON() ([]byte, error) {
@@ -60,13 +61,21 @@ func (v eventView) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, _ := json.Marshal(v.State)
-	return append(append(b[:len(b)-1], `,"state":`...), append(st, '}')...), nil
+	extra, err := json.Marshal(struct {
+		State   string            `json:"state"`
+		Failure *schedule.Failure `json:"failure,omitempty"`
+	}{v.State, v.Failed})
+	if err != nil {
+		return nil, err
+	}
+	return append(append(b[:len(b)-1], ','), extra[1:]...), nil
 }
 
 func viewEvent(e schedule.Event, now time.Time) eventView {
 	st := "scheduled"
 	switch {
+	case e.Failed != nil:
+		st = "failed"
 	case !now.Before(e.EndsAt):
 		st = "ended"
 	case !now.Before(e.StartsAt):

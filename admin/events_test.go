@@ -139,3 +139,23 @@ func TestEventRoutes(t *testing.T) {
 		t.Fatalf("without events: %+v", r)
 	}
 }
+
+// A failed event shows its state and why, and is no room's active event.
+func TestFailedEventView(t *testing.T) {
+	evs := &memEvents{evs: map[string]schedule.Event{}}
+	app := newTestAPIEvents(t, newMemStore(), evs)
+	e, err := schedule.Parse([]byte(`{"name":"sale","startsAt":"` + time.Now().Add(-time.Minute).UTC().Format(time.RFC3339) + `","endsAt":"` + time.Now().Add(time.Hour).UTC().Format(time.RFC3339) + `"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Failed = &schedule.Failure{Transition: "start", At: time.Now(), Tries: schedule.MaxTries, Reason: "maxActive: is required with strategy max-active"}
+	evs.evs["drop/sale"] = e
+	r := call(t, app, viewSecret, "GET", "/rooms/drop/events/sale", "")
+	f, _ := r.body["failure"].(map[string]any)
+	if r.code != 200 || r.body["state"] != "failed" || f["transition"] != "start" || f["tries"] != float64(schedule.MaxTries) || !strings.Contains(f["reason"].(string), "maxActive") {
+		t.Fatalf("failed event: %+v", r)
+	}
+	if r := call(t, app, viewSecret, "GET", "/rooms/drop", ""); r.body["activeEvent"] != nil {
+		t.Fatalf("a failed event is active: %+v", r)
+	}
+}

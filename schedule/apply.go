@@ -94,17 +94,27 @@ func (s *Schedule) base(ctx context.Context, room, name string) (settings.Room, 
 // end closes out the waiting when e says so, then gives each setting e
 // changed back its base value and forgets the base.
 func (s *Schedule) end(ctx context.Context, room string, e Event) error {
-	base, ok, err := s.base(ctx, room, e.Name)
-	if err != nil {
-		return err
-	}
 	if e.AtEnd == AtEndClose {
 		if err := s.closeWaiting(ctx, room, e.Message()); err != nil {
 			return err
 		}
 	}
-	var before settings.Room
-	after, err := s.rooms.UpdateRoomConfig(ctx, room, func(c *settings.Room) error {
+	before, after, err := s.restore(ctx, room, e)
+	if err != nil {
+		return err
+	}
+	s.auditTransition(ctx, room, e, ActionEnd, before, after)
+	return nil
+}
+
+// restore gives each setting e changed back its base value and forgets
+// the base; before and after are the room's settings around it.
+func (s *Schedule) restore(ctx context.Context, room string, e Event) (before, after settings.Room, err error) {
+	base, ok, err := s.base(ctx, room, e.Name)
+	if err != nil {
+		return before, after, err
+	}
+	after, err = s.rooms.UpdateRoomConfig(ctx, room, func(c *settings.Room) error {
 		before = *c
 		if !ok {
 			return nil // nothing to restore from: the settings stay as they are
@@ -116,19 +126,22 @@ func (s *Schedule) end(ctx context.Context, room string, e Event) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return before, after, err
 	}
 	if !ok {
 		s.log.Error("event ended without its base settings (lost with Redis): the room keeps the event's settings",
 			"room", room, "event", e.Name)
 	}
+	return before, after, s.forgetBase(ctx, room, e)
+}
+
+func (s *Schedule) forgetBase(ctx context.Context, room string, e Event) error {
 	if _, err := s.r.Do(ctx, "DEL", baseKey(room, e.Name)); err != nil {
 		return fmt.Errorf("forget base: %w", err)
 	}
 	s.mu.Lock()
 	delete(s.bases, baseKey(room, e.Name))
 	s.mu.Unlock()
-	s.auditTransition(ctx, room, e, ActionEnd, before, after)
 	return nil
 }
 

@@ -52,8 +52,25 @@ type Event struct {
 	// API: the role of its key); "" for the rooms file. Parse leaves it
 	// empty: a request's body cannot set it.
 	By string
+	// ID tells this event from an earlier one of the same name and times
+	// (one deleted and created again): the marks of its transitions carry
+	// it. Put gives a new event one; "" for an event stored before IDs.
+	ID string
+	// Failed is set once a transition of the event failed to apply for
+	// good: its later transitions are not made.
+	Failed *Failure
 
 	patch settings.Patch
+}
+
+// Failure is why an event failed: the transition that could not be
+// applied (prequeue, start or end), when it was given up on, after how
+// many tries, and the last error.
+type Failure struct {
+	Transition string    `json:"transition"`
+	At         time.Time `json:"at"`
+	Tries      int       `json:"tries"`
+	Reason     string    `json:"reason"`
 }
 
 // Patch is the change of settings the event makes.
@@ -110,7 +127,22 @@ type eventJSON struct {
 	By             string          `json:"by,omitempty"`
 }
 
-// MarshalJSON writes e as the admin API shows it, times in RFC 3339 UTC.
+// storedJSON is e as the schedule stores it: as the API shows it, with
+// its ID and its failure.
+func (e Event) storedJSON() []byte {
+	b, _ := e.MarshalJSON()
+	extra, _ := json.Marshal(struct {
+		ID     string   `json:"id,omitempty"`
+		Failed *Failure `json:"failed,omitempty"`
+	}{e.ID, e.Failed})
+	if len(extra) <= 2 {
+		return b
+	}
+	return append(append(b[:len(b)-1], ','), extra[1:]...)
+}
+
+// MarshalJSON writes e as the admin API shows it, times in RFC 3339 UTC;
+// its ID and failure are not part of it.
 func (e Event) MarshalJSON() ([]byte, error) {
 	j := eventJSON{Name: e.Name, StartsAt: fmtTime(e.StartsAt), EndsAt: fmtTime(e.EndsAt),
 		ShuffleAtStart: e.ShuffleAtStart, Settings: e.Settings, AtEnd: e.AtEnd, By: e.By}
@@ -168,16 +200,20 @@ func parse(body []byte, stored bool) (Event, error) {
 		Settings       json.RawMessage `json:"settings"`
 		AtEnd          *string         `json:"atEnd"`
 		By             *string         `json:"by"`
+		ID             *string         `json:"id"`
+		Failed         *Failure        `json:"failed"`
 	}
 	if err := decodeStrict(body, &j); err != nil {
 		return Event{}, err
 	}
 	var e Event
-	if j.By != nil {
-		if !stored {
-			return Event{}, fieldFail("by", notAField)
+	for f, set := range map[string]bool{"by": j.By != nil, "id": j.ID != nil, "failed": j.Failed != nil} {
+		if set && !stored {
+			return Event{}, fieldFail(f, notAField)
 		}
-		e.By = *j.By
+	}
+	if stored {
+		e.By, e.ID, e.Failed = deref(j.By), deref(j.ID), j.Failed
 	}
 	if j.Name == nil || !ValidName(*j.Name) {
 		return Event{}, fail(400, "invalid_event_name", "name is required and must match ^[a-z0-9][a-z0-9-]{0,63}$")
@@ -258,6 +294,13 @@ func parseTime(field string, s *string, required bool) (time.Time, error) {
 	}
 	// Milliseconds, as the room's settings store a time.
 	return t.Truncate(time.Millisecond), nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 const notAField = "is not an event field (name, prequeueAt, startsAt, endsAt, shuffleAtStart, settings, atEnd)"

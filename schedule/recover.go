@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -63,8 +62,7 @@ func (s *Schedule) recover(ctx context.Context) error {
 	n := 0
 	for room, m := range seen {
 		for _, e := range m {
-			b, _ := json.Marshal(e)
-			if _, err := s.r.Do(ctx, "HSETNX", eventsKey(room), e.Name, string(b)); err != nil {
+			if _, err := s.r.Do(ctx, "HSETNX", eventsKey(room), e.Name, string(e.storedJSON())); err != nil {
 				return fmt.Errorf("schedule: restore: %w", err)
 			}
 			n++

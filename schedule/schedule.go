@@ -4,10 +4,13 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha1"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +33,9 @@ const (
 	ActionPrequeue = "event-prequeue"
 	ActionStart    = "event-start"
 	ActionEnd      = "event-end"
+	// ActionFailed is an event given up on: a transition could not be
+	// applied in MaxTries.
+	ActionFailed = "event-failed"
 )
 
 // Auditor records a transition in the room's audit trail; action is
@@ -43,6 +49,9 @@ type Auditor interface {
 type Options struct {
 	// Tick is how often due transitions are looked for (default 250 ms).
 	Tick time.Duration
+	// Retry is the wait before a transition that failed to apply is
+	// tried again, doubled for each try after (default DefaultRetry).
+	Retry time.Duration
 	// Audit records each transition; nil records none.
 	Audit Auditor
 	// OnTransition is told each transition this instance applied, after
@@ -83,7 +92,8 @@ type Schedule struct {
 	declared func() map[string][]Event
 	log      *slog.Logger
 	tick     time.Duration
-	id       string // this instance's claims
+	retry    time.Duration // Options.Retry
+	id       string        // this instance's claims
 
 	wake chan struct{} // a write asks the loop to look now
 
@@ -107,7 +117,7 @@ func New(r queue.Redis, rooms Rooms, o *Options) *Schedule {
 	_, _ = rand.Read(b[:])
 	return &Schedule{
 		r: r, rooms: rooms, audit: opts.Audit, onTransition: opts.OnTransition, declared: opts.Declared, log: cmp.Or(opts.Logger, slog.Default()),
-		tick: cmp.Or(opts.Tick, DefaultTick), id: hex.EncodeToString(b[:]),
+		tick: cmp.Or(opts.Tick, DefaultTick), retry: cmp.Or(opts.Retry, DefaultRetry), id: hex.EncodeToString(b[:]),
 		wake: make(chan struct{}, 1),
 		seen: map[string]map[string]Event{}, bases: map[string]string{}, applied: map[string]time.Time{},
 	}
@@ -183,6 +193,9 @@ func (s *Schedule) stepRoom(ctx context.Context, room string, now time.Time) err
 	// Events in the order they begin, so that one ending and the next
 	// beginning at the same moment restore and then save the base.
 	for _, e := range sorted(m) {
+		if e.Failed != nil {
+			continue // none of its transitions is made any more
+		}
 		if err := s.keepBase(ctx, room, e, now); err != nil {
 			return err
 		}
@@ -190,13 +203,17 @@ func (s *Schedule) stepRoom(ctx context.Context, room string, now time.Time) err
 			if t.at.After(now) {
 				break
 			}
-			ok, err := s.run(ctx, room, e, t)
+			o, err := s.run(ctx, room, e, t, now)
 			if err != nil {
 				return err
 			}
-			if !ok {
-				// Another instance is applying it; what follows waits
-				// for it (an end restores the base the next event saves).
+			if o == failed {
+				break // the event failed: the next one goes on
+			}
+			if o != applied {
+				// Another instance is applying it, or it waits to be
+				// tried again; what follows waits for it (an end
+				// restores the base the next event saves).
 				return nil
 			}
 		}
@@ -240,10 +257,12 @@ func (s *Schedule) keepBase(ctx context.Context, room string, e Event, now time.
 	return err
 }
 
-// transition is one moment of an event: kind is prequeue, start or end.
+// transition is one moment of an event: kind is prequeue, start or end;
+// id is the event's ID.
 type transition struct {
 	event, kind string
 	at          time.Time
+	id          string
 }
 
 const (
@@ -255,49 +274,137 @@ const (
 func transitions(e Event) []transition {
 	var out []transition
 	if !e.PrequeueAt.IsZero() {
-		out = append(out, transition{e.Name, kindPrequeue, e.PrequeueAt})
+		out = append(out, transition{e.Name, kindPrequeue, e.PrequeueAt, e.ID})
 	}
-	return append(out, transition{e.Name, kindStart, e.StartsAt}, transition{e.Name, kindEnd, e.EndsAt})
+	return append(out, transition{e.Name, kindStart, e.StartsAt, e.ID}, transition{e.Name, kindEnd, e.EndsAt, e.ID})
 }
 
-func endOf(e Event) transition { return transition{e.Name, kindEnd, e.EndsAt} }
+func endOf(e Event) transition { return transition{e.Name, kindEnd, e.EndsAt, e.ID} }
 
-// run applies t unless it is applied, once across instances: it reports
-// whether t is applied now (false: another instance holds its claim).
-func (s *Schedule) run(ctx context.Context, room string, e Event, t transition) (bool, error) {
+// outcome is where a transition is after run.
+type outcome int
+
+const (
+	pending outcome = iota // another instance holds its claim, or it waits to be tried again
+	applied
+	failed // given up on: its event failed
+)
+
+// run applies t unless it is applied, once across instances, and says
+// where t is now (by Redis's clock, now).
+func (s *Schedule) run(ctx context.Context, room string, e Event, t transition, now time.Time) (outcome, error) {
 	key := markKey(room, t)
 	s.mu.Lock()
 	_, known := s.applied[key]
 	s.mu.Unlock()
 	if known {
-		return true, nil
+		return applied, nil
 	}
 	keep := keepFor(e, time.Now())
 	v, err := s.r.Do(ctx, "SET", key, "claimed:"+s.id, "NX", "PX", ms(claimFor))
 	if err != nil {
-		return false, fmt.Errorf("schedule: claim: %w", err)
+		return pending, fmt.Errorf("schedule: claim: %w", err)
 	}
 	if v == nil { // claimed before: applied, or being applied elsewhere
 		got, err := s.r.Do(ctx, "GET", key)
 		if err != nil {
-			return false, fmt.Errorf("schedule: claim: %w", err)
+			return pending, fmt.Errorf("schedule: claim: %w", err)
 		}
-		if got != markApplied {
-			return false, nil
+		mark, _ := got.(string)
+		switch {
+		case mark == markApplied:
+			s.noteApplied(key, keep)
+			return applied, nil
+		case mark == markFailed: // its event's record is written
+			return failed, nil
+		case !strings.HasPrefix(mark, markRetry):
+			return pending, nil
 		}
-		s.noteApplied(key, keep)
-		return true, nil
+		// Failed before: tried again once its wait is over, by the
+		// instance that swaps the mark for its claim.
+		at, _ := strconv.ParseInt(strings.TrimPrefix(mark, markRetry), 10, 64)
+		if now.UnixMilli() < at {
+			return pending, nil
+		}
+		v, err := s.r.Eval(ctx, swapScript, []string{key}, mark, "claimed:"+s.id, ms(claimFor))
+		if err != nil {
+			return pending, fmt.Errorf("schedule: claim: %w", err)
+		}
+		if n, _ := v.(int64); n != 1 {
+			return pending, nil
+		}
 	}
 	if err := s.apply(ctx, room, e, t); err != nil {
-		// Free the claim so the next tick (here or elsewhere) retries.
-		_, _ = s.r.Do(ctx, "DEL", key)
-		return false, fmt.Errorf("schedule: %s of event %s: %w", t.kind, e.Name, err)
+		return s.retryOrFail(ctx, room, e, t, now, keep, fmt.Errorf("schedule: %s of event %s: %w", t.kind, e.Name, err))
 	}
 	if _, err := s.r.Do(ctx, append([]string{"SET", key, markApplied}, expiry(keep)...)...); err != nil {
-		return false, fmt.Errorf("schedule: mark applied: %w", err)
+		return pending, fmt.Errorf("schedule: mark applied: %w", err)
 	}
 	s.noteApplied(key, keep)
-	return true, nil
+	if _, err := s.r.Do(ctx, "DEL", triesKey(room, t)); err != nil {
+		s.log.Warn("schedule: tries of a transition not forgotten", "room", room, "event", e.Name, "err", err)
+	}
+	return applied, nil
+}
+
+// MaxTries is how many times a transition is tried, across instances,
+// before its event is failed.
+const MaxTries = 5
+
+// DefaultRetry is the wait before a failed transition's second try; each
+// try after waits twice the one before (1, 2, 4 and 8 s by default).
+const DefaultRetry = time.Second
+
+// The values of a transition's key once given up on, and while it waits
+// to be tried again (followed by when, in Unix ms by Redis's clock: the
+// wait is in the value, not the key's expiry, which the embedded Redis
+// does not count down).
+const (
+	markFailed = "failed"
+	markRetry  = "retry:"
+)
+
+// swapSrc sets a key to a new value if it holds the one the caller read:
+// KEYS = the key; ARGV = the value read, the new value, its expiry in ms.
+// Returns 1 when set.
+const swapSrc = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1`
+
+var swapScript = func() *queue.Script {
+	sum := sha1.Sum([]byte(swapSrc))
+	return &queue.Script{Name: "schedule-swap", Src: swapSrc, Hash: hex.EncodeToString(sum[:])}
+}()
+
+// retryOrFail follows t's failure to apply (cause): t is tried again once
+// its wait is over, here or by another instance, and after MaxTries its
+// event fails (fail).
+func (s *Schedule) retryOrFail(ctx context.Context, room string, e Event, t transition, now time.Time, keep time.Duration, cause error) (outcome, error) {
+	key, tk := markKey(room, t), triesKey(room, t)
+	v, err := s.r.Do(ctx, "INCR", tk)
+	if err != nil {
+		// Nothing counted: free the claim so the next tick tries again.
+		_, _ = s.r.Do(ctx, "DEL", key)
+		return pending, errors.Join(cause, err)
+	}
+	if px := expiry(keep); px != nil {
+		if _, err := s.r.Do(ctx, "PEXPIRE", tk, px[1]); err != nil {
+			return pending, errors.Join(cause, err)
+		}
+	}
+	tries, _ := v.(int64)
+	if tries < MaxTries {
+		wait := s.retry << min(tries-1, 20)
+		next := markRetry + strconv.FormatInt(now.Add(wait).UnixMilli(), 10)
+		if _, err := s.r.Do(ctx, append([]string{"SET", key, next}, expiry(keep)...)...); err != nil {
+			return pending, errors.Join(cause, err)
+		}
+		return pending, fmt.Errorf("%w (try %d of %d; the next in %v)", cause, tries, MaxTries, wait)
+	}
+	if err := s.fail(ctx, room, e, t, keep, int(tries), cause); err != nil {
+		return pending, errors.Join(cause, err)
+	}
+	return failed, nil
 }
 
 // markKeep is how long a transition's mark outlives its event: a mark

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,7 +84,7 @@ func newInstance(t *testing.T, srv *redistest.Server, client string, audit Audit
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &Options{Tick: 20 * time.Millisecond, Audit: audit, Logger: log}
+	o := &Options{Tick: 20 * time.Millisecond, Retry: 10 * time.Millisecond, Audit: audit, Logger: log}
 	if rec, ok := audit.(*recorder); ok {
 		o.OnTransition = rec.transition
 	}
@@ -426,7 +427,11 @@ func TestMarkOfAFarEnd(t *testing.T) {
 			}
 			return len(rec.list()) == 1
 		})
-		v, err := in.r.Do(ctx, "PTTL", markKey("drop", transition{"forever", kindStart, e.StartsAt}))
+		stored, err := in.s.Get(ctx, "drop", "forever")
+		if err != nil || stored.ID == "" {
+			t.Fatalf("stored: %+v %v", stored, err)
+		}
+		v, err := in.r.Do(ctx, "PTTL", markKey("drop", transitions(stored)[0]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -440,6 +445,123 @@ func TestMarkOfAFarEnd(t *testing.T) {
 		got := expiry(keepFor(Event{EndsAt: time.Now().Add(time.Hour)}, time.Now()))
 		if n, err := strconv.ParseInt(got[len(got)-1], 10, 64); len(got) != 2 || err != nil || n < (markKeep+time.Hour-time.Minute).Milliseconds() || n > (markKeep+time.Hour).Milliseconds() {
 			t.Fatalf("a near end's expiry: %v", got)
+		}
+	})
+}
+
+// An event whose start cannot be applied (an admin set maxActive to 0
+// after it was made, which its strategy max-active needs) is tried
+// MaxTries times, then failed: the API's read shows why, a pre-queue it
+// held is given back, the room's next event starts on time, and the failed
+// one may be deleted (it had been tried four times a second for ever,
+// holding the next event back, and could not be deleted).
+func TestFailedEvent(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, client string) {
+		ctx := context.Background()
+		rec := &recorder{}
+		in := newInstance(t, srv, client, rec)
+		t0 := time.Now().Add(300 * time.Millisecond)
+		for _, room := range []string{"drop", "pre"} {
+			if err := in.q.SetRoomConfig(ctx, room, settings.Room{MaxActive: 50, Message: "Base."}); err != nil {
+				t.Fatal(err)
+			}
+			pre := ""
+			if room == "pre" {
+				pre = fmt.Sprintf(`"prequeueAt":%q,`, at(t0.Add(-100*time.Millisecond)))
+			}
+			bad := event(t, `{"name":"bad",%s"startsAt":%q,"endsAt":%q,"settings":{"strategy":"max-active","message":"Bad."}}`, pre, at(t0), at(t0.Add(time.Hour)))
+			next := event(t, `{"name":"next","startsAt":%q,"endsAt":%q,"settings":{"message":"Next."}}`, at(t0.Add(time.Hour)), at(t0.Add(2*time.Hour)))
+			if room == "drop" { // back to back: bad ends as next starts
+				bad = event(t, `{"name":"bad","startsAt":%q,"endsAt":%q,"settings":{"strategy":"max-active","message":"Bad."}}`, at(t0), at(t0.Add(600*time.Millisecond)))
+				next = event(t, `{"name":"next","startsAt":%q,"endsAt":%q,"settings":{"message":"Next."}}`, at(t0.Add(600*time.Millisecond)), at(t0.Add(time.Hour)))
+			}
+			for _, e := range []Event{bad, next} {
+				if err := in.s.Put(ctx, room, e, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := in.q.UpdateRoomConfig(ctx, room, func(c *settings.Room) error { c.MaxActive = 0; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run(t, in.s)
+		has := func(want string) bool { return slices.Contains(rec.list(), want) }
+		waitfor.Until(t, 10*time.Second, "the next event's start", func() bool {
+			return has("drop/next/event-start") && has("pre/bad/event-failed") && time.Now().After(t0.Add(100*time.Millisecond))
+		})
+		for _, room := range []string{"drop", "pre"} {
+			for _, not := range []string{"bad/event-prequeue", "bad/event-start", "bad/event-end"} {
+				if has(room + "/" + not) {
+					t.Fatalf("%s: %v", room, rec.list())
+				}
+			}
+			// Its pre-queue applies the event's settings: it fails first.
+			want := map[string]string{"drop": "start", "pre": "prequeue"}[room]
+			e, err := in.s.Get(ctx, room, "bad")
+			if err != nil || e.Failed == nil || e.Failed.Transition != want || e.Failed.Tries != MaxTries ||
+				!strings.Contains(e.Failed.Reason, "maxActive") {
+				t.Fatalf("%s: the failed event: %+v %v", room, e.Failed, err)
+			}
+			wantCode(t, in.s.Put(ctx, room, event(t, `{"name":"bad","startsAt":%q,"endsAt":%q}`, at(t0), at(t0.Add(time.Hour))), false), "event_failed")
+		}
+		if cfg, _ := in.q.RoomConfig(ctx, "drop"); cfg.Message != "Next." || cfg.Strategy != "" {
+			t.Fatalf("drop during the next event: %+v", cfg)
+		}
+		// The failed pre-queue left the room as it was, and its start,
+		// due since, was not made.
+		if cfg, _ := in.q.RoomConfig(ctx, "pre"); cfg.Paused || cfg.Message != "Base." || cfg.Strategy != "" {
+			t.Fatalf("pre after its failed pre-queue: %+v", cfg)
+		}
+		if err := in.s.Delete(ctx, "drop", "bad"); err != nil {
+			t.Fatalf("delete the failed event: %v", err)
+		}
+		if err := in.s.Delete(ctx, "pre", "bad"); err != nil {
+			t.Fatalf("delete the failed event: %v", err)
+		}
+		// Made again under its name and times, it is a new event.
+		again := event(t, `{"name":"bad","startsAt":%q,"endsAt":%q,"settings":{"message":"Again."}}`, at(t0), at(t0.Add(time.Hour)))
+		if err := in.s.Put(ctx, "pre", again, true); err != nil {
+			t.Fatal(err)
+		}
+		waitfor.Until(t, 5*time.Second, "the new event's start", func() bool { return has("pre/bad/event-start") })
+	})
+}
+
+// A start that fails after its pre-queue applied gives back what the
+// pre-queue changed (its settings, and the pause that held the pre-queue).
+func TestFailedStartGivesBackThePrequeue(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, client string) {
+		ctx := context.Background()
+		rec := &recorder{}
+		in := newInstance(t, srv, client, rec)
+		if err := in.q.SetRoomConfig(ctx, "drop", settings.Room{MaxActive: 30}); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now().Add(100 * time.Millisecond)
+		e := event(t, `{"name":"sale","prequeueAt":%q,"startsAt":%q,"endsAt":%q,"settings":{"maxActive":0}}`, at(t0), at(t0.Add(500*time.Millisecond)), at(t0.Add(time.Hour)))
+		if err := in.s.Put(ctx, "drop", e, true); err != nil {
+			t.Fatal(err)
+		}
+		run(t, in.s)
+		waitfor.Until(t, 5*time.Second, "the pre-queue", func() bool { return slices.Contains(rec.list(), "drop/sale/event-prequeue") })
+		// During the pre-queue an admin makes the room max-active: the
+		// start's maxActive 0 no longer fits.
+		if _, err := in.q.UpdateRoomConfig(ctx, "drop", func(c *settings.Room) error {
+			c.Strategy, c.MaxActive = settings.StrategyMaxActive, 50
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		waitfor.Until(t, 10*time.Second, "the failure", func() bool { return slices.Contains(rec.list(), "drop/sale/event-failed") })
+		cfg, _ := in.q.RoomConfig(ctx, "drop")
+		if cfg.Paused || cfg.MaxActive != 30 || cfg.Strategy != settings.StrategyMaxActive {
+			t.Fatalf("after the failed start: %+v", cfg)
+		}
+		if got, err := in.s.Get(ctx, "drop", "sale"); err != nil || got.Failed == nil || got.Failed.Transition != "start" {
+			t.Fatalf("the failed event: %+v %v", got, err)
+		}
+		if v, _ := in.r.Do(ctx, "EXISTS", baseKey("drop", "sale")); v != int64(0) {
+			t.Fatalf("the base is kept: %v", v)
 		}
 	})
 }

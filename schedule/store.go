@@ -2,9 +2,9 @@ package schedule
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha1"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -32,8 +32,16 @@ func baseKey(room, name string) string {
 	return prefix(room) + "evbase:" + name // the room's settings hash as it was before the event
 }
 func markKey(room string, t transition) string {
-	return prefix(room) + "evx:" + t.event + ":" + t.kind + ":" + strconv.FormatInt(t.at.UnixMilli(), 10)
+	id := ""
+	if t.id != "" {
+		id = t.id + ":"
+	}
+	return prefix(room) + "evx:" + t.event + ":" + id + t.kind + ":" + strconv.FormatInt(t.at.UnixMilli(), 10)
 }
+
+// triesKey counts the failed tries of transition t.
+func triesKey(room string, t transition) string { return markKey(room, t) + ":tries" }
+
 func closedKey(room string) string    { return prefix(room) + "evclosed" }    // set: visitors closed out
 func closedMsgKey(room string) string { return prefix(room) + "evclosedmsg" } // what they are told
 
@@ -140,7 +148,8 @@ func (s *Schedule) PutIf(ctx context.Context, room string, e Event, create bool,
 		if err != nil {
 			return err
 		}
-		if old, ok := m[e.Name]; ok && may != nil {
+		old, exists := m[e.Name]
+		if exists && may != nil {
 			if err := may(old); err != nil {
 				return err
 			}
@@ -148,8 +157,11 @@ func (s *Schedule) PutIf(ctx context.Context, room string, e Event, create bool,
 		if err := s.check(ctx, room, m, e, create); err != nil {
 			return err
 		}
-		b, _ := json.Marshal(e)
-		ok, err := s.write(ctx, room, version, "put", e.Name, string(b))
+		e.ID, e.Failed = old.ID, nil
+		if !exists {
+			e.ID = newID()
+		}
+		ok, err := s.write(ctx, room, version, "put", e.Name, string(e.storedJSON()))
 		if err != nil || ok {
 			return err
 		}
@@ -171,6 +183,9 @@ func (s *Schedule) check(ctx context.Context, room string, m map[string]Event, e
 		return errNotFound
 	case !e.EndsAt.After(now):
 		return fail(400, "event_in_past", "endsAt (%s) has passed already", fmtTime(e.EndsAt))
+	}
+	if exists && old.Failed != nil {
+		return fail(409, "event_failed", "event %s failed at its %s: delete it, and create it again", e.Name, old.Failed.Transition)
 	}
 	if exists && !now.Before(old.Begins()) {
 		if err := s.checkRunningChange(ctx, room, old, e); err != nil {
@@ -229,7 +244,8 @@ func (s *Schedule) checkRunningChange(ctx context.Context, room string, old, e E
 }
 
 // Delete removes room's event name. A running event is refused (409
-// event_running): end it early by changing its endsAt.
+// event_running): end it early by changing its endsAt. One that has
+// ended, or failed, may go.
 func (s *Schedule) Delete(ctx context.Context, room, name string) error {
 	return s.DeleteIf(ctx, room, name, nil)
 }
@@ -255,7 +271,7 @@ func (s *Schedule) DeleteIf(ctx context.Context, room, name string, may func(Eve
 		if err != nil {
 			return err
 		}
-		if !now.Before(e.Begins()) {
+		if !now.Before(e.Begins()) && e.Failed == nil {
 			done, err := s.markDone(ctx, room, endOf(e))
 			if err != nil {
 				return err
@@ -289,6 +305,13 @@ func (s *Schedule) write(ctx context.Context, room, version, op, name, body stri
 	}
 	s.poke()
 	return true, nil
+}
+
+// newID is a new event's ID.
+func newID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // now is Redis's clock, the one every instance shares.
