@@ -73,23 +73,25 @@
     events.forEach(function (e) {
       var tr = document.createElement("tr");
       cell(tr, e.name);
-      cell(tr, e.state);
+      cell(tr, e.state + (e.failure ? " at its " + e.failure.transition + ": " + e.failure.reason : ""));
       cell(tr, (e.prequeueAt ? "pre-queue " + when(e.prequeueAt) + ", " : "") + when(e.startsAt) + " → " + when(e.endsAt));
       cell(tr, JSON.stringify(e.settings || {}));
       cell(tr, e.atEnd + (e.shuffleAtStart ? ", shuffled at start" : ""));
       var td = cell(tr, "");
-      if (e.state !== "ended") td.appendChild(button("Edit", function () { edit(e); }));
-      if (e.state === "scheduled" || e.state === "ended") td.appendChild(button("Delete", function () { remove(e); }));
+      // An admin's event (or one of the rooms file) is the admin's to change.
+      var need = e.by === "operator" ? "operator" : "admin";
+      if (e.state !== "ended" && e.state !== "failed") td.appendChild(button("Edit", function () { edit(e); }, need));
+      if (e.state === "scheduled" || e.state === "ended" || e.state === "failed") td.appendChild(button("Delete", function () { remove(e); }, need));
       body.appendChild(tr);
     });
   }
 
-  function button(label, f) {
+  function button(label, f, need) {
     var b = document.createElement("button");
     b.type = "button";
     b.className = "link";
     b.textContent = label;
-    b.setAttribute("data-needs", "operator");
+    b.setAttribute("data-needs", need);
     b.addEventListener("click", f);
     return b;
   }
