@@ -39,8 +39,8 @@ const (
 )
 
 // Auditor records a transition in the room's audit trail; action is
-// event-prequeue, event-start or event-end. A failure to record is the
-// Auditor's to log.
+// event-prequeue, event-start, event-end or event-failed. A failure to
+// record is the Auditor's to log.
 type Auditor interface {
 	AuditTransition(ctx context.Context, room string, e Event, action string, before, after settings.Room)
 }
@@ -55,7 +55,8 @@ type Options struct {
 	// Audit records each transition; nil records none.
 	Audit Auditor
 	// OnTransition is told each transition this instance applied, after
-	// its audit: action is event-prequeue, event-start or event-end. It
+	// its audit: action is event-prequeue, event-start, event-end, or
+	// event-failed for an event this instance gave up on. It
 	// runs on the loop, so it must not block (a webhook goes to an
 	// outbox); nil is told nothing.
 	OnTransition func(ctx context.Context, room string, e Event, action string)
@@ -301,6 +302,7 @@ func (s *Schedule) run(ctx context.Context, room string, e Event, t transition, 
 		return applied, nil
 	}
 	keep := keepFor(e, time.Now())
+	retried := false
 	v, err := s.r.Do(ctx, "SET", key, "claimed:"+s.id, "NX", "PX", ms(claimFor))
 	if err != nil {
 		return pending, fmt.Errorf("schedule: claim: %w", err)
@@ -333,6 +335,7 @@ func (s *Schedule) run(ctx context.Context, room string, e Event, t transition, 
 		if n, _ := v.(int64); n != 1 {
 			return pending, nil
 		}
+		retried = true
 	}
 	if err := s.apply(ctx, room, e, t); err != nil {
 		return s.retryOrFail(ctx, room, e, t, now, keep, fmt.Errorf("schedule: %s of event %s: %w", t.kind, e.Name, err))
@@ -341,8 +344,10 @@ func (s *Schedule) run(ctx context.Context, room string, e Event, t transition, 
 		return pending, fmt.Errorf("schedule: mark applied: %w", err)
 	}
 	s.noteApplied(key, keep)
-	if _, err := s.r.Do(ctx, "DEL", triesKey(room, t)); err != nil {
-		s.log.Warn("schedule: tries of a transition not forgotten", "room", room, "event", e.Name, "err", err)
+	if retried {
+		if _, err := s.r.Do(ctx, "DEL", triesKey(room, t)); err != nil {
+			s.log.Warn("schedule: tries of a transition not forgotten", "room", room, "event", e.Name, "err", err)
+		}
 	}
 	return applied, nil
 }
