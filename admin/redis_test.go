@@ -175,3 +175,33 @@ func TestOperatorCannotFlushTheAudit(t *testing.T) {
 		t.Fatalf("%d entries of the operator, newest %v", len(ops), ops[0])
 	}
 }
+
+// Over the schedule in Redis: an operator's event may not close the queue
+// at its end, and an admin's event is not the operator's to rewrite or
+// delete; it is left as the admin wrote it.
+func TestOperatorAndAnAdminsEvent(t *testing.T) {
+	app, _ := redisAPI(t)
+	if c := call(t, app, adminSecret, "POST", "/rooms", `{"room":"drop"}`); c.code != 201 {
+		t.Fatalf("create: %+v", c)
+	}
+	from := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	to := time.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339)
+	ev := func(extra string) string {
+		return `{"name":"launch","startsAt":"` + from + `","endsAt":"` + to + `"` + extra + `}`
+	}
+	if c := call(t, app, opsSecret, "POST", "/rooms/drop/events", ev(`,"atEnd":"close"`)); c.code != 403 || c.errCode() != "forbidden" {
+		t.Fatalf("operator's closing event: %+v", c)
+	}
+	if c := call(t, app, adminSecret, "POST", "/rooms/drop/events", ev(`,"settings":{"batch":60},"atEnd":"close"`)); c.code != 201 || c.body["by"] != "admin" {
+		t.Fatalf("admin's event: %+v", c)
+	}
+	for _, c := range []struct{ method, body string }{{"PUT", ev(`,"settings":{"message":"Mine."}`)}, {"DELETE", ""}} {
+		if a := call(t, app, opsSecret, c.method, "/rooms/drop/events/launch", c.body); a.code != 403 || a.errCode() != "forbidden" {
+			t.Fatalf("operator %s of the admin's event: %+v", c.method, a)
+		}
+	}
+	c := call(t, app, viewSecret, "GET", "/rooms/drop/events/launch", "")
+	if s, _ := c.body["settings"].(map[string]any); c.code != 200 || s["batch"] != 60.0 || c.body["atEnd"] != "close" || c.body["by"] != "admin" {
+		t.Fatalf("the admin's event after the operator: %+v", c)
+	}
+}
