@@ -154,29 +154,3 @@ func TestRedis(t *testing.T) {
 		`waitroom_redis_seconds_count{op="unknown"} 1`,
 	)
 }
-
-// orderedRedis is a fakeRedis that keeps the order of its ordered calls.
-type orderedRedis struct{ fakeRedis }
-
-func (orderedRedis) EvalOrdered(context.Context, *queue.Script, []string, ...string) (any, error) {
-	return "in order", nil
-}
-func (orderedRedis) KeepsOrder() bool { return true }
-
-// The instrumented Redis keeps its client's order, timed as Eval is, and
-// keeps none the client does not.
-func TestRedisOrdered(t *testing.T) {
-	m := New(Build{})
-	ctx := context.Background()
-	if o, ok := m.Redis(fakeRedis{}).(queue.Ordered); ok && o.KeepsOrder() {
-		t.Fatal("a client that keeps no order is said to keep it")
-	}
-	o, ok := m.Redis(orderedRedis{}).(queue.Ordered)
-	if !ok || !o.KeepsOrder() {
-		t.Fatal("the client's order is lost")
-	}
-	if v, err := o.EvalOrdered(ctx, &queue.Script{Name: "joinbatch"}, nil); v != "in order" || err != nil {
-		t.Fatalf("EvalOrdered = %v, %v", v, err)
-	}
-	wantLines(t, scrape(t, m), `waitroom_redis_seconds_count{op="joinbatch"} 1`)
-}

@@ -36,22 +36,6 @@ func (r instrumented) Eval(ctx context.Context, s *queue.Script, keys []string, 
 	return v, err
 }
 
-// EvalOrdered times next's EvalOrdered as Eval is timed; it is called
-// only when KeepsOrder is true.
-func (r instrumented) EvalOrdered(ctx context.Context, s *queue.Script, keys []string, args ...string) (any, error) {
-	start := time.Now()
-	v, err := r.next.(queue.Ordered).EvalOrdered(ctx, s, keys, args...)
-	r.observe(s.Name, start, err)
-	return v, err
-}
-
-// KeepsOrder is next's: the queue keeps a room's joins in order through
-// the instrumented Redis as it would through next.
-func (r instrumented) KeepsOrder() bool {
-	o, ok := r.next.(queue.Ordered)
-	return ok && o.KeepsOrder()
-}
-
 func (r instrumented) Do(ctx context.Context, args ...string) (any, error) {
 	start := time.Now()
 	v, err := r.next.Do(ctx, args...)

@@ -82,7 +82,7 @@ func TestCluster(t *testing.T) {
 					t.Fatal(err)
 				}
 				run := []*batchJoin{{visitor: "c1"}, {visitor: "v005"}, {visitor: "c2"}}
-				q.joinBatch(ctx, batchKey{room: room, settings: cfg.Version()}, run, nil)
+				q.joinBatch(ctx, batchKey{room: room, settings: cfg.Version()}, run)
 				for i, want := range []int64{8, 2, 9} {
 					if j := run[i]; j.err != nil || j.state.Status != wire.StatusWaiting || j.state.Position != want {
 						t.Fatalf("%s: %s in a batch: %+v %v, want waiting at %d", room, j.visitor, j.state, j.err, want)

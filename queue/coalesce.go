@@ -2,14 +2,10 @@ package queue
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/waitroom/waitroom/wire"
@@ -34,11 +30,7 @@ import (
 // in another order than they left (on two connections, or one handed to
 // the connection as the other was), and the later joins would take
 // tickets ahead of the earlier ones. So one call of a room's joins is on
-// the way at a time, but for a Redis client that keeps the order of its
-// calls (Ordered): through it, once half a batch waits behind a call of
-// several joins, they go too, and the script of the second call checks
-// that the first one ran (order.lua); one that came first does nothing
-// and goes again once the first is back. The listing of the room for the tick
+// the way from an instance at a time. The listing of the room for the tick
 // loop that follows a call (see join) takes no tickets: it goes beside the
 // next call, so a room's calls follow each other without waiting for it.
 // Status reads take no tickets either: a full batch of them goes at once,
@@ -74,7 +66,7 @@ var joinBatchScript = loadJoinBatch()
 // KEYS[vo + j], the visitor's j-th key after those of the room and of the
 // visitors before it.
 func loadJoinBatch() *Script {
-	body := scriptBody("order", "fresh", "joinroom") +
+	body := scriptBody("fresh", "joinroom") +
 		"local function join_visitor(ARGV, vo)\n" + scriptBody("invite", "join") + "end\n" +
 		scriptBody("joinbatch")
 	src := withPrelude(body)
@@ -134,28 +126,14 @@ type batchKey struct {
 // joinBatches holds the joins waiting for a coalesced call, by room and
 // settings version.
 type joinBatches struct {
-	max int
-	// ordered: a second call of a room's joins may go while one is on
-	// the way, through Ordered, once overlapAt joins wait; inst names
-	// this instance in the script's check of their order.
-	ordered   bool
-	overlapAt int
-	inst      string
-	mu        sync.Mutex
-	rooms     map[batchKey]*roomBatch
-	// seq numbers the calls whose order the script checks, in the order
-	// they leave, across the instance's rooms: a call never has the
-	// number of one before it, even of a batch of the room that is gone.
-	seq uint64
+	max   int
+	mu    sync.Mutex
+	rooms map[batchKey]*roomBatch
 }
 
-// newJoinBatches takes up to size joins of a room in a call; ordered:
-// the queue's Redis keeps the order of its ordered calls (keepsOrder).
-func newJoinBatches(size int, ordered bool) *joinBatches {
-	var id [8]byte
-	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
-	return &joinBatches{max: size, ordered: ordered, overlapAt: max(size/2, 2), inst: hex.EncodeToString(id[:]),
-		rooms: map[batchKey]*roomBatch{}}
+// newJoinBatches takes up to size joins of a room in a call.
+func newJoinBatches(size int) *joinBatches {
+	return &joinBatches{max: size, rooms: map[batchKey]*roomBatch{}}
 }
 
 // roomBatch is one batchKey's joins waiting, and its calls on the way.
@@ -166,17 +144,6 @@ type roomBatch struct {
 	key     batchKey
 	waiting []*batchJoin
 	calls   int
-	// last is the latest call whose order the script checks, while it is
-	// on the way.
-	last *batchCall
-}
-
-// batchCall is a call of a room's joins whose order the script checks.
-type batchCall struct {
-	seq  uint64
-	prev *batchCall    // the call that was on the way when this one left, or nil
-	sent atomic.Bool   // handed to the client: a call may leave beside it
-	done chan struct{} // closed when its reply is back
 }
 
 // mayGo reports whether a call of b's waiting joins may leave now. Needs
@@ -190,25 +157,15 @@ func (bs *joinBatches) mayGo(b *roomBatch) bool {
 	case b.key.status:
 		return len(b.waiting) >= bs.max && b.calls < maxStatusCalls
 	}
-	// Beside a call whose order the script checks, and only one, once
-	// that call is with the client: one that left before it was would
-	// most often be written first, and go twice.
-	return bs.ordered && b.calls == 1 && b.last != nil && b.last.sent.Load() && len(b.waiting) >= bs.overlapAt
+	return false // a room's joins: one call on the way at a time
 }
 
-// leave takes the joins of b's next call and counts the call on the way;
-// for a call of several joins through Ordered it returns the call's place
-// in order. Needs bs.mu.
-func (bs *joinBatches) leave(b *roomBatch) ([]*batchJoin, *batchCall) {
+// leave takes the joins of b's next call and counts the call on the way.
+// Needs bs.mu.
+func (bs *joinBatches) leave(b *roomBatch) []*batchJoin {
 	run := b.take(bs.max)
 	b.calls++
-	if !bs.ordered || b.key.status || len(run) < 2 {
-		return run, nil
-	}
-	bs.seq++
-	c := &batchCall{seq: bs.seq, prev: b.last, done: make(chan struct{})}
-	b.last = c
-	return run, c
+	return run
 }
 
 // batchJoin is one visitor's join in a batch, and its outcome, which is
@@ -256,13 +213,12 @@ func (q *Queue) coalesced(ctx context.Context, key batchKey, visitor string) (wi
 	}
 	b.waiting = append(b.waiting, j)
 	var run []*batchJoin
-	var call *batchCall
 	if bs.mayGo(b) {
-		run, call = bs.leave(b)
+		run = bs.leave(b)
 	}
 	bs.mu.Unlock()
 	if run != nil {
-		q.runBatch(ctx, b, run, call)
+		q.runBatch(ctx, b, run)
 	}
 	select {
 	case <-j.done:
@@ -280,7 +236,7 @@ func (q *Queue) coalesced(ctx context.Context, key batchKey, visitor string) (wi
 // held for it. The next call leaves as soon as this one's script is back:
 // the listing of the room for the tick loop, which its joins still wait
 // for, takes no tickets, so it goes on the way beside the next call.
-func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin, call *batchCall) {
+func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin) {
 	key := b.key
 	// The call is for every join of run, so the first one's caller going
 	// away does not cancel it; its deadline, the same for every request,
@@ -295,25 +251,15 @@ func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin, ca
 	if key.status {
 		q.statusBatch(ctx, key.room, run)
 	} else {
-		list = q.joinBatch(ctx, key, run, call)
+		list = q.joinBatch(ctx, key, run)
 	}
 	bs := q.batches
 	bs.mu.Lock()
-	if call != nil {
-		// Its reply is back: a later call waits for no call before it,
-		// and the chain behind it is let go.
-		call.prev = nil
-		close(call.done)
-		if b.last == call {
-			b.last = nil
-		}
-	}
 	b.calls--
 	var next []*batchJoin
-	var nextCall *batchCall
 	// Status reads that waited go as soon as a call of theirs is back.
 	if len(b.waiting) > 0 && (key.status || bs.mayGo(b)) {
-		next, nextCall = bs.leave(b)
+		next = bs.leave(b)
 	} else if b.calls == 0 && len(b.waiting) == 0 {
 		delete(bs.rooms, key)
 	}
@@ -321,7 +267,7 @@ func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin, ca
 	if next != nil {
 		// Not under ctx: its deadline is the first caller's, and these
 		// joins came later.
-		go q.runBatch(context.Background(), b, next, nextCall)
+		go q.runBatch(context.Background(), b, next)
 	}
 	if list {
 		// One listing of the room serves the batch (see join).
@@ -336,28 +282,12 @@ func (q *Queue) runBatch(ctx context.Context, b *roomBatch, run []*batchJoin, ca
 	}
 }
 
-// order.lua's replies to a call that did nothing: it came before the
-// call that was on its way when it left (replyEarly), or after a later
-// call of its chain ran (replyOvertaken).
-const (
-	replyEarly     int64 = -4
-	replyOvertaken int64 = -5
-)
-
-// errOvertaken is the outcome of the joins of a call that reached Redis
-// after a later call of its chain had run (order.lua): they were not
-// queued. Only a call whose connection was closed under it gets there,
-// and its joins were answered with that error already.
-var errOvertaken = errors.New("queue: join: a later call of this instance's joins ran first; try again")
-
 // joinBatch makes one call for the joins of run and sets each one's
 // outcome. It reports whether the room must be listed for the tick loop
 // before the joins are answered (see join). A batch of one is the join of
-// JoinAt itself. A call whose order the script checks (call not nil) goes
-// through Ordered and, when it came early, again once the call before it
-// is back.
-func (q *Queue) joinBatch(ctx context.Context, key batchKey, run []*batchJoin, call *batchCall) (list bool) {
-	if len(run) == 1 && call == nil {
+// JoinAt itself.
+func (q *Queue) joinBatch(ctx context.Context, key batchKey, run []*batchJoin) (list bool) {
+	if len(run) == 1 {
 		j := run[0]
 		r, err := q.joinCall(ctx, joinAtScript, key.room, j.visitor, noInvite(key.settings)...)
 		if err != nil {
@@ -377,15 +307,8 @@ func (q *Queue) joinBatch(ctx context.Context, key batchKey, run []*batchJoin, c
 		visitors[i] = j.visitor
 	}
 	keys := joinBatchScript.batchKeys(key.room, visitors)
-	args := append(q.joinArgs(key.room, ""), noInvite(key.settings)...)
-	var v any
-	var err error
-	if call == nil {
-		args = append(append(args, "", "0", "0"), visitors...)
-		v, err = q.r.Eval(ctx, joinBatchScript, keys, args...)
-	} else {
-		v, err = q.orderedCall(ctx, key, call, keys, args, visitors)
-	}
+	args := append(append(q.joinArgs(key.room, ""), noInvite(key.settings)...), visitors...)
+	v, err := q.r.Eval(ctx, joinBatchScript, keys, args...)
 	if err != nil {
 		fail(fmt.Errorf("queue: join: %w", err))
 		return false
@@ -401,64 +324,6 @@ func (q *Queue) joinBatch(ctx context.Context, key batchKey, run []*batchJoin, c
 		j.state, j.ticket, j.err = q.joinState(key.room, j.visitor, r)
 	}
 	return list
-}
-
-// orderedCall makes call, a call of key's joins by joinBatchScript with
-// keys and args (join.lua's) for visitors, through Ordered, with its
-// place in order.
-func (q *Queue) orderedCall(ctx context.Context, key batchKey, call *batchCall, keys, args, visitors []string) (any, error) {
-	o := q.r.(Ordered)
-	bs := q.batches
-	n, prev := len(args), "0"
-	if call.prev != nil {
-		prev = strconv.FormatUint(call.prev.seq, 10)
-	}
-	// The calls of one batchKey follow each other: of the room at one
-	// settings version, whose check is apart from another version's.
-	chain := bs.inst + ":" + strconv.FormatInt(key.settings, 10)
-	args = append(append(args, chain, strconv.FormatUint(call.seq, 10), prev), visitors...)
-	call.sent.Store(true)
-	v, err := o.EvalOrdered(ctx, joinBatchScript, keys, args...)
-	if err != nil {
-		return v, err
-	}
-	switch orderReply(v) {
-	case replyOvertaken:
-		return nil, errOvertaken
-	case 0:
-		return v, nil
-	}
-	// It reached Redis before the call before it (prev is set: a call
-	// without one is not checked). Once that one is back it has run, or
-	// failed: an abandoned call (its context done) still goes first, in
-	// the same connection's queue; one whose connection was closed under
-	// it (Redis stalled past the write timeout) may reach Redis later
-	// than this one, and then does nothing (replyOvertaken).
-	select {
-	case <-call.prev.done:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	args[n+2] = "0"
-	v, err = o.EvalOrdered(ctx, joinBatchScript, keys, args...)
-	if err == nil && orderReply(v) == replyOvertaken {
-		return nil, errOvertaken
-	}
-	return v, err
-}
-
-// orderReply is order.lua's reply code in v (replyEarly or
-// replyOvertaken), or 0 when v is a script's whole reply.
-func orderReply(v any) int64 {
-	list, ok := v.([]any)
-	if !ok || len(list) != 1 {
-		return 0
-	}
-	code, err := asInt(list[0])
-	if err != nil || (code != replyEarly && code != replyOvertaken) {
-		return 0
-	}
-	return code
 }
 
 // statusBatch reads the states of the visitors of run in one call.

@@ -40,7 +40,7 @@ func BenchmarkJoinBatch(b *testing.B) {
 			key := batchKey{room: room, settings: version}
 			// A batch of one is the single join's call: warm the batch
 			// script too.
-			q.joinBatch(ctx, key, []*batchJoin{{visitor: "w1"}, {visitor: "w2"}}, nil)
+			q.joinBatch(ctx, key, []*batchJoin{{visitor: "w1"}, {visitor: "w2"}})
 			cpu0 := resetStats(b, q)
 			b.ResetTimer()
 			for i := range b.N {
@@ -48,7 +48,7 @@ func BenchmarkJoinBatch(b *testing.B) {
 				for k := range run {
 					run[k] = &batchJoin{visitor: benchVisitor(i*n + k)}
 				}
-				q.joinBatch(ctx, key, run, nil)
+				q.joinBatch(ctx, key, run)
 				if run[0].err != nil {
 					b.Fatal(run[0].err)
 				}
@@ -135,7 +135,7 @@ func BenchmarkCoalescedJoins(b *testing.B) {
 			if _, _, err := q.JoinAt(ctx, "open", "warm", Invite{}, 0); err != nil {
 				b.Fatal(err)
 			}
-			q.joinBatch(ctx, batchKey{room: "open"}, []*batchJoin{{visitor: "w1"}, {visitor: "w2"}}, nil)
+			q.joinBatch(ctx, batchKey{room: "open"}, []*batchJoin{{visitor: "w1"}, {visitor: "w2"}})
 			concurrently(b, q, callers, "join", "joins", func(i int) error {
 				_, _, err := q.JoinAt(ctx, "open", benchVisitor(i), Invite{}, 0)
 				return err
@@ -156,7 +156,7 @@ func BenchmarkHerdJoins(b *testing.B) {
 	if _, _, err := q.JoinAt(ctx, "herd", "warm", Invite{}, 0); err != nil {
 		b.Fatal(err)
 	}
-	q.joinBatch(ctx, batchKey{room: "herd"}, []*batchJoin{{visitor: "w1"}, {visitor: "w2"}}, nil)
+	q.joinBatch(ctx, batchKey{room: "herd"}, []*batchJoin{{visitor: "w1"}, {visitor: "w2"}})
 	concurrently(b, q, callers, "join", "joins", func(i int) error {
 		_, _, err := q.JoinAt(ctx, "herd", benchVisitor(i), Invite{}, 0)
 		return err
@@ -184,7 +184,7 @@ func BenchmarkCoalescedStatus(b *testing.B) {
 				for k := range run {
 					run[k] = &batchJoin{visitor: benchVisitor(i + k)}
 				}
-				q.joinBatch(ctx, batchKey{room: "open"}, run, nil)
+				q.joinBatch(ctx, batchKey{room: "open"}, run)
 				if run[0].err != nil {
 					b.Fatal(run[0].err)
 				}

@@ -104,7 +104,7 @@ func TestJoinBatchMatchesJoins(t *testing.T) {
 					for i, v := range batch {
 						run[i] = &batchJoin{visitor: v}
 					}
-					q.joinBatch(ctx, batchKey{room: room, settings: version}, run, nil)
+					q.joinBatch(ctx, batchKey{room: room, settings: version}, run)
 					for _, j := range run {
 						out = append(out, joinOutcome(j.state, j.ticket, j.err))
 					}
@@ -149,7 +149,7 @@ func (g *gatedRedis) Eval(ctx context.Context, s *Script, keys []string, args ..
 		return v, err
 	case joinBatchScript:
 		v, err := g.Redis.Eval(ctx, s, keys, args...)
-		g.record(args[15:])
+		g.record(args[12:]) // the visitors follow join.lua's 12 ARGV
 		return v, err
 	}
 	return g.Redis.Eval(ctx, s, keys, args...)

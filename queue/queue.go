@@ -129,7 +129,7 @@ func New(r Redis, signer *Signer, opts *Options) (*Queue, error) {
 	}
 	q := &Queue{r: r, signer: signer, opts: o, log: o.Logger, wake: make(chan struct{}, 1), quiet: quietEvery}
 	if o.JoinBatch > 1 {
-		q.batches = newJoinBatches(o.JoinBatch, keepsOrder(r))
+		q.batches = newJoinBatches(o.JoinBatch)
 	}
 	return q, nil
 }

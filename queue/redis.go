@@ -17,27 +17,6 @@ type Redis interface {
 	Do(ctx context.Context, args ...string) (any, error)
 }
 
-// Ordered is a Redis that can keep calls in the order they are made:
-// EvalOrdered calls made one after the other go out on one connection, in
-// that order, so Redis runs them in that order. A room's joins go up to
-// two calls at a time only through an Ordered whose KeepsOrder is true
-// (coalesce.go); even then the join script checks the order, since a call
-// made while another is being handed to the connection may go first.
-type Ordered interface {
-	// EvalOrdered is Eval on the connection that keeps the order.
-	EvalOrdered(ctx context.Context, s *Script, keys []string, args ...string) (any, error)
-	// KeepsOrder reports whether EvalOrdered keeps the order (it does not
-	// in a Redis Cluster, where a call goes to its slot's node on one of
-	// several connections).
-	KeepsOrder() bool
-}
-
-// keepsOrder reports whether r is an Ordered that keeps the order.
-func keepsOrder(r Redis) bool {
-	o, ok := r.(Ordered)
-	return ok && o.KeepsOrder()
-}
-
 // Script is a Lua script run through Redis.Eval.
 type Script struct {
 	Name string

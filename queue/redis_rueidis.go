@@ -2,8 +2,6 @@ package queue
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -25,23 +23,6 @@ func (r *rueidisRedis) Eval(ctx context.Context, s *Script, keys []string, args 
 	}
 	return rueidisReply(l.(*rueidis.Lua).Exec(pipelined{ctx}, r.c, keys, owned(args)))
 }
-
-// EvalOrdered is Eval without a slot: rueidis writes every command
-// without one on the first of its connections to a (non-cluster) Redis,
-// so these calls, and Do's, share one connection and keep their order.
-// A script Redis no longer has (NOSCRIPT, after a restart) is sent whole.
-func (r *rueidisRedis) EvalOrdered(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
-	n := strconv.Itoa(len(keys))
-	args = owned(args)
-	v, err := rueidisReply(r.c.Do(pipelined{ctx}, r.c.B().Arbitrary("EVALSHA", s.Hash, n).Args(keys...).Args(args...).Build()))
-	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		v, err = rueidisReply(r.c.Do(pipelined{ctx}, r.c.B().Arbitrary("EVAL", s.Src, n).Args(keys...).Args(args...).Build()))
-	}
-	return v, err
-}
-
-// KeepsOrder is true but for a Redis Cluster (see EvalOrdered).
-func (r *rueidisRedis) KeepsOrder() bool { return r.c.Mode() != rueidis.ClientModeCluster }
 
 func (r *rueidisRedis) Do(ctx context.Context, args ...string) (any, error) {
 	return rueidisReply(r.c.Do(pipelined{ctx}, r.c.B().Arbitrary(owned(args)...).Build()))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -254,68 +253,5 @@ func TestRueidisCallsOwnTheirArgs(t *testing.T) {
 	// SADD, then EVALSHA, and EVAL when the script was not loaded yet.
 	if seen < 2 || seen != len(rec.cmds) {
 		t.Errorf("%d of the commands name the room, want all: %q", seen, rec.cmds)
-	}
-}
-
-// TestRueidisEvalOrdered: EvalOrdered runs a script Redis does not have
-// yet (NOSCRIPT, then the whole script) and one it has, and every such
-// call goes on the one connection that Do's calls use, while Eval's are
-// spread over rueidis's connections; so calls made one after the other
-// reach Redis in that order.
-func TestRueidisEvalOrdered(t *testing.T) {
-	for _, kind := range redistest.Kinds {
-		t.Run(kind, func(t *testing.T) {
-			srv := redistest.Start(t, kind)
-			r := newRedis(t, srv, "rueidis")
-			o, ok := r.(Ordered)
-			if !ok || !o.KeepsOrder() {
-				t.Fatal("a client of one Redis does not keep the order")
-			}
-			ctx := context.Background()
-			s := newScript("ordered", "return redis.call('RPUSH', KEYS[1], ARGV[1])")
-			for i, want := range []int64{1, 2} {
-				v, err := o.EvalOrdered(ctx, s, []string{"{o}:l"}, strconv.Itoa(i))
-				if n, _ := asInt(v); err != nil || n != want {
-					t.Fatalf("call %d: %v %v, want %d", i, v, err, want)
-				}
-			}
-			if kind != "real" {
-				return // miniredis has no CLIENT LIST
-			}
-			// The connections whose last command was a script, after 200
-			// calls four at a time of each kind and a CLIENT LIST through Do.
-			scripts := func(eval func() error) int {
-				var wg sync.WaitGroup
-				for range 4 {
-					wg.Go(func() {
-						for range 50 {
-							if err := eval(); err != nil {
-								t.Error(err)
-								return
-							}
-						}
-					})
-				}
-				wg.Wait()
-				v, err := r.Do(ctx, "CLIENT", "LIST")
-				if err != nil {
-					t.Fatal(err)
-				}
-				n := 0
-				for line := range strings.Lines(v.(string)) {
-					if strings.Contains(line, " cmd=evalsha ") || strings.Contains(line, " cmd=eval ") {
-						n++
-					}
-				}
-				return n
-			}
-			keys := []string{"{o}:l"}
-			if n := scripts(func() error { _, err := o.EvalOrdered(ctx, s, keys, "x"); return err }); n != 0 {
-				t.Fatalf("ordered calls went on %d connections besides Do's", n)
-			}
-			if n := scripts(func() error { _, err := r.Eval(ctx, s, keys, "x"); return err }); n == 0 {
-				t.Fatal("Eval's calls all went on Do's connection: the check above tells nothing")
-			}
-		})
 	}
 }

@@ -201,7 +201,7 @@ var roomKeyNames = []string{
 	"pre", "ppre", "back", "away", "awayt", "seen", "aseen", "closed", "owed",
 	"done", "pdone", "donein", "retook",
 	"draw", "drawc", "drawkey", "drawlist", "drawpool",
-	"lotc", "lotl", "lotlog", "order",
+	"lotc", "lotl", "lotlog",
 }
 
 // visitorKeyNames are the names (after prefix(room), before the visitor)

@@ -1,12 +1,12 @@
 -- joinbatch: the end of a batch of joins of one room (joinBatchScript,
--- coalesce.go), after order.lua, fresh.lua and joinroom.lua, which run
--- once for the batch, and the definition of join_visitor(ARGV, vo):
+-- coalesce.go), after fresh.lua and joinroom.lua, which run once for
+-- the batch, and the definition of join_visitor(ARGV, vo):
 -- invite.lua and join.lua as the body of a function, with that visitor's
 -- ARGV. The visitors are joined in arrival order, each as if its own call
 -- ran right after the one before, at the same moment. A visitor's V keys
 -- are KEYS[vo + 1 ..]: the visitors' keys follow the room's, NV per
 -- visitor. ARGV = join.lua's with an empty visitor and no invite code,
--- the call's place in order (order.lua), then the visitors from ARGV[16].
+-- then the visitors from ARGV[13].
 -- Returns {paused, settings, message, now, n, e_1 … e_n, r_1 … r_n} for
 -- the n visitors, in order: e_i is visitor i's join reply (joinReply),
 -- or, for a new visitor given a ticket with others, its ticket alone, r_i
@@ -24,7 +24,7 @@
 -- who holds a ticket or a token record, or comes twice) is joined by
 -- join_visitor, after the new visitors before it have their tickets, so
 -- tickets follow arrival.
-local n = #ARGV - 15
+local n = #ARGV - 12
 local out = {paused, num(cfg.v, 0), cfg.message or '', now, n}
 for i = 1, n do out[5 + n + i] = 0 end
 local function argv(v)
@@ -34,7 +34,7 @@ local fast = not draw_next and (cfg.method == nil or cfg.method == 'fifo') and c
   num(cfg.opensAt, 0) <= now and redis.call('EXISTS', K.back, K.away, K.ppre) == 0
 if not fast then
   for i = 1, n do
-    out[5 + i] = join_visitor(argv(ARGV[15 + i]), NK + (i - 1) * NV)
+    out[5 + i] = join_visitor(argv(ARGV[12 + i]), NK + (i - 1) * NV)
   end
   return out
 end
@@ -43,7 +43,7 @@ end
 -- from away: it is what join.lua's seen_many did for each.
 local vs, first = {}, {}
 for i = 1, n do
-  local v = ARGV[15 + i]
+  local v = ARGV[12 + i]
   if not first[v] then
     first[v] = i
     vs[#vs + 1] = v
@@ -58,7 +58,7 @@ for i = 1, n do
   tkeys[i] = V.t
 end
 local records = redis.call('MGET', unpack(tkeys))
-local scores = redis.call('ZMSCORE', KEYS[1], unpack(ARGV, 16, 15 + n))
+local scores = redis.call('ZMSCORE', KEYS[1], unpack(ARGV, 13, 12 + n))
 
 local new = {} -- the new visitors (their indexes) not yet given a ticket
 local function give_tickets()
@@ -80,7 +80,7 @@ local function give_tickets()
   for k, i in ipairs(new) do
     local t = s - m + k
     members[#members + 1] = t
-    members[#members + 1] = ARGV[15 + i]
+    members[#members + 1] = ARGV[12 + i]
     tickets[k] = t
     local vo = NK + (i - 1) * NV
     dropped[k] = V.dropped
@@ -100,9 +100,9 @@ local function give_tickets()
 end
 
 for i = 1, n do
-  if first[ARGV[15 + i]] ~= i or records[i] or scores[i] then
+  if first[ARGV[12 + i]] ~= i or records[i] or scores[i] then
     give_tickets()
-    out[5 + i] = join_visitor(argv(ARGV[15 + i]), NK + (i - 1) * NV)
+    out[5 + i] = join_visitor(argv(ARGV[12 + i]), NK + (i - 1) * NV)
   else
     new[#new + 1] = i
   end
