@@ -32,9 +32,9 @@ func NewConsumer(baseURL, serviceKey string, client *http.Client) *Consumer {
 	return &Consumer{url: strings.TrimRight(baseURL, "/") + ConsumePath, auth: "Bearer " + serviceKey, client: client}
 }
 
-// APIError is the server's refusal: its HTTP status, stable code (token_used,
-// invalid_token, too_early, token_expired, wrong_visitor, invalid_service_key,
-// …) and message.
+// APIError is the server's refusal: its HTTP status, stable code
+// (token_used, invalid_token, too_early, token_expired, missing_visitor,
+// wrong_visitor, invalid_service_key, …) and message.
 type APIError struct {
 	Status  int
 	Code    string
@@ -54,12 +54,30 @@ type Consumed struct {
 }
 
 // Consume spends token at the server, exactly once across all its
-// instances. visitor, when not empty, is the visitor credential the token
-// came with; the server then refuses a token of another visitor. It
-// returns an *APIError when the server refused, another error when it
-// could not be asked.
+// instances. visitor is the visitor credential the token came with: the
+// server refuses a token without it (401 missing_visitor) or with another
+// visitor's (403 wrong_visitor). It returns an *APIError when the server
+// refused, another error when it could not be asked.
 func (c *Consumer) Consume(ctx context.Context, token, visitor string) (Consumed, error) {
-	body, _ := json.Marshal(map[string]string{"token": token, "visitor": visitor})
+	return c.consume(ctx, consumeRequest{Token: token, Visitor: visitor})
+}
+
+// ConsumeWithoutVisitor is Consume for a service that cannot forward the
+// visitor credential: the server spends the token for whoever sent it.
+// Prefer Consume; a token alone can be handed over or resold.
+func (c *Consumer) ConsumeWithoutVisitor(ctx context.Context, token string) (Consumed, error) {
+	return c.consume(ctx, consumeRequest{Token: token, AllowMissingVisitor: true})
+}
+
+// consumeRequest is the body of a consume call.
+type consumeRequest struct {
+	Token               string `json:"token"`
+	Visitor             string `json:"visitor,omitempty"`
+	AllowMissingVisitor bool   `json:"allowMissingVisitor,omitempty"`
+}
+
+func (c *Consumer) consume(ctx context.Context, r consumeRequest) (Consumed, error) {
+	body, _ := json.Marshal(r)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		return Consumed{}, err

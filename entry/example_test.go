@@ -12,7 +12,8 @@ import (
 
 // A shop's service protects its checkout with the waitroom server's keys.
 // Here a key set stands in for the server: it publishes the JWKS and signs
-// a visitor's token.
+// a visitor's token. The token passes only with the visitor credential it
+// was issued to, which the waitroom page keeps in the wr_visitor cookie.
 func ExampleVerifier_Middleware() {
 	key, _ := entry.GenerateKey(entry.EdDSA, "2026-12")
 	keys, _ := entry.NewKeySet("2026-12", key)
@@ -38,9 +39,16 @@ func ExampleVerifier_Middleware() {
 	now := time.Now()
 	tok, _ := keys.Sign(entry.Claims{Issuer: "https://queue.example.com", Room: "drop", Visitor: "v-42",
 		NotBefore: now.Add(-time.Second), ExpiresAt: now.Add(15 * time.Minute)})
-	for _, bearer := range []string{tok, "forged"} {
+	for _, r := range []struct{ token, visitor string }{
+		{tok, "v-42.signature"},
+		{tok, ""},
+		{"forged", "v-42.signature"},
+	} {
 		req, _ := http.NewRequest("POST", shop.URL+"/checkout", nil)
-		req.Header.Set("Authorization", "Bearer "+bearer)
+		req.Header.Set("Authorization", "Bearer "+r.token)
+		if r.visitor != "" {
+			req.Header.Set("X-Visitor", r.visitor)
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			panic(err)
@@ -51,5 +59,6 @@ func ExampleVerifier_Middleware() {
 	}
 	// Output:
 	// 200 order for v-42 in drop
+	// 401 {"error":{"code":"missing_visitor","message":"the entry token must come with the visitor credential it was issued to (cookie wr_visitor or X-Visitor)"}}
 	// 401 {"error":{"code":"invalid_token","message":"invalid entry token: not a compact JWS"}}
 }

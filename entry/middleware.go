@@ -23,9 +23,19 @@ type MiddlewareOptions struct {
 	// Token finds the request's token (default: Authorization: Bearer,
 	// else the wr_token cookie).
 	Token func(*http.Request) string
-	// Visitor finds the visitor credential sent to consume (default:
-	// X-Visitor, else the wr_visitor cookie).
+	// Visitor finds the visitor credential the token must come with
+	// (default: X-Visitor, else the wr_visitor cookie). A request without
+	// one is refused (401 missing_visitor), one whose credential names
+	// another visitor than the token's sub too (403 wrong_visitor); the
+	// Consumer sends it to the server, which checks its signature.
 	Visitor func(*http.Request) string
+	// AllowMissingVisitor lets a request without the visitor credential
+	// pass on its token alone, for a backend that cannot forward the
+	// credential (the page's cookie does not reach it, say). Anyone who
+	// holds such a token can then use it: leave it false unless the
+	// credential cannot be had. A credential that is sent is still
+	// checked.
+	AllowMissingVisitor bool
 	// Error writes a refusal (default: a JSON error body with a stable
 	// code, see WriteError).
 	Error func(w http.ResponseWriter, r *http.Request, err error)
@@ -39,10 +49,16 @@ func FromContext(ctx context.Context) (Claims, bool) {
 	return c, ok
 }
 
-// Middleware protects next: a request passes with a token v accepts (and,
-// with a Consumer, that the server spends for it now); next finds the
-// claims with FromContext. Others are refused with 401, 403, 409, 410 or
-// 425, or 503 when the key set or the server cannot be reached.
+// Middleware protects next: a request passes with a token v accepts, sent
+// with the visitor credential it was issued to (unless
+// AllowMissingVisitor), and, with a Consumer, that the server spends for
+// it now; next finds the claims with FromContext. Others are refused with
+// 401, 403, 409, 410 or 425, or 503 when the key set or the server cannot
+// be reached.
+//
+// Without a Consumer the credential is only compared with the token's sub:
+// its signature is the server's to check, so only consume proves that the
+// request comes from the visitor.
 func (v *Verifier) Middleware(next http.Handler, opts *MiddlewareOptions) http.Handler {
 	var o MiddlewareOptions
 	if opts != nil {
@@ -68,8 +84,22 @@ func (v *Verifier) Middleware(next http.Handler, opts *MiddlewareOptions) http.H
 			o.Error(w, r, err)
 			return
 		}
+		cred := o.Visitor(r)
+		switch {
+		case cred == "" && !o.AllowMissingVisitor:
+			o.Error(w, r, errMissingVisitor)
+			return
+		case cred != "" && CredentialVisitor(cred) != c.Visitor:
+			o.Error(w, r, errWrongVisitor)
+			return
+		}
 		if o.Consumer != nil {
-			if _, err := o.Consumer.Consume(r.Context(), tok, o.Visitor(r)); err != nil {
+			if cred == "" {
+				_, err = o.Consumer.ConsumeWithoutVisitor(r.Context(), tok)
+			} else {
+				_, err = o.Consumer.Consume(r.Context(), tok, cred)
+			}
+			if err != nil {
 				o.Error(w, r, err)
 				return
 			}
@@ -78,7 +108,19 @@ func (v *Verifier) Middleware(next http.Handler, opts *MiddlewareOptions) http.H
 	})
 }
 
-var errMissing = &APIError{Status: 401, Code: "missing_token", Message: "an entry token is required (Authorization: Bearer)"}
+var (
+	errMissing        = &APIError{Status: 401, Code: "missing_token", Message: "an entry token is required (Authorization: Bearer)"}
+	errMissingVisitor = &APIError{Status: 401, Code: "missing_visitor", Message: "the entry token must come with the visitor credential it was issued to (cookie wr_visitor or X-Visitor)"}
+	errWrongVisitor   = &APIError{Status: 403, Code: "wrong_visitor", Message: "the entry token belongs to another visitor"}
+)
+
+// CredentialVisitor is the visitor id a visitor credential names (its part
+// before the first "."): the sub of the tokens issued to it. Only the
+// server can tell a credential it issued from a forged one.
+func CredentialVisitor(credential string) string {
+	id, _, _ := strings.Cut(credential, ".")
+	return id
+}
 
 func requestToken(r *http.Request) string {
 	if h := r.Header.Get("Authorization"); h != "" {

@@ -173,15 +173,25 @@ func TestMiddleware(t *testing.T) {
 	ks := testSet(t, EdDSA)
 	v, _ := NewVerifier("", &VerifierOptions{Keys: ks.Keys(), Rooms: []string{"drop"}})
 	var spent sync.Map
+	var calls atomic.Int32
 	// A stand-in for the server's consume endpoint (the server package
-	// tests the real one): the first use of a token wins.
+	// tests the real one): the first use of a token wins, and a token
+	// comes with its visitor's credential unless the caller opts out.
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
 		if r.URL.Path != ConsumePath || r.Header.Get("Authorization") != "Bearer svc-key-0123456789" {
 			WriteError(w, &APIError{Status: 401, Code: "invalid_service_key", Message: "no"})
 			return
 		}
-		var req struct{ Token, Visitor string }
+		var req struct {
+			Token, Visitor      string
+			AllowMissingVisitor bool
+		}
 		json.NewDecoder(r.Body).Decode(&req)
+		if req.Visitor == "" && !req.AllowMissingVisitor {
+			WriteError(w, &APIError{Status: 401, Code: "missing_visitor", Message: "no visitor"})
+			return
+		}
 		if _, dup := spent.LoadOrStore(req.Token, true); dup {
 			WriteError(w, &APIError{Status: 409, Code: "token_used", Message: "used"})
 			return
@@ -196,46 +206,84 @@ func TestMiddleware(t *testing.T) {
 		}
 		w.Write([]byte("hello " + c.Visitor))
 	})
-	h := v.Middleware(app, &MiddlewareOptions{Consumer: NewConsumer(api.URL, "svc-key-0123456789", api.Client())})
+	consumer := NewConsumer(api.URL, "svc-key-0123456789", api.Client())
+	h := v.Middleware(app, &MiddlewareOptions{Consumer: consumer})
 	tok, _ := ks.Sign(testClaims())
-	call := func(header, value string) *httptest.ResponseRecorder {
+	const cred = "vis-1.c2lnbmVk" // the visitor's credential: its id, then what the server signed
+	call := func(h http.Handler, header, value, visitor string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", "/buy", nil)
 		if header == "Cookie" {
 			req.AddCookie(&http.Cookie{Name: TokenCookie, Value: value})
-		} else if header != "" {
-			req.Header.Set(header, value)
+			if visitor != "" {
+				req.AddCookie(&http.Cookie{Name: VisitorCookie, Value: visitor})
+			}
+		} else {
+			if header != "" {
+				req.Header.Set(header, value)
+			}
+			if visitor != "" {
+				req.Header.Set("X-Visitor", visitor)
+			}
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		return rec
 	}
-	if r := call("Authorization", "Bearer "+tok); r.Code != 200 || r.Body.String() != "hello vis-1" {
+	if r := call(h, "Authorization", "Bearer "+tok, ""); r.Code != 401 || !strings.Contains(r.Body.String(), `"missing_visitor"`) {
+		t.Fatalf("no visitor: %d %s", r.Code, r.Body)
+	}
+	if r := call(h, "Authorization", "Bearer "+tok, "vis-2.c2lnbmVk"); r.Code != 403 || !strings.Contains(r.Body.String(), `"wrong_visitor"`) {
+		t.Fatalf("another visitor: %d %s", r.Code, r.Body)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("%d consume calls for requests refused here", n)
+	}
+	if r := call(h, "Authorization", "Bearer "+tok, cred); r.Code != 200 || r.Body.String() != "hello vis-1" {
 		t.Fatalf("first use: %d %s", r.Code, r.Body)
 	}
-	if r := call("Cookie", tok); r.Code != 409 || !strings.Contains(r.Body.String(), `"token_used"`) {
+	if r := call(h, "Cookie", tok, cred); r.Code != 409 || !strings.Contains(r.Body.String(), `"token_used"`) {
 		t.Fatalf("second use: %d %s", r.Code, r.Body)
 	}
-	if r := call("", ""); r.Code != 401 || !strings.Contains(r.Body.String(), `"missing_token"`) {
+	if r := call(h, "", "", cred); r.Code != 401 || !strings.Contains(r.Body.String(), `"missing_token"`) {
 		t.Fatalf("no token: %d %s", r.Code, r.Body)
 	}
-	if r := call("Authorization", "Bearer abc"); r.Code != 401 || !strings.Contains(r.Body.String(), `"invalid_token"`) {
+	if r := call(h, "Authorization", "Bearer abc", cred); r.Code != 401 || !strings.Contains(r.Body.String(), `"invalid_token"`) {
 		t.Fatalf("garbage: %d %s", r.Code, r.Body)
 	}
 	other := testClaims()
 	other.Room = "other"
 	otherTok, _ := ks.Sign(other)
-	if r := call("Authorization", "Bearer "+otherTok); r.Code != 403 || !strings.Contains(r.Body.String(), `"wrong_room"`) {
+	if r := call(h, "Authorization", "Bearer "+otherTok, cred); r.Code != 403 || !strings.Contains(r.Body.String(), `"wrong_room"`) {
 		t.Fatalf("other room: %d %s", r.Code, r.Body)
+	}
+	// Opted out: a token alone passes, spent once; another visitor's
+	// credential is still refused.
+	loose := v.Middleware(app, &MiddlewareOptions{Consumer: consumer, AllowMissingVisitor: true})
+	c3 := testClaims()
+	c3.ID = "another-admission"
+	tok3, _ := ks.Sign(c3)
+	if r := call(loose, "Authorization", "Bearer "+tok3, "vis-2.c2lnbmVk"); r.Code != 403 || !strings.Contains(r.Body.String(), `"wrong_visitor"`) {
+		t.Fatalf("opted out, another visitor: %d %s", r.Code, r.Body)
+	}
+	if r := call(loose, "Authorization", "Bearer "+tok3, ""); r.Code != 200 {
+		t.Fatalf("opted out, no visitor: %d %s", r.Code, r.Body)
+	}
+	if r := call(loose, "Authorization", "Bearer "+tok3, ""); r.Code != 409 {
+		t.Fatalf("opted out, again: %d %s", r.Code, r.Body)
+	}
+	// Offline only, the credential is required as well.
+	offline := v.Middleware(app, nil)
+	if r := call(offline, "Authorization", "Bearer "+tok, ""); r.Code != 401 || !strings.Contains(r.Body.String(), `"missing_visitor"`) {
+		t.Fatalf("offline, no visitor: %d %s", r.Code, r.Body)
+	}
+	if r := call(offline, "Authorization", "Bearer "+tok, cred); r.Code != 200 {
+		t.Fatalf("offline with the visitor: %d %s", r.Code, r.Body)
 	}
 	bad := v.Middleware(app, &MiddlewareOptions{Consumer: NewConsumer(api.URL, "wrong", api.Client())})
 	tok2c := testClaims()
 	tok2c.Visitor = "vis-2"
 	tok2, _ := ks.Sign(tok2c)
-	rec := httptest.NewRecorder()
-	req := httptest.NewRequest("GET", "/", nil)
-	req.Header.Set("Authorization", "Bearer "+tok2)
-	bad.ServeHTTP(rec, req)
-	if rec.Code != 401 || !strings.Contains(rec.Body.String(), `"invalid_service_key"`) {
-		t.Fatalf("wrong service key: %d %s", rec.Code, rec.Body)
+	if r := call(bad, "Authorization", "Bearer "+tok2, "vis-2.c2lnbmVk"); r.Code != 401 || !strings.Contains(r.Body.String(), `"invalid_service_key"`) {
+		t.Fatalf("wrong service key: %d %s", r.Code, r.Body)
 	}
 }

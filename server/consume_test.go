@@ -68,8 +68,8 @@ func TestConsumeOnceAcrossInstances(t *testing.T) {
 				srv := redistest.Start(t, kind)
 				mut := withServiceKeys(t, nil)
 				fleet := []*testServer{startServer(t, srv, client, mut), startServer(t, srv, client, mut), startServer(t, srv, client, mut)}
-				_, tok := admittedToken(t, fleet[0], "drop")
-				body := fmt.Sprintf(`{"token":%q}`, tok)
+				vis, tok := admittedToken(t, fleet[0], "drop")
+				body := fmt.Sprintf(`{"token":%q,"visitor":%q}`, tok, vis.cred)
 				hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 50}}
 				defer hc.CloseIdleConnections()
 				codes := make([]int, 50)
@@ -130,6 +130,7 @@ func TestConsume(t *testing.T) {
 			"no token":      {testServiceKey, `{}`, "missing_field", 400},
 			"wrong room":    {testServiceKey, fmt.Sprintf(`{"token":%q,"room":"other"}`, tok), "wrong_room", 403},
 			"wrong visitor": {testServiceKey, fmt.Sprintf(`{"token":%q,"visitor":%q}`, tok, other.cred), "wrong_visitor", 403},
+			"no visitor":    {testServiceKey, fmt.Sprintf(`{"token":%q}`, tok), "missing_visitor", 401},
 		} {
 			if r := consumeAs(v, tc.key, tc.body); r.Code != tc.status || r.errCode() != tc.code {
 				t.Errorf("%s: %d %s, want %d %s", name, r.Code, r.Raw, tc.status, tc.code)
@@ -149,7 +150,7 @@ func TestConsume(t *testing.T) {
 		ost := ts.admitUntil(t, other, "drop")
 		exp, _ := time.Parse(time.RFC3339Nano, ost.str("expiresAt"))
 		waitfor.Until(t, 10*time.Second, "expiry", func() bool { return time.Now().After(exp.Add(10 * time.Millisecond)) })
-		if r := consumeAs(v, testServiceKey, fmt.Sprintf(`{"token":%q}`, ost.str("token"))); r.Code != 410 || r.errCode() != "token_expired" {
+		if r := consumeAs(v, testServiceKey, fmt.Sprintf(`{"token":%q,"visitor":%q}`, ost.str("token"), other.cred)); r.Code != 410 || r.errCode() != "token_expired" {
 			t.Fatalf("expired: %d %s", r.Code, r.Raw)
 		}
 	})
@@ -159,7 +160,7 @@ func TestConsume(t *testing.T) {
 // invalid_token, with a message saying what is wrong.
 func TestConsumeBadTokens(t *testing.T) {
 	ts := startServer(t, nil, "rueidis", withServiceKeys(t, nil))
-	_, tok := admittedToken(t, ts, "drop")
+	holder, tok := admittedToken(t, ts, "drop")
 	p := strings.Split(tok, ".")
 	head := func(h string) string { return base64.RawURLEncoding.EncodeToString([]byte(h)) }
 	kid := ts.tokens.Keys().Active().ID
@@ -197,7 +198,7 @@ func TestConsumeBadTokens(t *testing.T) {
 		t.Errorf("messages do not tell the failures apart: %v", seen)
 	}
 	// The token itself is still good after all that.
-	if r := consumeAs(v, testServiceKey, fmt.Sprintf(`{"token":%q}`, tok)); r.Code != 200 {
+	if r := consumeAs(v, testServiceKey, fmt.Sprintf(`{"token":%q,"visitor":%q}`, tok, holder.cred)); r.Code != 200 {
 		t.Fatalf("good token: %d %s", r.Code, r.Raw)
 	}
 }

@@ -79,10 +79,12 @@ func TestMiddlewareAgainstServer(t *testing.T) {
 	}), &entry.MiddlewareOptions{Consumer: entry.NewConsumer(ts.URL, testServiceKey, nil)}))
 	defer shop.Close()
 	vis, tok := admittedToken(t, ts, "drop")
-	buy := func() (int, string) {
+	buy := func(cred string) (int, string) {
 		req, _ := http.NewRequest("POST", shop.URL+"/buy", nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("X-Visitor", vis.cred)
+		if cred != "" {
+			req.Header.Set("X-Visitor", cred)
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -91,10 +93,19 @@ func TestMiddlewareAgainstServer(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, body := buy(); code != 200 || !strings.HasPrefix(body, "sold to ") {
+	// The token alone, or with a credential that names its visitor but
+	// was not signed by the server: refused, and not spent.
+	if code, body := buy(""); code != 401 || !strings.Contains(body, `"missing_visitor"`) {
+		t.Fatalf("no visitor: %d %s", code, body)
+	}
+	forged := entry.CredentialVisitor(vis.cred) + ".forged"
+	if code, body := buy(forged); code != 401 || !strings.Contains(body, `"invalid_visitor"`) {
+		t.Fatalf("forged visitor: %d %s", code, body)
+	}
+	if code, body := buy(vis.cred); code != 200 || !strings.HasPrefix(body, "sold to ") {
 		t.Fatalf("first: %d %s", code, body)
 	}
-	if code, body := buy(); code != 409 || !strings.Contains(body, `"token_used"`) {
+	if code, body := buy(vis.cred); code != 409 || !strings.Contains(body, `"token_used"`) {
 		t.Fatalf("replay: %d %s", code, body)
 	}
 	http.DefaultClient.CloseIdleConnections()

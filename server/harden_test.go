@@ -58,8 +58,11 @@ func TestOrderNeedsVisitor(t *testing.T) {
 		}
 
 		verify := func(body string) reply { return bare.do("POST", "/api/v1/tokens/verify", body) }
-		if r := verify(fmt.Sprintf(`{"token":%q}`, tok)); r.Code != 200 || r.Body["valid"] != true || r.Body["visitorChecked"] != false {
+		if r := verify(fmt.Sprintf(`{"token":%q}`, tok)); r.Code != 401 || r.errCode() != "missing_visitor" {
 			t.Fatalf("verify without visitor: %d %s", r.Code, r.Raw)
+		}
+		if r := verify(fmt.Sprintf(`{"token":%q,"allowMissingVisitor":true}`, tok)); r.Code != 200 || r.Body["valid"] != true || r.Body["visitorChecked"] != false {
+			t.Fatalf("verify without visitor, opted out: %d %s", r.Code, r.Raw)
 		}
 		if r := verify(fmt.Sprintf(`{"token":%q,"visitor":%q}`, tok, v.cred)); r.Code != 200 || r.Body["visitorChecked"] != true {
 			t.Fatalf("verify with the visitor: %d %s", r.Code, r.Raw)

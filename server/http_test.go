@@ -106,7 +106,7 @@ func TestProtectedEndpoint(t *testing.T) {
 			t.Fatalf("other room: %d %s", r.Code, r.Raw)
 		}
 		// verify does not use the token up.
-		if r := v.do("POST", "/api/v1/tokens/verify", fmt.Sprintf(`{"token":%q}`, tok)); r.Code != 200 || r.Body["valid"] != true {
+		if r := v.do("POST", "/api/v1/tokens/verify", fmt.Sprintf(`{"token":%q,"visitor":%q}`, tok, v.cred)); r.Code != 200 || r.Body["valid"] != true {
 			t.Fatalf("verify: %d %s", r.Code, r.Raw)
 		}
 		if r := v.do("POST", "/api/v1/rooms/drop/orders", "", "Authorization", "Bearer "+tok); r.Code != 201 {

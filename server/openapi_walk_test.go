@@ -92,8 +92,10 @@ func TestOpenAPIResponses(t *testing.T) {
 	v.do("POST", "/api/v1/rooms/drop/ticket", "")
 	st := ts.admitUntil(t, v, "drop")
 	tok := st.str("token")
-	body := fmt.Sprintf(`{"token":%q}`, tok)
+	body := fmt.Sprintf(`{"token":%q,"visitor":%q}`, tok, v.cred)
 	v.do("POST", "/api/v1/tokens/verify", body) // 425 or, on a slow machine, 200
+	v.do("POST", "/api/v1/tokens/verify", fmt.Sprintf(`{"token":%q}`, tok))
+	consumeAs(v, testServiceKey, fmt.Sprintf(`{"token":%q}`, tok))
 	v.do("POST", "/api/v1/rooms/drop/orders", "")
 	v.do("POST", "/api/v1/rooms/drop/orders", "", "Authorization", "Bearer nope")
 	consumeAs(v, "", body)

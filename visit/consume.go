@@ -23,8 +23,9 @@ var (
 // consume spends an entry token exactly once, for a protected service
 // (POST /api/v1/tokens/consume with a service key, Deps.ServiceKeys): across every instance
 // sharing Redis, one call gets 200 and the claims, every other 409
-// token_used. It frees the max-active slot and holds the seat as sold, as
-// the demo order does.
+// token_used. The token must come with the visitor credential it was
+// issued to, unless the service sets allowMissingVisitor. It frees the
+// max-active slot and holds the seat as sold, as the demo order does.
 func (a *API) consume(c *fiber.Ctx) error {
 	key, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
 	if !ok || a.d.ServiceKeys == nil {
@@ -35,8 +36,11 @@ func (a *API) consume(c *fiber.Ctx) error {
 	}
 	var req struct {
 		Token   string `json:"token"`
-		Visitor string `json:"visitor"` // optional: the credential the token came with
+		Visitor string `json:"visitor"` // the credential the token came with
 		Room    string `json:"room"`    // optional: the room the caller protects
+		// AllowMissingVisitor: the service cannot forward the credential
+		// and knowingly spends the token alone.
+		AllowMissingVisitor bool `json:"allowMissingVisitor"`
 	}
 	if err := httperr.DecodeObject(c.Body(), &req); err != nil {
 		return err
@@ -51,10 +55,8 @@ func (a *API) consume(c *fiber.Ctx) error {
 	if req.Room != "" && req.Room != tok.Room {
 		return errWrongRoom
 	}
-	if req.Visitor != "" {
-		if err := a.holds(req.Visitor, tok); err != nil {
-			return err
-		}
+	if _, err := a.sentHolder(req.Visitor, req.AllowMissingVisitor, tok); err != nil {
+		return err
 	}
 	if a.uses.used(tok) {
 		return errConsumeUsed

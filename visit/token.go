@@ -21,6 +21,7 @@ var (
 	errWrongVisitor = httperr.New(403, "wrong_visitor", "the entry token belongs to another visitor")
 	// The visitor code stays missing_visitor, as on every other route.
 	errTokenNoVisitor = httperr.New(401, "missing_visitor", "the entry token must come with the visitor credential it was issued to (cookie wr_visitor or X-Visitor)")
+	errBodyNoVisitor  = httperr.New(401, "missing_visitor", "visitor, the credential the entry token was issued to, is required; a service that cannot forward it sends allowMissingVisitor: true")
 )
 
 // tokenError maps a queue token check to the HTTP shape.
@@ -129,6 +130,20 @@ func (a *API) holds(cred string, tok queue.Token) error {
 	return nil
 }
 
+// sentHolder checks the visitor credential a service sent in a body with
+// tok (verify, consume): the one tok was issued to, required unless the
+// service says it cannot forward it (allowMissing), so that a token alone
+// is not a ticket to resell. checked says whether a credential was checked.
+func (a *API) sentHolder(cred string, allowMissing bool, tok queue.Token) (checked bool, err error) {
+	if cred == "" {
+		if allowMissing {
+			return false, nil
+		}
+		return false, errBodyNoVisitor
+	}
+	return true, a.holds(cred, tok)
+}
+
 // failed reports whether the rest of the chain answered a server error.
 func failed(c *fiber.Ctx, err error) bool {
 	var ae *httperr.Error
@@ -150,7 +165,10 @@ func IsTokenError(err error) bool {
 func (a *API) verify(c *fiber.Ctx) error {
 	var req struct {
 		Token   string `json:"token"`
-		Visitor string `json:"visitor"` // optional: the credential the caller was given with the token
+		Visitor string `json:"visitor"` // the credential the caller was given with the token
+		// AllowMissingVisitor: the caller cannot forward the credential
+		// and knowingly checks the token alone.
+		AllowMissingVisitor bool `json:"allowMissingVisitor"`
 	}
 	if err := httperr.DecodeObject(c.Body(), &req); err != nil {
 		return err
@@ -162,12 +180,11 @@ func (a *API) verify(c *fiber.Ctx) error {
 	if err != nil {
 		return errInvalidToken
 	}
-	if req.Visitor != "" {
-		if err := a.holds(req.Visitor, tok); err != nil {
-			return err
-		}
+	checked, err := a.sentHolder(req.Visitor, req.AllowMissingVisitor, tok)
+	if err != nil {
+		return err
 	}
-	return a.touchToken(c, tok, req.Visitor != "")
+	return a.touchToken(c, tok, checked)
 }
 
 // touchToken checks tok and slides its idle expiry (capped by the room's

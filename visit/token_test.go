@@ -126,9 +126,16 @@ func TestVerifyAndTouch(t *testing.T) {
 			t.Errorf("verify %s: %d %s, want %s", tc.body, r.Code, r.Raw, tc.want)
 		}
 	}
-	r := f.do("POST", "/api/v1/tokens/verify", `{"token":"`+tok+`"}`)
+	if r := f.do("POST", "/api/v1/tokens/verify", `{"token":"`+tok+`"}`); r.Code != 401 || r.errCode() != "missing_visitor" {
+		t.Fatalf("verify without the visitor: %d %s", r.Code, r.Raw)
+	}
+	_, otherCred, _ := f.admitted("shop")
+	if r := f.do("POST", "/api/v1/tokens/verify", `{"token":"`+tok+`","visitor":"`+otherCred+`","allowMissingVisitor":true}`); r.Code != 403 || r.errCode() != "wrong_visitor" {
+		t.Fatalf("verify with another visitor: %d %s", r.Code, r.Raw)
+	}
+	r := f.do("POST", "/api/v1/tokens/verify", `{"token":"`+tok+`","allowMissingVisitor":true}`)
 	if r.Code != 200 || r.Body["valid"] != true || r.Body["visitorChecked"] != false || r.str("visitor") != id {
-		t.Fatalf("verify: %d %s", r.Code, r.Raw)
+		t.Fatalf("verify, opted out: %d %s", r.Code, r.Raw)
 	}
 	r = f.do("POST", "/api/v1/tokens/verify", `{"token":"`+tok+`","visitor":"`+cred+`"}`)
 	if r.Code != 200 || r.Body["visitorChecked"] != true {
@@ -138,7 +145,7 @@ func TestVerifyAndTouch(t *testing.T) {
 		t.Fatalf("touch: %d %s", r.Code, r.Raw)
 	}
 	f.q.consume = errStoreDown
-	if r := f.do("POST", "/api/v1/tokens/verify", `{"token":"`+tok+`"}`); r.Code != 503 || r.errCode() != "unavailable" {
+	if r := f.do("POST", "/api/v1/tokens/verify", `{"token":"`+tok+`","visitor":"`+cred+`"}`); r.Code != 503 || r.errCode() != "unavailable" {
 		t.Fatalf("verify with the store down: %d %s", r.Code, r.Raw)
 	}
 	if len(f.q.restored) != 0 {
