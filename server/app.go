@@ -70,8 +70,8 @@ type server struct {
 	tickets  *push.Tickets // connect tickets (ticket.go)
 	draining atomic.Bool
 
-	serviceKeys issuer.ServiceKeys // -service-keys: who may consume tokens
-	hooks       *webhook.Hooks     // webhooks (webhooks.go)
+	serviceKeys *issuer.Services // -service-keys: who may consume tokens, reread on SIGHUP
+	hooks       *webhook.Hooks   // webhooks (webhooks.go)
 }
 
 // newServer connects to Redis and builds the app; nothing runs until run.

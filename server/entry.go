@@ -21,9 +21,9 @@ type entryConfig struct {
 
 // entryFlags defines the flags of entry tokens.
 func entryFlags(fs *flag.FlagSet, c *entryConfig) {
-	fs.StringVar(&c.KeysFile, "signing-keys", "", "entry token key file (JSON: active kid and JWKs with private parts; see docs/entry-tokens.md); empty: one Ed25519 key derived from -secret")
+	fs.StringVar(&c.KeysFile, "signing-keys", "", "entry token key file (JSON: active kid and JWKs with private parts; mode 0600 or stricter; waitroom keys generate writes one; see docs/entry-tokens.md); empty: one Ed25519 key derived from -secret")
 	fs.StringVar(&c.Issuer, "issuer", "", "iss of entry tokens, the URL protected services know this server by (empty: http://<addr>)")
-	fs.StringVar(&c.ServiceKeysFile, "service-keys", "", "file of labelled service keys (YAML: label: key) that may spend entry tokens (POST /api/v1/tokens/consume) and end gateway sessions")
+	fs.StringVar(&c.ServiceKeysFile, "service-keys", "", "file of labelled service keys (YAML: label: key; mode 0600 or stricter) that may spend entry tokens (POST /api/v1/tokens/consume) and end gateway sessions; reread on SIGHUP")
 }
 
 // newIssuer builds the entry tokens' issuer from the flags.
@@ -51,13 +51,14 @@ func (s *server) jwks(c *fiber.Ctx) error {
 // startEntry loads the service keys and checks this instance's signing
 // keys against the running instances'.
 func (s *server) startEntry(ctx context.Context) error {
-	adminKeys := s.ops.Now().Keys
-	keys, err := issuer.LoadServiceKeys(s.cfg.Entry.ServiceKeysFile, func(k []byte) bool { _, ok := adminKeys.Match(k); return ok })
+	// The admin keys in force when the file is read: a reload compares
+	// with those the same reload read.
+	s.serviceKeys = issuer.NewServices(s.cfg.Entry.ServiceKeysFile, func(k []byte) bool { _, ok := s.opsNow().Keys.Match(k); return ok })
+	n, err := s.serviceKeys.Reload()
 	if err != nil {
 		return err
 	}
-	s.serviceKeys = keys
-	if len(keys) == 0 {
+	if n == 0 {
 		s.log.Info("entry tokens: no -service-keys; /api/v1/tokens/consume refuses every call")
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -70,4 +71,20 @@ func (s *server) unpublishEntryKeys(ctx context.Context) {
 	if err := s.tokens.Unpublish(ctx, s.redis, s.id); err != nil {
 		s.log.Debug("entry keys: line not dropped", "err", err)
 	}
+}
+
+// reloadServiceKeys reads -service-keys again (on SIGHUP): a key removed
+// from the file stops working now. A file refused leaves the keys in
+// force, loudly.
+func (s *server) reloadServiceKeys() error {
+	if s.cfg.Entry.ServiceKeysFile == "" {
+		return nil
+	}
+	n, err := s.serviceKeys.Reload()
+	if err != nil {
+		s.log.Error("service keys reload refused: the keys in force stay", "err", err)
+		return err
+	}
+	s.log.Info("reloaded the service keys", "serviceKeys", n)
+	return nil
 }

@@ -70,5 +70,20 @@ func notifyHangup() chan os.Signal {
 // ctx ends.
 func (s *server) reloadOnHangup(ctx context.Context, ch chan os.Signal) error {
 	defer signal.Stop(ch)
-	return s.ops.ReloadOn(ctx, ch)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ch:
+			s.reload(ctx)
+		}
+	}
+}
+
+// reload reads the files SIGHUP rereads, each on its own (a refused one is
+// logged and leaves what it said in force): the admin keys and rooms file,
+// then the service keys, compared with the admin keys just read.
+func (s *server) reload(ctx context.Context) {
+	_ = s.ops.Reload(ctx)
+	_ = s.reloadServiceKeys()
 }

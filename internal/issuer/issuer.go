@@ -78,9 +78,13 @@ func New(cfg Config, secret []byte, generated bool, legacy *queue.Signer, log *s
 
 func keySet(path string, secret []byte, generated bool, log *slog.Logger) (*entry.KeySet, error) {
 	if path != "" {
-		ks, err := entry.LoadKeySet(path)
+		data, err := ReadKeyFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("-signing-keys %v", err)
+		}
+		ks, err := entry.ParseKeySet(data)
+		if err != nil {
+			return nil, fmt.Errorf("-signing-keys %s: %v", path, err)
 		}
 		return ks, nil
 	}

@@ -3,9 +3,9 @@ package issuer
 import (
 	"crypto/subtle"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
+	"sync/atomic"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -24,13 +24,14 @@ type serviceKey struct {
 type ServiceKeys []serviceKey
 
 // LoadServiceKeys reads the -service-keys file, a YAML mapping of label to
-// key (at least 16 bytes, each key once). A key isAdmin names is refused:
-// the kinds are kept apart. An empty path is no keys.
+// key (at least 16 bytes, each key once), which only its owner may read
+// (ReadKeyFile). A key isAdmin names is refused: the kinds are kept apart.
+// An empty path is no keys.
 func LoadServiceKeys(path string, isAdmin func(key []byte) bool) (ServiceKeys, error) {
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := ReadKeyFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("-service-keys %v", err)
 	}
@@ -72,3 +73,36 @@ func (ks ServiceKeys) ServiceKey(key string) (string, bool) {
 	}
 	return label, label != ""
 }
+
+// Services are the service keys in force: those of the -service-keys file
+// as last read, replaced by Reload, so that a key removed from the file
+// (a leaked one) stops working without a restart. Safe for concurrent use.
+type Services struct {
+	path    string
+	isAdmin func(key []byte) bool
+	keys    atomic.Pointer[ServiceKeys]
+}
+
+// NewServices returns the service keys of the file at path (none when
+// empty), not read until Reload. isAdmin is asked at each read.
+func NewServices(path string, isAdmin func(key []byte) bool) *Services {
+	s := &Services{path: path, isAdmin: isAdmin}
+	s.keys.Store(new(ServiceKeys))
+	return s
+}
+
+// Reload reads the file again; on success its keys replace those in
+// force, and it returns their number. A file refused (missing, not only
+// its owner's, malformed, no keys, an admin key) leaves the keys in force
+// and is the error.
+func (s *Services) Reload() (int, error) {
+	keys, err := LoadServiceKeys(s.path, s.isAdmin)
+	if err != nil {
+		return 0, err
+	}
+	s.keys.Store(&keys)
+	return len(keys), nil
+}
+
+// ServiceKey returns the label of key among the keys in force.
+func (s *Services) ServiceKey(key string) (string, bool) { return s.keys.Load().ServiceKey(key) }
