@@ -168,7 +168,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 func usage(w io.Writer) {
 	var c config
 	fs := newFlagSet(&c)
-	fmt.Fprintln(w, "usage: waitroom [flags]\n\nEach flag also reads WAITROOM_<NAME> (e.g. -db-pool: WAITROOM_DB_POOL); a flag given wins; -version is command line only.")
+	fmt.Fprintln(w, "usage: waitroom [flags]\n       waitroom keys generate|rotate|activate … (entry token key files; waitroom keys -h)\n\nEach flag also reads WAITROOM_<NAME> (e.g. -db-pool: WAITROOM_DB_POOL); a flag given wins; -version is command line only.")
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 }
