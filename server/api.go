@@ -34,7 +34,8 @@ func (s *server) healthz(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"status": "ok"})
 }
 
-// readyz is ready when Redis answers and pub/sub is up.
+// readyz is ready when Redis answers, pub/sub is up and this instance
+// signs entry tokens with keys the others accept.
 func (s *server) readyz(c *fiber.Ctx) error {
 	if err := s.readiness(c.UserContext()); err != nil {
 		return err
@@ -42,7 +43,8 @@ func (s *server) readyz(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"status": "ready"})
 }
 
-// readiness is why the instance is not ready (Redis, pub/sub, draining),
+// readiness is why the instance is not ready (Redis, pub/sub, draining,
+// entry token keys that differ from the other instances'),
 // or nil: what /readyz answers on every listener.
 func (s *server) readiness(ctx context.Context) *httperr.Error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -55,6 +57,10 @@ func (s *server) readiness(ctx context.Context) *httperr.Error {
 	}
 	if s.draining.Load() {
 		return httperr.New(503, "draining", "this instance is shutting down")
+	}
+	if s.tokens.Signing() != nil {
+		// Why is in the log: the fingerprints are no business of a prober.
+		return httperr.New(503, "entry_keys_differ", "this instance's -signing-keys differ from those of the instances that joined before it: it signs no entry token")
 	}
 	return nil
 }

@@ -20,7 +20,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/waitroom/waitroom/entry"
+	"github.com/waitroom/waitroom/internal/issuer"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
 )
 
 // TestJWKS fetches the published keys over HTTP and checks a token the
@@ -174,6 +176,72 @@ func TestKeyRotation(t *testing.T) {
 			// Step 3 while b still signs with k1: refused.
 			if err := start(keyFile(t, "k2", k2)); err == nil {
 				t.Fatal("an instance without the key b signs with started")
+			}
+		})
+	}
+}
+
+// TestKeysAgreeAfterRedisLoss: Redis loses the key lines while a signs
+// with k1, and b starts with k2, which a refuses (the start check had no
+// line to compare). Within a few housekeeping rounds a has written its
+// line back and b has stopped signing: b is not ready and its admitted
+// visitors get no token, while a goes on. Only k1 signs.
+func TestKeysAgreeAfterRedisLoss(t *testing.T) {
+	for _, kind := range redistest.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			srv := redistest.Start(t, kind)
+			k1, _ := entry.GenerateKey(entry.EdDSA, "k1")
+			k2, _ := entry.GenerateKey(entry.EdDSA, "k2")
+			withKeys := func(path string) func(*config) { return func(c *config) { c.Entry.KeysFile = path } }
+			a := startServer(t, srv, "rueidis", withKeys(keyFile(t, "k1", k1)))
+			// Once a's housekeeping has rewritten its line, the next
+			// round is 2 s away: b starts well before it.
+			line := func() any { v, _ := a.redis.Do(ctx, "HGET", issuer.KeysKey, a.id); return v }
+			first := line()
+			waitfor.Until(t, 10*time.Second, "a's first housekeeping round", func() bool { return line() != first })
+			if _, err := a.redis.Do(ctx, "DEL", issuer.KeysKey); err != nil {
+				t.Fatal(err)
+			}
+			b := startServer(t, srv, "go-redis", withKeys(keyFile(t, "k2", k2)))
+			waitfor.Until(t, 20*time.Second, "b stops signing", func() bool { return b.tokens.Signing() != nil })
+			if err := a.tokens.Signing(); err != nil {
+				t.Fatalf("a, which joined first, stopped signing: %v", err)
+			}
+			ready := func(ts *testServer) reply { return newVisitor(t, ts.URL).do("GET", "/readyz", "") }
+			if r := ready(b); r.Code != 503 || r.errCode() != "entry_keys_differ" {
+				t.Fatalf("b ready: %d %s", r.Code, r.Raw)
+			}
+			if r := ready(a); r.Code != 200 {
+				t.Fatalf("a not ready: %d %s", r.Code, r.Raw)
+			}
+			// Only a's line is published.
+			v, err := a.redis.Do(ctx, "HGETALL", issuer.KeysKey)
+			if flat, _ := v.([]any); err != nil || len(flat) != 2 || flat[0] != a.id {
+				t.Fatalf("key lines %v, %v; want a's (%s) alone", v, err, a.id)
+			}
+			for _, tc := range []struct {
+				ts    *testServer
+				token bool
+			}{{a, true}, {b, false}} {
+				vis := newVisitor(t, tc.ts.URL)
+				vis.join("drop")
+				st := tc.ts.admitUntil(t, vis, "drop")
+				tok := st.str("token")
+				if (tok != "") != tc.token {
+					t.Fatalf("token %q from %s", tok, tc.ts.id)
+				}
+				if tok == "" {
+					continue
+				}
+				if c, err := entry.Parse(tok, func(kid string) *entry.Key {
+					if kid == "k1" {
+						return k1
+					}
+					return nil
+				}); err != nil || c.Visitor == "" {
+					t.Fatalf("a's token is not k1's: %v", err)
+				}
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/waitroom/waitroom/entry"
@@ -52,6 +53,9 @@ type Issuer struct {
 	legacy *queue.Signer
 	log    *slog.Logger
 	jwks   []byte // the published keys, encoded once
+
+	since   atomic.Int64           // when this instance joined the key lines, Unix ms of Redis time (Check)
+	refused atomic.Pointer[string] // why this instance must not sign; nil while it may (Publish)
 }
 
 // New loads cfg.KeysFile, or derives the key from secret (generated says
@@ -132,8 +136,13 @@ func (i *Issuer) JWKS() []byte { return i.jwks }
 
 // SignToken signs t as a JWT whose exp is the room's cap (as admit.lua
 // sets it: notBefore + max(cap, idle lifetime)), whose wr_idle_exp_ms is
-// t's expiry now and whose iat is its notBefore.
+// t's expiry now and whose iat is its notBefore. It returns "" (a state
+// without a token; the visitor's next poll, at a ready instance, gets one)
+// while this instance must not sign (Signing).
 func (i *Issuer) SignToken(t queue.Token) string {
+	if i.refused.Load() != nil {
+		return ""
+	}
 	ttl, maxTTL := i.ttl, i.max
 	if i.rooms != nil {
 		if c, ok := i.rooms.RoomSettings(t.Room); ok {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -81,6 +82,9 @@ func (m *memStore) Do(_ context.Context, args ...string) (any, error) {
 		m.h[args[2]] = args[3]
 	case "HDEL":
 		delete(m.h, args[2])
+	case "TIME":
+		now := time.Now()
+		return []any{strconv.FormatInt(now.Unix(), 10), strconv.Itoa(now.Nanosecond() / 1000)}, nil
 	case "HGETALL":
 		var out []any
 		for k, v := range m.h {
@@ -164,4 +168,68 @@ func TestServiceKeys(t *testing.T) {
 		t.Error("an admin key loaded as a service key")
 	}
 	_ = entry.EdDSA
+}
+
+// TestKeysAgreement: an instance that started while Redis had lost the key
+// lines, with keys the running one refuses, stops signing once the running
+// one wrote its line back; the running one goes on; and once that one is
+// gone, the other signs again.
+func TestKeysAgreement(t *testing.T) {
+	ctx := context.Background()
+	r := &memStore{h: map[string]string{}}
+	a, b := newIssuer(t, strings.Repeat("a", 32)), newIssuer(t, strings.Repeat("b", 32))
+	tk := queue.Token{Room: "drop", Visitor: "v1", NotBefore: time.Now(), ExpiresAt: time.Now().Add(time.Minute)}
+	if err := a.Check(ctx, r, "a"); err != nil {
+		t.Fatal(err)
+	}
+	clear(r.h) // Redis lost the lines
+	if err := b.Check(ctx, r, "b"); err != nil {
+		t.Fatalf("b was refused with no line to compare: %v", err)
+	}
+	for _, step := range []struct {
+		who *Issuer
+		id  string
+	}{{a, "a"}, {b, "b"}, {a, "a"}} {
+		if err := step.who.Publish(ctx, r, step.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Signing(); err != nil || a.SignToken(tk) == "" {
+		t.Fatalf("a, which joined first, stopped signing: %v", err)
+	}
+	err := b.Signing()
+	if err == nil || !strings.Contains(err.Error(), a.Keys().Fingerprint()) || !strings.Contains(err.Error(), b.Keys().Fingerprint()) {
+		t.Fatalf("b: %v", err)
+	}
+	if tok := b.SignToken(tk); tok != "" {
+		t.Fatal("b still signs")
+	}
+	if _, ok := r.h["a"]; !ok || len(r.h) != 1 {
+		t.Fatalf("lines %v, want a's alone", r.h)
+	}
+	// a is gone: b signs again.
+	if err := a.Unpublish(ctx, r, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Publish(ctx, r, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Signing(); err != nil || b.SignToken(tk) == "" {
+		t.Fatalf("b alone: %v", err)
+	}
+}
+
+// TestKeyLineFormat: a line reads back as written, and a line of the
+// release before (no since) reads as one that joined first.
+func TestKeyLineFormat(t *testing.T) {
+	i := newIssuer(t, strings.Repeat("s", 32))
+	at, since := time.UnixMilli(1700000001000), time.UnixMilli(1700000000000)
+	l, ok := decodeKeyLine(encodeKeyLine(at, since, i.Keys()))
+	if !ok || !l.at.Equal(at) || !l.since.Equal(since) || l.active != i.Keys().Active().ID || l.fingerprint != i.Keys().Fingerprint() || len(l.keys) != 1 {
+		t.Fatalf("%+v, %v", l, ok)
+	}
+	old, ok := decodeKeyLine("1700000001000 k1 fp k1=thumb")
+	if !ok || !old.since.IsZero() || old.keys["k1"] != "thumb" {
+		t.Fatalf("a line of the release before: %+v, %v", old, ok)
+	}
 }

@@ -2,6 +2,7 @@ package issuer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,10 +11,13 @@ import (
 	"github.com/waitroom/waitroom/entry"
 )
 
-// KeysKey is a hash of every live instance's entry token keys: field
-// the instance id, value "<updated ms> <active kid> <fingerprint>
-// <kid>=<thumbprint>,…". An instance rewrites its line with housekeeping;
-// a line a minute old is of an instance gone.
+// KeysKey is a hash of the entry token keys of every live instance that
+// signs: field the instance id, value "<updated ms> <active kid>
+// <fingerprint> <kid>=<thumbprint>,… <since ms>", since being when the
+// instance joined (Redis time). An instance rewrites its line with
+// housekeeping, so a line Redis lost is back within one round; a line a
+// minute old is of an instance gone. A line without since is of an older
+// release, which joined first.
 const KeysKey = "wr:entry-keys"
 
 // keyLine is one instance's line in KeysKey.
@@ -22,19 +26,21 @@ type keyLine struct {
 	active      string
 	fingerprint string
 	keys        map[string]string // kid -> thumbprint
+	since       time.Time         // zero: an older release's line
 }
 
-func encodeKeyLine(at time.Time, ks *entry.KeySet) string {
+func encodeKeyLine(at, since time.Time, ks *entry.KeySet) string {
 	parts := make([]string, 0, len(ks.Keys()))
 	for _, k := range ks.Keys() {
 		parts = append(parts, k.ID+"="+k.Thumbprint())
 	}
-	return strconv.FormatInt(at.UnixMilli(), 10) + " " + ks.Active().ID + " " + ks.Fingerprint() + " " + strings.Join(parts, ",")
+	return strconv.FormatInt(at.UnixMilli(), 10) + " " + ks.Active().ID + " " + ks.Fingerprint() + " " + strings.Join(parts, ",") +
+		" " + strconv.FormatInt(since.UnixMilli(), 10)
 }
 
 func decodeKeyLine(s string) (keyLine, bool) {
 	f := strings.Fields(s)
-	if len(f) != 4 {
+	if len(f) != 4 && len(f) != 5 {
 		return keyLine{}, false
 	}
 	ms, err := strconv.ParseInt(f[0], 10, 64)
@@ -42,6 +48,13 @@ func decodeKeyLine(s string) (keyLine, bool) {
 		return keyLine{}, false
 	}
 	l := keyLine{at: time.UnixMilli(ms), active: f[1], fingerprint: f[2], keys: map[string]string{}}
+	if len(f) == 5 {
+		since, err := strconv.ParseInt(f[4], 10, 64)
+		if err != nil {
+			return keyLine{}, false
+		}
+		l.since = time.UnixMilli(since)
+	}
 	for _, p := range strings.Split(f[3], ",") {
 		kid, thumb, ok := strings.Cut(p, "=")
 		if !ok {
@@ -79,7 +92,7 @@ type Store interface {
 // sharing r, before this one (id) publishes its own: one whose tokens they
 // would refuse, or whose tokens it would refuse, must not start
 // (docs/entry-tokens.md, rotation). The error names both fingerprints.
-// On success it publishes this instance's line.
+// On success this instance joins, at Redis's time, and publishes its line.
 func (i *Issuer) Check(ctx context.Context, r Store, id string) error {
 	v, err := r.Do(ctx, "HGETALL", KeysKey)
 	if err != nil {
@@ -87,6 +100,10 @@ func (i *Issuer) Check(ctx context.Context, r Store, id string) error {
 	}
 	flat, _ := v.([]any)
 	now := time.Now()
+	since, err := redisTime(ctx, r)
+	if err != nil {
+		return fmt.Errorf("entry keys: %w", err)
+	}
 	for j := 0; j+1 < len(flat); j += 2 {
 		other, _ := flat[j].(string)
 		raw, _ := flat[j+1].(string)
@@ -99,29 +116,103 @@ func (i *Issuer) Check(ctx context.Context, r Store, id string) error {
 				other, i.keys.Fingerprint(), l.fingerprint, why)
 		}
 	}
+	i.since.Store(since.UnixMilli())
 	return i.Publish(ctx, r, id)
 }
 
-// Publish writes this instance's line and drops lines of instances gone
-// for a minute. Call it every few seconds.
+// Publish checks this instance's keys against the lines of the live
+// instances that joined before it, drops lines of instances gone for a
+// minute, and writes this instance's line (back, when Redis lost it). Call
+// it every few seconds.
+//
+// The start check cannot see an instance whose line Redis had just lost:
+// the two then both sign, each with keys the other refuses, until the
+// older one's next round writes its line back. From then on the newer
+// instance stops signing (Signing fails, SignToken returns no token, its
+// line is withdrawn) and says so in the log, at error level, until the
+// older one is gone or runs with keys it accepts. The instance that joined
+// first keeps signing: the one that cannot be right is the one that came
+// last.
 func (i *Issuer) Publish(ctx context.Context, r Store, id string) error {
-	now := time.Now()
-	if _, err := r.Do(ctx, "HSET", KeysKey, id, encodeKeyLine(now, i.keys)); err != nil {
-		return err
-	}
 	v, err := r.Do(ctx, "HGETALL", KeysKey)
 	if err != nil {
 		return err
 	}
+	now := time.Now()
+	since := time.UnixMilli(i.since.Load())
+	conflict := ""
 	flat, _ := v.([]any)
 	for j := 0; j+1 < len(flat); j += 2 {
 		other, _ := flat[j].(string)
 		raw, _ := flat[j+1].(string)
-		if l, ok := decodeKeyLine(raw); !ok || now.Sub(l.at) > time.Minute {
+		l, ok := decodeKeyLine(raw)
+		if !ok || now.Sub(l.at) > time.Minute {
 			_, _ = r.Do(ctx, "HDEL", KeysKey, other)
+			continue
+		}
+		joinedFirst := l.since.Before(since) || (l.since.Equal(since) && other < id)
+		if other == id || !joinedFirst || conflict != "" {
+			continue
+		}
+		if why := keysDiffer(i.keys, l); why != "" {
+			conflict = fmt.Sprintf("-signing-keys differ from those of instance %s, running since before this one (fingerprint %s here, %s there): %s",
+				other, i.keys.Fingerprint(), l.fingerprint, why)
 		}
 	}
+	i.setRefused(conflict)
+	if conflict != "" {
+		// Not published: an instance starting now is compared with those
+		// that sign.
+		_, err := r.Do(ctx, "HDEL", KeysKey, id)
+		return err
+	}
+	_, err = r.Do(ctx, "HSET", KeysKey, id, encodeKeyLine(now, since, i.keys))
+	return err
+}
+
+// setRefused records why this instance must not sign ("" when it may), and
+// logs a change.
+func (i *Issuer) setRefused(why string) {
+	var next *string
+	if why != "" {
+		next = &why
+	}
+	prev := i.refused.Swap(next)
+	switch {
+	case prev == nil && next != nil:
+		i.log.Error("entry tokens: this instance stops signing and is not ready: its keys differ from those of an instance that joined before it; "+
+			"give it the same -signing-keys (docs/entry-tokens.md#rotation) or stop it", "err", why, "fingerprint", i.keys.Fingerprint())
+	case prev != nil && next == nil:
+		i.log.Info("entry tokens: signing again: the instances that joined before this one accept its keys", "fingerprint", i.keys.Fingerprint())
+	}
+}
+
+// Signing is nil while this instance signs entry tokens, else why it does
+// not: its keys differ from those of an instance that joined before it
+// (Publish). The server is not ready meanwhile.
+func (i *Issuer) Signing() error {
+	if why := i.refused.Load(); why != nil {
+		return errors.New(*why)
+	}
 	return nil
+}
+
+// redisTime is r's clock.
+func redisTime(ctx context.Context, r Store) (time.Time, error) {
+	v, err := r.Do(ctx, "TIME")
+	if err != nil {
+		return time.Time{}, err
+	}
+	arr, _ := v.([]any)
+	if len(arr) != 2 {
+		return time.Time{}, fmt.Errorf("TIME: unexpected reply %v", v)
+	}
+	sec, err1 := strconv.ParseInt(fmt.Sprint(arr[0]), 10, 64)
+	usec, err2 := strconv.ParseInt(fmt.Sprint(arr[1]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return time.Time{}, fmt.Errorf("TIME: unexpected reply %v", v)
+	}
+	return time.Unix(sec, usec*1000), nil
 }
 
 // Unpublish drops this instance's line at shutdown, so an instance started
