@@ -6,7 +6,9 @@
 // A protected service checks it with a Verifier, which fetches and caches
 // the server's /.well-known/jwks.json, and may spend it exactly once
 // through the server's consume endpoint with a Consumer. Middleware puts
-// both in front of a net/http handler.
+// both in front of a net/http handler. A token is bound to the visitor it
+// was issued to: it passes only with that visitor's credential, unless the
+// service opts out (MiddlewareOptions.AllowMissingVisitor).
 //
 // The claims are the registered ones: iss (the server), aud (the room), sub
 // (the visitor id), nbf, exp (the absolute cap of the token's life), iat
