@@ -172,8 +172,9 @@ func TestServiceKeys(t *testing.T) {
 
 // TestKeysAgreement: an instance that started while Redis had lost the key
 // lines, with keys the running one refuses, stops signing once the running
-// one wrote its line back; the running one goes on; and once that one is
-// gone, the other signs again.
+// one wrote its line back, and does not sign again by itself, not even
+// when the running one restarts (gone a moment, back as the newer one);
+// the running one goes on.
 func TestKeysAgreement(t *testing.T) {
 	ctx := context.Background()
 	r := &memStore{h: map[string]string{}}
@@ -186,14 +187,18 @@ func TestKeysAgreement(t *testing.T) {
 	if err := b.Check(ctx, r, "b"); err != nil {
 		t.Fatalf("b was refused with no line to compare: %v", err)
 	}
-	for _, step := range []struct {
-		who *Issuer
-		id  string
-	}{{a, "a"}, {b, "b"}, {a, "a"}} {
-		if err := step.who.Publish(ctx, r, step.id); err != nil {
+	if b.Signing() != nil || b.SignToken(tk) == "" {
+		t.Fatal("b does not sign before a's line is back")
+	}
+	publish := func(who *Issuer, id string) {
+		t.Helper()
+		if err := who.Publish(ctx, r, id); err != nil {
 			t.Fatal(err)
 		}
 	}
+	publish(a, "a")
+	publish(b, "b")
+	publish(a, "a")
 	if err := a.Signing(); err != nil || a.SignToken(tk) == "" {
 		t.Fatalf("a, which joined first, stopped signing: %v", err)
 	}
@@ -207,15 +212,22 @@ func TestKeysAgreement(t *testing.T) {
 	if _, ok := r.h["a"]; !ok || len(r.h) != 1 {
 		t.Fatalf("lines %v, want a's alone", r.h)
 	}
-	// a is gone: b signs again.
+	// a restarts: gone a moment, then back (a new instance, newer than b).
 	if err := a.Unpublish(ctx, r, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Publish(ctx, r, "b"); err != nil {
-		t.Fatal(err)
+	publish(b, "b")
+	again := newIssuer(t, strings.Repeat("a", 32))
+	if err := again.Check(ctx, r, "a2"); err != nil {
+		t.Fatalf("a back: %v", err)
 	}
-	if err := b.Signing(); err != nil || b.SignToken(tk) == "" {
-		t.Fatalf("b alone: %v", err)
+	publish(b, "b")
+	publish(again, "a2")
+	if b.Signing() == nil || b.SignToken(tk) != "" {
+		t.Fatal("b signs again")
+	}
+	if again.Signing() != nil {
+		t.Fatalf("a, back: %v", again.Signing())
 	}
 }
 

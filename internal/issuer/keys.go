@@ -128,12 +128,20 @@ func (i *Issuer) Check(ctx context.Context, r Store, id string) error {
 // The start check cannot see an instance whose line Redis had just lost:
 // the two then both sign, each with keys the other refuses, until the
 // older one's next round writes its line back. From then on the newer
-// instance stops signing (Signing fails, SignToken returns no token, its
-// line is withdrawn) and says so in the log, at error level, until the
-// older one is gone or runs with keys it accepts. The instance that joined
+// instance stops signing for good (Signing fails, SignToken returns no
+// token, its line is withdrawn) and says so in the log, at error level;
+// a restart with the agreed keys brings it back. The instance that joined
 // first keeps signing: the one that cannot be right is the one that came
-// last.
+// last. The refusal does not lift by itself: were it to lift when the
+// older instance is gone, a restart of that instance (gone for a moment,
+// back as the newer one) would hand the signing to the keys it refused.
 func (i *Issuer) Publish(ctx context.Context, r Store, id string) error {
+	if i.refused.Load() != nil {
+		// Not published: an instance starting now is compared with those
+		// that sign.
+		_, err := r.Do(ctx, "HDEL", KeysKey, id)
+		return err
+	}
 	v, err := r.Do(ctx, "HGETALL", KeysKey)
 	if err != nil {
 		return err
@@ -159,10 +167,10 @@ func (i *Issuer) Publish(ctx context.Context, r Store, id string) error {
 				other, i.keys.Fingerprint(), l.fingerprint, why)
 		}
 	}
-	i.setRefused(conflict)
 	if conflict != "" {
-		// Not published: an instance starting now is compared with those
-		// that sign.
+		i.refused.Store(&conflict)
+		i.log.Error("entry tokens: this instance stops signing and is not ready: its keys differ from those of an instance that joined before it; "+
+			"restart it with the same -signing-keys as the others (docs/entry-tokens.md#rotation)", "err", conflict, "fingerprint", i.keys.Fingerprint())
 		_, err := r.Do(ctx, "HDEL", KeysKey, id)
 		return err
 	}
@@ -170,26 +178,9 @@ func (i *Issuer) Publish(ctx context.Context, r Store, id string) error {
 	return err
 }
 
-// setRefused records why this instance must not sign ("" when it may), and
-// logs a change.
-func (i *Issuer) setRefused(why string) {
-	var next *string
-	if why != "" {
-		next = &why
-	}
-	prev := i.refused.Swap(next)
-	switch {
-	case prev == nil && next != nil:
-		i.log.Error("entry tokens: this instance stops signing and is not ready: its keys differ from those of an instance that joined before it; "+
-			"give it the same -signing-keys (docs/entry-tokens.md#rotation) or stop it", "err", why, "fingerprint", i.keys.Fingerprint())
-	case prev != nil && next == nil:
-		i.log.Info("entry tokens: signing again: the instances that joined before this one accept its keys", "fingerprint", i.keys.Fingerprint())
-	}
-}
-
-// Signing is nil while this instance signs entry tokens, else why it does
-// not: its keys differ from those of an instance that joined before it
-// (Publish). The server is not ready meanwhile.
+// Signing is nil while this instance signs entry tokens, else why it
+// stopped: its keys differ from those of an instance that joined before it
+// (Publish). The server is not ready from then on.
 func (i *Issuer) Signing() error {
 	if why := i.refused.Load(); why != nil {
 		return errors.New(*why)
