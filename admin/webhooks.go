@@ -207,6 +207,8 @@ func invalidWebhook(ie *webhook.InvalidError) error {
 		return httperr.New(400, "invalid_webhook_secret", ie.Msg)
 	case "too_many_webhooks":
 		return httperr.New(400, "too_many_webhooks", ie.Msg)
+	case "webhook_target_not_allowed":
+		return httperr.New(400, "webhook_target_not_allowed", ie.Msg)
 	}
 	return httperr.New(400, "invalid_webhook_url", ie.Msg)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/webhook"
 )
 
 // config is everything the server is started with. Flags live only here and
@@ -80,6 +81,9 @@ type config struct {
 	FrameAncestors string
 	Entry          entryConfig // -signing-keys, -issuer, -service-keys (entry.go)
 	Webhooks       string      // -webhooks: the deployment's webhook endpoints
+	// WebhookAllow are the internal networks webhooks may reach
+	// (-webhook-allow-cidrs); every other internal address is refused.
+	WebhookAllow webhook.AllowList
 
 	// ReportRetention is how long the room reports keep each minute.
 	ReportRetention time.Duration
@@ -159,6 +163,11 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.FrameAncestors, "frame-ancestors", "'self'", "who may show the waiting page in a frame: 'none', 'self', or origins separated by spaces (https://shop.example.com) for a shop that embeds it")
 	fs.StringVar(&c.AdminKeysFile, "admin-keys", "", "file of labelled admin keys (YAML: label: key), beside -admin-key; the label names who changed what in the audit trail; reread on SIGHUP")
 	fs.StringVar(&c.Webhooks, "webhooks", "", "webhooks file (YAML or JSON): a list of {url, secret, events} that get the events of every room, signed per Standard Webhooks; read at start")
+	fs.Func("webhook-allow-cidrs", "comma-separated CIDRs or addresses of internal networks webhooks may reach (e.g. 10.1.2.0/24,::1); loopback, private, link-local and other internal addresses are refused otherwise", func(v string) error {
+		l, err := webhook.ParseAllowList(v)
+		c.WebhookAllow = l
+		return err
+	})
 	entryFlags(fs, &c.Entry)
 
 	return fs

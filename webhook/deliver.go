@@ -78,6 +78,12 @@ func (h *Hooks) attempt(ctx context.Context, name string, j job) {
 	switch {
 	case errors.Is(err, errRemoved):
 		outcome, j.LastError = "dead", err.Error()
+	case errors.Is(err, ErrTargetNotAllowed):
+		// One message whatever listens there, so the dead-letter list
+		// tells nothing of an internal address; no retry reaches it
+		// either.
+		j.Attempts++
+		outcome, j.LastStatus, j.LastError = "dead", 0, ErrTargetNotAllowed.Error()
 	case err != nil && ctx.Err() != nil:
 		outcome = "release" // not the receiver's fault: no attempt counted
 	case err != nil || status < 200 || status > 299:

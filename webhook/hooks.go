@@ -37,9 +37,15 @@ type Options struct {
 	// DeadKeep is how many dead deliveries are kept, the oldest dropped
 	// first (1000).
 	DeadKeep int
+	// Allow lists the internal networks webhooks may reach; every other
+	// internal address (loopback, private, link-local, see Allowed) is
+	// refused, in a URL when an endpoint is set and at connect time
+	// after DNS. It is the operator's: the admin API never sets it.
+	Allow AllowList
 	// Client sends the requests; it must not follow redirects
-	// (http.Client with CheckRedirect returning http.ErrUseLastResponse;
-	// the default does that).
+	// (http.Client with CheckRedirect returning http.ErrUseLastResponse)
+	// and must refuse the addresses Allowed refuses. The default does
+	// both; a Client of the caller's does its own checks.
 	Client *http.Client
 	// Logger gets failed attempts and dead deliveries (slog.Default()).
 	Logger *slog.Logger
@@ -71,9 +77,17 @@ type Hooks struct {
 // checked with Validate) and the rooms' endpoints in r. o may be nil;
 // New keeps a copy of it.
 func New(r Redis, deploy []Endpoint, o *Options) (*Hooks, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	opts.Allow = append(AllowList(nil), opts.Allow...)
 	seen := map[string]bool{}
 	for i, e := range deploy {
 		if err := e.Validate(); err != nil {
+			return nil, fmt.Errorf("webhook %d: %w", i+1, err)
+		}
+		if err := checkTarget(e.URL, opts.Allow); err != nil {
 			return nil, fmt.Errorf("webhook %d: %w", i+1, err)
 		}
 		if seen[e.URL] {
@@ -81,18 +95,19 @@ func New(r Redis, deploy []Endpoint, o *Options) (*Hooks, error) {
 		}
 		seen[e.URL] = true
 	}
-	var opts Options
-	if o != nil {
-		opts = *o
-	}
 	opts.Timeout = cmp.Or(opts.Timeout, 10*time.Second)
 	opts.Lease = max(cmp.Or(opts.Lease, opts.Timeout+20*time.Second), opts.Timeout+time.Second)
 	opts.MaxInFlight = cmp.Or(opts.MaxInFlight, 16)
 	opts.Poll = cmp.Or(opts.Poll, time.Second)
 	opts.DeadKeep = cmp.Or(opts.DeadKeep, 1000)
 	if opts.Client == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.DialContext = opts.Allow.dialContext()
+		// Through a proxy the proxy would resolve and reach the target,
+		// past the check: webhooks connect directly.
+		tr.Proxy = nil
 		opts.Client = &http.Client{
-			Transport:     http.DefaultTransport.(*http.Transport).Clone(),
+			Transport:     tr,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
@@ -249,10 +264,17 @@ func (h *Hooks) RoomEndpoints(ctx context.Context, room string) ([]Endpoint, err
 }
 
 // SetRoomEndpoints replaces room's endpoints with eps, each checked with
-// Validate (at most MaxRoomEndpoints, no URL twice); none removes them.
+// Validate (at most MaxRoomEndpoints, no URL twice) and refused when its
+// host is an internal address Options.Allow does not list
+// (webhook_target_not_allowed); none removes them.
 func (h *Hooks) SetRoomEndpoints(ctx context.Context, room string, eps []Endpoint) error {
 	if err := ValidRoomEndpoints(eps); err != nil {
 		return err
+	}
+	for _, e := range eps {
+		if err := checkTarget(e.URL, h.o.Allow); err != nil {
+			return err
+		}
 	}
 	var err error
 	if len(eps) == 0 {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -150,9 +151,13 @@ func outboxEmpty(t *testing.T, r Redis) {
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// fast are options for tests: quick polls and retries.
+// loopback lets the tests' receivers, httptest servers on 127.0.0.1, be
+// reached: internal addresses are refused by default.
+var loopback = AllowList{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+
+// fast are options for tests: quick polls and retries, loopback allowed.
 func fast() *Options {
-	return &Options{Poll: 20 * time.Millisecond, Backoff: []time.Duration{50 * time.Millisecond, 50 * time.Millisecond}, Timeout: time.Second, Logger: quiet}
+	return &Options{Poll: 20 * time.Millisecond, Backoff: []time.Duration{50 * time.Millisecond, 50 * time.Millisecond}, Timeout: time.Second, Logger: quiet, Allow: loopback}
 }
 
 type atomicBool struct {
