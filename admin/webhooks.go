@@ -133,9 +133,11 @@ func (a *API) putRoomWebhooks(c *fiber.Ctx) error {
 		}
 		return a.storeError(c, err)
 	}
+	// The audit trail is read by every role: a URL's path and query may
+	// hold the receiver's own credentials, shown to admins only (above).
 	urls := make([]string, len(eps))
 	for i, e := range eps {
-		urls[i] = e.URL
+		urls[i] = webhook.RedactURL(e.URL)
 	}
 	a.auditEvent(ctx, r, label(c), Entry{Action: "set-webhooks", Webhooks: urls})
 	return c.JSON(fiber.Map{"room": r, "webhooks": webhooksJSON(eps), "events": webhook.Events, "newSecrets": fresh})

@@ -94,9 +94,13 @@ func (h *hookReceiver) events() ([]hookEvent, map[string]int, int) {
 	return append([]hookEvent(nil), h.got...), ids, h.bad
 }
 
+// loopbackHooks lets webhooks reach the tests' receivers on 127.0.0.1,
+// as -webhook-allow-cidrs would.
+var loopbackHooks, _ = webhook.ParseAllowList("127.0.0.0/8,::1")
+
 // fastHooks runs the webhook delivery with quick polls and retries.
 func fastHooks() *serverOptions {
-	return &serverOptions{NoTick: true, Webhooks: webhook.Options{Poll: 20 * time.Millisecond, Backoff: []time.Duration{50 * time.Millisecond}}}
+	return &serverOptions{NoTick: true, Webhooks: webhook.Options{Poll: 20 * time.Millisecond, Backoff: []time.Duration{50 * time.Millisecond}, Allow: loopbackHooks}}
 }
 
 func outboxDrained(t *testing.T, ts *testServer) {
@@ -191,13 +195,15 @@ func TestRoomWebhooksAPI(t *testing.T) {
 		`{"webhooks":[{"url":"https://x.example/","secret":"plain"}]}`:             "invalid_webhook_secret",
 		`{"webhooks":[{"url":"https://x.example/"},{"url":"https://x.example/"}]}`: "invalid_webhook_url",
 		`{"webhooks":[{"url":"https://x.example/","colour":"red"}]}`:               "invalid_field",
+		`{"webhooks":[{"url":"http://169.254.169.254/latest/meta-data/"}]}`:        "webhook_target_not_allowed",
+		`{"webhooks":[{"url":"http://[::ffff:10.0.0.1]:6379/"}]}`:                  "webhook_target_not_allowed",
 		`[1]`: "invalid_json",
 	} {
 		if r := v.admin("PUT", "/rooms/shop/webhooks", body); r.Code != 400 || r.errCode() != code {
 			t.Errorf("%s: %d %s, want 400 %s", body, r.Code, r.Raw, code)
 		}
 	}
-	url := rc.URL + "/shop"
+	url := rc.URL + "/shop?token=receiver-credential"
 	r := v.admin("PUT", "/rooms/shop/webhooks", `{"webhooks":[{"url":"`+url+`","events":["room.paused"]}]}`)
 	fresh, _ := r.Body["newSecrets"].(map[string]any)
 	secret, _ := fresh[url].(string)
@@ -231,7 +237,12 @@ func TestRoomWebhooksAPI(t *testing.T) {
 	if r := v.admin("POST", "/webhooks/dead/msg_nope.0/redeliver", ""); r.Code != 404 || r.errCode() != "dead_letter_not_found" {
 		t.Fatalf("redeliver: %d %s", r.Code, r.Raw)
 	}
-	if a, _ := ts.q.Audit(context.Background(), "shop"); !strings.Contains(strings.Join(a, "\n"), `"action":"set-webhooks"`) || strings.Contains(strings.Join(a, "\n"), "whsec_") {
+	// The audit trail, which every role reads, names the receiver's host
+	// but neither its secret nor the credentials of its URL.
+	a, _ := ts.q.Audit(context.Background(), "shop")
+	trail := strings.Join(a, "\n")
+	if !strings.Contains(trail, `"action":"set-webhooks"`) || !strings.Contains(trail, `"webhooks":["`+rc.URL+`/…"]`) ||
+		strings.Contains(trail, "whsec_") || strings.Contains(trail, "receiver-credential") {
 		t.Fatalf("audit: %v", a)
 	}
 }

@@ -56,9 +56,27 @@ func MaskSecret(s string) string {
 	return s[:keep] + "…"
 }
 
+// RedactURL is raw cut to its scheme, host and port, for where roles
+// that may not see secrets read it (the audit trail): a receiver's path
+// and query often carry a token of their own (…/services/T0/B0/XXXX,
+// ?token=…), so both become "…". A URL that does not parse is all "…".
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "…"
+	}
+	out := u.Scheme + "://" + u.Host
+	if (u.Path != "" && u.Path != "/") || u.RawPath != "" || u.RawQuery != "" || u.ForceQuery || u.Opaque != "" {
+		out += "/…"
+	} else {
+		out += "/"
+	}
+	return out
+}
+
 // An InvalidError says what is wrong with an endpoint: Code is the stable
 // error code an API answers (invalid_webhook_url, unknown_event,
-// invalid_webhook_secret).
+// invalid_webhook_secret, too_many_webhooks, webhook_target_not_allowed).
 type InvalidError struct {
 	Code string
 	Msg  string

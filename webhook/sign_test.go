@@ -62,3 +62,21 @@ func TestMaskSecret(t *testing.T) {
 		t.Fatalf("masked %q", m)
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://hooks.example.com/services/T0/B0/XXXX":   "https://hooks.example.com/…",
+		"https://hooks.example.com:8443/in?token=abc":     "https://hooks.example.com:8443/…",
+		"https://hooks.example.com/?token=abc":            "https://hooks.example.com/…",
+		"https://hooks.example.com?":                      "https://hooks.example.com/…",
+		"https://hooks.example.com":                       "https://hooks.example.com/",
+		"https://hooks.example.com/":                      "https://hooks.example.com/",
+		"http://[2001:db8::1]:80/a%2Fb":                   "http://[2001:db8::1]:80/…",
+		"not a url":                                       "…",
+		"mailto:someone@example.com?subject=secret-thing": "…",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+	}
+}
