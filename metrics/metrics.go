@@ -41,6 +41,7 @@ type Metrics struct {
 	redisCalls    *prometheus.HistogramVec
 	redisFails    *prometheus.CounterVec
 	restored      *prometheus.CounterVec
+	hooksDropped  *prometheus.CounterVec
 	httpRequests  *prometheus.CounterVec   // by route pattern, method, code
 	httpSeconds   *prometheus.HistogramVec // by route pattern
 	httpByRoute   sync.Map                 // route pattern → *httpSeries
@@ -68,7 +69,8 @@ func New(b Build) *Metrics {
 		Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .5, 2},
 	}, []string{"op"})
 	m.redisFails = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_redis_call_errors_total", Help: "Redis calls that failed, by operation."}, []string{"op"})
-	m.restored = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_redis_state_restored_total", Help: "State Redis had lost that this instance put back, by kind (settings, tickets, removed, tokens)."}, []string{"what"})
+	m.restored = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_redis_state_restored_total", Help: "State Redis had lost that this instance put back, by kind (settings, tickets, removed, tokens, webhooks)."}, []string{"what"})
+	m.hooksDropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_webhook_dropped_total", Help: "Webhook deliveries dropped because their endpoint had the most deliveries waiting, the oldest first, by the endpoint's scope (deployment or room)."}, []string{"scope"})
 	m.lagWS, m.lagSSE = m.deliverLag.WithLabelValues("ws"), m.deliverLag.WithLabelValues("sse")
 	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_http_requests_total", Help: "HTTP requests answered, by route pattern, method and status code."}, []string{"route", "method", "code"})
 	m.httpSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -79,7 +81,7 @@ func New(b Build) *Metrics {
 		ConstLabels: prometheus.Labels{"version": b.Version, "revision": b.Revision, "goversion": b.GoVersion}})
 	buildInfo.Set(1)
 	m.reg.MustRegister(polls, m.redisErr, m.deliverLag, m.failOpen, m.admissions, m.redisCalls, m.redisFails, m.restored,
-		m.httpRequests, m.httpSeconds, buildInfo)
+		m.hooksDropped, m.httpRequests, m.httpSeconds, buildInfo)
 	m.zero()
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return m
@@ -91,8 +93,11 @@ func (m *Metrics) zero() {
 	for _, v := range []string{"closed", "used", "limited", "admitted"} {
 		m.failOpen.WithLabelValues(v)
 	}
-	for _, v := range []string{"settings", "tickets", "removed", "tokens"} {
+	for _, v := range []string{"settings", "tickets", "removed", "tokens", "webhooks"} {
 		m.restored.WithLabelValues(v)
+	}
+	for _, v := range []string{"deployment", "room"} {
+		m.hooksDropped.WithLabelValues(v)
 	}
 	for _, op := range queue.ScriptNames() {
 		m.redisFails.WithLabelValues(op)
@@ -158,4 +163,17 @@ func (m *Metrics) Restored(r queue.Restored) {
 	if r.Tokens > 0 {
 		m.restored.WithLabelValues("tokens").Add(float64(r.Tokens))
 	}
+}
+
+// WebhooksRestored counts the rooms whose webhook endpoints Redis had
+// lost and this instance put back.
+func (m *Metrics) WebhooksRestored(rooms int) {
+	m.restored.WithLabelValues("webhooks").Add(float64(rooms))
+}
+
+// WebhookDropped counts n webhook deliveries dropped because their
+// endpoint had the most waiting. scope is "deployment" or "room": it
+// becomes a label.
+func (m *Metrics) WebhookDropped(scope string, n int) {
+	m.hooksDropped.WithLabelValues(scope).Add(float64(n))
 }

@@ -66,6 +66,9 @@ func TestSeriesAtStart(t *testing.T) {
 		`waitroom_fail_open_total{outcome="closed"} 0`,
 		`waitroom_fail_open_total{outcome="admitted"} 0`,
 		`waitroom_redis_state_restored_total{what="tokens"} 0`,
+		`waitroom_redis_state_restored_total{what="webhooks"} 0`,
+		`waitroom_webhook_dropped_total{scope="deployment"} 0`,
+		`waitroom_webhook_dropped_total{scope="room"} 0`,
 		`waitroom_redis_call_errors_total{op="join"} 0`,
 		`waitroom_delivery_lag_seconds_count{transport="ws"} 0`,
 		`waitroom_delivery_lag_seconds_count{transport="sse"} 0`,
@@ -103,6 +106,9 @@ func TestCounters(t *testing.T) {
 	m.Delivered("sse", time.Second)
 	m.WSHeartbeat()
 	m.Restored(queue.Restored{Settings: true, Tickets: 4, Tokens: 2})
+	m.WebhooksRestored(2)
+	m.WebhookDropped("room", 3)
+	m.WebhookDropped("room", 1)
 	m.Watch(Sources{Hub: &fakeHub{}, Rooms: fakeRooms{}, Polls: fakePolls(0)})
 	wantLines(t, scrape(t, m),
 		`waitroom_redis_errors_total 1`,
@@ -120,6 +126,9 @@ func TestCounters(t *testing.T) {
 		`waitroom_redis_state_restored_total{what="tickets"} 4`,
 		`waitroom_redis_state_restored_total{what="removed"} 0`,
 		`waitroom_redis_state_restored_total{what="tokens"} 2`,
+		`waitroom_redis_state_restored_total{what="webhooks"} 2`,
+		`waitroom_webhook_dropped_total{scope="room"} 4`,
+		`waitroom_webhook_dropped_total{scope="deployment"} 0`,
 	)
 }
 
