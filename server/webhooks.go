@@ -20,6 +20,7 @@ func (s *server) newHooks() error {
 	o := s.opts.Webhooks
 	o.Logger = s.log
 	o.Allow = append(append(webhook.AllowList(nil), o.Allow...), s.cfg.WebhookAllow...)
+	o.OnDropped, o.OnRestored = s.metrics.WebhookDropped, s.metrics.WebhooksRestored
 	h, err := webhook.New(s.metrics.Redis(s.redis.Redis()), deploy, &o)
 	if err != nil {
 		return err

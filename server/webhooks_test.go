@@ -106,7 +106,7 @@ func fastHooks() *serverOptions {
 func outboxDrained(t *testing.T, ts *testServer) {
 	t.Helper()
 	waitfor.Until(t, 10*time.Second, "an empty webhook outbox", func() bool {
-		v, err := ts.redis.Do(context.Background(), "ZCARD", "wr:{webhooks!}:due")
+		v, err := ts.redis.Do(context.Background(), "HLEN", "wr:{webhooks!}:jobs")
 		n, _ := v.(int64)
 		return err == nil && n == 0
 	})

@@ -80,7 +80,7 @@ func (h *Hooks) Redeliver(ctx context.Context, id string) error {
 	}
 	j.Attempts, j.LastStatus, j.LastError, j.DiedMs = 0, 0, "", 0
 	b, _ := json.Marshal(j)
-	v, err := h.r.Eval(ctx, redeliverScript, []string{dueKey, jobsKey, deadKey, deadJobsKey}, id, string(b))
+	v, err := h.r.Eval(ctx, redeliverScript, []string{readyKey, jobsKey, deadKey, deadJobsKey}, id, string(b), j.endpoint())
 	if err != nil {
 		return fmt.Errorf("webhook: redeliver: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -14,11 +15,12 @@ import (
 )
 
 // Run delivers due deliveries until ctx ends: it claims up to MaxInFlight
-// at a time and makes each attempt on its own goroutine, bounded by
-// Timeout. It returns ctx's error once every attempt it started has
-// ended; an attempt cut short by the end gives its delivery back, due at
-// once, for another instance. Every instance may run it (once per Hooks):
-// each attempt is made by one.
+// at a time, no more than MaxPerEndpoint of one endpoint and MaxPerRoom
+// of one room's endpoints, and makes each attempt on its own goroutine,
+// bounded by Timeout. It returns ctx's error once every attempt it
+// started has ended; an attempt cut short by the end gives its delivery
+// back, due at once, for another instance. Every instance may run it
+// (once per Hooks): each attempt is made by one.
 func (h *Hooks) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer h.o.Client.CloseIdleConnections()
@@ -27,17 +29,48 @@ func (h *Hooks) Run(ctx context.Context) error {
 	freed := make(chan struct{}, 1)
 	t := time.NewTicker(h.o.Poll)
 	defer t.Stop()
+	var mu sync.Mutex
+	busy := map[string]int{} // attempts in flight by endpoint, and by "room:" and room
+	take := func(j job, d int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range busyKeys(j) {
+			if busy[k] += d; busy[k] <= 0 {
+				delete(busy, k)
+			}
+		}
+	}
 	for {
 		if n := cap(slots) - len(slots); n > 0 {
 			name := h.claimName()
-			jobs, err := claim(ctx, h.r, n, h.o.Lease.Milliseconds(), name)
+			mu.Lock()
+			req := claimReq{n: n, lease: h.o.Lease, name: name, epMost: h.o.MaxPerEndpoint, roomMost: h.o.MaxPerRoom,
+				busy: maps.Clone(busy), epoch: randomHex(8)}
+			mu.Unlock()
+			got, err := claim(ctx, h.r, req)
 			if err != nil && ctx.Err() == nil {
 				h.log.Warn("webhook claim failed", "err", err)
 			}
-			for _, j := range jobs {
+			adopted := false
+			if err == nil {
+				h.noticeEpoch(ctx, got.epoch, got.made)
+				if got.legacy {
+					n, err := adoptLegacy(ctx, h.r)
+					if err != nil && ctx.Err() == nil {
+						h.log.Warn("webhook deliveries of an earlier build not moved", "err", err)
+					}
+					adopted = err == nil
+					if n > 0 {
+						h.log.Warn("webhook deliveries of an earlier build unreadable: left in the outbox's jobs, never attempted", "count", n)
+					}
+				}
+			}
+			for _, j := range got.jobs {
 				slots <- struct{}{}
+				take(j, 1)
 				wg.Go(func() {
 					defer func() {
+						take(j, -1)
 						<-slots
 						select {
 						case freed <- struct{}{}:
@@ -47,7 +80,7 @@ func (h *Hooks) Run(ctx context.Context) error {
 					h.attempt(ctx, name, j)
 				})
 			}
-			if len(jobs) == n {
+			if len(got.jobs) == n || adopted {
 				continue // more may be due
 			}
 		}
@@ -59,6 +92,15 @@ func (h *Hooks) Run(ctx context.Context) error {
 		case <-freed:
 		}
 	}
+}
+
+// busyKeys are the counts of attempts in flight an attempt at j is in:
+// its endpoint's, and for a room's endpoint, the room's.
+func busyKeys(j job) []string {
+	if j.Scope == "room" {
+		return []string{j.endpoint(), "room:" + j.Room}
+	}
+	return []string{j.endpoint()}
 }
 
 // claimName names one claim: the instance and a counter, so a finish

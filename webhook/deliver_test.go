@@ -177,13 +177,14 @@ func TestLeaseOutlivesInstance(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := dying.claimName()
-		jobs, err := claim(ctx, r, 10, dying.o.Lease.Milliseconds(), name)
+		got, err := claim(ctx, r, claimReq{n: 10, lease: dying.o.Lease, name: name, epMost: 2, roomMost: 4})
+		jobs := got.jobs
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("claim: %v %v", jobs, err)
 		}
 		// It dies holding the claim: the survivor may not take it yet.
-		if again, err := claim(ctx, r, 10, 60_000, "other:1"); err != nil || len(again) != 0 {
-			t.Fatalf("claimed twice: %v %v", again, err)
+		if again, err := claim(ctx, r, claimReq{n: 10, lease: time.Minute, name: "other:1", epMost: 2, roomMost: 4}); err != nil || len(again.jobs) != 0 {
+			t.Fatalf("claimed twice: %v %v", again.jobs, err)
 		}
 		survivor := newHooks(t, r, ep, fast())
 		run(t, survivor)

@@ -29,6 +29,24 @@ type Options struct {
 	Lease time.Duration
 	// MaxInFlight bounds the attempts this instance makes at once (16).
 	MaxInFlight int
+	// MaxPerEndpoint bounds this instance's attempts at once to one
+	// endpoint (2), and MaxPerRoom to the endpoints of one room (4; a
+	// deployment's endpoints count only against their own bound): a
+	// receiver that hangs, or a room whose receivers all do, holds no
+	// more than that of MaxInFlight, and every other endpoint's
+	// deliveries go on.
+	MaxPerEndpoint, MaxPerRoom int
+	// MaxPending bounds the deliveries waiting for one endpoint, due or
+	// waiting for a retry (1000): past it, an event drops the endpoint's
+	// oldest that no attempt holds, so a receiver that is down keeps the
+	// latest news and Redis holds a bounded outbox.
+	MaxPending int
+	// OnDropped is told of deliveries MaxPending dropped, by the scope
+	// of their endpoint ("deployment" or "room"), for a metric.
+	OnDropped func(scope string, n int)
+	// OnRestored is told of the rooms whose endpoints Redis had lost and
+	// this instance put back (restore.go), for a metric.
+	OnRestored func(rooms int)
 	// Poll is how often Run looks for due deliveries (1 s); an Emit on
 	// this instance wakes it at once.
 	Poll time.Duration
@@ -69,8 +87,10 @@ type Hooks struct {
 	wake    chan struct{} // an Emit made something due
 	backoff []time.Duration
 
-	mu   sync.Mutex
-	sent map[string]string // EmitOnce: room|type to the occurrence sent
+	mu    sync.Mutex
+	sent  map[string]string     // EmitOnce: room|type to the occurrence sent
+	known map[string][]Endpoint // each room's endpoints as last read or set, to put back (restore.go)
+	epoch string                // the outbox's marker as last seen
 }
 
 // New returns the hooks of the deployment's endpoints deploy (each
@@ -98,6 +118,9 @@ func New(r Redis, deploy []Endpoint, o *Options) (*Hooks, error) {
 	opts.Timeout = cmp.Or(opts.Timeout, 10*time.Second)
 	opts.Lease = max(cmp.Or(opts.Lease, opts.Timeout+20*time.Second), opts.Timeout+time.Second)
 	opts.MaxInFlight = cmp.Or(opts.MaxInFlight, 16)
+	opts.MaxPerEndpoint = min(cmp.Or(opts.MaxPerEndpoint, 2), opts.MaxInFlight)
+	opts.MaxPerRoom = max(min(cmp.Or(opts.MaxPerRoom, 4), opts.MaxInFlight), opts.MaxPerEndpoint)
+	opts.MaxPending = cmp.Or(opts.MaxPending, 1000)
 	opts.Poll = cmp.Or(opts.Poll, time.Second)
 	opts.DeadKeep = cmp.Or(opts.DeadKeep, 1000)
 	if opts.Client == nil {
@@ -117,7 +140,7 @@ func New(r Redis, deploy []Endpoint, o *Options) (*Hooks, error) {
 	}
 	h := &Hooks{
 		r: r, deploy: append([]Endpoint(nil), deploy...), o: opts, log: opts.Logger,
-		name: randomHex(6), wake: make(chan struct{}, 1), sent: map[string]string{},
+		name: randomHex(6), wake: make(chan struct{}, 1), sent: map[string]string{}, known: map[string][]Endpoint{},
 		backoff: append([]time.Duration(nil), opts.Backoff...),
 	}
 	if len(h.backoff) == 0 {
@@ -216,14 +239,44 @@ func (h *Hooks) emit(ctx context.Context, room, t, occurrence string, data any) 
 	if occurrence != "" {
 		once = room + "|" + t
 	}
-	if err := enqueue(ctx, h.r, once, occurrence, jobs); err != nil {
+	dropped, err := enqueue(ctx, h.r, once, occurrence, h.o.MaxPending, jobs)
+	if err != nil {
 		return err
 	}
+	h.dropped(dropped)
 	select {
 	case h.wake <- struct{}{}:
 	default:
 	}
 	return nil
+}
+
+// dropped reports deliveries MaxPending dropped: one warning per
+// endpoint, and the count.
+func (h *Hooks) dropped(js []job) {
+	if len(js) == 0 {
+		return
+	}
+	type endpoint struct{ scope, room, url string }
+	by := map[endpoint][]string{}
+	var order []endpoint
+	for _, j := range js {
+		e := endpoint{"room", j.Room, j.URL}
+		if j.Scope != "room" {
+			e.scope, e.room = "deployment", ""
+		}
+		if _, ok := by[e]; !ok {
+			order = append(order, e)
+		}
+		by[e] = append(by[e], j.Msg+" "+j.Type)
+	}
+	for _, e := range order {
+		h.log.Warn("webhook deliveries dropped: the endpoint had the most waiting", "scope", e.scope, "room", e.room, "url", e.url,
+			"count", len(by[e]), "most", h.o.MaxPending, "dropped", by[e])
+		if h.o.OnDropped != nil {
+			h.o.OnDropped(e.scope, len(by[e]))
+		}
+	}
 }
 
 // encodePayload is the body of event t of room at now with data.
@@ -246,20 +299,29 @@ func encodePayload(room, t string, now time.Time, data any) ([]byte, error) {
 }
 
 // RoomEndpoints is room's own endpoints, secrets in full (none: an empty
-// list).
+// list). When Redis has lost them, the ones this instance last read or
+// set are written back first (restore.go).
 func (h *Hooks) RoomEndpoints(ctx context.Context, room string) ([]Endpoint, error) {
 	v, err := h.r.Do(ctx, "GET", roomKey(room))
 	if err != nil {
 		return nil, fmt.Errorf("webhook: room endpoints: %w", err)
 	}
+	if v == nil {
+		if v, err = h.restoreRoom(ctx, room); err != nil {
+			return nil, err
+		}
+	}
 	s, _ := v.(string)
-	if s == "" {
-		return []Endpoint{}, nil
-	}
 	var eps []Endpoint
-	if err := json.Unmarshal([]byte(s), &eps); err != nil {
-		return nil, fmt.Errorf("webhook: room endpoints of %s: %w", room, err)
+	if s != "" {
+		if err := json.Unmarshal([]byte(s), &eps); err != nil {
+			return nil, fmt.Errorf("webhook: room endpoints of %s: %w", room, err)
+		}
 	}
+	if eps == nil {
+		eps = []Endpoint{}
+	}
+	h.remember(room, eps)
 	return eps, nil
 }
 
@@ -276,16 +338,17 @@ func (h *Hooks) SetRoomEndpoints(ctx context.Context, room string, eps []Endpoin
 			return err
 		}
 	}
-	var err error
-	if len(eps) == 0 {
-		_, err = h.r.Do(ctx, "DEL", roomKey(room))
-	} else {
-		b, _ := json.Marshal(eps)
-		_, err = h.r.Do(ctx, "SET", roomKey(room), string(b))
+	// None is written as an empty list, not a missing key: a key missing
+	// is one Redis lost, which an instance that remembers the room's
+	// endpoints puts back.
+	if eps == nil {
+		eps = []Endpoint{}
 	}
-	if err != nil {
+	b, _ := json.Marshal(eps)
+	if _, err := h.r.Do(ctx, "SET", roomKey(room), string(b)); err != nil {
 		return fmt.Errorf("webhook: set room endpoints: %w", err)
 	}
+	h.remember(room, eps)
 	return nil
 }
 

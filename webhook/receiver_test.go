@@ -139,13 +139,16 @@ func run(t *testing.T, h *Hooks) {
 	})
 }
 
-// outboxEmpty waits until no delivery is due or claimed.
+// outboxEmpty waits until no delivery waits or is claimed, and no
+// endpoint is left in the ready set.
 func outboxEmpty(t *testing.T, r Redis) {
 	t.Helper()
 	waitfor.Until(t, 10*time.Second, "an empty outbox", func() bool {
-		v, err := r.Do(context.Background(), "ZCARD", dueKey)
+		v, err := r.Do(context.Background(), "HLEN", jobsKey)
+		w, err2 := r.Do(context.Background(), "ZCARD", readyKey)
 		n, _ := v.(int64)
-		return err == nil && n == 0
+		m, _ := w.(int64)
+		return err == nil && err2 == nil && n == 0 && m == 0
 	})
 }
 
