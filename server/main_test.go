@@ -273,6 +273,8 @@ func TestConfig(t *testing.T) {
 		{"-join-rate", "-1"},
 		{"-join-burst", "0"},
 		{"-trusted-proxies", "10.0.0.0/99"},
+		{"-webhook-allow-cidrs", "10.0.0.0/99"},
+		{"-webhook-allow-cidrs", "localhost"},
 		{"-metrics-addr", "9100"},
 		{"-bogus"},
 		{"extra"},
@@ -282,6 +284,14 @@ func TestConfig(t *testing.T) {
 		} else if strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: error is not one line: %q", args, err)
 		}
+	}
+	// Webhooks reach no internal address unless the operator lists it.
+	if cfg, err := parseConfig(nil, env(nil)); err != nil || len(cfg.WebhookAllow) != 0 {
+		t.Fatalf("default -webhook-allow-cidrs: %v %v", cfg.WebhookAllow, err)
+	}
+	cfg, err = parseConfig(nil, env(map[string]string{"WAITROOM_WEBHOOK_ALLOW_CIDRS": "10.1.2.0/24, ::1"}))
+	if err != nil || fmt.Sprint(cfg.WebhookAllow) != "[10.1.2.0/24 ::1/128]" {
+		t.Fatalf("WAITROOM_WEBHOOK_ALLOW_CIDRS: %v %v", cfg.WebhookAllow, err)
 	}
 	if _, err := parseConfig(nil, env(map[string]string{"WAITROOM_DB_POOL": "many"})); err == nil {
 		t.Error("bad env accepted")
