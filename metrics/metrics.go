@@ -69,7 +69,7 @@ func New(b Build) *Metrics {
 		Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .5, 2},
 	}, []string{"op"})
 	m.redisFails = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_redis_call_errors_total", Help: "Redis calls that failed, by operation."}, []string{"op"})
-	m.restored = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_redis_state_restored_total", Help: "State Redis had lost that this instance put back, by kind (settings, tickets, removed, tokens, webhooks)."}, []string{"what"})
+	m.restored = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_redis_state_restored_total", Help: "State Redis had lost that this instance put back, by kind (settings, tickets, removed, tokens, webhooks, webhook_deliveries)."}, []string{"what"})
 	m.hooksDropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_webhook_dropped_total", Help: "Webhook deliveries dropped because their endpoint had the most deliveries waiting, the oldest first, by the endpoint's scope (deployment or room)."}, []string{"scope"})
 	m.lagWS, m.lagSSE = m.deliverLag.WithLabelValues("ws"), m.deliverLag.WithLabelValues("sse")
 	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_http_requests_total", Help: "HTTP requests answered, by route pattern, method and status code."}, []string{"route", "method", "code"})
@@ -93,7 +93,7 @@ func (m *Metrics) zero() {
 	for _, v := range []string{"closed", "used", "limited", "admitted"} {
 		m.failOpen.WithLabelValues(v)
 	}
-	for _, v := range []string{"settings", "tickets", "removed", "tokens", "webhooks"} {
+	for _, v := range []string{"settings", "tickets", "removed", "tokens", "webhooks", "webhook_deliveries"} {
 		m.restored.WithLabelValues(v)
 	}
 	for _, v := range []string{"deployment", "room"} {
@@ -165,10 +165,15 @@ func (m *Metrics) Restored(r queue.Restored) {
 	}
 }
 
-// WebhooksRestored counts the rooms whose webhook endpoints Redis had
-// lost and this instance put back.
-func (m *Metrics) WebhooksRestored(rooms int) {
-	m.restored.WithLabelValues("webhooks").Add(float64(rooms))
+// WebhooksRestored counts the rooms whose webhook endpoints, and the
+// webhook deliveries, Redis had lost and this instance put back.
+func (m *Metrics) WebhooksRestored(rooms, deliveries int) {
+	if rooms > 0 {
+		m.restored.WithLabelValues("webhooks").Add(float64(rooms))
+	}
+	if deliveries > 0 {
+		m.restored.WithLabelValues("webhook_deliveries").Add(float64(deliveries))
+	}
 }
 
 // WebhookDropped counts n webhook deliveries dropped because their

@@ -67,6 +67,7 @@ func TestSeriesAtStart(t *testing.T) {
 		`waitroom_fail_open_total{outcome="admitted"} 0`,
 		`waitroom_redis_state_restored_total{what="tokens"} 0`,
 		`waitroom_redis_state_restored_total{what="webhooks"} 0`,
+		`waitroom_redis_state_restored_total{what="webhook_deliveries"} 0`,
 		`waitroom_webhook_dropped_total{scope="deployment"} 0`,
 		`waitroom_webhook_dropped_total{scope="room"} 0`,
 		`waitroom_redis_call_errors_total{op="join"} 0`,
@@ -106,7 +107,8 @@ func TestCounters(t *testing.T) {
 	m.Delivered("sse", time.Second)
 	m.WSHeartbeat()
 	m.Restored(queue.Restored{Settings: true, Tickets: 4, Tokens: 2})
-	m.WebhooksRestored(2)
+	m.WebhooksRestored(2, 0)
+	m.WebhooksRestored(0, 5)
 	m.WebhookDropped("room", 3)
 	m.WebhookDropped("room", 1)
 	m.Watch(Sources{Hub: &fakeHub{}, Rooms: fakeRooms{}, Polls: fakePolls(0)})
@@ -127,6 +129,7 @@ func TestCounters(t *testing.T) {
 		`waitroom_redis_state_restored_total{what="removed"} 0`,
 		`waitroom_redis_state_restored_total{what="tokens"} 2`,
 		`waitroom_redis_state_restored_total{what="webhooks"} 2`,
+		`waitroom_redis_state_restored_total{what="webhook_deliveries"} 5`,
 		`waitroom_webhook_dropped_total{scope="room"} 4`,
 		`waitroom_webhook_dropped_total{scope="deployment"} 0`,
 	)
