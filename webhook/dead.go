@@ -87,6 +87,7 @@ func (h *Hooks) Redeliver(ctx context.Context, id string) error {
 	if n, _ := v.(int64); n != 1 {
 		return ErrNotDead
 	}
+	h.keep(j, h.o.Now().UnixMilli())
 	select {
 	case h.wake <- struct{}{}:
 	default:

@@ -29,6 +29,7 @@ func (h *Hooks) Run(ctx context.Context) error {
 	freed := make(chan struct{}, 1)
 	t := time.NewTicker(h.o.Poll)
 	defer t.Stop()
+	polls := 0
 	var mu sync.Mutex
 	busy := map[string]int{} // attempts in flight by endpoint, and by "room:" and room
 	take := func(j job, d int) {
@@ -88,6 +89,11 @@ func (h *Hooks) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+			if polls++; polls%pruneEvery == 0 {
+				if err := h.prune(ctx); err != nil && ctx.Err() == nil {
+					h.log.Warn("webhook kept deliveries not checked", "err", err)
+				}
+			}
 		case <-h.wake:
 		case <-freed:
 		}
@@ -145,7 +151,15 @@ func (h *Hooks) attempt(ctx context.Context, name string, j job) {
 		h.log.Error("webhook delivery dead", "room", j.Room, "type", j.Type, "url", j.URL, "id", j.Msg, "attempts", j.Attempts, "err", j.LastError)
 	}
 	if err := finish(wctx, h.r, name, outcome, j, delay.Milliseconds(), h.o.DeadKeep); err != nil {
+		// Kept as it was: if Redis lost it, it goes back.
 		h.log.Warn("webhook outcome not recorded", "id", j.ID, "outcome", outcome, "err", err)
+		return
+	}
+	switch outcome {
+	case "done", "dead":
+		h.forget(j.ID)
+	default:
+		h.keep(j, h.o.Now().Add(delay).UnixMilli())
 	}
 }
 

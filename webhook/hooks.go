@@ -44,9 +44,10 @@ type Options struct {
 	// OnDropped is told of deliveries MaxPending dropped, by the scope
 	// of their endpoint ("deployment" or "room"), for a metric.
 	OnDropped func(scope string, n int)
-	// OnRestored is told of the rooms whose endpoints Redis had lost and
-	// this instance put back (restore.go), for a metric.
-	OnRestored func(rooms int)
+	// OnRestored is told of the rooms whose endpoints, and the
+	// deliveries, Redis had lost and this instance put back (restore.go),
+	// for a metric.
+	OnRestored func(rooms, deliveries int)
 	// Poll is how often Run looks for due deliveries (1 s); an Emit on
 	// this instance wakes it at once.
 	Poll time.Duration
@@ -91,6 +92,10 @@ type Hooks struct {
 	sent  map[string]string     // EmitOnce: room|type to the occurrence sent
 	known map[string][]Endpoint // each room's endpoints as last read or set, to put back (restore.go)
 	epoch string                // the outbox's marker as last seen
+
+	kmu      sync.Mutex
+	kept     map[string]kept // deliveries this instance put in the outbox, not seen done (restore.go)
+	keptFull bool            // kept reached maxKept (said once)
 }
 
 // New returns the hooks of the deployment's endpoints deploy (each
@@ -141,6 +146,7 @@ func New(r Redis, deploy []Endpoint, o *Options) (*Hooks, error) {
 	h := &Hooks{
 		r: r, deploy: append([]Endpoint(nil), deploy...), o: opts, log: opts.Logger,
 		name: randomHex(6), wake: make(chan struct{}, 1), sent: map[string]string{}, known: map[string][]Endpoint{},
+		kept:    map[string]kept{},
 		backoff: append([]time.Duration(nil), opts.Backoff...),
 	}
 	if len(h.backoff) == 0 {
@@ -239,9 +245,14 @@ func (h *Hooks) emit(ctx context.Context, room, t, occurrence string, data any) 
 	if occurrence != "" {
 		once = room + "|" + t
 	}
-	dropped, err := enqueue(ctx, h.r, once, occurrence, h.o.MaxPending, jobs)
+	added, dropped, err := enqueue(ctx, h.r, once, occurrence, h.o.MaxPending, jobs)
 	if err != nil {
 		return err
+	}
+	if added {
+		for _, j := range jobs {
+			h.keep(j, now)
+		}
 	}
 	h.dropped(dropped)
 	select {
@@ -261,6 +272,7 @@ func (h *Hooks) dropped(js []job) {
 	by := map[endpoint][]string{}
 	var order []endpoint
 	for _, j := range js {
+		h.forget(j.ID)
 		e := endpoint{"room", j.Room, j.URL}
 		if j.Scope != "room" {
 			e.scope, e.room = "deployment", ""

@@ -266,9 +266,10 @@ end
 return 1`)
 
 // enqueue writes jobs to the outbox, due now; with a once field, only if
-// the field does not hold occurrence yet. An endpoint left with more than
-// most waiting loses its oldest: dropped lists them.
-func enqueue(ctx context.Context, r Redis, once, occurrence string, most int, jobs []job) (dropped []job, err error) {
+// the field does not hold occurrence yet (added says whether it did). An
+// endpoint left with more than most waiting loses its oldest: dropped
+// lists them.
+func enqueue(ctx context.Context, r Redis, once, occurrence string, most int, jobs []job) (added bool, dropped []job, err error) {
 	args := make([]string, 0, 3+3*len(jobs))
 	args = append(args, once, occurrence, strconv.Itoa(most))
 	for _, j := range jobs {
@@ -277,9 +278,13 @@ func enqueue(ctx context.Context, r Redis, once, occurrence string, most int, jo
 	}
 	v, err := r.Eval(ctx, enqueueScript, []string{readyKey, jobsKey, onceKey, claimsKey}, args...)
 	if err != nil {
-		return nil, fmt.Errorf("webhook: enqueue: %w", err)
+		return false, nil, fmt.Errorf("webhook: enqueue: %w", err)
 	}
 	flat, _ := v.([]any)
+	if len(flat) > 0 {
+		n, _ := flat[0].(int64)
+		added = n > 0
+	}
 	for i := 1; i+1 < len(flat); i += 2 {
 		id, _ := flat[i].(string)
 		raw, _ := flat[i+1].(string)
@@ -289,7 +294,7 @@ func enqueue(ctx context.Context, r Redis, once, occurrence string, most int, jo
 		}
 		dropped = append(dropped, j)
 	}
-	return dropped, nil
+	return added, dropped, nil
 }
 
 // claimReq is what a claim asks for: up to n deliveries, held for lease

@@ -163,3 +163,123 @@ func TestOutboxLossNoticed(t *testing.T) {
 		}
 	})
 }
+
+// Deliveries waiting for a retry when Redis lost its data go back, from
+// the instances that made their attempts (two here), keeping their wait:
+// each is attempted again, and once.
+func TestRetriesRestoredAfterLoss(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, client string) {
+		var healthy atomicBool
+		rc := newReceiver(t, func(string, int) int {
+			if healthy.get() {
+				return 200
+			}
+			return 503
+		})
+		ctx := context.Background()
+		r := newRedis(t, srv, client)
+		l := &logged{}
+		o := fast()
+		o.Logger = slog.New(l)
+		// Long enough for the loss to come before any retry, short
+		// enough that the restored retries, due when they were, run
+		// within the test.
+		o.Backoff = []time.Duration{2 * time.Second}
+		var restored atomicInt
+		o.OnRestored = func(rooms, deliveries int) { restored.add(deliveries) }
+		h := newHooks(t, r, []Endpoint{rc.endpoint()}, o)
+		// Another instance: whichever made an attempt keeps the retry.
+		other := newHooks(t, newRedis(t, srv, client), []Endpoint{rc.endpoint()}, o)
+		run(t, h)
+		run(t, other)
+		for i := range 3 {
+			if err := h.Emit(ctx, "drop", RoomPaused, map[string]int{"i": i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitfor.Until(t, 10*time.Second, "a first attempt at each", func() bool {
+			seen, _ := rc.counts()
+			return len(seen) == 3
+		})
+		if _, err := r.Do(ctx, "FLUSHALL"); err != nil {
+			t.Fatal(err)
+		}
+		healthy.set(true)
+		waitfor.Until(t, 10*time.Second, "each attempted again", func() bool {
+			seen, _ := rc.counts()
+			for _, c := range seen {
+				if c < 2 {
+					return false
+				}
+			}
+			return len(seen) == 3
+		})
+		outboxEmpty(t, r)
+		if seen, _ := rc.counts(); len(seen) != 3 {
+			t.Fatalf("seen %v", seen)
+		}
+		for id, c := range func() map[string]int { s, _ := rc.counts(); return s }() {
+			if c != 2 {
+				t.Errorf("%s seen %d times, want 2", id, c)
+			}
+		}
+		if n := restored.get(); n != 3 {
+			t.Errorf("%d deliveries counted as restored, want 3", n)
+		}
+		if n := l.count("webhook deliveries restored"); n < 1 || n > 2 {
+			t.Errorf("restore logged %d times", n)
+		}
+		if n := l.count("webhook outbox lost"); n != 1 {
+			t.Errorf("the loss logged %d times", n)
+		}
+		// Done, they are kept no more.
+		waitfor.Until(t, 10*time.Second, "nothing kept", func() bool {
+			h.kmu.Lock()
+			defer h.kmu.Unlock()
+			other.kmu.Lock()
+			defer other.kmu.Unlock()
+			return len(h.kept)+len(other.kept) == 0
+		})
+	})
+}
+
+// Deliveries another instance made are forgotten by the instance that
+// put them in the outbox, once it sees them gone from Redis.
+func TestKeptDeliveriesPruned(t *testing.T) {
+	srv := redistest.StartMini(t)
+	rc := newReceiver(t, nil)
+	ctx := context.Background()
+	h := newHooks(t, newRedis(t, srv, "go-redis"), []Endpoint{rc.endpoint()}, fast())
+	other := newHooks(t, newRedis(t, srv, "go-redis"), []Endpoint{rc.endpoint()}, fast())
+	for range 5 {
+		if err := h.Emit(ctx, "drop", RoomPaused, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(t, other)
+	waitfor.Until(t, 10*time.Second, "the deliveries", func() bool {
+		seen, _ := rc.counts()
+		return len(seen) == 5
+	})
+	h.kmu.Lock()
+	n := len(h.kept)
+	h.kmu.Unlock()
+	if n != 5 {
+		t.Fatalf("%d kept before the instance looked, want 5", n)
+	}
+	// Its loop sees the marker, then looks every pruneEvery polls.
+	run(t, h)
+	waitfor.Until(t, 10*time.Second, "nothing kept", func() bool {
+		h.kmu.Lock()
+		defer h.kmu.Unlock()
+		return len(h.kept) == 0
+	})
+}
+
+type atomicInt struct {
+	mu sync.Mutex
+	v  int
+}
+
+func (a *atomicInt) add(n int) { a.mu.Lock(); defer a.mu.Unlock(); a.v += n }
+func (a *atomicInt) get() int  { a.mu.Lock(); defer a.mu.Unlock(); return a.v }
