@@ -78,6 +78,7 @@ func TestHangingRoomIsolated(t *testing.T) {
 		waitfor.Until(t, 10*time.Second, "room A's receivers hanging", func() bool {
 			return hang.now.Load() == int64(h.o.MaxPerRoom)
 		})
+		sent := time.Now()
 		if err := h.Emit(ctx, "room-b", RoomResumed, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -85,6 +86,7 @@ func TestHangingRoomIsolated(t *testing.T) {
 			seen, _ := good.counts()
 			return len(seen) == 1
 		})
+		t.Logf("room B's event arrived %v after it was sent, while %d of room A's deliveries hung", time.Since(sent).Round(time.Millisecond), hang.now.Load())
 		if n := hang.now.Load(); n != int64(h.o.MaxPerRoom) {
 			t.Fatalf("%d of room A's attempts hang, want %d", n, h.o.MaxPerRoom)
 		}
