@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/lograte"
 )
 
 // Options configure a Queue. The zero value of a field means its default.
@@ -77,6 +79,10 @@ type Queue struct {
 	quiet       time.Duration  // quietEvery; longer in tests
 	bg          sync.WaitGroup // background write-backs and slow admit calls, waited for by Run
 	batches     *joinBatches   // coalesced joins; nil when each join is a call of its own
+
+	// tickLog writes the tick loop's failing Redis calls as one outage,
+	// not a line per call: while Redis is down, every tick fails several.
+	tickLog *lograte.Outage
 }
 
 // DefaultRetention is how long a token record outlives its cap by default:
@@ -128,6 +134,7 @@ func New(r Redis, signer *Signer, opts *Options) (*Queue, error) {
 		return nil, errors.New("join-batch must be at most " + strconv.Itoa(MaxJoinBatch))
 	}
 	q := &Queue{r: r, signer: signer, opts: o, log: o.Logger, wake: make(chan struct{}, 1), quiet: quietEvery}
+	q.tickLog = lograte.NewOutage(o.Logger, "tick", nil)
 	if o.JoinBatch > 1 {
 		q.batches = newJoinBatches(o.JoinBatch)
 	}

@@ -221,7 +221,9 @@ func (q *Queue) roomsOfTick(ctx context.Context) (rooms []string, busy bool) {
 			// data.
 			q.configured.markFailed()
 		}
-		q.log.Warn("tick: rooms", "err", err)
+		q.tickLog.Fail("tick: rooms", err)
+	} else if err == nil {
+		q.tickLog.OK()
 	}
 	for _, room := range sample {
 		if _, ok := slices.BinarySearch(configured, room); !ok {
@@ -243,7 +245,7 @@ func (q *Queue) addTokenRooms(ctx context.Context, rooms []string) []string {
 	v, err := q.r.Do(sctx, "SRANDMEMBER", tokensKey, strconv.Itoa(tickSample))
 	cancel()
 	if err != nil && ctx.Err() == nil {
-		q.log.Warn("tick: rooms with tokens", "err", err)
+		q.tickLog.Fail("tick: rooms with tokens", err)
 	}
 	for _, room := range validRooms(v) {
 		if !slices.Contains(rooms, room) {
@@ -428,10 +430,11 @@ func (q *Queue) tickRoom(ctx context.Context, room string) (need bool) {
 				// its data (a slow call says nothing of the kind).
 				q.configured.markFailed()
 			}
-			q.log.Warn("tick: admit", "room", room, "err", err)
+			q.tickLog.Fail("tick: admit", err, "room", room)
 		}
 		return true
 	}
+	q.tickLog.OK()
 	q.paused.note(room, res.Paused, start)
 	if res.Taken && q.opts.OnTick != nil {
 		q.opts.OnTick(room, res)
@@ -441,7 +444,7 @@ func (q *Queue) tickRoom(ctx context.Context, room string) (need bool) {
 	}
 	if res.Taken && res.Waiting == 0 {
 		if err := q.forget(tctx, room); err != nil && ctx.Err() == nil {
-			q.log.Warn("tick: forget room", "room", room, "err", err)
+			q.tickLog.Fail("tick: forget room", err, "room", room)
 		}
 	}
 	return !res.Paused
@@ -487,7 +490,7 @@ func (l *roomList) get(ctx context.Context, q *Queue) []string {
 	v, err := q.r.Do(rctx, "SMEMBERS", configuredRoomsKey)
 	if err != nil {
 		if ctx.Err() == nil {
-			q.log.Warn("tick: configured rooms", "err", err)
+			q.tickLog.Fail("tick: configured rooms", err)
 		}
 		l.failed = l.failed || !errors.Is(err, context.DeadlineExceeded)
 		l.at = time.Now()
