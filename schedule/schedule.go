@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/lograte"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/settings"
 )
@@ -106,6 +107,10 @@ type Schedule struct {
 	bases map[string]string
 	// applied are the transitions known to be applied, by markKey.
 	applied map[string]time.Time // -> when the key may be forgotten
+
+	// tickLog writes failing ticks as one outage: while Redis is down,
+	// every tick fails.
+	tickLog *lograte.Outage
 }
 
 // New is a schedule on r, changing rooms through rooms.
@@ -121,6 +126,7 @@ func New(r queue.Redis, rooms Rooms, o *Options) *Schedule {
 		tick: cmp.Or(opts.Tick, DefaultTick), retry: cmp.Or(opts.Retry, DefaultRetry), id: hex.EncodeToString(b[:]),
 		wake: make(chan struct{}, 1),
 		seen: map[string]map[string]Event{}, bases: map[string]string{}, applied: map[string]time.Time{},
+		tickLog: lograte.NewOutage(cmp.Or(opts.Logger, slog.Default()), "schedule", nil),
 	}
 }
 
@@ -137,8 +143,11 @@ func (s *Schedule) Run(ctx context.Context) error {
 	t := time.NewTicker(s.tick)
 	defer t.Stop()
 	for {
-		if err := s.step(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("schedule tick", "err", err)
+		switch err := s.step(ctx); {
+		case err == nil:
+			s.tickLog.OK()
+		case ctx.Err() == nil:
+			s.tickLog.Fail("schedule tick", err)
 		}
 		select {
 		case <-ctx.Done():
