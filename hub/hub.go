@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/lograte"
 	"github.com/waitroom/waitroom/internal/workpool"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -126,6 +127,14 @@ type Hub struct {
 	recon   reconcileQueue
 	metrics metrics
 	pres    presenceState
+
+	// storeLog writes the failing reads and writes of the reconcile and
+	// presence loops as one outage: while Redis is down, every pass fails
+	// for every room.
+	storeLog *lograte.Outage
+	// subLog writes failed subscribes once in a while: while pub/sub is
+	// down, every connection that comes fails one.
+	subLog *lograte.Repeats
 }
 
 // New returns a Hub receiving room events from b and reading exact state
@@ -143,6 +152,8 @@ func New(b Broker, src Source, log *slog.Logger, opts *Options) *Hub {
 		rooms:    make(map[string]*room),
 		gone:     make(chan struct{}, 1),
 		flushers: workpool.New(),
+		storeLog: lograte.NewOutage(log, "hub", nil),
+		subLog:   lograte.NewRepeats(log, slog.LevelWarn, nil),
 	}
 	h.sched.init()
 	h.marks.init()
@@ -278,7 +289,7 @@ func (h *Hub) AttachPage(ctx context.Context, room, visitor string, t Transport,
 	if err := h.syncSub(ctx, r); err != nil {
 		// The channel stays in the broker's set: it is subscribed when
 		// pub/sub is back, and the hub then reconciles.
-		h.log.Warn("hub: subscribe", "room", room, "err", err)
+		h.subLog.Log("hub: subscribe", "room", room, "err", err)
 	}
 	var claims []wire.Claim
 	if !claim.IsZero() {

@@ -151,11 +151,12 @@ func (h *Hub) writePresence(ctx context.Context, room string, ids []string, writ
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
-				h.log.Warn("hub: presence", "room", room, "err", err)
+				h.storeLog.Fail("hub: presence", err, "room", room)
 			}
 			// Try again next round rather than after a whole interval.
 			return presenceCheck
 		}
+		h.storeLog.OK()
 		if d > 0 {
 			every = d
 		}

@@ -91,8 +91,11 @@ func (h *Hub) reconcileLoop(ctx context.Context) {
 			h.mu.RUnlock()
 		}
 		for _, r := range rooms {
-			if err := h.reconcileRoom(ctx, r); err != nil && ctx.Err() == nil {
-				h.log.Warn("hub: reconcile", "room", r.name, "err", err)
+			switch err := h.reconcileRoom(ctx, r); {
+			case err == nil:
+				h.storeLog.OK()
+			case ctx.Err() == nil:
+				h.storeLog.Fail("hub: reconcile", err, "room", r.name)
 			}
 		}
 		h.recon.passes.Add(1)
