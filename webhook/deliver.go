@@ -49,8 +49,11 @@ func (h *Hooks) Run(ctx context.Context) error {
 				busy: maps.Clone(busy), epoch: randomHex(8)}
 			mu.Unlock()
 			got, err := claim(ctx, h.r, req)
-			if err != nil && ctx.Err() == nil {
-				h.log.Warn("webhook claim failed", "err", err)
+			switch {
+			case err == nil:
+				h.claimLog.OK()
+			case ctx.Err() == nil:
+				h.claimLog.Fail("webhook claim failed", err)
 			}
 			adopted := false
 			if err == nil {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/lograte"
 )
 
 // DefaultBackoff is the wait before each retry: an attempt, then one after
@@ -96,6 +98,10 @@ type Hooks struct {
 	kmu      sync.Mutex
 	kept     map[string]kept // deliveries this instance put in the outbox, not seen done (restore.go)
 	keptFull bool            // kept reached maxKept (said once)
+
+	// claimLog writes failing claims as one outage: while Redis is down,
+	// every poll fails one.
+	claimLog *lograte.Outage
 }
 
 // New returns the hooks of the deployment's endpoints deploy (each
@@ -146,8 +152,9 @@ func New(r Redis, deploy []Endpoint, o *Options) (*Hooks, error) {
 	h := &Hooks{
 		r: r, deploy: append([]Endpoint(nil), deploy...), o: opts, log: opts.Logger,
 		name: randomHex(6), wake: make(chan struct{}, 1), sent: map[string]string{}, known: map[string][]Endpoint{},
-		kept:    map[string]kept{},
-		backoff: append([]time.Duration(nil), opts.Backoff...),
+		kept:     map[string]kept{},
+		backoff:  append([]time.Duration(nil), opts.Backoff...),
+		claimLog: lograte.NewOutage(opts.Logger, "webhook", nil),
 	}
 	if len(h.backoff) == 0 {
 		h.backoff = DefaultBackoff
