@@ -3,7 +3,9 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,6 +57,7 @@ func (a *API) auditChange(ctx context.Context, room, trail, who, action string, 
 	if e.Changes == nil {
 		e.Changes = []FieldChange{}
 	}
+	a.logAction(room, e)
 	b, _ := json.Marshal(e)
 	if err := a.appendAudit(ctx, room, trail, b); err != nil {
 		a.log.Warn("audit not recorded", "room", room, "who", who, "err", err)
@@ -90,6 +93,7 @@ func (a *API) auditIn(ctx context.Context, room, trail, who string, e Entry) {
 	if e.Changes == nil {
 		e.Changes = []FieldChange{}
 	}
+	a.logAction(room, e)
 	b, _ := json.Marshal(e)
 	var err error
 	if room == "" {
@@ -100,6 +104,53 @@ func (a *API) auditIn(ctx context.Context, room, trail, who string, e Entry) {
 	if err != nil {
 		a.log.Warn("audit not recorded", "room", room, "who", who, "action", e.Action, "err", err)
 	}
+}
+
+// logAction writes what the audit trail records of e at info, so that the
+// log says who paused a room, changed its batch or minted codes, by the
+// key's label (never the key). Like the trail it names no secret: a
+// webhook change gives the number of endpoints, not their URLs, which may
+// hold credentials.
+func (a *API) logAction(room string, e Entry) {
+	args := []any{"action", e.Action, "who", e.Who}
+	if room != "" {
+		args = append(args, "room", room)
+	}
+	if len(e.Changes) > 0 {
+		parts := make([]string, len(e.Changes))
+		for i, c := range e.Changes {
+			parts[i] = fmt.Sprintf("%s: %v → %v", c.Field, logValue(c.From), logValue(c.To))
+		}
+		args = append(args, "changes", strings.Join(parts, "; "))
+	}
+	if e.Event != "" {
+		args = append(args, "event", e.Event)
+	}
+	if e.Visitor != "" {
+		args = append(args, "visitor", e.Visitor)
+	}
+	if e.Invites != nil {
+		args = append(args, "invites", e.Invites.Count, "uses", e.Invites.Uses, "priority", e.Invites.Priority)
+	}
+	if e.Action == "set-webhooks" {
+		args = append(args, "webhooks", len(e.Webhooks))
+	}
+	if e.Delivery != "" {
+		args = append(args, "delivery", e.Delivery)
+	}
+	a.log.Info("admin action", args...)
+}
+
+// logValue is a setting's value as the log line shows it: a string
+// quoted, so that an empty one (a message cleared) is seen, nil as none.
+func logValue(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "none"
+	case string:
+		return strconv.Quote(v)
+	}
+	return fmt.Sprint(v)
 }
 
 // roomAudit lists a room's audit trails together, newest first.
