@@ -107,7 +107,7 @@ func (g *Gateway) Check(c *fiber.Ctx) error {
 	}
 	o, err := g.fromCheck(c)
 	if err != nil {
-		g.log.Warn("gateway: check refused", "peer", c.Context().RemoteIP().String(), "err", err)
+		g.checkLog.Log("gateway: check refused", "peer", c.Context().RemoteIP().String(), "err", err)
 		return err
 	}
 	v := g.decide(c.UserContext(), &o)

@@ -13,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/internal/lograte"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -176,6 +177,11 @@ type Gateway struct {
 	// outage).
 	down  atomic.Bool
 	proxy *upstreamProxy // nil without Options.Upstream
+
+	// The refusals each request may earn, logged once in a while with
+	// how many were left out: a client or a gateway misconfigured sends
+	// them all day.
+	hostLog, pathLog, checkLog *lograte.Repeats
 }
 
 // New builds a gateway from deps. It fails only on an invalid
@@ -200,6 +206,9 @@ func New(deps Deps, opts *Options) (*Gateway, error) {
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
+	g.hostLog = lograte.NewRepeats(g.log, slog.LevelInfo, nil)
+	g.pathLog = lograte.NewRepeats(g.log, slog.LevelInfo, nil)
+	g.checkLog = lograte.NewRepeats(g.log, slog.LevelWarn, nil)
 	if g.metrics == nil {
 		g.metrics = noMetrics{}
 	}
