@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
+	"github.com/waitroom/waitroom/internal/lograte"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -68,11 +69,11 @@ func (g *Gateway) decide(ctx context.Context, o *original) verdict {
 	// Before any bypass: a request the app could read as another path, or
 	// for a host no route names, is not passed on whatever else it says.
 	if o.badPath {
-		g.pathLog.Log("gateway: refused a path the app could read otherwise (400 invalid_path)", "path", logText(o.uri), "client", o.client.String())
+		g.pathLog.Log("gateway: refused a path the app could read otherwise (400 invalid_path)", "path", lograte.Clip(o.uri), "client", o.client.String())
 		return verdict{status: 400, errorCode: "invalid_path", page: wantsPage(o.header("Accept"))}
 	}
 	if !g.routes.Serves(o.host) {
-		g.hostLog.Log("gateway: refused a host no route serves (421 unknown_host)", "host", logText(o.host), "client", o.client.String())
+		g.hostLog.Log("gateway: refused a host no route serves (421 unknown_host)", "host", lograte.Clip(o.host), "client", o.client.String())
 		return verdict{status: 421, errorCode: "unknown_host", page: wantsPage(o.header("Accept"))}
 	}
 	if g.routes.Bypassed(o.path, o.client, o.header) {
@@ -106,16 +107,6 @@ func (g *Gateway) decide(ctx context.Context, o *original) verdict {
 		v.cookie = clear
 	}
 	return v
-}
-
-// logText is s cut to at most 200 bytes: what a client sends goes into a
-// log line, and the line stays short.
-func logText(s string) string {
-	const most = 200
-	if len(s) <= most {
-		return s
-	}
-	return strings.ToValidUTF8(s[:most], "") + "…"
 }
 
 // missingRooms rate-limits the warning about a route to a missing room:

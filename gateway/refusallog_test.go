@@ -94,15 +94,3 @@ func TestRefusalsLoggedOnceInAWhile(t *testing.T) {
 		}
 	}
 }
-
-// TestLogTextShort: what a client sends is cut before it goes into a line.
-func TestLogTextShort(t *testing.T) {
-	long := strings.Repeat("é", 150) // 300 bytes
-	got := logText(long)
-	if len(got) > 204 || !strings.HasSuffix(got, "…") || !strings.HasPrefix(long, strings.TrimSuffix(got, "…")) {
-		t.Fatalf("logText: %d bytes %q", len(got), got)
-	}
-	if logText("shop.example.com") != "shop.example.com" {
-		t.Fatal("a short text changed")
-	}
-}

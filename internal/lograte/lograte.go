@@ -13,6 +13,7 @@ package lograte
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -174,4 +175,15 @@ func (r *Repeats) Log(msg string, args ...any) {
 // written to.
 func with(args []any, more ...any) []any {
 	return append(args[:len(args):len(args)], more...)
+}
+
+// Clip is s cut to at most 200 bytes (and "…"), whole UTF-8 characters
+// only: what a client sends (a host, a path, an Origin) goes into a line
+// that stays short.
+func Clip(s string) string {
+	const most = 200
+	if len(s) <= most {
+		return s
+	}
+	return strings.ToValidUTF8(s[:most], "") + "…"
 }

@@ -162,3 +162,16 @@ func TestWithKeepsCallerArgs(t *testing.T) {
 		t.Fatalf("with wrote into the caller's slice: %v %v", out, args[:cap(args)])
 	}
 }
+
+// TestClip: what a client sends is cut before it goes into a line, on a
+// character boundary.
+func TestClip(t *testing.T) {
+	long := strings.Repeat("é", 150) // 300 bytes
+	got := Clip(long)
+	if len(got) > 204 || !strings.HasSuffix(got, "…") || !strings.HasPrefix(long, strings.TrimSuffix(got, "…")) {
+		t.Fatalf("Clip: %d bytes %q", len(got), got)
+	}
+	if Clip("shop.example.com") != "shop.example.com" {
+		t.Fatal("a short text changed")
+	}
+}
