@@ -20,6 +20,7 @@ type hijackWriter struct {
 	conn        net.Conn
 	header      http.Header
 	wroteHeader bool
+	status      int           // the status written
 	br          *bufio.Reader // the read buffer handed to the library
 }
 
@@ -29,7 +30,7 @@ func (w *hijackWriter) WriteHeader(code int) {
 	if w.wroteHeader {
 		return
 	}
-	w.wroteHeader = true
+	w.wroteHeader, w.status = true, code
 	var b strings.Builder
 	b.WriteString("HTTP/1.1 ")
 	b.WriteString(strconv.Itoa(code))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
+	"github.com/waitroom/waitroom/internal/lograte"
 	"github.com/waitroom/waitroom/internal/workpool"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -95,6 +96,10 @@ type Server struct {
 	poll    atomic.Pointer[poller] // where waiting connections wait; nil: each in its goroutine
 	wg      sync.WaitGroup         // every connection, from hijack to its end
 	open    atomic.Int64           // the connections wg counts
+
+	// originLog writes WebSockets refused for their Origin once in a
+	// while: a page of an origin missing from -origins opens them all day.
+	originLog *lograte.Repeats
 }
 
 // New returns a Server attaching its connections to h. It starts nothing;
@@ -118,6 +123,7 @@ func New(h Hub, opts *Options) *Server {
 	}
 	o.Origins = append([]string(nil), o.Origins...)
 	s := &Server{hub: h, log: o.Logger, opts: o, readers: workpool.New()}
+	s.originLog = lograte.NewRepeats(o.Logger, slog.LevelInfo, nil)
 	for _, origin := range o.Origins {
 		if u, err := url.Parse(origin); err == nil {
 			s.originHosts = append(s.originHosts, u.Host)

@@ -65,8 +65,15 @@ type testPush struct {
 // test ends, then shuts down in the server's order.
 func startPush(t *testing.T) *testPush {
 	t.Helper()
+	return startPushWith(t, Options{})
+}
+
+// startPushWith is startPush with o (its heartbeats set to 300 ms).
+func startPushWith(t *testing.T, o Options) *testPush {
+	t.Helper()
 	h := hub.New(quietBroker{}, firstInLine{}, nil, &hub.Options{MaxPerVisitor: 1})
-	ps := New(h, &Options{WSHeartbeat: 300 * time.Millisecond, SSEHeartbeat: 300 * time.Millisecond})
+	o.WSHeartbeat, o.SSEHeartbeat = 300*time.Millisecond, 300*time.Millisecond
+	ps := New(h, &o)
 	// ReduceMemoryUsage, as the server runs: a hijacked connection then
 	// reads from the socket, not through fasthttp's pooled reader, and may
 	// leave the hijack handler to wait in the epoll set.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/httperr"
+	"github.com/waitroom/waitroom/internal/lograte"
 )
 
 const (
@@ -115,6 +116,12 @@ func (s *Server) openWS(nc net.Conn, req *http.Request, target Target) *wsSessio
 		OnPingReceived:  func(context.Context, []byte) bool { done(); return true },
 	})
 	if err != nil {
+		if w.status == http.StatusForbidden {
+			// The one refusal an operator fixes: the page's origin is
+			// missing from -origins.
+			s.originLog.Log("push: refused a WebSocket whose Origin is not in -origins (403)", "origin", lograte.Clip(req.Header.Get("Origin")), "host", lograte.Clip(req.Host))
+			return nil
+		}
 		s.log.Debug("websocket accept", "err", err)
 		return nil
 	}
