@@ -17,7 +17,13 @@ type Hub interface {
 // as of its last refresh, by room. The names become labels: the room
 // cache holds a bounded set (rooms an operator configured).
 type Rooms interface {
-	Snapshot() map[string]queue.RoomStats
+	Snapshot() map[string]Room
+}
+
+// Room is one room's figures as the metrics read them.
+type Room struct {
+	queue.RoomStats
+	Paused bool // the room's settings pause its admissions
 }
 
 // Polls is what the metrics read of the poll cache.
@@ -67,6 +73,7 @@ var (
 	waitingDesc = prometheus.NewDesc("waitroom_waiting", "Visitors waiting in a room (queue and pre-queue), as of the last refresh.", []string{"room"}, nil)
 	activeDesc  = prometheus.NewDesc("waitroom_active_tokens", "Live entry tokens of a room, as of the last refresh.", []string{"room"}, nil)
 	rateDesc    = prometheus.NewDesc("waitroom_admission_rate", "Measured admissions per second of a room (smoothed).", []string{"room"}, nil)
+	pausedDesc  = prometheus.NewDesc("waitroom_room_paused", "1 while a room's settings pause its admissions, else 0, as of the last refresh.", []string{"room"}, nil)
 )
 
 // roomCollector reports per-room figures from the room cache, so a scrape
@@ -77,6 +84,7 @@ func (roomCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- waitingDesc
 	ch <- activeDesc
 	ch <- rateDesc
+	ch <- pausedDesc
 }
 
 func (rc roomCollector) Collect(ch chan<- prometheus.Metric) {
@@ -84,5 +92,10 @@ func (rc roomCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(waitingDesc, prometheus.GaugeValue, float64(st.Waiting+st.PreQueue), room)
 		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(st.ActiveTokens), room)
 		ch <- prometheus.MustNewConstMetric(rateDesc, prometheus.GaugeValue, st.Rate, room)
+		paused := 0.0
+		if st.Paused {
+			paused = 1
+		}
+		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, room)
 	}
 }

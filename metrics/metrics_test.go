@@ -21,9 +21,9 @@ type fakeHub struct {
 func (h *fakeHub) Stats() hub.Stats { return h.stats }
 func (h *fakeHub) Ready() bool      { return h.ready }
 
-type fakeRooms map[string]queue.RoomStats
+type fakeRooms map[string]Room
 
-func (r fakeRooms) Snapshot() map[string]queue.RoomStats { return r }
+func (r fakeRooms) Snapshot() map[string]Room { return r }
 
 type fakePolls int64
 
@@ -55,7 +55,10 @@ func wantLines(t *testing.T, body string, lines ...string) {
 func TestSeriesAtStart(t *testing.T) {
 	m := New(Build{Version: "v1.2.3", Revision: "abc", GoVersion: "go1.26"})
 	h := &fakeHub{stats: hub.Stats{Conns: map[string]int64{"ws": 3, "sse": 2}, Sent: 7, DroppedSlow: 1}, ready: true}
-	m.Watch(Sources{Hub: h, Rooms: fakeRooms{"shop": {Waiting: 4, PreQueue: 1, ActiveTokens: 2, Rate: 1.5}}, Polls: fakePolls(9), MaxConns: 100})
+	m.Watch(Sources{Hub: h, Rooms: fakeRooms{
+		"shop": {RoomStats: queue.RoomStats{Waiting: 4, PreQueue: 1, ActiveTokens: 2, Rate: 1.5}},
+		"drop": {RoomStats: queue.RoomStats{Waiting: 7}, Paused: true},
+	}, Polls: fakePolls(9), MaxConns: 100})
 	body := scrape(t, m)
 	wantLines(t, body,
 		`waitroom_build_info{goversion="go1.26",revision="abc",version="v1.2.3"} 1`,
@@ -84,6 +87,9 @@ func TestSeriesAtStart(t *testing.T) {
 		`waitroom_waiting{room="shop"} 5`,
 		`waitroom_active_tokens{room="shop"} 2`,
 		`waitroom_admission_rate{room="shop"} 1.5`,
+		`waitroom_room_paused{room="shop"} 0`,
+		`waitroom_room_paused{room="drop"} 1`,
+		`waitroom_waiting{room="drop"} 7`,
 	)
 	if strings.Contains(body, "waitroom_db_slots") || strings.Contains(body, "waitroom_orders_total") {
 		t.Error("the demo's series, which only the demo registers")
