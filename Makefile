@@ -25,8 +25,10 @@ TRAEFIK_VERSION ?= v3.6.12
 run:
 	$(GO) run ./server -open-rooms -demo $(ARGS)
 
+# Version and commit as the released binary has them (VERSION, COMMIT
+# below), so that `./waitroom -version` names the checkout it was built from.
 build:
-	$(GO) build -o waitroom ./server
+	$(GO) build -ldflags '$(VERSION_FLAGS)' -o waitroom ./server
 
 # Packages are installed only when missing, with apt-get (Debian, Ubuntu).
 $(APT_UPDATED):
@@ -188,7 +190,8 @@ pack-js: $(BUILD_DIR)/.gitignore
 # package main.
 VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
-LDFLAGS     = -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+VERSION_FLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+LDFLAGS     = -s -w $(VERSION_FLAGS)
 
 # goreleaser check, then a snapshot release offline: the four binaries,
 # their archives and checksums.txt. --snapshot needs no tag and publishes
