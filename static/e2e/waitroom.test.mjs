@@ -123,6 +123,13 @@ test("a reload keeps the place in line, with and without the cookie", T, async (
   await page.setViewportSize({ width: 360, height: 740 });
   const width = await page.evaluate(() => document.documentElement.scrollWidth);
   assert.ok(width <= 360, `page is ${width}px wide on a 360px screen`);
+  // The header shows the room's name whole, not cut to "e2e-r…".
+  const name = await page.evaluate(() => {
+    const n = document.getElementById("room-name");
+    return { text: n.textContent, scroll: n.scrollWidth, client: n.clientWidth };
+  });
+  assert.ok(name.text.endsWith(room), `room name ${name.text}`);
+  assert.ok(name.scroll <= name.client, `the room name needs ${name.scroll}px and has ${name.client}px on a 360px screen`);
   await shot(page, "reload-phone.png", "page-phone.png");
   await page.emulateMedia({ colorScheme: "dark" });
   await page.setViewportSize({ width: 900, height: 760 });
@@ -181,6 +188,10 @@ test("the dashboard shows the numbers moving", T, async (t) => {
   await page.locator("#confirm-apply").click();
   await waitFor("the pause to show", async () => /paused/.test(await text(page, "n-waiting")), { timeout: 10000 });
   assert.match(await text(page, "action-msg"), /Admission is paused/);
+  // The rooms table's admitted/s falls to 0 too (it showed the rate the
+  // ETAs use, which a pause leaves standing).
+  const tableRate = () => page.locator(`#rooms-table tr[data-room="${room}"] td:nth-of-type(2)`).textContent();
+  await waitFor("the paused room's admitted/s in the table to read 0.0", async () => (await tableRate()) === "0.0", { timeout: 20000 });
   await shot(page, "admin-paused.png");
   await page.locator("#resume").click();
   await page.locator("#confirm-apply").click();
