@@ -53,6 +53,14 @@ test("the dashboard schedules, edits and deletes an event through the confirmati
   await waitFor("the event saved", async () => /Saved launch/.test(await text(page, "#events-msg")));
   await waitFor("the event listed", async () => /launch\s*scheduled/.test(await text(page, "#events-table")));
   assert.equal(await page.locator("#events-timeline rect.ev-scheduled").count(), 1);
+  // What axe asks of the signed-in dashboard: a level-one heading that is
+  // not hidden with the sign-in form, and no table header without text
+  // (the events table's action column).
+  const a11y = await page.evaluate(() => ({
+    h1: [...document.querySelectorAll("h1")].filter((h) => !h.closest("[hidden]")).map((h) => h.textContent.trim()),
+    emptyHeaders: [...document.querySelectorAll("th")].filter((th) => !th.textContent.trim()).map((th) => th.closest("table").id),
+  }));
+  assert.deepEqual(a11y, { h1: ["waitroom dashboard"], emptyHeaders: [] });
   let got = (await admin(srv.base, "GET", "/rooms/sale/events/launch")).body;
   assert.deepEqual([got.atEnd, got.settings.batch, got.startsAt], ["close", 50, new Date(Math.floor(start / 1000) * 1000).toISOString().replace(".000Z", "Z")]);
 
