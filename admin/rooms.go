@@ -296,6 +296,7 @@ func (a *API) listRooms(c *fiber.Ctx) error {
 		Room              string  `json:"room"`
 		Waiting           int64   `json:"waiting"`
 		AdmittedPerSecond float64 `json:"admittedPerSecond"`
+		AdmittedTotal     int64   `json:"admittedTotal"`
 		Sessions          int64   `json:"sessions"`
 		Paused            bool    `json:"paused"`
 		Configured        bool    `json:"configured"`
@@ -321,7 +322,7 @@ func (a *API) listRooms(c *fiber.Ctx) error {
 		}
 		_, inFile := a.pins(r)
 		out = append(out, item{
-			Room: r, Waiting: st.Waiting + st.PreQueue, AdmittedPerSecond: st.Rate, Sessions: st.ActiveTokens,
+			Room: r, Waiting: st.Waiting + st.PreQueue, AdmittedPerSecond: st.Rate, AdmittedTotal: st.AdmittedTotal, Sessions: st.ActiveTokens,
 			Paused: cfg.Paused, Configured: isConfigured[r], FromFile: inFile,
 		})
 	}

@@ -26,6 +26,10 @@
   var session = 0; // bumped on key change
   var lastOK = 0;
   var totals = []; // { t, total } over the last RATE_WINDOW_MS
+  // The rooms table's admitted/s is measured from each room's admittedTotal
+  // between two lists (its admittedPerSecond is the rate the ETAs use,
+  // which stands still while admission does: paused, or nobody waiting).
+  var listTotals = {}; // room -> { t, total } of the previous list
   // The key's role (GET /whoami): what the dashboard offers. Until it is
   // known, nothing that changes anything is shown; the server enforces it
   // either way.
@@ -154,6 +158,7 @@
       if (r.status === 401) return unauthorized(r);
       if (r.status === 200 && r.body && Array.isArray(r.body.rooms)) {
         rooms = r.body.rooms;
+        measureRates(rooms, Date.now());
         if (!room && rooms.length) selectRoom(rooms[0].room);
         fillRooms();
         fillRoomsTable();
@@ -163,6 +168,20 @@
       }
       roomsTimer = setTimeout(loadRooms, ROOMS_EVERY_MS);
     });
+  }
+
+  // measureRates sets each room's rate (admitted per second since the
+  // previous list, null until there is one) from its admittedTotal.
+  function measureRates(list, now) {
+    var next = {};
+    list.forEach(function (r) {
+      var prev = listTotals[r.room];
+      r.rate = null;
+      if (typeof r.admittedTotal !== "number") return;
+      next[r.room] = { t: now, total: r.admittedTotal };
+      if (prev && now > prev.t) r.rate = Math.max(0, (r.admittedTotal - prev.total) * 1000 / (now - prev.t));
+    });
+    listTotals = next;
   }
 
   function fillRooms() {
@@ -501,7 +520,10 @@
       th.appendChild(b);
       tr.appendChild(th);
       cell(tr, numbers.format(r.waiting || 0), "num");
-      cell(tr, oneDecimal.format(r.admittedPerSecond || 0), "num");
+      // The chosen room's figure is the board's, measured every second.
+      var rate = r.rate;
+      if (r.room === room && points.length) rate = points[points.length - 1].rate;
+      cell(tr, rate === null || rate === undefined ? "–" : oneDecimal.format(rate), "num");
       cell(tr, numbers.format(r.sessions || 0), "num");
       var state = [];
       if (r.paused) state.push("paused");
