@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/internal/lograte"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -55,6 +56,12 @@ type Conn struct {
 // Open connects to o.URL, or starts an embedded miniredis on loopback
 // when it is empty, and checks that it answers a PING within 5 s.
 func Open(ctx context.Context, o Options, log *slog.Logger) (*Conn, error) {
+	if o.Client == "go-redis" {
+		// The library's own lines (its pool's failed dials, one per call
+		// while Redis is down) go to the log, not to stderr, at most one
+		// per 10 s. Its logger is the package's: the last Open's wins.
+		redis.SetLogger(goRedisLog{lograte.NewRepeats(log, slog.LevelWarn, nil)})
+	}
 	rc := &Conn{cluster: o.Cluster}
 	rawURL := o.URL
 	if rawURL == "" {
@@ -245,4 +252,11 @@ func (rc *Conn) Close() {
 	if rc.mini != nil {
 		rc.mini.Close()
 	}
+}
+
+// goRedisLog writes what go-redis logs through a Repeats.
+type goRedisLog struct{ r *lograte.Repeats }
+
+func (g goRedisLog) Printf(_ context.Context, format string, v ...any) {
+	g.r.Log("redis client (go-redis)", "said", fmt.Sprintf(format, v...))
 }
