@@ -199,6 +199,16 @@ test("the dashboard shows the numbers moving", T, async (t) => {
   // and away, when presence is on).
   await waitFor("the resume to show", async () => /^(in line now|[\d,]+ present · [\d,]+ away)$/.test(await text(page, "n-waiting")), { timeout: 10000 });
   assert.match(await text(page, "action-msg"), /Admission resumed/);
+
+  // A room that is not the one shown: its admitted/s is measured between
+  // two room lists, and reads 0.0 once it is paused.
+  const side = "e2e-side";
+  for (let i = 0; i < 40; i++) await join(srv.base, side);
+  const sideRate = () => page.locator(`#rooms-table tr[data-room="${side}"] td:nth-of-type(2)`).textContent().then((s) => Number(s));
+  await waitFor("the other room's admitted/s above 0", async () => (await sideRate()) > 0, { timeout: 30000 });
+  const paused = await fetch(`${srv.base}/api/v1/admin/rooms/${side}/pause`, { method: "POST", headers: { Authorization: "Bearer " + ADMIN_KEY } });
+  assert.equal(paused.status, 200);
+  await waitFor("the paused other room's admitted/s to read 0.0", async () => (await sideRate()) === 0, { timeout: 30000 });
   assert.deepEqual(unexpected(b.errors, [/status of 401/, /status of 404/]), [], "console errors");
 });
 
