@@ -106,14 +106,13 @@ type fleet struct {
 	errMu                 sync.Mutex
 	firstErr              string
 
-	begun       wireTotals
-	polls0      int64
-	hits0       int64
-	marked      fleetReport
-	sampleStop  chan struct{}
-	sampleDone  chan struct{}
-	samples     []sample
-	sampleSetMu sync.Mutex
+	begun      wireTotals
+	polls0     int64
+	hits0      int64
+	marked     fleetReport
+	sampleStop chan struct{}
+	sampleDone chan struct{}
+	samples    []sample
 }
 
 func (f *fleet) fail(err error) {

@@ -25,14 +25,6 @@ func quantile(xs []float64, q float64) float64 {
 	return xs[min(max(i, 0), len(xs)-1)]
 }
 
-func seconds(ds []time.Duration) []float64 {
-	out := make([]float64, len(ds))
-	for i, d := range ds {
-		out[i] = d.Seconds()
-	}
-	return out
-}
-
 // num formats a number for a table: NaN as "n/a", fitting precision.
 func num(v float64) string {
 	switch {

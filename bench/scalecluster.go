@@ -203,12 +203,11 @@ var pubCallsRe = regexp.MustCompile(`cmdstat_(s?publish):calls=(\d+)`)
 
 // nodeSample is one node's counters.
 type nodeSample struct {
-	cpu               float64
-	cmds, pub, spub   int64
-	role              string
-	shardChannels     []string
-	ownerOf           map[string]bool // rooms whose slot it owns
-	masterOK, replica bool
+	cpu             float64
+	cmds, pub, spub int64
+	role            string
+	shardChannels   []string
+	ownerOf         map[string]bool // rooms whose slot it owns
 }
 
 func (e *clusterEnv) sampleNodes(ctx context.Context, rooms []string) []nodeSample {

@@ -38,7 +38,10 @@ func toJWK(k *Key, private bool) jwk {
 		x, y := ecCoords(pub)
 		j.Kty, j.Crv, j.X, j.Y = "EC", "P-256", b64.EncodeToString(x), b64.EncodeToString(y)
 		if priv, ok := k.Private.(*ecdsa.PrivateKey); ok && private {
-			j.D = b64.EncodeToString(priv.D.FillBytes(make([]byte, 32)))
+			d, err := priv.Bytes() // the fixed-length big-endian scalar JWK's d wants
+			if err == nil {
+				j.D = b64.EncodeToString(d)
+			}
 		}
 	}
 	return j

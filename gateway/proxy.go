@@ -129,14 +129,14 @@ var gatewayHeaders = []string{"x-waitroom-room", "x-waitroom-visitor", "x-waitro
 // sent.
 func stripGatewayHeaders(h *fasthttp.RequestHeader) {
 	var drop []string
-	h.VisitAll(func(k, _ []byte) {
+	for k := range h.All() {
 		name := strings.ToLower(strings.ReplaceAll(string(k), "_", "-"))
 		for _, g := range gatewayHeaders {
 			if name == g {
 				drop = append(drop, string(k))
 			}
 		}
-	})
+	}
 	for _, k := range drop {
 		h.Del(k)
 	}

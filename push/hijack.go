@@ -76,9 +76,9 @@ func copyRequest(c *fiber.Ctx) *http.Request {
 		u = &url.URL{Path: "/"}
 	}
 	r.URL = u
-	c.Request().Header.VisitAll(func(k, v []byte) {
+	for k, v := range c.Request().Header.All() {
 		r.Header.Add(string(k), string(v))
-	})
+	}
 	return r
 }
 

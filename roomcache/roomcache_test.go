@@ -270,7 +270,7 @@ func TestLimiterShare(t *testing.T) {
 	if c.Limiter("open") != c.Limiter("another") {
 		t.Error("two rooms nobody configured have limiters of their own")
 	}
-	if c.Limiter("big") != c.Limiter("big") {
+	if big := c.Limiter("big"); c.Limiter("big") != big {
 		t.Error("a configured room got a new limiter")
 	}
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/waitroom/waitroom/admin"
 	"github.com/waitroom/waitroom/gateway"
-	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/roomsfile"
 	"github.com/waitroom/waitroom/settings"
@@ -96,10 +95,3 @@ func (s *server) metricsGate(c *fiber.Ctx) error {
 
 // effective is a room's stored settings as the admin API shows them.
 func (s *server) effective(room string, c queue.RoomConfig) admin.View { return s.admin.View(room, c) }
-
-// fieldError is a 400 invalid_field naming field.
-func fieldError(field, msg string) *httperr.Error {
-	e := httperr.New(400, "invalid_field", field+": "+msg)
-	e.Field = field
-	return e
-}

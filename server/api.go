@@ -16,15 +16,8 @@ import (
 
 const visitorCookie = visit.VisitorCookie
 
-var errInvalidJSON = httperr.ErrInvalidJSON
-
 // room returns the validated :room parameter.
 func room(c *fiber.Ctx) (string, error) { return visit.Room(c) }
-
-// redisCtx bounds every Redis call a request makes.
-func (s *server) redisCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.UserContext(), 2*time.Second)
-}
 
 // storeError maps a queue error to the HTTP shape (see visit.API.StoreError).
 func (s *server) storeError(c *fiber.Ctx, err error) error { return s.visit.StoreError(c, err) }

@@ -39,9 +39,9 @@ const (
 	epochKey    = prefix + "epoch"    // the outbox's marker: gone when Redis lost its data
 	// An endpoint's queue is prefix + "q:" + its name (sorted set:
 	// delivery id by due time, ms), its deliveries by age prefix + "n:" +
-	// its name (sorted set: delivery id by seqKey's count when it was
-	// put there).
-	seqKey = prefix + "seq" // counter: the order deliveries were put in the queues
+	// its name (sorted set: delivery id by the count of prefix + "seq",
+	// a counter of the deliveries put in the queues, when it was put
+	// there).
 	// legacyDueKey is the one queue of every endpoint of earlier builds:
 	// what it still holds moves to the endpoints' queues.
 	legacyDueKey = prefix + "due"
