@@ -18,7 +18,7 @@ BUILD_DIR       = .build
 
 .PHONY: run build test test-go e2e pack-js deps deps-redis deps-bench deps-browser deps-gateway deps-traefik deps-verify vet bench clean \
 	test-deploy test-deploy-go release-check chart-check rules-check systemd-check image test-image \
-	deps-image static-binary tool-goreleaser tool-helm tool-promtool
+	deps-image static-binary tool-goreleaser tool-helm tool-promtool tool-staticcheck
 
 # The demo lets any room name work (-open-rooms) and mounts the demo
 # protected endpoint the page places its order on (-demo); in production
@@ -108,9 +108,14 @@ deps-verify:
 
 deps: deps-redis deps-bench deps-browser deps-gateway deps-traefik deps-verify
 
+# go vet, gofmt and staticcheck (built from the Go module proxy once,
+# pinned below) over every package, the deploy-tagged ones too.
 vet:
+	@$(MAKE) --no-print-directory tool-staticcheck
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags deploy ./deploy/...
 
 # The parts of make test, in order; the first that fails stops the run.
 # Each part's time is printed at the end (and kept in .build/test-times).
@@ -156,6 +161,8 @@ clean:
 TOOLS_BIN         ?= $(HOME)/.cache/waitroom/bin
 GORELEASER_VERSION = v2.15.1
 HELM_VERSION       = v3.22.0
+STATICCHECK_VERSION = v0.8.2
+STATICCHECK       := $(TOOLS_BIN)/staticcheck-$(STATICCHECK_VERSION)
 GORELEASER        := $(TOOLS_BIN)/goreleaser-$(GORELEASER_VERSION)
 HELM              := $(TOOLS_BIN)/helm-$(HELM_VERSION)
 # promtool is Debian's (package prometheus), unpacked into $(TOOLS_BIN)
@@ -177,6 +184,8 @@ $(GORELEASER):
 	$(call go-tool,github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION),$@)
 $(HELM):
 	$(call go-tool,helm.sh/helm/v3/cmd/helm@$(HELM_VERSION),$@)
+$(STATICCHECK):
+	$(call go-tool,honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION),$@)
 $(PROMTOOL):
 	@$(MAKE) --no-print-directory $(APT_UPDATED)
 	@mkdir -p $(TOOLS_BIN)
@@ -187,6 +196,7 @@ $(PROMTOOL):
 
 tool-goreleaser: $(GORELEASER)
 tool-helm: $(HELM)
+tool-staticcheck: $(STATICCHECK)
 tool-promtool: $(PROMTOOL)
 
 # Build outputs (image context, release snapshot) live in BUILD_DIR, which
