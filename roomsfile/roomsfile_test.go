@@ -20,7 +20,7 @@ func TestExampleFile(t *testing.T) {
 	for _, r := range f.Rooms() {
 		names = append(names, r.Name)
 	}
-	if strings.Join(names, ",") != "drop-2026,lecture-42,support" {
+	if strings.Join(names, ",") != "drop,drop-2026,lecture-42,support" {
 		t.Fatalf("rooms %v", names)
 	}
 	drop, ok := f.Room("drop-2026")
@@ -32,7 +32,7 @@ func TestExampleFile(t *testing.T) {
 	if !ok || !sameConfig(drop.Config, want) {
 		t.Fatalf("drop-2026: %+v", drop.Config)
 	}
-	if drop.Lines["batch"] != 11 || drop.Sets("paused") || drop.Sets("maxActive") {
+	if drop.Lines["batch"] != 17 || drop.Sets("paused") || drop.Sets("maxActive") {
 		t.Fatalf("lines %v", drop.Lines)
 	}
 	if s, _ := f.Room("support"); len(s.Lines) != 0 {
