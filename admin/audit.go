@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/waitroom/waitroom/settings"
+	"github.com/waitroom/waitroom/webhook"
 )
 
 // The trails of a room's audit beside its own (""), which holds what
@@ -211,8 +213,32 @@ func auditJSON(raw []string) []json.RawMessage {
 	out := make([]json.RawMessage, 0, len(raw))
 	for _, e := range raw {
 		if json.Valid([]byte(e)) {
-			out = append(out, json.RawMessage(e))
+			out = append(out, redactWebhooks(json.RawMessage(e)))
 		}
 	}
 	return out
+}
+
+// redactWebhooks cuts the webhook URLs of a set-webhooks entry to scheme
+// and host as it is read: entries written before the trail stored them so
+// still hold whole URLs, whose paths and queries may carry the receiver's
+// credentials, and every key that may read the trail reads them.
+func redactWebhooks(e json.RawMessage) json.RawMessage {
+	if !bytes.Contains(e, []byte(`"webhooks"`)) {
+		return e
+	}
+	var m map[string]json.RawMessage
+	var urls []string
+	if json.Unmarshal(e, &m) != nil || json.Unmarshal(m["webhooks"], &urls) != nil {
+		return e
+	}
+	for i, u := range urls {
+		urls[i] = webhook.RedactURL(u)
+	}
+	m["webhooks"], _ = json.Marshal(urls)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return e
+	}
+	return b
 }

@@ -60,3 +60,23 @@ func TestWebhookRoutesNeedAdmin(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditWebhookURLsRedactedOnRead: a set-webhooks entry written before
+// the trail stored URLs cut to scheme and host still holds the whole URL,
+// credentials in its query included; the trail cuts it as it is read, for
+// every key that reads it, and leaves other entries as they were.
+func TestAuditWebhookURLsRedactedOnRead(t *testing.T) {
+	old := `{"at":"2026-12-01T10:00:00Z","who":"ops","action":"set-webhooks","webhooks":["https://hooks.example.com/in?token=s3cret","https://user:pw@other.example.com/"]}`
+	other := `{"at":"2026-12-01T10:01:00Z","who":"ops","action":"pause","changes":[{"field":"paused","from":false,"to":true}]}`
+	got := auditJSON([]string{old, other, "not json"})
+	if len(got) != 2 {
+		t.Fatalf("%d entries, want 2", len(got))
+	}
+	if s := string(got[0]); strings.Contains(s, "s3cret") || strings.Contains(s, "pw@") || strings.Contains(s, "token") ||
+		!strings.Contains(s, `"https://hooks.example.com/…"`) || !strings.Contains(s, `"https://other.example.com/"`) {
+		t.Fatalf("old entry read as %s", s)
+	}
+	if string(got[1]) != other {
+		t.Fatalf("another entry changed: %s", got[1])
+	}
+}
