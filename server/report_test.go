@@ -66,7 +66,7 @@ func checkRoomReport(t *testing.T, ts *testServer) {
 		})
 		nb, _ := time.Parse(time.RFC3339Nano, st.str("notBefore"))
 		waitfor.Until(t, 5*time.Second, "notBefore", func() bool { return time.Now().After(nb.Add(5 * time.Millisecond)) })
-		if r := consumeAs(v, testServiceKey, fmt.Sprintf(`{"token":%q}`, st.str("token"))); r.Code != 200 {
+		if r := consumeAs(v, testServiceKey, fmt.Sprintf(`{"token":%q,"visitor":%q}`, st.str("token"), v.cred)); r.Code != 200 {
 			t.Fatalf("consume: %d %s", r.Code, r.Raw)
 		}
 	}
