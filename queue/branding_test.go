@@ -10,8 +10,9 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
-// A room's branding is stored and read back as set, on real Redis and the
-// embedded one, with both clients; clearing a field removes it.
+// A room's branding is stored and read back as set; clearing a field
+// removes it. (The parity suite reads branding back on every Redis and
+// client.)
 func TestRoomBrandingStored(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()

@@ -174,7 +174,7 @@ func (g *gatedRedis) calls() [][]string {
 // is waiting, and go as batches of 4, 4 and 2 when it is back. Every one
 // gets its own place, and the tickets follow arrival.
 func TestJoinsCoalesce(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+	eachClient(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		g := &gatedRedis{Redis: r, gate: make(chan struct{})}
 		q := newQueue(t, g, &Options{JoinBatch: 4})
@@ -425,7 +425,7 @@ func (f *joinCallsOnWay) Eval(ctx context.Context, s *Script, keys []string, arg
 // could reach Redis out of order), and every visitor gets a ticket of its
 // own.
 func TestOneJoinCallOnTheWay(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+	eachClient(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		f := &joinCallsOnWay{Redis: r}
 		q := newQueue(t, f, &Options{JoinBatch: 4})

@@ -57,15 +57,26 @@ func newQueue(tb testing.TB, r Redis, opts *Options) *Queue {
 	return q
 }
 
-// each runs f for every Redis kind and client.
+// each runs f on a real redis-server with rueidis, the default client.
+// go-redis and the embedded Redis are held to the same replies by the
+// parity suite (parity_test.go), which runs every script and the pub/sub
+// path once on each combination, not every scenario four times.
 func each(t *testing.T, f func(t *testing.T, srv *redistest.Server, r Redis)) {
-	for _, kind := range redistest.Kinds {
-		for _, client := range clients {
-			t.Run(kind+"/"+client, func(t *testing.T) {
-				srv := redistest.Start(t, kind)
-				f(t, srv, newRedis(t, srv, client))
-			})
-		}
+	t.Run("real/rueidis", func(t *testing.T) {
+		srv := redistest.StartReal(t)
+		f(t, srv, newRedis(t, srv, "rueidis"))
+	})
+}
+
+// eachClient runs f on a real redis-server with each client, for what
+// depends on how a client sends its calls (its pool, its pipeline), not
+// only on the scripts.
+func eachClient(t *testing.T, f func(t *testing.T, srv *redistest.Server, r Redis)) {
+	for _, client := range clients {
+		t.Run("real/"+client, func(t *testing.T) {
+			srv := redistest.StartReal(t)
+			f(t, srv, newRedis(t, srv, client))
+		})
 	}
 }
 
