@@ -62,42 +62,37 @@ func admittedToken(t *testing.T, ts *testServer, room string) (*visitor, string)
 // TestConsumeOnceAcrossInstances races 50 consumes of one token through 3
 // instances sharing Redis: exactly one is the first use.
 func TestConsumeOnceAcrossInstances(t *testing.T) {
-	for _, kind := range redistest.Kinds {
-		for _, client := range clientKinds {
-			t.Run(kind+"/"+client, func(t *testing.T) {
-				srv := redistest.Start(t, kind)
-				mut := withServiceKeys(t, nil)
-				fleet := []*testServer{startServer(t, srv, client, mut), startServer(t, srv, client, mut), startServer(t, srv, client, mut)}
-				vis, tok := admittedToken(t, fleet[0], "drop")
-				body := fmt.Sprintf(`{"token":%q,"visitor":%q}`, tok, vis.cred)
-				hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 50}}
-				defer hc.CloseIdleConnections()
-				codes := make([]int, 50)
-				var wg sync.WaitGroup
-				for i := range codes {
-					wg.Go(func() {
-						req, _ := http.NewRequest("POST", fleet[i%3].URL+"/api/v1/tokens/consume", strings.NewReader(body))
-						req.Header.Set("Authorization", "Bearer "+testServiceKey)
-						resp, err := hc.Do(req)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						resp.Body.Close()
-						codes[i] = resp.StatusCode
-					})
+	eachRedis(t, func(t *testing.T, srv *redistest.Server, client string) {
+		mut := withServiceKeys(t, nil)
+		fleet := []*testServer{startServer(t, srv, client, mut), startServer(t, srv, client, mut), startServer(t, srv, client, mut)}
+		vis, tok := admittedToken(t, fleet[0], "drop")
+		body := fmt.Sprintf(`{"token":%q,"visitor":%q}`, tok, vis.cred)
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 50}}
+		defer hc.CloseIdleConnections()
+		codes := make([]int, 50)
+		var wg sync.WaitGroup
+		for i := range codes {
+			wg.Go(func() {
+				req, _ := http.NewRequest("POST", fleet[i%3].URL+"/api/v1/tokens/consume", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+testServiceKey)
+				resp, err := hc.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
 				}
-				wg.Wait()
-				count := map[int]int{}
-				for _, c := range codes {
-					count[c]++
-				}
-				if count[200] != 1 || count[409] != 49 {
-					t.Fatalf("answers %v, want one 200 and 49 409", count)
-				}
+				resp.Body.Close()
+				codes[i] = resp.StatusCode
 			})
 		}
-	}
+		wg.Wait()
+		count := map[int]int{}
+		for _, c := range codes {
+			count[c]++
+		}
+		if count[200] != 1 || count[409] != 49 {
+			t.Fatalf("answers %v, want one 200 and 49 409", count)
+		}
+	})
 }
 
 func TestConsume(t *testing.T) {

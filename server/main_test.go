@@ -137,20 +137,21 @@ func (ts *testServer) waitReadyz(tb testing.TB, within time.Duration, code int) 
 // noKeepAlive is an HTTP client that leaves no idle connection behind.
 var noKeepAlive = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
-// eachServer runs f against a server on real Redis and on the embedded
-// one, with both clients.
+// eachServer runs f against a server on a real redis-server with rueidis,
+// the default client. go-redis and the embedded Redis are held to the
+// same answers by TestServerParity (parity_test.go), not by every test.
 func eachServer(t *testing.T, mutate func(*config), f func(t *testing.T, ts *testServer)) {
-	for _, kind := range redistest.Kinds {
-		for _, client := range clientKinds {
-			t.Run(kind+"/"+client, func(t *testing.T) {
-				var srv *redistest.Server
-				if kind == "real" {
-					srv = redistest.StartReal(t)
-				}
-				f(t, startServer(t, srv, client, mutate))
-			})
-		}
-	}
+	eachRedis(t, func(t *testing.T, srv *redistest.Server, client string) {
+		f(t, startServer(t, srv, client, mutate))
+	})
+}
+
+// eachRedis runs f with a real redis-server and rueidis, for a test that
+// starts its servers itself.
+func eachRedis(t *testing.T, f func(t *testing.T, srv *redistest.Server, client string)) {
+	t.Run("real/rueidis", func(t *testing.T) {
+		f(t, redistest.StartReal(t), "rueidis")
+	})
 }
 
 // visitor is an HTTP client with its own cookie jar, like one browser.

@@ -18,21 +18,13 @@ import (
 // A run through a server with its tick loop: known joins, leaves and
 // admissions come back in the room's report, in JSON and in CSV.
 func TestRoomReport(t *testing.T) {
-	for _, kind := range redistest.Kinds {
-		for _, client := range clientKinds {
-			t.Run(kind+"/"+client, func(t *testing.T) {
-				var srv *redistest.Server
-				if kind == "real" {
-					srv = redistest.StartReal(t)
-				}
-				ts := startServerOpts(t, srv, client, &serverOptions{}, withServiceKeys(t, func(c *config) {
-					withAdmin(c)
-					c.Capacity.Batch, c.Capacity.Tick = 4, 50*time.Millisecond
-				}))
-				checkRoomReport(t, ts)
-			})
-		}
-	}
+	eachRedis(t, func(t *testing.T, srv *redistest.Server, client string) {
+		ts := startServerOpts(t, srv, client, &serverOptions{}, withServiceKeys(t, func(c *config) {
+			withAdmin(c)
+			c.Capacity.Batch, c.Capacity.Tick = 4, 50*time.Millisecond
+		}))
+		checkRoomReport(t, ts)
+	})
 }
 
 func checkRoomReport(t *testing.T, ts *testServer) {
