@@ -15,16 +15,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var clients = []string{"rueidis", "go-redis"}
 
-// each runs f against real Redis and miniredis, with both clients.
+// each runs f against a real redis-server with rueidis, the default
+// client. go-redis and miniredis are held to the same answers by
+// TestParity (parity_test.go).
 func each(t *testing.T, f func(t *testing.T, srv *redistest.Server, r queue.Redis)) {
-	for _, kind := range redistest.Kinds {
-		for _, client := range clients {
-			t.Run(kind+"/"+client, func(t *testing.T) {
-				srv := redistest.Start(t, kind)
-				f(t, srv, newRedis(t, srv, client))
-			})
-		}
-	}
+	t.Run("real/rueidis", func(t *testing.T) {
+		srv := redistest.StartReal(t)
+		f(t, srv, newRedis(t, srv, "rueidis"))
+	})
 }
 
 func newRedis(tb testing.TB, srv *redistest.Server, client string) queue.Redis {
