@@ -50,7 +50,10 @@ func (s *Server) Stop() {
 	}
 }
 
-// Kinds lists the server kinds every Redis-backed test runs against.
+// Kinds lists the server kinds: a real redis-server and the embedded
+// miniredis. The queue, server and report tests run on "real" alone; their
+// parity suites run the same steps on each kind and compare the answers
+// (see docs/testing-redis.md).
 var Kinds = []string{"real", "mini"}
 
 // Start starts a server of the given kind and stops it when the test ends.
