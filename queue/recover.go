@@ -108,7 +108,7 @@ func bit(b []byte, n int64) bool {
 }
 
 // priorityBase is the offset of the priority band's queue scores
-// (PRIO_BASE in scripts/now.lua): a priority ticket s is at s - 10^12.
+// (PRIO_BASE in scripts/priority.lua): a priority ticket s is at s - 10^12.
 const priorityBase = 1_000_000_000_000
 
 // scoreTicket is the ticket a queue score stands for.

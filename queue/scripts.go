@@ -16,7 +16,8 @@ var scriptFS embed.FS
 
 // prelude is the shared start of every script, in order: the functions
 // the scripts have in common.
-var prelude = []string{"publish", "draw", "lotlog", "now", "presence", "method"}
+var prelude = []string{"publish", "draw", "lotlog", "clock", "token", "settings", "random", "opening",
+	"seats", "idle", "tickets", "priority", "done", "presence", "method"}
 
 // loadScript joins the shared prelude and the named scripts, in order, into
 // one script, keeping of the prelude's functions only those the named

@@ -114,12 +114,9 @@ return {live, redis.call('ZCOUNT', p .. 'active', '(' .. now, '+inf'),
   num(redis.call('HGET', p .. 'stats', 'sold'), 0)}
 `)
 
+// mustPrelude is the prelude's clock, token records and settings.
 func mustPrelude() string {
-	b, err := scriptFS.ReadFile("scripts/now.lua")
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
+	return string(readScript("clock")) + string(readScript("token")) + string(readScript("settings"))
 }
 
 // TestSeatsRandomSequence drives one room with random joins, leaves,

@@ -55,7 +55,7 @@ func (q *Queue) forget(ctx context.Context, room string) (err error) {
 	if err != nil {
 		return err
 	}
-	// Priority visitors held until a scheduled opening (now.lua).
+	// Priority visitors held until a scheduled opening (priority.lua).
 	ppre, err := q.r.Do(ctx, "ZCARD", prefix(room)+"ppre")
 	if err != nil {
 		return err

@@ -12,7 +12,7 @@
 -- phead, paused, done}: taken = 0 when this tick was already taken by another caller
 -- (nothing done); head is the ticket of the last visitor admitted (0 when
 -- none, and under the lottery, which admits out of ticket order), phead
--- the same in the priority band (now.lua; admitted in order before any
+-- the same in the priority band (priority.lua; admitted in order before any
 -- lottery), and born when the room's state began: instances remember
 -- them, so that a Redis that lost the queue does not take back tickets
 -- that were already let in (see retake.lua). draw is the size of the
@@ -20,7 +20,7 @@
 -- instances remember for push; paused is 1 while the room is paused (the
 -- tick loops then look at it less often). done lists the queue scores of
 -- the tickets this tick was done with (admitted or dropped: mark_done in
--- now.lua), comma-separated, for the instance to remember.
+-- done.lua), comma-separated, for the instance to remember.
 local p, room, channel = ARGV[1], ARGV[2], ARGV[3]
 local tick_ms = tonumber(ARGV[4])
 local seed = tonumber(ARGV[9])
@@ -106,7 +106,7 @@ if batch > 0 then
   if draw_next then limit = batch end
   local popped
   if cfg.method == 'random' then
-    -- The priority band goes before the lottery, in its order (now.lua).
+    -- The priority band goes before the lottery, in its order (priority.lua).
     local np = math.min(batch, redis.call('ZCOUNT', KEYS[1], '-inf', '(0'))
     popped = take(p, cfg, KEYS[1], np, now, np)
     local rest = batch - #popped / 2

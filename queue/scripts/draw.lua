@@ -1,4 +1,4 @@
--- The auditable draw (commit-reveal). Prelude, loaded before now.lua.
+-- The auditable draw (commit-reveal). Prelude, loaded before opening.lua.
 --
 -- When a room gets opensAt, the server stores a secret seed and publishes
 -- the SHA-256 of it (the drawc hash: seed, commit, at). At opening, the
@@ -6,7 +6,7 @@
 --   SHA-1 hex of (seed .. ':' .. visitor id), ascending (ties by id),
 -- a deterministic function of the seed and the list of ids, so anyone can
 -- recompute it once the seed and the sorted list are revealed. The draw
--- runs in slices (maybe_open in now.lua): first each slice of the pool is
+-- runs in slices (maybe_open in opening.lua): first each slice of the pool is
 -- keyed (drawkey, members "key:id" at one score, so they sort by key),
 -- then the keyed visitors are placed a slice at a time in key order. The
 -- list of ids is kept in drawlist (one score: sorted by id) for the reveal.

@@ -6,7 +6,7 @@
 -- back from away, or an entry token still valid) joins as always and uses
 -- nothing. Otherwise, in an invite-only room, a code is required, and a
 -- priority code is taken in any room: one of its uses is taken and the
--- join below gives a ticket of the priority band (now.lua). A priority
+-- join below gives a ticket of the priority band (priority.lua). A priority
 -- code also moves a visitor who waits in the public band (queued or
 -- pre-queued) into the priority band, for one use: its public ticket is
 -- given up. Nothing is used in a room whose method turns new visitors

@@ -5,7 +5,7 @@
 -- names (loadNamedKeys, scripts.go); ARGV = prefix, visitor, seed, channel, ttlMs, maxMs,
 -- retentionMs (and invite.lua's ARGV[8..11] when it runs first: with a
 -- priority code, whose use invite.lua took, a new ticket is one of the
--- priority band, see now.lua)
+-- priority band, see priority.lua)
 -- The reply is read by joinReply in replies.go, field for field.
 -- Returns {code, a, b, new, paused, settings, message, seq, now, draw, prio}: 1 waiting
 -- (a = 0-based rank), 2 admitted (a = notBefore, b = expiresAt), 4 in the

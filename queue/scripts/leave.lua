@@ -7,7 +7,7 @@ local p, v = ARGV[1], ARGV[2]
 local sc = redis.call('ZSCORE', KEYS[1], v)
 if sc then
   redis.call('SET', V.left, sc, 'PX', 86400000)
-  mark_done(p, sc) -- for as long as the room's state lasts (now.lua)
+  mark_done(p, sc) -- for as long as the room's state lasts (done.lua)
 end
 local held, tk = forget_presence(p, v)
 local n = redis.call('ZREM', KEYS[1], v) + redis.call('SREM', K.pre, v) + redis.call('ZREM', K.ppre, v) +

@@ -1,4 +1,4 @@
--- The lottery's log. Prelude, before now.lua (whose pre-queue opening
+-- The lottery's log. Prelude, before opening.lua (whose pre-queue opening
 -- logs with it) and presence.lua.
 --
 -- In a room whose method is random, every script that changes who waits
@@ -107,7 +107,7 @@ end
 -- turned random, Redis lost it, or the room was random before the log
 -- existed) and walks who waits then, in slices of LOT_SLICE tickets in
 -- ticket order, one slice per call (join, status, the tick) and at most
--- one every LOT_GAP_MS, as the pre-queue's draw does (now.lua): a slice
+-- one every LOT_GAP_MS, as the pre-queue's draw does (opening.lua): a slice
 -- holds Redis for a few ms, and a walk of 1,000,000 waiting takes about
 -- 10 s. It returns true while the walk is under way: the lottery may not
 -- draw before the log knows everyone in it.

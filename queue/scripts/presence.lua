@@ -1,5 +1,5 @@
 -- Presence: who is still there. Prelude shared by every script (after
--- now.lua).
+-- done.lua).
 --
 -- Keys of the room (prefix p):
 --   seen    zset  visitor -> last sign of life (ms): a join, a poll, a push
@@ -115,7 +115,7 @@ local function seen_many(p, cfg, vs, now, closing)
     lot_tickets('back', nil, came)
   end
   if next(cfg) == nil then
-    -- As keep_while_used (now.lua): pushed at most once every
+    -- As keep_while_used (idle.lua): pushed at most once every
     -- KEEP_EVERY_MS; a set this call made has no expiry yet (PTTL -1).
     if redis.call('PTTL', K.seen) < idle_ms - KEEP_EVERY_MS then redis.call('PEXPIRE', K.seen, idle_ms) end
     if closing then redis.call('PEXPIRE', K.closed, idle_ms) end
@@ -208,7 +208,7 @@ local function presence_sweep(p, cfg, q, now, keep, slots, tick_ms)
     local n = redis.call('ZREM', q, v) + redis.call('ZREM', K.away, v) + redis.call('ZREM', K.back, v)
     if n > 0 then
       -- The marker says why (a status reads expired, reason away) for a
-      -- while; the ticket is done for good (mark_done, now.lua): its
+      -- while; the ticket is done for good (mark_done, done.lua): its
       -- signed credential never takes the place back.
       redis.call('SET', p .. 'dropped:' .. v, '1', 'PX', keep)
       mark_done(p, tk)

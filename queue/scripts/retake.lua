@@ -2,13 +2,13 @@
 -- ARGV = prefix, room, channel, head, headBorn, seqFloor, pHead, pSeqFloor,
 --        done, pDone (bitmaps of the tickets the instance knows were done
 --        with, as Redis stores bitmaps, "" for none: see mark_done in
---        now.lua), nCfg, then nCfg settings field/value pairs (nCfg = -1:
+--        done.lua), nCfg, then nCfg settings field/value pairs (nCfg = -1:
 --        none remembered), then visitor, seq, issuedAt, band (0 public,
 --        1 priority) for each ticket to take back.
 -- Puts back what an instance remembers of a room whose state Redis lost (a
 -- restart without persistence, or a failover that lost the last writes):
 -- the settings when they are missing, the last admitted ticket and the
--- ticket counter of each band (public, and priority: now.lua), and the
+-- ticket counter of each band (public, and priority: priority.lua), and the
 -- places of visitors who come back with a signed ticket, each at its
 -- original score in its band. Every part only ever raises or fills in, so
 -- any number of instances may call it at once, any number of times.
@@ -116,7 +116,7 @@ for i = first, #ARGV, 4 do
   local lost
   if iat < born then lost = s > b.floor else lost = s > b.admitted end
   if lost and tonumber(redis.call('GET', p .. 'left:' .. v) or '') == score then lost = false end
-  -- Admitted or dropped once: never again (mark_done, now.lua).
+  -- Admitted or dropped once: never again (mark_done, done.lua).
   if lost and is_done(p, score) then lost = false end
   -- A room no operator configured keeps its state (and so what it knows
   -- of done tickets) a day past its last use (keep_while_used): a ticket

@@ -75,7 +75,7 @@ if draw_next then
 end
 
 -- Priority visitors who joined after a public visitor do not raise its
--- position (now.lua).
+-- position (priority.lua).
 if rare and redis.call('EXISTS', K.pmark) == 1 and redis.call('ZCOUNT', KEYS[1], '-inf', '(0') > 0 then
   for v, r in pairs(rank) do
     rank[v] = r - late_priority(p, KEYS[1], tonumber(redis.call('ZSCORE', KEYS[1], v)))
