@@ -57,47 +57,11 @@ const maxStatusCalls = 4
 const batchTimeout = 10 * time.Second
 
 // joinBatchScript is the join of JoinAt without an invite code, for many
-// visitors: fresh.lua and joinroom.lua once, then invite.lua and join.lua
-// as the body of join_visitor, which joinbatch.lua runs for each.
-var joinBatchScript = loadJoinBatch()
-
-// loadJoinBatch is loadNamedKeys for joinBatchScript: each K.name becomes
-// KEYS[i] as there, and each V.name, which only join_visitor uses,
-// KEYS[vo + j], the visitor's j-th key after those of the room and of the
-// visitors before it.
-func loadJoinBatch() *Script {
-	body := scriptBody("fresh", "joinroom") +
-		"local function join_visitor(ARGV, vo)\n" + scriptBody("invite", "join") + "end\n" +
-		scriptBody("joinbatch")
-	src := withPrelude(body)
-	if computedKey.MatchString(src) {
-		panic("queue: the join batch picks keys by computed names")
-	}
-	var roomNames, visitorNames []string
-	index := map[string]string{}
-	for _, use := range keyUse.FindAllString(src, -1) {
-		if _, ok := index[use]; ok || use[0] != 'K' || use == "K.q" {
-			continue
-		}
-		roomNames = append(roomNames, use[2:])
-		index[use] = ""
-	}
-	roomNames = append([]string{"q"}, roomNames...)
-	for i, name := range roomNames {
-		index["K."+name] = "KEYS[" + strconv.Itoa(i+1) + "]"
-	}
-	for _, use := range keyUse.FindAllString(src, -1) {
-		if _, ok := index[use]; ok {
-			continue
-		}
-		visitorNames = append(visitorNames, use[2:]+":")
-		index[use] = "KEYS[vo + " + strconv.Itoa(len(visitorNames)) + "]"
-	}
-	src = keyUse.ReplaceAllStringFunc(src, func(use string) string { return index[use] })
-	s := newScript("joinbatch", fmt.Sprintf("local NK, NV = %d, %d\n", len(roomNames), len(visitorNames))+src)
-	s.keyNames, s.visitorNames = roomNames, visitorNames
-	return s
-}
+// visitors (lua/joinbatch.lua): fresh.lua and joinroom.lua once, then
+// invite.lua and join.lua as the body of join_visitor, which joinbatch.lua
+// runs for each. Its KEYS are the room's keys it names, then each
+// visitor's (batchKeys).
+var joinBatchScript = loadScript("joinbatch")
 
 // batchKeys is the KEYS of a call of joinBatchScript: the room's keys,
 // then each visitor's.

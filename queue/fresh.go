@@ -17,7 +17,7 @@ const replySettingsChanged int64 = -3
 
 // joinAtScript is the join with invite-only rooms' check behind the check
 // of the settings version.
-var joinAtScript = loadNamedKeysAs("fresh+invite+join", "fresh", "invite", "joinroom", "join")
+var joinAtScript = loadScript("fresh+invite+join")
 
 // JoinAt is JoinInvite for a caller that checked gates of its own (proof
 // of work, join limits) against room's settings of version settings: the

@@ -149,11 +149,8 @@ func TestLotteryLogOnlyInRandomRooms(t *testing.T) {
 
 // TestLotteryLogCapDocumented: the cap the scripts use is LotteryLogMax.
 func TestLotteryLogCapDocumented(t *testing.T) {
-	src, err := scriptFS.ReadFile("scripts/lotlog.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := fmt.Sprintf("local LOT_MAX = %d ", LotteryLogMax); !strings.Contains(string(src), want) {
+	src := readScript("lotlog")
+	if want := fmt.Sprintf("local LOT_MAX = %d ", LotteryLogMax); !strings.Contains(src, want) {
 		t.Fatalf("lotlog.lua does not say %q", want)
 	}
 }

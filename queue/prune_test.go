@@ -25,21 +25,24 @@ local function used(x)
   if x then return leaf(x) end
   return 0
 end
+-- what never runs: goes with it
 local function unused(x)
   return used(x)
 end
+-- a note of the file, above a blank line: kept
+
 local function mentioned() return 1 end
 local function toggles() flags.on = LATE end
 `
 	body := "-- calls mentioned() only in a comment\nreturn used(1)\n"
 	got := prune(prelude, body)
 	for _, want := range []string{"local LIMIT = 3", "local function leaf(", "local function used(", "  return 0\nend\n", "-- shared",
-		"local STEP = 2", "local STARTED = mark()", "local WIDE = {\n  1,\n}\n", "print(STEP)"} {
+		"local STEP = 2", "local STARTED = mark()", "local WIDE = {\n  1,\n}\n", "print(STEP)", "a note of the file"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("pruned prelude lacks %q:\n%s", want, got)
 		}
 	}
-	for _, gone := range []string{"unused", "mentioned", "SPARE", "flags", "toggles", "LATE"} {
+	for _, gone := range []string{"unused", "mentioned", "SPARE", "flags", "toggles", "LATE", "never runs"} {
 		if strings.Contains(got, gone) {
 			t.Errorf("pruned prelude keeps %q:\n%s", gone, got)
 		}
@@ -51,10 +54,10 @@ local function toggles() flags.on = LATE end
 func TestPrunedScriptsDefineWhatTheyCall(t *testing.T) {
 	var all, locals []string
 	for _, name := range prelude {
-		for _, m := range regexp.MustCompile(`(?m)^local function ([a-z_]+)\(`).FindAllStringSubmatch(string(readScript(name)), -1) {
+		for _, m := range regexp.MustCompile(`(?m)^local function ([a-z_]+)\(`).FindAllStringSubmatch(readScript(name), -1) {
 			all = append(all, m[1])
 		}
-		for _, m := range regexp.MustCompile(`(?m)^local ([A-Za-z_][A-Za-z0-9_]*) = `).FindAllStringSubmatch(string(readScript(name)), -1) {
+		for _, m := range regexp.MustCompile(`(?m)^local ([A-Za-z_][A-Za-z0-9_]*) = `).FindAllStringSubmatch(readScript(name), -1) {
 			locals = append(locals, m[1])
 		}
 	}
@@ -76,7 +79,7 @@ func TestPrunedScriptsDefineWhatTheyCall(t *testing.T) {
 	}
 }
 
-// TestNamedKeys: a script loaded with loadNamedKeys is given exactly the
+// TestNamedKeys: a script of namedKeysMode (scriptgen_test.go) is given exactly the
 // keys it uses and the queue, first, each in the room's slot, and names no key
 // through K or V any more.
 func TestNamedKeys(t *testing.T) {

@@ -23,8 +23,9 @@ type Script struct {
 	Src  string
 	Hash string // hex SHA-1 of Src
 
-	// keyNames are the names of the keys the script is given, when it
-	// names them itself (see loadNamedKeys and Script.keys).
+	// keyNames are the names of the keys the script is given, as the
+	// header of its file of lua/ names them (see loadScript and
+	// Script.keys); none for a script given keys of no room.
 	keyNames []string
 	// visitorNames are, for a batch of visitors (joinBatchScript), the
 	// names of each visitor's keys, which follow keyNames (batchKeys).

@@ -7,105 +7,61 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
-//go:embed scripts/*.lua
-var scriptFS embed.FS
+// The scripts Redis runs, one file of lua/ each, as they are: TestScriptsGenerated
+// writes them from the fragments of scripts/ (go test ./queue -run
+// TestScriptsGenerated -update) and fails when one is out of date.
+//
+//go:embed lua/*.lua
+var luaFS embed.FS
 
-// prelude is the shared start of every script, in order: the functions
-// the scripts have in common.
-var prelude = []string{"publish", "draw", "lotlog", "clock", "token", "settings", "random", "opening",
-	"seats", "idle", "tickets", "priority", "done", "presence", "method"}
-
-// loadScript joins the shared prelude and the named scripts, in order, into
-// one script, keeping of the prelude's functions only those the named
-// scripts reach (see prune).
-func loadScript(names ...string) *Script {
-	return newScript(strings.Join(names, "+"), keysLua+scriptText(names))
-}
-
-// scriptText is the pruned prelude and the named scripts, without a header.
-func scriptText(names []string) string {
-	return withPrelude(scriptBody(names...))
-}
-
-// scriptBody is the named scripts, in order.
-func scriptBody(names ...string) string {
-	var body []byte
-	for _, name := range names {
-		body = append(append(body, readScript(name)...), '\n')
+// loadScript is the script run as name, from its file of lua/ (the name
+// with '_' for '+'), given the keys its header names (headerKeys).
+func loadScript(name string) *Script {
+	src, err := luaFS.ReadFile("lua/" + strings.ReplaceAll(name, "+", "_") + ".lua")
+	if err != nil {
+		panic(err)
 	}
-	return string(body)
-}
-
-// withPrelude is body after the prelude's functions that it reaches.
-func withPrelude(body string) string {
-	var pre []byte
-	for _, name := range prelude {
-		pre = append(append(pre, readScript(name)...), '\n')
-	}
-	return cfgReadLua(prune(string(pre), body) + body)
-}
-
-// loadNamedKeys is loadScript for a script on the hot path of every
-// visitor (join, status, consume): its KEYS are only the keys it names,
-// which Script.keys gives, and each K.name or V.name in its text becomes
-// the KEYS[i] of that key, so a call neither passes the room's other keys
-// nor builds the K and V tables. KEYS[1] is the queue, as for every room
-// script. A script that picks a key by a computed name (K[name]) cannot
-// be so loaded.
-func loadNamedKeys(names ...string) *Script {
-	return loadNamedKeysAs(strings.Join(names, "+"), names...)
-}
-
-// loadNamedKeysAs is loadNamedKeys for a script run under name (its
-// calls' operation label), whatever its parts: the joins keep the names
-// they had before joinroom.lua was split from join.lua.
-func loadNamedKeysAs(name string, names ...string) *Script {
-	src := scriptText(names)
-	if computedKey.MatchString(src) {
-		panic("queue: script " + name + " picks keys by computed names")
-	}
-	keyNames := []string{"q"}
-	index := map[string]int{"K.q": 1}
-	src = keyUse.ReplaceAllStringFunc(src, func(use string) string {
-		i, ok := index[use]
-		if !ok {
-			name := use[2:]
-			if use[0] == 'V' {
-				name += ":"
-			}
-			keyNames = append(keyNames, name)
-			i = len(keyNames)
-			index[use] = i
-		}
-		return "KEYS[" + strconv.Itoa(i) + "]"
-	})
-	s := newScript(name, src)
-	s.keyNames = keyNames
+	s := newScript(name, string(src))
+	s.keyNames, s.visitorNames = headerKeys(name, string(src))
 	return s
 }
 
-var (
-	// keyUse is a script's use of a room's key (K.name) or a visitor's
-	// (V.name).
-	keyUse = regexp.MustCompile(`\b[KV]\.[a-z]+\b`)
-	// computedKey is a use of K or V by a name computed when it runs.
-	computedKey = regexp.MustCompile(`\b[KV]\[`)
-)
-
-// keys is the KEYS of a call of s about visitor ("" for none) in room: the
-// keys of s.keyNames when loadNamedKeys made s, else visitorKeys (or
-// roomKeys, without a visitor).
-func (s *Script) keys(room, visitor string) []string {
-	if s.keyNames == nil {
-		if visitor == "" {
-			return roomKeys(room)
+// headerKeys reads the KEYS of a generated script from its header: the
+// names (after the room's prefix) of "KEYS[i] = wr:{room}:name", a name
+// that ends in ':' followed by the visitor, and those of "KEYS[vo + j] =
+// …", the keys of each visitor of a batch. A script whose KEYS are not a
+// room's (tickrooms) has none: its caller passes them.
+func headerKeys(script, src string) (names, each []string) {
+	for line := range strings.Lines(src) {
+		if !strings.HasPrefix(line, "--") {
+			break
 		}
-		return visitorKeys(room, visitor)
+		m := headerKey.FindStringSubmatch(strings.TrimSuffix(line, "\n"))
+		if m == nil {
+			continue
+		}
+		list := &names
+		if m[1] != "" {
+			list = &each
+		}
+		if m[2] != strconv.Itoa(len(*list)+1) || strings.HasSuffix(m[3], ":") != (m[4] != "") {
+			panic("queue: the header of script " + script + " has " + line)
+		}
+		*list = append(*list, m[3])
 	}
+	return names, each
+}
+
+// headerKey is a line of a generated script's header that names a key of
+// the room: KEYS[i] or, for each visitor of a batch, KEYS[vo + j].
+var headerKey = regexp.MustCompile(`^-- KEYS\[(vo \+ )?(\d+)\] = wr:\{room\}:([a-z]+:?)(<visitor>)?$`)
+
+// keys is the KEYS of a call of s about visitor ("" for none) in room:
+// the keys its header names.
+func (s *Script) keys(room, visitor string) []string {
 	return keyList(room, visitor, s.keyNames)
 }
 
@@ -151,21 +107,12 @@ func packed(n, size int, parts func(i int) (string, string, string)) []string {
 	return out
 }
 
-// readScript is the text of the named script.
-func readScript(name string) []byte {
-	b, err := scriptFS.ReadFile("scripts/" + name + ".lua")
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
 var (
-	joinScript      = loadNamedKeysAs("join", "joinroom", "join")
-	joinInvScript   = loadNamedKeysAs("invite+join", "invite", "joinroom", "join") // the join with invite-only rooms' check
-	statusScript    = loadNamedKeys("status")
+	joinScript      = loadScript("join")
+	joinInvScript   = loadScript("invite+join") // the join with invite-only rooms' check
+	statusScript    = loadScript("status")
 	leaveScript     = loadScript("leave")
-	consumeScript   = loadNamedKeys("consume")
+	consumeScript   = loadScript("consume")
 	admitScript     = loadScript("admit")
 	setcfgScript    = loadScript("setcfg")
 	restoreScript   = loadScript("restore")
@@ -184,10 +131,11 @@ var (
 )
 
 // roomKeyNames are the names (after prefix(room)) of the room's keys whose
-// names are fixed: every room script that loadScript makes is given all of
-// them in KEYS, in this order, so that each key a script touches is
-// declared as Redis's scripting contract asks (a script of loadNamedKeys
-// is given those it names). "q" comes first: KEYS[1] is the queue.
+// names are fixed: most room scripts are given all of them in KEYS, in
+// this order, so that each key a script touches is declared as Redis's
+// scripting contract asks (those on the hot path of every visitor, join,
+// status and consume, are given the keys they name: see the header of
+// each file of lua/). "q" comes first: KEYS[1] is the queue.
 //
 // The keys of one visitor (visitorKeyNames) follow them in the KEYS of a
 // script about one visitor known before the call. Where the visitor is
@@ -208,66 +156,6 @@ var roomKeyNames = []string{
 // visitorKeyNames are the names (after prefix(room), before the visitor)
 // of one visitor's keys, in the order visitorKeys gives them.
 var visitorKeyNames = []string{"t:", "spent:", "gone:", "left:", "dropped:"}
-
-// keysLua starts every script that loadScript makes: K maps each name of
-// roomKeyNames to its key in KEYS, and V each name of visitorKeyNames
-// (without its colon) to the key that follows them, when the caller passed
-// visitorKeys (a script whose KEYS are not a room's, such as tickrooms,
-// reads neither). The tables are written out as constructors: Redis runs
-// this on every call, and a constructor sizes each table once.
-var keysLua = func() string {
-	var b strings.Builder
-	b.WriteString("local K = {")
-	for i, name := range roomKeyNames {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(name + " = KEYS[" + strconv.Itoa(i+1) + "]")
-	}
-	b.WriteString("}\nlocal V = {")
-	for i, name := range visitorKeyNames {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strings.TrimSuffix(name, ":") + " = KEYS[" + strconv.Itoa(len(roomKeyNames)+i+1) + "]")
-	}
-	b.WriteString("}\n")
-	return b.String()
-}()
-
-// cfgReadLua writes into src, a whole script, the settings fields its
-// load_cfg reads: CFG_NAMES becomes the version's field first (load_cfg
-// tells a room nobody configured by its absence), then the fields its
-// code reads as cfg.name, quoted, and CFG_TABLE the table constructor of
-// their values from the HMGET's reply f, by name. Every field must be one that
-// settings.HashFields declares: a script that reads another panics when
-// it is built, so a test finds it.
-func cfgReadLua(src string) string {
-	if !strings.Contains(src, "CFG_NAMES)") {
-		return src
-	}
-	fields := []string{settings.VersionHash}
-	for _, m := range cfgUse.FindAllStringSubmatch(luaComment.ReplaceAllString(src, ""), -1) {
-		if !slices.Contains(fields, m[1]) {
-			fields = append(fields, m[1])
-		}
-	}
-	known := settings.HashFields()
-	names := make([]string, len(fields))
-	table := make([]string, len(fields))
-	for i, f := range fields {
-		if !slices.Contains(known, f) {
-			panic("queue: a script reads cfg." + f + ", which settings.HashFields does not declare")
-		}
-		names[i] = strconv.Quote(f)
-		table[i] = f + " = f[" + strconv.Itoa(i+1) + "] or nil" // HMGET gives false for a missing field
-	}
-	src = strings.Replace(src, "CFG_NAMES)", strings.Join(names, ", ")+")", 1)
-	return strings.Replace(src, "return CFG_TABLE", "return {"+strings.Join(table, ", ")+"}", 1)
-}
-
-// cfgUse is a script's read of a settings field, cfg.name.
-var cfgUse = regexp.MustCompile(`\bcfg\.([A-Za-z_][A-Za-z0-9_]*)`)
 
 // roomKeys is the KEYS of room's scripts: its keys of roomKeyNames, in order.
 func roomKeys(room string) []string { return keyList(room, "", roomKeyNames) }

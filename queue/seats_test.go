@@ -116,7 +116,7 @@ return {live, redis.call('ZCOUNT', p .. 'active', '(' .. now, '+inf'),
 
 // mustPrelude is the prelude's clock, token records and settings.
 func mustPrelude() string {
-	return string(readScript("clock")) + string(readScript("token")) + string(readScript("settings"))
+	return readScript("clock") + readScript("token") + readScript("settings")
 }
 
 // TestSeatsRandomSequence drives one room with random joins, leaves,

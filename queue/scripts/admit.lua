@@ -1,9 +1,17 @@
 -- admit: the leaderless tick.
--- KEYS = roomKeys (K: scripts.go)
--- ARGV = prefix, room, channel, tickMs, batch, ttlMs, maxMs, retentionMs,
---        seed, maxActive, jitter (1/0), lotterySeed, lotteryCommit (a fresh
---        256-bit seed and its commitment, used only by a random room whose
---        seed Redis lost)
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
+-- ARGV[2] = room: the room's name
+-- ARGV[3] = channel: the room's channel (a leading '!': SPUBLISH, see publish.lua)
+-- ARGV[4] = tickMs: the tick's length in ms
+-- ARGV[5] = batch: the most visitors a tick admits (the cfg hash overrides it)
+-- ARGV[6] = ttlMs: an entry token's lifetime in ms (the cfg hash overrides it)
+-- ARGV[7] = maxMs: the longest a token's expiry may slide, in ms (the cfg hash overrides it)
+-- ARGV[8] = retentionMs: how long a record outlives its token, in ms
+-- ARGV[9] = seed: a random seed for the jitter and the draws
+-- ARGV[10] = maxActive: the most live tokens at once, 0 for no limit (the cfg hash overrides it)
+-- ARGV[11] = jitter: 1 to spread notBefore over the next tick, 0 not to
+-- ARGV[12] = lotterySeed: a fresh 256-bit seed, used only by a random room whose seed Redis lost
+-- ARGV[13] = lotteryCommit: the commitment of lotterySeed
 -- The room's cfg hash overrides batch, ttlMs, maxMs and maxActive, and adds
 -- paused, seats and opensAt, so a change applies from the next tick on every
 -- instance.
@@ -42,8 +50,9 @@ redis.call('SET', K.tick, tick, 'PX', 86400000)
 
 local cfg = load_cfg(p)
 seed = next_rand(seed)
--- A random room draws only with a committed seed (method.lua): one
--- ARGV[12] (with its commitment ARGV[13]) when Redis lost the room's.
+-- A random room draws only with a committed seed (method.lua): the
+-- one of ARGV[12] (with its commitment ARGV[13]) when Redis lost the
+-- room's.
 if cfg.method == 'random' then lottery_commit(p, ARGV[12], ARGV[13], now) end
 -- A random room's log (lotlog.lua): begun, and walked while it learns who
 -- waits, before anything else of the tick changes the queue.

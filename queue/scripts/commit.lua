@@ -1,4 +1,7 @@
--- commit: KEYS = roomKeys (K: scripts.go); ARGV = prefix, seed, commitment
+-- commit: the room's next draw's seed.
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
+-- ARGV[2] = seed: a new secret seed
+-- ARGV[3] = commitment: its SHA-256, published
 -- Stores a new secret seed and its commitment for the room's next draw,
 -- unless one is stored and not revealed yet (draw.lua). Returns 1 if
 -- stored.

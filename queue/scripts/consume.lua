@@ -1,4 +1,10 @@
--- consume: KEYS = the keys it names (K, V: loadNamedKeys, scripts.go); ARGV = prefix, visitor, notBefore, mode, idleMs, retentionMs
+-- consume: checks, spends or slides an entry token.
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
+-- ARGV[2] = visitor: the visitor's id
+-- ARGV[3] = notBefore: the token's notBefore (Unix ms), which its record must hold
+-- ARGV[4] = mode: 0 check, 1 use up, 2 check and slide
+-- ARGV[5] = idleMs: how far a slide pushes the expiry, in ms
+-- ARGV[6] = retentionMs: how long a record outlives its token, in ms
 -- mode 0 checks, 1 uses the token up, 2 checks and slides its expiry to
 -- min(now + idle, cap). Returns {code, a}: 1 valid (a = expiresAt), -1
 -- unknown or used, -2 too early (a = ms until notBefore), -3 expired; a

@@ -1,5 +1,10 @@
--- endsession: KEYS = visitorKeys (K, V: scripts.go); ARGV = prefix, visitor, notBefore, channel,
--- key, untilMs
+-- endsession: a gateway session's end.
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
+-- ARGV[2] = visitor: the visitor's id
+-- ARGV[3] = notBefore: the session's token's notBefore (Unix ms)
+-- ARGV[4] = channel: the instances' revocation channel
+-- ARGV[5] = key: the session's key, which the instances stop accepting
+-- ARGV[6] = untilMs: until when (Unix ms) when the record is gone
 -- Ends a gateway session before its time. If the visitor's token record is
 -- still the one with this notBefore it goes, and with it the max-active
 -- slot and the seat (a session is never spent, so its seat is held by the

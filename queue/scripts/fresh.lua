@@ -1,6 +1,6 @@
 -- fresh: runs first, before invite.lua and join.lua, in the same script.
--- ARGV[12] = the settings version the caller's own gates (proof of work,
--- join limits) were read at. When the room's settings changed since, the
+-- ARGV[12] = settings: the settings version the caller's own gates (proof of work, join limits) were read at
+-- When the room's settings changed since, the
 -- join does nothing and returns {-3, version}: the caller reads the
 -- settings again, checks its gates and joins again.
 if ARGV[12] then

@@ -1,7 +1,9 @@
 -- invite: runs before the join script's body, in the same script, so a
 -- code's use is recorded atomically with the join it admits.
--- ARGV[8..11] = code id ("" = none), the joins it admits, its expiry (ms),
--- 1 for a priority code (else 0).
+-- ARGV[8] = code: the code's id ("" = none)
+-- ARGV[9] = uses: the joins the code admits
+-- ARGV[10] = codeExpiry: the code's expiry (Unix ms)
+-- ARGV[11] = priority: 1 for a priority code, else 0
 -- A visitor who holds a place (queued, pre-queued, in a draw, set aside or
 -- back from away, or an entry token still valid) joins as always and uses
 -- nothing. Otherwise, in an invite-only room, a code is required, and a

@@ -1,11 +1,14 @@
 -- join: one visitor's join, after joinroom.lua (whose locals p, now, cfg,
 -- paused, draw_next and undrawn_left it reads) in the same script; in a
 -- batch of joins (joinbatch.lua) it is the body of a function run once
--- per visitor. KEYS = the room's keys (K) and the visitor's (V) that it
--- names (loadNamedKeys, scripts.go); ARGV = prefix, visitor, seed, channel, ttlMs, maxMs,
--- retentionMs (and invite.lua's ARGV[8..11] when it runs first: with a
--- priority code, whose use invite.lua took, a new ticket is one of the
--- priority band, see priority.lua)
+-- per visitor. With a priority code, whose use invite.lua took when it ran
+-- first, a new ticket is one of the priority band (priority.lua).
+-- ARGV[2] = visitor: the visitor's id
+-- ARGV[5] = ttlMs: an entry token's lifetime in ms (the cfg hash overrides it)
+-- ARGV[6] = maxMs: the longest a token's expiry may slide, in ms (the cfg hash overrides it)
+-- ARGV[7] = retentionMs: how long a record outlives its token, in ms
+-- ARGV[8] = code: the invite code's id, when invite.lua ran first ("" or absent: none)
+-- ARGV[11] = priority: 1 when that code is a priority one, when invite.lua ran first
 -- The reply is read by joinReply in replies.go, field for field.
 -- Returns {code, a, b, new, paused, settings, message, seq, now, draw, prio}: 1 waiting
 -- (a = 0-based rank), 2 admitted (a = notBefore, b = expiresAt), 4 in the

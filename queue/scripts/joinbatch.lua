@@ -7,6 +7,15 @@
 -- are KEYS[vo + 1 ..]: the visitors' keys follow the room's, NV per
 -- visitor. ARGV = join.lua's with an empty visitor and no invite code,
 -- then the visitors from ARGV[13].
+-- ARGV[2] = visitor: "" (the visitors are ARGV[13..])
+-- ARGV[5] = ttlMs: an entry token's lifetime in ms (the cfg hash overrides it)
+-- ARGV[6] = maxMs: the longest a token's expiry may slide, in ms (the cfg hash overrides it)
+-- ARGV[7] = retentionMs: how long a record outlives its token, in ms
+-- ARGV[8] = code: "" (a batch joins without invite codes)
+-- ARGV[9] = uses: unused
+-- ARGV[10] = codeExpiry: unused
+-- ARGV[11] = priority: 0
+-- ARGV[13..] = visitors: the visitors to join, in arrival order
 -- Returns {paused, settings, message, now, n, e_1 … e_n, r_1 … r_n} for
 -- the n visitors, in order: e_i is visitor i's join reply (joinReply),
 -- or, for a new visitor given a ticket with others, its ticket alone, r_i

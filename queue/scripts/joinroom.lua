@@ -1,7 +1,9 @@
 -- joinroom: the start of every join, before join.lua and in the same
 -- script: what a join reads and does about the room, whoever joins. A
 -- batch of joins (joinbatch.lua) runs it once for all of them.
--- ARGV as join.lua's.
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
+-- ARGV[3] = seed: a random seed for an opening's draw
+-- ARGV[4] = channel: the room's channel (a leading '!': SPUBLISH, see publish.lua)
 local p = ARGV[1]
 local now = now_ms()
 local cfg = load_cfg(p)

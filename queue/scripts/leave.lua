@@ -1,4 +1,6 @@
--- leave: KEYS = visitorKeys (K, V: scripts.go); ARGV = prefix, visitor
+-- leave: a visitor leaves.
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
+-- ARGV[2] = visitor: the visitor's id
 -- Leaves the queue (or a pre-queue, priority or public, or the pool of a
 -- draw under way) or gives back an unused token, which returns its seat.
 -- Returns 1 if anything went.

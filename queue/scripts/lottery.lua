@@ -1,4 +1,8 @@
--- lottery: KEYS = roomKeys (K: scripts.go); ARGV = prefix, op, seed, commitment
+-- lottery: the lottery's seed.
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
+-- ARGV[2] = op: commit, end or read
+-- ARGV[3] = seed: a new secret seed (commit)
+-- ARGV[4] = commitment: its SHA-256 (commit)
 -- The lottery's seed record (lotc: seed, commit, at, endedAt; method.lua
 -- draws with it). op "commit" stores a new secret seed and its commitment
 -- unless one is stored and the lottery has not ended; op "end" marks the

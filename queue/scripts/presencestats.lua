@@ -1,4 +1,6 @@
--- presencestats: KEYS = roomKeys (K: scripts.go); ARGV = prefix, limit
+-- presencestats: the room's presence figures.
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
+-- ARGV[2] = limit: the most unseen visitors looked at
 -- The reply is read by decodePresenceStats in replies.go, field for field.
 -- Returns {on, waitingPresent, away, back, reclaimed/min, skipped/min,
 -- dropped/min, reclaimed, skipped, dropped, madeup/min, madeup}. Away

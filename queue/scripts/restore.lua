@@ -1,4 +1,10 @@
--- restore: KEYS = visitorKeys (K, V: scripts.go); ARGV = prefix, visitor, notBefore, expiresAt, cap, retentionMs
+-- restore: a spent token given back.
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
+-- ARGV[2] = visitor: the visitor's id
+-- ARGV[3] = notBefore: the token's notBefore (Unix ms)
+-- ARGV[4] = expiresAt: its expiry (Unix ms)
+-- ARGV[5] = cap: the latest its expiry may slide to (Unix ms)
+-- ARGV[6] = retentionMs: how long a record outlives its token, in ms
 -- Gives back a token that was used up by a request that then failed on the
 -- protected side, unless the visitor holds another record by now. Only a
 -- token that consume used up can come back, once: its spent marker moves

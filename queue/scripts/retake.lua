@@ -1,10 +1,16 @@
--- retake: KEYS = roomKeys (K: scripts.go)
--- ARGV = prefix, room, channel, head, headBorn, seqFloor, pHead, pSeqFloor,
---        done, pDone (bitmaps of the tickets the instance knows were done
---        with, as Redis stores bitmaps, "" for none: see mark_done in
---        done.lua), nCfg, then nCfg settings field/value pairs (nCfg = -1:
---        none remembered), then visitor, seq, issuedAt, band (0 public,
---        1 priority) for each ticket to take back.
+-- retake: what an instance remembers of a room, put back.
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
+-- ARGV[2] = room: the room's name
+-- ARGV[3] = channel: the room's channel (a leading '!': SPUBLISH, see publish.lua)
+-- ARGV[4] = head: the last public ticket admitted
+-- ARGV[5] = headBorn: when the room's state that head is of began (Unix ms)
+-- ARGV[6] = seqFloor: the least the public ticket counter may be
+-- ARGV[7] = pHead: the last priority ticket admitted
+-- ARGV[8] = pSeqFloor: the least the priority ticket counter may be
+-- ARGV[9] = done: bitmap of the public tickets done with, as Redis stores it ("" none; mark_done, done.lua)
+-- ARGV[10] = pDone: the same of the priority tickets
+-- ARGV[11] = nCfg: the number of settings pairs that follow (-1: none remembered)
+-- ARGV[12..] = rest: nCfg settings field/value pairs, then visitor, seq, issuedAt, band (0 public, 1 priority) for each ticket to take back
 -- Puts back what an instance remembers of a room whose state Redis lost (a
 -- restart without persistence, or a failover that lost the last writes):
 -- the settings when they are missing, the last admitted ticket and the

@@ -1,4 +1,7 @@
--- reveal: KEYS = roomKeys (K: scripts.go); ARGV = prefix, offset, limit
+-- reveal: the room's draw.
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
+-- ARGV[2] = offset: the first id of the sorted list to return
+-- ARGV[3] = limit: the most ids to return
 -- Returns {seed, commit, committedAt, openedAt, n, doneAt, ids}: seed is
 -- "" when the room has no draw. The caller shows the seed and ids only
 -- when openedAt is set (the draw has run); ids are the sorted list from

@@ -1,5 +1,13 @@
--- revive: KEYS = visitorKeys (K, V: scripts.go); ARGV = prefix, visitor, notBefore, expiresAt,
---         touch (1/0), idleMs, ttlMs, maxMs, retentionMs
+-- revive: a lost token record written back.
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
+-- ARGV[2] = visitor: the visitor's id
+-- ARGV[3] = notBefore: the token's notBefore (Unix ms)
+-- ARGV[4] = expiresAt: its signed expiry (Unix ms)
+-- ARGV[5] = touch: 1 when the call slides the expiry, else 0
+-- ARGV[6] = idleMs: how far a touch pushes the expiry, in ms
+-- ARGV[7] = ttlMs: an entry token's lifetime in ms (the cfg hash overrides it)
+-- ARGV[8] = maxMs: the longest a token's expiry may slide, in ms (the cfg hash overrides it)
+-- ARGV[9] = retentionMs: how long a record outlives its token, in ms
 -- Writes back the record of a signed entry token that Redis lost, once:
 -- not when the visitor holds a record, not when the token was used (its
 -- spent marker) or given back (leave.lua), and never twice for one token. Its uses are recorded

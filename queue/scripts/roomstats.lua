@@ -1,4 +1,5 @@
--- roomstats: KEYS = roomKeys (K: scripts.go); ARGV = prefix
+-- roomstats: the room's figures.
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
 -- The reply is read by decodeRoomStats in replies.go, field for field.
 -- Returns {waiting, prequeue, activeTokens, admittedTotal, seatsHeld,
 -- rate*1000, priority}. The pre-queue counts the visitors of a draw under

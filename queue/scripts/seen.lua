@@ -1,4 +1,7 @@
--- seen: KEYS = roomKeys (K: scripts.go); ARGV = prefix, mode, visitor...
+-- seen: signs of life.
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
+-- ARGV[2] = mode: "closed" when the visitors' last push connection closed, else ""
+-- ARGV[3..] = visitors: the visitors seen
 -- A hub's batch of signs of life for its connected visitors (presence.lua);
 -- mode "closed": the visitors' last push connection just closed.
 -- Returns the room's awayAfter in ms, so the hub knows when to write again.

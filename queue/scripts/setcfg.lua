@@ -1,4 +1,9 @@
--- setcfg: KEYS = roomKeys (K: scripts.go); ARGV = prefix, room, channel, version, field, value, ...
+-- setcfg: the room's settings replaced.
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
+-- ARGV[2] = room: the room's name
+-- ARGV[3] = channel: the room's channel (a leading '!': SPUBLISH, see publish.lua)
+-- ARGV[4] = version: the settings version the caller read ("": any)
+-- ARGV[5..] = settings: field, value, field, value … of the cfg hash
 -- Replaces the room's settings if their version is still the one the
 -- caller read ("" = whatever it is), bumps the version and tells every
 -- instance's hub (which then reconciles the room's visitors, e.g. for

@@ -1,8 +1,8 @@
 -- The room's settings. Prelude, after token.lua.
 
 -- The room's settings: those fields of the cfg hash that the script
--- reads, as a table of those that are set. When a script is built
--- (cfgReadLua, scripts.go) CFG_NAMES becomes the names of the fields its
+-- reads, as a table of those that are set. When a script is generated
+-- (cfgReadLua, scriptgen_test.go) CFG_NAMES becomes the names of the fields its
 -- text reads as cfg.<field>, the version v first, and CFG_TABLE the table
 -- of their values by name: a call asks for a few fields by name with one
 -- HMGET and builds one small table, instead of reading every field the

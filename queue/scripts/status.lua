@@ -1,4 +1,8 @@
--- status: KEYS = the room's keys it names (K: loadNamedKeys, scripts.go); ARGV = prefix, seed, channel, visitor...
+-- status: visitors' states.
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
+-- ARGV[2] = seed: a random seed for an opening's draw
+-- ARGV[3] = channel: the room's channel (a leading '!': SPUBLISH, see publish.lua)
+-- ARGV[4..] = visitors: the visitors asked about
 -- The reply is read by statusReply in replies.go, field for field.
 -- Returns a room header {rate*1000, paused, soldOut, opensAt, waiting,
 -- settings version, message, draw} (draw: the size of a random room's

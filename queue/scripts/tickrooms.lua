@@ -1,6 +1,7 @@
 -- tickrooms: what a tick visits, in one call instead of two.
 -- KEYS = the set of rooms with waiting visitors, the alive marker
--- ARGV = sample, configured rooms...
+-- ARGV[1] = sample: how many rooms of the set to pick at random
+-- ARGV[2..] = configured: the configured rooms, each flagged in the reply
 -- Returns {sample, alive, flags...}: up to sample rooms of the set picked
 -- at random; the alive marker ("" when it is gone: Redis has lost its data
 -- since an instance last put back what it remembers; another value than
