@@ -73,17 +73,11 @@ func TestParity(t *testing.T) {
 }
 
 // loadedScripts is ScriptNames without the scripts tests make for
-// themselves: those of the queue are made of the files of scripts/.
+// themselves: those of the queue are the files of lua/ (loadScript).
 func loadedScripts() []string {
 	var names []string
 	for _, name := range ScriptNames() {
-		ours := true
-		for part := range strings.SplitSeq(name, "+") {
-			if _, err := scriptFS.Open("scripts/" + part + ".lua"); err != nil {
-				ours = false
-			}
-		}
-		if ours {
+		if _, err := luaFS.Open("lua/" + strings.ReplaceAll(name, "+", "_") + ".lua"); err == nil {
 			names = append(names, name)
 		}
 	}
