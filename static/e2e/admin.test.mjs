@@ -37,8 +37,15 @@ async function confirm(page, { change, effect, apply = true }) {
   await page.locator("#confirm").waitFor({ state: "visible", timeout: 10000 });
   if (change) assert.match(await text(page, "#confirm-changes"), change);
   if (effect) assert.match(await text(page, "#confirm-effects"), effect);
+  // The dialog's close event, whose handler writes the outcome, is a task
+  // of its own after the dialog hides: wait until it has run.
+  await page.evaluate(() => {
+    window.confirmClosed = false;
+    document.getElementById("confirm").addEventListener("close", () => setTimeout(() => { window.confirmClosed = true; }, 0), { once: true });
+  });
   await page.locator(apply ? "#confirm-apply" : "#confirm-cancel").click();
   await page.locator("#confirm").waitFor({ state: "hidden", timeout: 10000 });
+  await page.waitForFunction(() => window.confirmClosed === true, null, { timeout: 10000 });
 }
 
 test("the dashboard creates rooms, edits settings with a confirmation, shows the audit trail and the rooms file's pins", T, async (t) => {
@@ -110,11 +117,17 @@ test("the dashboard creates rooms, edits settings with a confirmation, shows the
   await page.locator("#s-joinBurst").fill("20");
   await page.locator("#review").click();
   await confirm(page, { change: /strategy: “fixed” → “max-active”/, effect: /at most 25 hold an entry token at once/ });
-  await waitFor("saved", async () => /Saved/.test(await text(page, "#settings-msg")));
-  const got = (await admin(srv.base, "GET", "/rooms/sale")).body;
-  assert.deepEqual(
-    [got.strategy, got.maxActive, got.seats, got.opensAt, got.tokenTtlSeconds, got.tokenMaxSeconds, got.failMode, got.joinRate, got.joinBurst],
-    ["max-active", 25, 1000, "2030-01-01T09:00:00Z", 600, 1800, "closed", 5, 20]);
+  // The message still says Saved from the change before: the settings as
+  // stored tell when this save is done.
+  const want = ["max-active", 25, 1000, "2030-01-01T09:00:00Z", 600, 1800, "closed", 5, 20];
+  let got;
+  await waitFor("the settings saved", async () => {
+    const s = (await admin(srv.base, "GET", "/rooms/sale")).body;
+    got = [s.strategy, s.maxActive, s.seats, s.opensAt, s.tokenTtlSeconds, s.tokenMaxSeconds, s.failMode, s.joinRate, s.joinBurst];
+    return JSON.stringify(got) === JSON.stringify(want);
+  }).catch(() => {});
+  assert.deepEqual(got, want);
+  assert.match(await text(page, "#settings-msg"), /Saved/);
   await admin(srv.base, "PUT", "/rooms/sale", { opensAt: "" });
 
   // The page's look too; the footer is stored cleaned.
