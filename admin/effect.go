@@ -96,6 +96,7 @@ var effectRules = []effectRule{
 	}},
 	{[]string{"powBits"}, powEffect},
 	{[]string{"method"}, methodEffect},
+	{[]string{"activation"}, activationEffect},
 	{[]string{"presence", "awayAfterSeconds", "dropAfterSeconds"}, presenceEffect},
 	{[]string{"inviteOnly"}, inviteEffect},
 	{[]string{"message"}, messageEffect},
@@ -190,6 +191,17 @@ func methodEffect(e effectEnv) string {
 		return fmt.Sprintf("method %s → %s: new visitors are turned away with the room's message; the %d waiting go on", b, a, e.waiting)
 	}
 	return fmt.Sprintf("method %s → %s: tickets are admitted in order at %s", b, a, e.perTick(e.a.Settings.Batch))
+}
+
+func activationEffect(e effectEnv) string {
+	b, a := e.b.Settings.Activation, e.a.Settings.Activation
+	switch {
+	case b == a:
+		return ""
+	case a == queue.ActivationBusy:
+		return fmt.Sprintf("activation %s → %s: while the room is under its threshold and nobody waits, a new visitor is admitted on the spot; the %d waiting go first", b, a, e.waiting)
+	}
+	return fmt.Sprintf("activation %s → %s: every new visitor queues", b, a)
 }
 
 func presenceEffect(e effectEnv) string {

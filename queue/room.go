@@ -19,6 +19,9 @@ const (
 	MethodPassthrough = settings.MethodPassthrough
 	MethodReject      = settings.MethodReject
 
+	ActivationAlways = settings.ActivationAlways
+	ActivationBusy   = settings.ActivationBusy
+
 	FailOpen   = settings.FailOpen
 	FailClosed = settings.FailClosed
 )

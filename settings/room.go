@@ -28,6 +28,12 @@ const (
 	MethodReject      = "reject"      // closed to new visitors, with a message
 )
 
+// Activations (Room.Activation): when a room queues its visitors.
+const (
+	ActivationAlways = "always" // every new visitor queues (the default)
+	ActivationBusy   = "busy"   // admitted on the spot while the room has room and nobody waits
+)
+
 // Fail modes of the protected endpoint while Redis is unreachable
 // (Room.FailMode).
 const (
@@ -81,6 +87,11 @@ type Room struct {
 	// Method is how the room admits: "" (fifo), random, passthrough,
 	// reject; Message is also what a join into a rejecting room is told.
 	Method string
+
+	// Activation is when the room queues: "" (always) or busy, where a
+	// visitor without a place is admitted on the spot while the room is
+	// under its threshold and nobody waits.
+	Activation string
 
 	// The waiting page's look (package branding checks them): a title, a
 	// logo image URL, an accent colour, a background (colour or image URL)
@@ -153,6 +164,9 @@ func (r Room) Effective(d Defaults) Room {
 	}
 	if r.Method == "" {
 		r.Method = MethodFIFO
+	}
+	if r.Activation == "" {
+		r.Activation = ActivationAlways
 	}
 	r.AwayAfter, r.DropAfter = r.EffectiveAwayAfter(), r.EffectiveDropAfter()
 	return r

@@ -49,7 +49,7 @@ func full() Room {
 		Paused: true, Strategy: StrategyMaxActive, Batch: 30, MaxActive: 50, Seats: 500,
 		OpensAt: time.UnixMilli(1796115600123), TokenTTL: 300 * time.Second, TokenMax: 900 * time.Second,
 		FailMode: FailClosed, JoinRate: 2.5, JoinBurst: 7, PowBits: 12, Message: "Back soon.", InviteOnly: true,
-		NoPresence: true, AwayAfter: 90 * time.Second, DropAfter: 20 * time.Minute, Method: MethodRandom,
+		NoPresence: true, AwayAfter: 90 * time.Second, DropAfter: 20 * time.Minute, Method: MethodRandom, Activation: ActivationBusy,
 		BrandTitle: "Drop", BrandLogo: "/logo.png", BrandAccent: "#c2185b", BrandBackground: "#fff8e1",
 		BrandFooter: "<b>hi</b>",
 	}
