@@ -121,6 +121,15 @@ func (g *Gateway) Check(c *fiber.Ctx) error {
 			c.Set("X-Waitroom-Fail-Open", "1")
 		}
 		c.Set(fiber.HeaderCacheControl, "no-store")
+		if o.nginx && v.newVisitor != nil {
+			// nginx hands on one Set-Cookie of the check (it joins
+			// several into one line, which browsers read as one cookie):
+			// the session's goes there, the new visitor's in a header of
+			// its own that the recipe adds as a second Set-Cookie.
+			c.Set(VisitorCookieHeader, string(v.newVisitor.Cookie()))
+			fasthttp.ReleaseCookie(v.newVisitor)
+			v.newVisitor = nil
+		}
 		writeVerdict(c.Response(), &v)
 		return c.SendStatus(fiber.StatusOK)
 	}
@@ -130,6 +139,10 @@ func (g *Gateway) Check(c *fiber.Ctx) error {
 	writeVerdict(c.Response(), &v)
 	return nil
 }
+
+// VisitorCookieHeader carries, on a pass of nginx's check, the Set-Cookie
+// value of a visitor credential made on the spot (see Check).
+const VisitorCookieHeader = "X-Waitroom-Visitor-Cookie"
 
 // viaPageKey marks a request that came in under the waiting page's prefix
 // (see Front): from a visitor, through the gateway's route to waitroom,

@@ -48,6 +48,12 @@ type verdict struct {
 	visitor   string
 	session   *Session         // the valid session, for Waitroom-Session: end
 	cookie    *fasthttp.Cookie // to set (slid, or cleared)
+	// newVisitor is the credential cookie of a visitor let in on the spot
+	// without one (see passOnSpot).
+	newVisitor *fasthttp.Cookie
+	// For an API client let in on the spot: the session and the visitor's
+	// credential as response headers, for clients that keep no cookies.
+	sessionValue, credential string
 	location  string
 	retry     int // Retry-After seconds, 0 = none
 	body      []byte
@@ -93,12 +99,18 @@ func (g *Gateway) decide(ctx context.Context, o *original) verdict {
 		return verdict{status: 503, errorCode: "room_not_found", room: rt.Room, retry: 30, page: wantsPage(o.header("Accept"))}
 	}
 	var clear *fasthttp.Cookie
-	if raw := o.cookie(rt.Cookie); raw != "" {
+	raw, fromCookie := o.cookie(rt.Cookie), true
+	if raw == "" {
+		// An API client that keeps no cookies sends the session back in
+		// the header it was given.
+		raw, fromCookie = o.header(SessionHeader), false
+	}
+	if raw != "" {
 		v, pass, clears := g.judgeSession(ctx, rt, o, raw)
 		if pass {
 			return v
 		}
-		if clears {
+		if clears && fromCookie {
 			clear = sessionCookie(rt.Cookie, "", -1, o.proto)
 		}
 	}
@@ -234,6 +246,9 @@ func (g *Gateway) deny(ctx context.Context, rt *Route, o *original) verdict {
 		g.metrics.FailOpenAdmitted()
 		return verdict{pass: true, room: rt.Room, failOpen: true}
 	}
+	if v, ok := g.passOnSpot(ctx, rt, o); ok {
+		return v
+	}
 	if o.nginx {
 		// auth_request passes on only 2xx, 401 and 403: the @waitroom
 		// location asks again for the full answer.
@@ -248,6 +263,67 @@ func (g *Gateway) deny(ctx context.Context, rt *Route, o *original) verdict {
 	}
 	return verdict{status: 302, location: loc, room: rt.Room}
 }
+
+// SessionHeader carries a gateway session for API clients that keep no
+// cookies: a pass that makes a session sends it in this response header
+// too, and a request may send it back in the same header instead of the
+// cookie (with the visitor's credential in X-Visitor, as always).
+const SessionHeader = "X-Waitroom-Session"
+
+// passOnSpot lets a visitor without a valid session through in the same
+// round trip when the store allows it: in a room with activation busy
+// that is under its threshold with nobody waiting (a visitor without a
+// credential gets one here), or, in any room, a visitor whose credential
+// holds an entry token already valid (admitted through the queue: no
+// /enter step). In a room with activation always only an API client's
+// credential is looked at, so a browser goes through the waiting page as
+// before. The pass carries the new session cookie (and the new visitor
+// cookie); ok is false when the visitor is to queue, or the store could
+// not be asked (the usual denial follows, which decides about the store).
+func (g *Gateway) passOnSpot(ctx context.Context, rt *Route, o *original) (verdict, bool) {
+	busy := g.rooms.Busy(rt.Room)
+	api := wantsJSON(o.header("Accept"))
+	id, cred := "", cmpOr(o.header("X-Visitor"), o.cookie(g.visitorCookie))
+	if cred != "" {
+		var err error
+		if id, err = g.visitors.ParseVisitor(cred); err != nil {
+			id, cred = "", ""
+		}
+	}
+	minted := false
+	switch {
+	case id == "" && busy:
+		id, cred = g.visitors.NewVisitor()
+		minted = true
+	case id == "" || !(busy || api):
+		return verdict{}, false
+	}
+	rctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	nb, exp, ok, err := g.store.Pass(rctx, rt.Room, id)
+	cancel()
+	now := time.Now()
+	if err != nil {
+		g.metrics.StoreError()
+		return verdict{}, false
+	}
+	if !ok || now.Before(nb) || !now.Before(exp) {
+		return verdict{}, false
+	}
+	sess := Session{Room: rt.Room, Visitor: id, NotBefore: nb, ExpiresAt: exp, SlidAt: now}
+	signed := g.sessions.Sign(sess)
+	v := verdict{pass: true, room: rt.Room, visitor: id, session: &sess,
+		cookie: sessionCookie(rt.Cookie, signed, int(g.tokenMax/time.Second), o.proto)}
+	if minted {
+		v.newVisitor = sessionCookie(g.visitorCookie, cred, visitorCookieAge, o.proto)
+	}
+	if !wantsPage(o.header("Accept")) {
+		v.sessionValue, v.credential = signed, cred
+	}
+	return v, true
+}
+
+// visitorCookieAge is the visitor cookie's lifetime, as the join sets it.
+const visitorCookieAge = 7 * 24 * 3600
 
 // denyJSON is 429 with the visitor's state in the room (not in the queue
 // without a valid credential) and Retry-After its next poll.

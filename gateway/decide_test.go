@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +33,9 @@ type fakeStore struct {
 	ended    []Session
 	degraded bool
 	admitted map[string]time.Time // visitor -> its entry's idle expiry
+	free     int                  // Pass lets in this many more on the spot
+	passes   int                  // Pass calls
+	passErr  error                // returned by Pass when set
 }
 
 func (f *fakeStore) Touch(_ context.Context, sess Session) (time.Time, error) {
@@ -53,6 +57,28 @@ func (f *fakeStore) Session(_ context.Context, _, visitor string) (time.Time, ti
 	return exp.Add(-time.Hour), exp, ok, nil
 }
 
+func (f *fakeStore) Pass(_ context.Context, _, visitor string) (time.Time, time.Time, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.passes++
+	if f.passErr != nil {
+		return time.Time{}, time.Time{}, false, f.passErr
+	}
+	if exp, ok := f.admitted[visitor]; ok {
+		return exp.Add(-time.Hour), exp, true, nil
+	}
+	if f.free == 0 {
+		return time.Time{}, time.Time{}, false, nil
+	}
+	f.free--
+	now := time.Now()
+	if f.admitted == nil {
+		f.admitted = map[string]time.Time{}
+	}
+	f.admitted[visitor] = now.Add(time.Hour)
+	return now, now.Add(time.Hour), true, nil
+}
+
 func (f *fakeStore) EndSession(_ context.Context, sess Session, _ time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -65,7 +91,10 @@ func (f *fakeStore) Degraded() bool { return f.degraded }
 type fakeRooms struct {
 	failClosed bool
 	missing    bool // every room is gone
+	busy       bool // every room's activation is busy
 }
+
+func (r fakeRooms) Busy(string) bool { return r.busy }
 
 func (r fakeRooms) Exists(context.Context, string) (bool, error) { return !r.missing, nil }
 
@@ -82,6 +111,13 @@ func (fakeVisitors) ParseVisitor(cred string) (string, error) {
 		return "", errors.New("bad credential")
 	}
 	return id, nil
+}
+
+var minted atomic.Int64
+
+func (fakeVisitors) NewVisitor() (string, string) {
+	id := "n" + strconv.FormatInt(minted.Add(1), 10)
+	return id, "cred-" + id
 }
 
 // fakeProxies trusts every peer or none (fiber's test requests come from

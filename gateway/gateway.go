@@ -35,6 +35,12 @@ type Store interface {
 	// Session is the admitted visitor's entry token: its notBefore and
 	// idle expiry; ok is false when it holds none.
 	Session(ctx context.Context, room, visitor string) (notBefore, expiresAt time.Time, ok bool, err error)
+	// Pass lets visitor into room on the spot when the room allows it
+	// (activation busy, nobody waiting, under its threshold), or gives
+	// back the entry token the visitor holds already, in any room: its
+	// notBefore (maybe ahead: admitted by a tick, not valid yet) and idle
+	// expiry. ok is false when the visitor is to queue.
+	Pass(ctx context.Context, room, visitor string) (notBefore, expiresAt time.Time, ok bool, err error)
 	// EndSession ends sess everywhere (tells every instance, frees its
 	// slot and seat); fallback bounds the revocation when the token's own
 	// cap is unknown.
@@ -52,6 +58,9 @@ type Rooms interface {
 	// FailClosed reports whether room refuses visitors while the store
 	// is unreachable (else it admits them at its fail-open rate).
 	FailClosed(room string) bool
+	// Busy reports whether room's activation is busy: a visitor without a
+	// session may be let in on the spot (Store.Pass).
+	Busy(room string) bool
 	// AllowFailOpen takes one admission from room's fail-open rate.
 	AllowFailOpen(room string) bool
 	// Exists reports whether room exists, answered from memory for a room
@@ -65,6 +74,9 @@ type Visitors interface {
 	// ParseVisitor returns the visitor id of a credential this
 	// deployment issued, or an error.
 	ParseVisitor(cred string) (string, error)
+	// NewVisitor issues a fresh visitor id and its credential, for a
+	// visitor let in on the spot without one.
+	NewVisitor() (id, credential string)
 }
 
 // Proxies is the set of peers trusted to state another request (the

@@ -28,10 +28,23 @@ func sessionCookie(name, value string, maxAge int, proto string) *fasthttp.Cooki
 // writeVerdict writes v's headers (and, for a denial, its status and body)
 // on a response.
 func writeVerdict(resp *fasthttp.Response, v *verdict) {
+	if v.pass && (v.newVisitor != nil || v.sessionValue != "") {
+		// A session made on the spot: no cache may keep this response.
+		resp.Header.Set(fiber.HeaderCacheControl, "no-store")
+	}
 	if v.cookie != nil {
 		resp.Header.SetCookie(v.cookie)
 		fasthttp.ReleaseCookie(v.cookie)
 		v.cookie = nil
+	}
+	if v.newVisitor != nil {
+		resp.Header.SetCookie(v.newVisitor)
+		fasthttp.ReleaseCookie(v.newVisitor)
+		v.newVisitor = nil
+	}
+	if v.sessionValue != "" {
+		resp.Header.Set(SessionHeader, v.sessionValue)
+		resp.Header.Set("X-Visitor", v.credential)
 	}
 	if v.pass {
 		return

@@ -83,6 +83,17 @@ func (a gatewayStore) Session(ctx context.Context, room, visitor string) (time.T
 	return a.s.q.Session(ctx, room, visitor)
 }
 
+func (a gatewayStore) Pass(ctx context.Context, room, visitor string) (time.Time, time.Time, bool, error) {
+	p, err := a.s.q.PassBusy(ctx, room, visitor)
+	if err != nil || !p.Admitted {
+		return time.Time{}, time.Time{}, false, err
+	}
+	if p.New {
+		a.s.metrics.Admitted(a.s.rooms.Label(room), 1)
+	}
+	return p.Token.NotBefore, p.Token.ExpiresAt, true, nil
+}
+
 func (a gatewayStore) EndSession(ctx context.Context, sess gateway.Session, fallback time.Time) error {
 	ended, err := a.s.q.EndSession(ctx, sess.Room, sess.Visitor, sess.NotBefore, sess.Key(), fallback)
 	if ended {
@@ -108,6 +119,10 @@ func (a gatewayRooms) Exists(ctx context.Context, room string) (bool, error) {
 
 func (a gatewayRooms) IdleTTL(room string) time.Duration { return a.rc.TokenTTL(room) }
 func (a gatewayRooms) FailClosed(room string) bool       { return a.rc.FailMode(room) == queue.FailClosed }
+func (a gatewayRooms) Busy(room string) bool {
+	cfg, _ := a.rc.RoomSettings(room)
+	return cfg.Activation == queue.ActivationBusy
+}
 func (a gatewayRooms) AllowFailOpen(room string) bool    { return a.rc.Limiter(room).Allow() }
 
 // gatewayAPI lets the gateway's endpoints answer like the rest of the API.
