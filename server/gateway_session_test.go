@@ -160,6 +160,14 @@ func TestGatewaySessionNeedsVisitor(t *testing.T) {
 	if session == "" || aCred == "" || bCred == "" {
 		t.Fatalf("session %q, credentials %q %q", session, aCred, bCred)
 	}
+	// C waits. An admitted visitor's own credential lets an API client
+	// through as itself (no /enter step), so the thief holding another
+	// visitor's credential is C.
+	c := newBrowser(t, one.URL)
+	if resp, body := c.get("POST", "/waitroom/api/v1/rooms/gw/join"); resp.StatusCode != 200 || !strings.Contains(body, `"status":"waiting"`) {
+		t.Fatalf("join C: %d %s", resp.StatusCode, body)
+	}
+	cCred := cookieValue(c, visitorCookie)
 
 	for _, ts := range []*testServer{one, two} {
 		if code, body, err := sessionOnly(ts.URL, "GET", "/checkout/a", "wr_session_gw="+session+"; wr_visitor="+aCred); err != nil || code != 200 || body != "page /checkout/a" {
@@ -183,7 +191,7 @@ func TestGatewaySessionNeedsVisitor(t *testing.T) {
 		{"session alone", "wr_session_gw=" + session, nil, 302},
 		{"session alone, API", "wr_session_gw=" + session, []string{"Accept", "application/json"}, 429},
 		{"another visitor's cookie", "wr_session_gw=" + session + "; wr_visitor=" + bCred, nil, 302},
-		{"another visitor's header", "wr_session_gw=" + session, []string{"X-Visitor", bCred, "Accept", "application/json"}, 429},
+		{"another visitor's header", "wr_session_gw=" + session, []string{"X-Visitor", cCred, "Accept", "application/json"}, 429},
 		{"another visitor's header over A's cookie", "wr_session_gw=" + session + "; wr_visitor=" + aCred, []string{"X-Visitor", bCred}, 302},
 		{"a forged credential", "wr_session_gw=" + session + "; wr_visitor=" + aID + ".AAAAAAAAAAAAAAAAAAAAAA", nil, 302},
 	}

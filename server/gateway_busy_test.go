@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/queue"
+)
+
+// setRoom stores room's settings and has ts read them at once.
+func setRoom(t *testing.T, ts *testServer, room string, cfg queue.RoomConfig) {
+	t.Helper()
+	ctx := context.Background()
+	if err := ts.q.SetRoomConfig(ctx, room, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.rooms.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// apiGet is one request of an API client that keeps no cookies: Accept
+// application/json and the headers hdr.
+func apiGet(t *testing.T, url string, hdr ...string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Accept", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	defer c.CloseIdleConnections()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+// TestGatewayBusy walks activation busy through the built-in proxy: under
+// the threshold a fresh browser and a fresh API client reach the app in
+// one round trip; at the threshold the next one queues; while anyone
+// waits nobody passes straight through, even with a slot free; with
+// activation always a fresh browser goes to the waiting page as before.
+func TestGatewayBusy(t *testing.T) {
+	up := newUpstreamApp(t)
+	eachServer(t, func(c *config) {
+		c.Upstream = up.URL
+		c.Routes = []string{"{match: '*/checkout/*', room: gw}"}
+	}, func(t *testing.T, ts *testServer) {
+		ctx := context.Background()
+		setRoom(t, ts, "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 2, Activation: queue.ActivationBusy})
+
+		a := newBrowser(t, ts.URL)
+		resp, body := a.get("GET", "/checkout/page")
+		if resp.StatusCode != 200 || body != "page /checkout/page" {
+			t.Fatalf("fresh browser under the threshold: %d %q, want the app's page", resp.StatusCode, body)
+		}
+		aID := strings.SplitN(cookieValue(a, visitorCookie), ".", 2)[0]
+		if aID == "" || cookieValue(a, "wr_session_gw") == "" || up.header("/checkout/page", "X-Waitroom-Visitor") != aID {
+			t.Fatalf("cookies %q %q, upstream saw visitor %q", cookieValue(a, visitorCookie), cookieValue(a, "wr_session_gw"), up.header("/checkout/page", "X-Waitroom-Visitor"))
+		}
+		if resp, body := a.get("GET", "/checkout/cart"); resp.StatusCode != 200 || body != "page /checkout/cart" {
+			t.Fatalf("its next request: %d %q", resp.StatusCode, body)
+		}
+
+		// An API client that keeps no cookies: the session and the
+		// credential in headers, which it sends back.
+		resp = apiGet(t, ts.URL+"/checkout/api")
+		sess, cred := resp.Header.Get("X-Waitroom-Session"), resp.Header.Get("X-Visitor")
+		if resp.StatusCode != 200 || sess == "" || cred == "" {
+			t.Fatalf("fresh API client: %d session %q visitor %q", resp.StatusCode, sess, cred)
+		}
+		if resp := apiGet(t, ts.URL+"/checkout/api", "X-Waitroom-Session", sess, "X-Visitor", cred); resp.StatusCode != 200 {
+			t.Fatalf("API client with its headers: %d", resp.StatusCode)
+		}
+
+		// Both slots held: the next fresh browser queues.
+		b := newBrowser(t, ts.URL)
+		if resp, _ := b.get("GET", "/checkout/page"); resp.StatusCode != 302 || !strings.HasPrefix(resp.Header.Get("Location"), "/waitroom/?room=gw") {
+			t.Fatalf("at the threshold: %d %q, want the waiting page", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if resp, body := b.get("POST", "/waitroom/api/v1/rooms/gw/join"); resp.StatusCode != 200 || !strings.Contains(body, `"status":"waiting"`) {
+			t.Fatalf("join: %d %s", resp.StatusCode, body)
+		}
+		// a ends its session: a slot is free, but b waits, so a fresh
+		// visitor queues behind b.
+		if resp, body := a.get("POST", "/checkout/pay"); resp.StatusCode != 200 || body != "paid" {
+			t.Fatalf("pay: %d %q", resp.StatusCode, body)
+		}
+		c := newBrowser(t, ts.URL)
+		if resp, _ := c.get("GET", "/checkout/page"); resp.StatusCode != 302 {
+			t.Fatalf("a slot free while b waits: %d, want 302", resp.StatusCode)
+		}
+		if resp := apiGet(t, ts.URL+"/checkout/api"); resp.StatusCode != 429 {
+			t.Fatalf("an API client while b waits: %d, want 429", resp.StatusCode)
+		}
+		waitfor.Until(t, 5*time.Second, "b admitted", func() bool {
+			res, err := ts.q.Admit(ctx, "gw")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(res.Admitted) == 1
+		})
+
+		// activation always: as before.
+		setRoom(t, ts, "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 100, Activation: queue.ActivationAlways})
+		d := newBrowser(t, ts.URL)
+		if resp, _ := d.get("GET", "/checkout/page"); resp.StatusCode != 302 || cookieValue(d, visitorCookie) != "" {
+			t.Fatalf("activation always: %d, visitor cookie %q; want 302 and none", resp.StatusCode, cookieValue(d, visitorCookie))
+		}
+	})
+}
+
+// TestGatewayBusyBurst: 500 fresh visitors at once through 3 instances
+// sharing one Redis into a busy room with 50 free slots: exactly 50 reach
+// the app, the other 450 are sent to the waiting page.
+func TestGatewayBusyBurst(t *testing.T) {
+	up := newUpstreamApp(t)
+	srv := redistest.StartReal(t)
+	var instances []*testServer
+	for range 3 {
+		instances = append(instances, startServer(t, srv, "rueidis", func(c *config) {
+			c.Upstream = up.URL
+			c.Routes = []string{"{match: '*/checkout/*', room: gw}"}
+		}))
+	}
+	setRoom(t, instances[0], "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 50, Activation: queue.ActivationBusy})
+	for _, ts := range instances[1:] {
+		if err := ts.rooms.Refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 500
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			req, _ := http.NewRequest("GET", fmt.Sprintf("%s/checkout/item/%d", instances[i%3].URL, i), nil)
+			req.Header.Set("Accept", "text/html")
+			c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{},
+				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			defer c.CloseIdleConnections()
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+		})
+	}
+	close(start)
+	wg.Wait()
+	count := map[int]int{}
+	for _, c := range codes {
+		count[c]++
+	}
+	if count[200] != 50 || count[302] != 450 {
+		t.Fatalf("answers %v, want 50 × 200 and 450 × 302", count)
+	}
+	st, err := instances[0].q.Stats(context.Background(), "gw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ActiveTokens != 50 {
+		t.Fatalf("%d live tokens, want 50", st.ActiveTokens)
+	}
+}
