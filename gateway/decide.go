@@ -42,25 +42,25 @@ func (o *original) setPath() {
 
 // verdict is the gateway's answer.
 type verdict struct {
-	pass      bool
-	status    int
-	room      string
-	visitor   string
-	session   *Session         // the valid session, for Waitroom-Session: end
-	cookie    *fasthttp.Cookie // to set (slid, or cleared)
+	pass    bool
+	status  int
+	room    string
+	visitor string
+	session *Session         // the valid session, for Waitroom-Session: end
+	cookie  *fasthttp.Cookie // to set (slid, or cleared)
 	// newVisitor is the credential cookie of a visitor let in on the spot
 	// without one (see passOnSpot).
 	newVisitor *fasthttp.Cookie
 	// For an API client let in on the spot: the session and the visitor's
 	// credential as response headers, for clients that keep no cookies.
 	sessionValue, credential string
-	location  string
-	retry     int // Retry-After seconds, 0 = none
-	body      []byte
-	ctype     string
-	failOpen  bool
-	errorCode string
-	page      bool // errorCode as a short HTML page (a browser asked)
+	location                 string
+	retry                    int // Retry-After seconds, 0 = none
+	body                     []byte
+	ctype                    string
+	failOpen                 bool
+	errorCode                string
+	page                     bool // errorCode as a short HTML page (a browser asked)
 }
 
 var verdictUnavailable = verdict{status: 503, errorCode: "unavailable", retry: 2}

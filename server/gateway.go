@@ -123,7 +123,7 @@ func (a gatewayRooms) Busy(room string) bool {
 	cfg, _ := a.rc.RoomSettings(room)
 	return cfg.Activation == queue.ActivationBusy
 }
-func (a gatewayRooms) AllowFailOpen(room string) bool    { return a.rc.Limiter(room).Allow() }
+func (a gatewayRooms) AllowFailOpen(room string) bool { return a.rc.Limiter(room).Allow() }
 
 // gatewayAPI lets the gateway's endpoints answer like the rest of the API.
 type gatewayAPI struct{ s *server }
