@@ -119,11 +119,12 @@ func (a gatewayRooms) Exists(ctx context.Context, room string) (bool, error) {
 
 func (a gatewayRooms) IdleTTL(room string) time.Duration { return a.rc.TokenTTL(room) }
 func (a gatewayRooms) FailClosed(room string) bool       { return a.rc.FailMode(room) == queue.FailClosed }
+func (a gatewayRooms) AllowFailOpen(room string) bool    { return a.rc.Limiter(room).Allow() }
+
 func (a gatewayRooms) Busy(room string) bool {
 	cfg, _ := a.rc.RoomSettings(room)
 	return cfg.Activation == queue.ActivationBusy
 }
-func (a gatewayRooms) AllowFailOpen(room string) bool { return a.rc.Limiter(room).Allow() }
 
 // gatewayAPI lets the gateway's endpoints answer like the rest of the API.
 type gatewayAPI struct{ s *server }
