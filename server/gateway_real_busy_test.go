@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/limit"
+	"github.com/waitroom/waitroom/queue"
+)
+
+func TestGatewayBusyNginx(t *testing.T)   { testRealGatewayBusy(t, "nginx") }
+func TestGatewayBusyCaddy(t *testing.T)   { testRealGatewayBusy(t, "caddy") }
+func TestGatewayBusyTraefik(t *testing.T) { testRealGatewayBusy(t, "traefik") }
+
+// testRealGatewayBusy runs a room with activation busy behind the
+// example recipe of kind: under the threshold a fresh browser and a fresh
+// API client reach the app in one round trip (the browser with its new
+// cookies, which its next request passes with), and at the threshold the
+// next fresh browser goes to the waiting page.
+func testRealGatewayBusy(t *testing.T, kind string) {
+	srv := redistest.StartReal(t)
+	up := newUpstreamApp(t)
+	routes := filepath.Join(t.TempDir(), "routes.yaml")
+	if err := os.WriteFile(routes, []byte("routes:\n  - {match: '*/checkout/*', room: gw}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, srv, "rueidis", func(c *config) {
+		c.RoutesFile = routes
+		c.TrustedProxies, _ = limit.ParseProxies("127.0.0.1/32")
+	})
+	setRoom(t, ts, "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 2, Activation: queue.ActivationBusy})
+	u, _ := url.Parse(ts.URL)
+	appURL, _ := url.Parse(up.URL)
+	base := startGatewayProcess(t, kind, u.Host, appURL.Host)
+
+	a := newBrowser(t, base)
+	resp, body := a.get("GET", "/checkout/page")
+	if resp.StatusCode != 200 || body != "page /checkout/page" {
+		t.Fatalf("fresh browser under the threshold: %d %q, want the app's page in one round trip", resp.StatusCode, body)
+	}
+	aID := strings.SplitN(cookieValue(a, visitorCookie), ".", 2)[0]
+	if aID == "" || cookieValue(a, "wr_session_gw") == "" {
+		t.Fatalf("cookies after the pass: visitor %q session %q", cookieValue(a, visitorCookie), cookieValue(a, "wr_session_gw"))
+	}
+	if v := up.header("/checkout/page", "X-Waitroom-Visitor"); v != aID {
+		t.Fatalf("the app saw visitor %q, want %q", v, aID)
+	}
+	if resp, body := a.get("GET", "/checkout/cart"); resp.StatusCode != 200 || body != "page /checkout/cart" {
+		t.Fatalf("its next request: %d %q", resp.StatusCode, body)
+	}
+
+	// A fresh API client passes too; where the gateway hands on the
+	// check's headers it is given the session to send back.
+	resp = apiGet(t, base+"/checkout/api")
+	if resp.StatusCode != 200 {
+		t.Fatalf("fresh API client: %d", resp.StatusCode)
+	}
+	if sess, cred := resp.Header.Get("X-Waitroom-Session"), resp.Header.Get("X-Visitor"); kind != "traefik" {
+		if sess == "" || cred == "" {
+			t.Fatalf("API client: session %q visitor %q in headers", sess, cred)
+		}
+		if resp := apiGet(t, base+"/checkout/api2", "X-Waitroom-Session", sess, "X-Visitor", cred); resp.StatusCode != 200 {
+			t.Fatalf("API client with its headers: %d", resp.StatusCode)
+		}
+	}
+
+	// Both slots held: the next fresh browser queues.
+	b := newBrowser(t, base)
+	resp, _ = b.get("GET", "/checkout/page")
+	if resp.StatusCode != 302 || !strings.Contains(resp.Header.Get("Location"), "/waitroom/?room=gw") {
+		t.Fatalf("at the threshold: %d %q, want the waiting page", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	st, err := ts.q.Stats(context.Background(), "gw")
+	if err != nil || st.ActiveTokens != 2 {
+		t.Fatalf("%d live tokens (%v), want 2", st.ActiveTokens, err)
+	}
+}
