@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -137,5 +138,48 @@ func TestBusyNotValidYetOrStoreDown(t *testing.T) {
 	resp, _ = tg.do(t, forwarded("/checkout/cart", "Accept", "text/html"))
 	if resp.StatusCode != 302 || len(resp.Cookies()) != 0 {
 		t.Fatalf("store down: status %d cookies %v, want 302", resp.StatusCode, resp.Cookies())
+	}
+}
+
+// TestAPIClientJoinsOnSpot: an API client refused a protected address is
+// in the queue already when it reads the 429: the body holds its state,
+// its credential and where to poll and stream; a retry with the credential
+// keeps the place; a room that asks more of a join says where to join.
+func TestAPIClientJoinsOnSpot(t *testing.T) {
+	tg := newTestGateway(t, true, nil)
+	resp, body := tg.do(t, forwarded("/checkout/cart", "Accept", "application/json"))
+	var got struct {
+		Status   string `json:"status"`
+		Position int    `json:"position"`
+		Visitor  string `json:"visitor"`
+		Links    struct {
+			Join, Status, SSE, WS string
+		} `json:"links"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("body %s: %v", body, err)
+	}
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" || got.Status != "waiting" || got.Position != 1 {
+		t.Fatalf("status %d Retry-After %q body %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if got.Visitor == "" || resp.Header.Get("X-Visitor") != got.Visitor || cookiesOf(resp)["wr_visitor"] != got.Visitor {
+		t.Fatalf("credential: body %q header %q cookie %q", got.Visitor, resp.Header.Get("X-Visitor"), cookiesOf(resp)["wr_visitor"])
+	}
+	if got.Links.Status != "/waitroom/api/v1/rooms/gw/status" || got.Links.SSE != "/waitroom/api/v1/rooms/gw/sse" ||
+		got.Links.WS != "/waitroom/api/v1/rooms/gw/ws" || got.Links.Join != "/waitroom/api/v1/rooms/gw/join" {
+		t.Fatalf("links %+v", got.Links)
+	}
+	// Another client joins behind; the first one's retry keeps its place.
+	tg.do(t, forwarded("/checkout/cart", "Accept", "application/json"))
+	resp, body = tg.do(t, forwarded("/checkout/cart", "Accept", "application/json", "X-Visitor", got.Visitor))
+	if resp.StatusCode != 429 || !strings.Contains(body, `"position":1,`) || len(resp.Cookies()) != 0 {
+		t.Fatalf("retry: status %d cookies %v body %s", resp.StatusCode, resp.Cookies(), body)
+	}
+
+	tg.store.elsewhere = true
+	resp, body = tg.do(t, forwarded("/checkout/cart", "Accept", "application/json"))
+	if resp.StatusCode != 429 || !strings.Contains(body, `"status":"not_in_queue"`) || strings.Contains(body, `"visitor"`) ||
+		!strings.Contains(body, `"join":"/waitroom/api/v1/rooms/gw/join"`) || resp.Header.Get("X-Visitor") != "" {
+		t.Fatalf("join elsewhere: status %d body %s", resp.StatusCode, body)
 	}
 }

@@ -325,27 +325,49 @@ func (g *Gateway) passOnSpot(ctx context.Context, rt *Route, o *original) (verdi
 // visitorCookieAge is the visitor cookie's lifetime, as the join sets it.
 const visitorCookieAge = 7 * 24 * 3600
 
-// denyJSON is 429 with the visitor's state in the room (not in the queue
-// without a valid credential) and Retry-After its next poll.
+// denyJSON is 429 with the visitor's state in the room and Retry-After
+// its next poll. A visitor not in the queue joins it here (the API's join,
+// with its gates), so a retry keeps the place: the body carries the
+// credential to send back (also in X-Visitor, and the visitor cookie) and
+// the addresses to poll and to stream. Where the room asks for more than
+// this request carries (a proof of work, an invite code) the state is read
+// only, and the links say where to join.
 func (g *Gateway) denyJSON(ctx context.Context, rt *Route, o *original) verdict {
-	st := wire.State{Room: rt.Room, Status: wire.StatusNotInQueue}
-	if cred := cmpOr(o.header("X-Visitor"), o.cookie(g.visitorCookie)); cred != "" {
-		if id, err := g.visitors.ParseVisitor(cred); err == nil {
-			rctx, cancel := context.WithTimeout(ctx, storeTimeout)
-			got, err := g.store.Status(rctx, rt.Room, id)
-			cancel()
-			if err != nil {
-				g.metrics.StoreError()
-				return verdictUnavailable
+	cred := cmpOr(o.header("X-Visitor"), o.cookie(g.visitorCookie))
+	rctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	st, got, err := g.store.Join(rctx, rt.Room, cred, o.client)
+	var newCookie *fasthttp.Cookie
+	switch {
+	case errors.Is(err, ErrJoinElsewhere):
+		st, got, err = wire.State{Room: rt.Room, Status: wire.StatusNotInQueue}, "", nil
+		if id, perr := g.visitors.ParseVisitor(cred); cred != "" && perr == nil {
+			if st, err = g.store.Status(rctx, rt.Room, id); err == nil {
+				got = cred
 			}
-			st = got
 		}
+	case err == nil && got != cred:
+		newCookie = sessionCookie(g.visitorCookie, got, visitorCookieAge, o.proto)
+	}
+	if err != nil {
+		g.metrics.StoreError()
+		return verdictUnavailable
 	}
 	retry := 1
 	if st.NextPoll > time.Second {
 		retry = int((st.NextPoll + time.Second - 1) / time.Second)
 	}
-	return verdict{status: 429, retry: retry, room: rt.Room, body: st.AppendJSON(nil), ctype: fiber.MIMEApplicationJSONCharsetUTF8}
+	body := st.AppendJSON(make([]byte, 0, 512))
+	body = body[:len(body)-1]
+	if got != "" {
+		body = append(body, `,"visitor":`...)
+		body = wire.AppendString(body, got)
+	}
+	api := g.page + "api/v1/rooms/" + rt.Room + "/"
+	body = append(body, `,"links":{"join":"`...)
+	body = append(body, api+`join","status":"`+api+`status","sse":"`+api+`sse","ws":"`+api+`ws"}}`...)
+	return verdict{status: 429, retry: retry, room: rt.Room, body: body, ctype: fiber.MIMEApplicationJSONCharsetUTF8,
+		newVisitor: newCookie, credential: got}
 }
 
 // wantsPage: a browser asks for a page.

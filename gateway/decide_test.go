@@ -25,17 +25,19 @@ import (
 
 // fakeStore is the queue as a map of sessions, with failures on demand.
 type fakeStore struct {
-	mu       sync.Mutex
-	touchErr error     // returned by Touch when set
-	touched  int       // Touch calls
-	slidTo   time.Time // the expiry Touch hands out
-	statusOf map[string]wire.State
-	ended    []Session
-	degraded bool
-	admitted map[string]time.Time // visitor -> its entry's idle expiry
-	free     int                  // Pass lets in this many more on the spot
-	passes   int                  // Pass calls
-	passErr  error                // returned by Pass when set
+	mu        sync.Mutex
+	touchErr  error     // returned by Touch when set
+	touched   int       // Touch calls
+	slidTo    time.Time // the expiry Touch hands out
+	statusOf  map[string]wire.State
+	ended     []Session
+	degraded  bool
+	admitted  map[string]time.Time // visitor -> its entry's idle expiry
+	free      int                  // Pass lets in this many more on the spot
+	passes    int                  // Pass calls
+	passErr   error                // returned by Pass when set
+	elsewhere bool                 // Join refuses with ErrJoinElsewhere
+	joined    []string             // visitors Join put in the queue, in order
 }
 
 func (f *fakeStore) Touch(_ context.Context, sess Session) (time.Time, error) {
@@ -77,6 +79,30 @@ func (f *fakeStore) Pass(_ context.Context, _, visitor string) (time.Time, time.
 	}
 	f.admitted[visitor] = now.Add(time.Hour)
 	return now, now.Add(time.Hour), true, nil
+}
+
+// Join gives a known visitor its state, else puts the visitor (new when
+// cred is not valid) at the back of the queue.
+func (f *fakeStore) Join(_ context.Context, room, cred string, _ netip.Addr) (wire.State, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.elsewhere {
+		return wire.State{}, "", ErrJoinElsewhere
+	}
+	id, err := fakeVisitors{}.ParseVisitor(cred)
+	if err != nil {
+		id, cred = fakeVisitors{}.NewVisitor()
+	}
+	if st, ok := f.statusOf[id]; ok {
+		return st, cred, nil
+	}
+	for i, v := range f.joined {
+		if v == id {
+			return wire.State{Room: room, Status: wire.StatusWaiting, Position: int64(i + 1), NextPoll: 500 * time.Millisecond}, cred, nil
+		}
+	}
+	f.joined = append(f.joined, id)
+	return wire.State{Room: room, Status: wire.StatusWaiting, Position: int64(len(f.joined)), NextPoll: 500 * time.Millisecond}, cred, nil
 }
 
 func (f *fakeStore) EndSession(_ context.Context, sess Session, _ time.Time) error {

@@ -22,6 +22,10 @@ import (
 // a verdict on the session, not a failure to reach the store.
 var ErrSessionOver = errors.New("session over")
 
+// ErrJoinElsewhere is what Store.Join wraps when the visitor must join
+// through the API instead.
+var ErrJoinElsewhere = errors.New("join through the API")
+
 // Store is what the gateway needs of the queue. Each call is bounded by
 // the ctx it gets (the gateway gives every call its own timeout).
 type Store interface {
@@ -41,6 +45,13 @@ type Store interface {
 	// notBefore (maybe ahead: admitted by a tick, not valid yet) and idle
 	// expiry. ok is false when the visitor is to queue.
 	Pass(ctx context.Context, room, visitor string) (notBefore, expiresAt time.Time, ok bool, err error)
+	// Join is the join of an API client refused a protected address
+	// (its credential cred, "" for none): the same join as the API's,
+	// with the same gates, from client's address. It returns the
+	// visitor's state and the credential to hand back, or an error
+	// wrapping ErrJoinElsewhere when the visitor must join through the
+	// API (a proof of work, an invite code, the join rate).
+	Join(ctx context.Context, room, cred string, client netip.Addr) (wire.State, string, error)
 	// EndSession ends sess everywhere (tells every instance, frees its
 	// slot and seat); fallback bounds the revocation when the token's own
 	// cap is unknown.

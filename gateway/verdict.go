@@ -44,6 +44,8 @@ func writeVerdict(resp *fasthttp.Response, v *verdict) {
 	}
 	if v.sessionValue != "" {
 		resp.Header.Set(SessionHeader, v.sessionValue)
+	}
+	if v.credential != "" {
 		resp.Header.Set("X-Visitor", v.credential)
 	}
 	if v.pass {

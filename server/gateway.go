@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"time"
 
@@ -92,6 +94,14 @@ func (a gatewayStore) Pass(ctx context.Context, room, visitor string) (time.Time
 		a.s.metrics.Admitted(a.s.rooms.Label(room), 1)
 	}
 	return p.Token.NotBefore, p.Token.ExpiresAt, true, nil
+}
+
+func (a gatewayStore) Join(ctx context.Context, room, cred string, client netip.Addr) (wire.State, string, error) {
+	st, got, err := a.s.visit.JoinOnSpot(ctx, room, cred, client)
+	if errors.Is(err, visit.ErrJoinElsewhere) {
+		return st, got, fmt.Errorf("%w: %w", gateway.ErrJoinElsewhere, err)
+	}
+	return st, got, err
 }
 
 func (a gatewayStore) EndSession(ctx context.Context, sess gateway.Session, fallback time.Time) error {

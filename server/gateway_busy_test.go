@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -176,5 +177,85 @@ func TestGatewayBusyBurst(t *testing.T) {
 	}
 	if st.ActiveTokens != 50 {
 		t.Fatalf("%d live tokens, want 50", st.ActiveTokens)
+	}
+}
+
+// TestGatewayAPIClientFlow is the documented flow of an API client through
+// the built-in proxy, in a room with activation always: its first request
+// is 429 with its place taken on the spot, a retry keeps the place, and
+// once admitted its next request passes with its credential alone (no
+// /enter step), handing it the session to send back.
+func TestGatewayAPIClientFlow(t *testing.T) {
+	up := newUpstreamApp(t)
+	eachServer(t, func(c *config) {
+		c.Upstream = up.URL
+		c.Routes = []string{"{match: '*/checkout/*', room: gw}"}
+	}, func(t *testing.T, ts *testServer) {
+		setRoom(t, ts, "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 1})
+		first := apiGet(t, ts.URL+"/checkout/api")
+		cred := first.Header.Get("X-Visitor")
+		if first.StatusCode != 429 || cred == "" || first.Header.Get("Retry-After") == "" {
+			t.Fatalf("first request: %d X-Visitor %q Retry-After %q", first.StatusCode, cred, first.Header.Get("Retry-After"))
+		}
+		// A second client joins behind it.
+		other := apiGet(t, ts.URL+"/checkout/api")
+		if other.StatusCode != 429 || other.Header.Get("X-Visitor") == cred {
+			t.Fatalf("second client: %d", other.StatusCode)
+		}
+		if resp := apiGet(t, ts.URL+"/checkout/api", "X-Visitor", cred); resp.StatusCode != 429 {
+			t.Fatalf("retry before admission: %d", resp.StatusCode)
+		}
+		var sess string
+		waitfor.Until(t, 10*time.Second, "the first client passes", func() bool {
+			if _, err := ts.q.Admit(context.Background(), "gw"); err != nil {
+				t.Fatal(err)
+			}
+			resp := apiGet(t, ts.URL+"/checkout/api", "X-Visitor", cred)
+			sess = resp.Header.Get("X-Waitroom-Session")
+			return resp.StatusCode == 200
+		})
+		id := strings.SplitN(cred, ".", 2)[0]
+		if sess == "" || up.header("/checkout/api", "X-Waitroom-Visitor") != id {
+			t.Fatalf("session header %q, the app saw %q, want %q", sess, up.header("/checkout/api", "X-Waitroom-Visitor"), id)
+		}
+		if resp := apiGet(t, ts.URL+"/checkout/api", "X-Visitor", cred, "X-Waitroom-Session", sess); resp.StatusCode != 200 {
+			t.Fatalf("with the session header: %d", resp.StatusCode)
+		}
+		// The second is still waiting: the only slot is held.
+		if resp := apiGet(t, ts.URL+"/checkout/api", "X-Visitor", other.Header.Get("X-Visitor")); resp.StatusCode != 429 {
+			t.Fatalf("second client: %d, want 429", resp.StatusCode)
+		}
+	})
+}
+
+// TestGatewayAPIClientGatedRoom: in a room with a proof of work or invite
+// codes the gateway puts no one in the queue: the 429 says not_in_queue
+// and where to join.
+func TestGatewayAPIClientGatedRoom(t *testing.T) {
+	up := newUpstreamApp(t)
+	ts := startServer(t, redistest.StartReal(t), "rueidis", func(c *config) {
+		c.Upstream = up.URL
+		c.Routes = []string{"{match: '*/pow/*', room: pow}", "{match: '*/inv/*', room: inv}"}
+	})
+	setRoom(t, ts, "pow", queue.RoomConfig{PowBits: 4})
+	setRoom(t, ts, "inv", queue.RoomConfig{InviteOnly: true})
+	for _, path := range []string{"/pow/x", "/inv/x"} {
+		req, _ := http.NewRequest("GET", ts.URL+path, nil)
+		req.Header.Set("Accept", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		room := strings.Split(path, "/")[1]
+		if resp.StatusCode != 429 || !strings.Contains(string(body), `"status":"not_in_queue"`) ||
+			!strings.Contains(string(body), `"join":"/waitroom/api/v1/rooms/`+room+`/join"`) || resp.Header.Get("X-Visitor") != "" {
+			t.Errorf("%s: %d %s", path, resp.StatusCode, body)
+		}
+	}
+	st, err := ts.q.Stats(context.Background(), "inv")
+	if err != nil || st.Waiting != 0 {
+		t.Fatalf("invite-only room: %d waiting (%v)", st.Waiting, err)
 	}
 }

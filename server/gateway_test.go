@@ -171,9 +171,19 @@ func TestGatewayProxy(t *testing.T) {
 		if want := "/waitroom/?room=gw&return=" + url.QueryEscape(orig); resp.StatusCode != 302 || resp.Header.Get("Location") != want {
 			t.Fatalf("browser without session: %d %q, want 302 %q", resp.StatusCode, resp.Header.Get("Location"), want)
 		}
-		resp, body := a.get("GET", "/checkout/page", "Accept", "application/json")
-		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, `"status":"not_in_queue"`) {
-			t.Fatalf("API client without session: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		// An API client without a session is put in the queue on the
+		// spot (another client: a's jar would keep the credential).
+		resp = apiGet(t, ts.URL+"/checkout/page")
+		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || resp.Header.Get("X-Visitor") == "" {
+			t.Fatalf("API client without session: %d %q %q", resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("X-Visitor"))
+		}
+		apiCred := resp.Header.Get("X-Visitor")
+		if resp := apiGet(t, ts.URL+"/checkout/page", "X-Visitor", apiCred); resp.StatusCode != 429 {
+			t.Fatalf("its retry: %d", resp.StatusCode)
+		}
+		// It leaves, so the slot goes to a below.
+		if r := newVisitor(t, ts.URL).do("DELETE", "/waitroom/api/v1/rooms/gw/queue", "", "X-Visitor", apiCred); r.Code != 204 {
+			t.Fatalf("API client leaves: %d %s", r.Code, r.Raw)
 		}
 		if resp, body := a.get("GET", "/waitroom/?room=gw"); resp.StatusCode != 200 || !strings.Contains(body, "waitroom.js") {
 			t.Fatalf("waiting page under the prefix: %d", resp.StatusCode)
@@ -183,7 +193,7 @@ func TestGatewayProxy(t *testing.T) {
 		}
 
 		aID := gatewayAdmit(t, ts, a, "gw", orig)
-		resp, body = a.get("GET", "/checkout/page?x=1", "X-Waitroom-Visitor", "forged")
+		resp, body := a.get("GET", "/checkout/page?x=1", "X-Waitroom-Visitor", "forged")
 		if resp.StatusCode != 200 || body != "page /checkout/page" {
 			t.Fatalf("with a session: %d %q", resp.StatusCode, body)
 		}
