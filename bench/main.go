@@ -14,6 +14,7 @@
 //	go run ./bench herd    [-quick] [-transport ws|poll] [-out results/]
 //	go run ./bench clients [-quick] [-ops 50000] [-out results/]
 //	go run ./bench gateway [-quick] [-conns 64] [-duration 10s] [-out results/]
+//	go run ./bench busy    [-quick] [-samples 3000] [-out results/]
 //	go run ./bench scale   [-quick] [-n 45000] [-transport ws|sse] [-instances 3] [-admit 30s] [-idle 60s] [-out results/]
 //	go run ./bench scale -cluster [-quick] [-n 9000] [-rooms 6] [-admit 20s] [-out results/]
 //	go run ./bench abandon [-quick] [-n 5000] [-leave 0.3] [-db-pool 10] [-strategies fixed,max-active] [-out results/]
@@ -48,6 +49,9 @@ scenarios:
   gateway  /api/v1/check with valid sessions against /healthz (64
            connections, closed loop), Redis commands per check, and the
            built-in proxy's p50 against the app called directly
+  busy     fresh visitors let in on the spot by a room with activation busy,
+           through the built-in proxy, against requests no route guards:
+           p50/p99 and Redis commands per visitor let in
   scale    45,000 push visitors over 3 instances on one Redis, paused while
            they connect, then admitting 14 per 100 ms, then paused: CPU,
            RSS and goroutines per connection, Redis, lag, drops; with

@@ -35,7 +35,7 @@ type runEnv struct {
 // scenarios are the bench's scenarios, in the order of the usage text.
 func scenarios() []scenario {
 	return []scenario{
-		costScenario(), herdScenario(), clientsScenario(), gatewayScenario(),
+		costScenario(), herdScenario(), clientsScenario(), gatewayScenario(), busyScenario(),
 		scaleScenario(), abandonScenario(), soakScenario(), ceilingScenario(),
 		joinpathScenario(),
 	}
