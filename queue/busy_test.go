@@ -186,3 +186,64 @@ func TestPassBusyConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// TestNoteActivation: a room's state is recorded once, turns queueing
+// when someone waits and passing when nobody does, with the moment it
+// changed; of several callers that notice one change, one is told.
+func TestNoteActivation(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		q := newQueue(t, r, fixedBatch(10, 100*time.Millisecond))
+		if err := q.SetRoomConfig(ctx, "shop", RoomConfig{Activation: ActivationBusy}); err != nil {
+			t.Fatal(err)
+		}
+		note := func() Activation {
+			t.Helper()
+			a, err := q.NoteActivation(ctx, "shop")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+		if _, ok, err := q.ActivationOf(ctx, "shop"); ok || err != nil {
+			t.Fatalf("before any note: ok %v, %v", ok, err)
+		}
+		first := note()
+		if first.Queueing || !first.First || first.Changed {
+			t.Fatalf("first note: %+v, want passing, first", first)
+		}
+		if a := note(); a.Changed || a.First || !a.Since.Equal(first.Since) {
+			t.Fatalf("again: %+v, want unchanged since %v", a, first.Since)
+		}
+		if _, err := q.Join(ctx, "shop", "w"); err != nil {
+			t.Fatal(err)
+		}
+		var told atomic.Int64
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				a, err := q.NoteActivation(ctx, "shop")
+				if err != nil || !a.Queueing {
+					t.Errorf("with someone waiting: %+v, %v", a, err)
+				}
+				if a.Changed {
+					told.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if told.Load() != 1 {
+			t.Fatalf("%d callers told of the change, want 1", told.Load())
+		}
+		got, ok, err := q.ActivationOf(ctx, "shop")
+		if err != nil || !ok || !got.Queueing || got.Since.Before(first.Since) {
+			t.Fatalf("read back: %+v %v %v", got, ok, err)
+		}
+		if _, err := q.Leave(ctx, "shop", "w"); err != nil {
+			t.Fatal(err)
+		}
+		if a := note(); a.Queueing || !a.Changed {
+			t.Fatalf("nobody waiting again: %+v, want passing, changed", a)
+		}
+	})
+}
