@@ -38,6 +38,9 @@ type Metrics struct {
 	lagWS, lagSSE prometheus.Observer // deliverLag's two series, looked up once
 	failOpen      *prometheus.CounterVec
 	admissions    *prometheus.CounterVec
+	passed        *prometheus.CounterVec // visitors let in on the spot (activation busy)
+	queueing      *prometheus.GaugeVec   // rooms with activation busy: 1 queueing, 0 passing
+	queueingSince *prometheus.GaugeVec   // … since when (Unix seconds)
 	redisCalls    *prometheus.HistogramVec
 	redisFails    *prometheus.CounterVec
 	restored      *prometheus.CounterVec
@@ -64,6 +67,9 @@ func New(b Build) *Metrics {
 	}, []string{"transport"})
 	m.failOpen = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_fail_open_total", Help: "Protected requests decided without Redis, by outcome."}, []string{"outcome"})
 	m.admissions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_admissions_total", Help: "Visitors admitted by this instance's ticks."}, []string{"room"})
+	m.passed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_passed_total", Help: "Visitors let in on the spot by this instance's gateway (rooms with activation busy, under their threshold with nobody waiting)."}, []string{"room"})
+	m.queueing = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "waitroom_room_queueing", Help: "Rooms with activation busy: 1 while someone waits (new visitors queue), 0 while visitors are let straight through."}, []string{"room"})
+	m.queueingSince = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "waitroom_room_queueing_since_timestamp_seconds", Help: "Rooms with activation busy: when waitroom_room_queueing took its value (Redis time, Unix seconds)."}, []string{"room"})
 	m.redisCalls = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "waitroom_redis_seconds", Help: "Redis call latency by operation.",
 		Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .5, 2},
@@ -80,7 +86,7 @@ func New(b Build) *Metrics {
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Name: "waitroom_build_info", Help: "1, labelled with the version, VCS revision and Go version of this binary.",
 		ConstLabels: prometheus.Labels{"version": b.Version, "revision": b.Revision, "goversion": b.GoVersion}})
 	buildInfo.Set(1)
-	m.reg.MustRegister(polls, m.redisErr, m.deliverLag, m.failOpen, m.admissions, m.redisCalls, m.redisFails, m.restored,
+	m.reg.MustRegister(polls, m.redisErr, m.deliverLag, m.failOpen, m.admissions, m.passed, m.queueing, m.queueingSince, m.redisCalls, m.redisFails, m.restored,
 		m.hooksDropped, m.httpRequests, m.httpSeconds, buildInfo)
 	m.zero()
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
@@ -134,6 +140,29 @@ func (m *Metrics) FailOpenAdmitted() { m.FailOpen("admitted") }
 // Admitted counts n visitors admitted in room by this instance's ticks.
 // room becomes a label: the caller bounds the set (configured rooms only).
 func (m *Metrics) Admitted(room string, n int) { m.admissions.WithLabelValues(room).Add(float64(n)) }
+
+// Passed counts a visitor let in on the spot in room (a label: the
+// caller bounds the set, as for Admitted).
+func (m *Metrics) Passed(room string) { m.passed.WithLabelValues(room).Inc() }
+
+// Activation sets the state of room, a room with activation busy:
+// queueing or passing visitors through, since when. room is a label, as
+// for Admitted.
+func (m *Metrics) Activation(room string, queueing bool, since time.Time) {
+	v := 0.0
+	if queueing {
+		v = 1
+	}
+	m.queueing.WithLabelValues(room).Set(v)
+	m.queueingSince.WithLabelValues(room).Set(float64(since.UnixMilli()) / 1000)
+}
+
+// ForgetActivation removes room's state series (its activation is no
+// longer busy, or it is gone).
+func (m *Metrics) ForgetActivation(room string) {
+	m.queueing.DeleteLabelValues(room)
+	m.queueingSince.DeleteLabelValues(room)
+}
 
 // Delivered observes one admission pushed over transport kind ("ws" or
 // "sse"), lag after its notBefore. It runs for every admission pushed:

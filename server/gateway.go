@@ -91,7 +91,7 @@ func (a gatewayStore) Pass(ctx context.Context, room, visitor string) (time.Time
 		return time.Time{}, time.Time{}, false, err
 	}
 	if p.New {
-		a.s.metrics.Admitted(a.s.rooms.Label(room), 1)
+		a.s.metrics.Passed(a.s.rooms.Label(room))
 	}
 	return p.Token.NotBefore, p.Token.ExpiresAt, true, nil
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"time"
 
+	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/webhook"
 )
 
@@ -43,5 +45,38 @@ func (s *server) noticeRooms(ctx context.Context) {
 		if err := s.hooks.Notice(ctx, room, rs, now); err != nil && ctx.Err() == nil {
 			s.log.Warn("webhook event not sent", "room", room, "err", err)
 		}
+		s.noticeActivation(ctx, room, cfg)
+	}
+}
+
+// noticeActivation records whether room, when its activation is busy, is
+// queueing or letting visitors straight through, sets its series, and
+// sends room.queueing or room.passing when this instance is the one that
+// saw the state change.
+func (s *server) noticeActivation(ctx context.Context, room string, cfg queue.RoomConfig) {
+	label := s.rooms.Label(room)
+	if cfg.Activation != queue.ActivationBusy {
+		s.metrics.ForgetActivation(label)
+		return
+	}
+	a, err := s.q.NoteActivation(ctx, room)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Debug("housekeeping: activation", "room", room, "err", err)
+		}
+		return
+	}
+	s.metrics.Activation(label, a.Queueing, a.Since)
+	if !a.Changed {
+		return
+	}
+	t := webhook.RoomPassing
+	if a.Queueing {
+		t = webhook.RoomQueueing
+	}
+	since := a.Since.UTC()
+	if err := s.hooks.EmitOnce(ctx, room, t, strconv.FormatInt(since.UnixMilli(), 10),
+		map[string]any{"since": since.Format(time.RFC3339Nano)}); err != nil && ctx.Err() == nil {
+		s.log.Warn("webhook event not sent", "room", room, "type", t, "err", err)
 	}
 }

@@ -16,6 +16,8 @@ const (
 	RoomPaused      = "room.paused"   // admission paused
 	RoomResumed     = "room.resumed"  // admission resumed
 	RoomSoldOut     = "room.sold_out" // the last seat went
+	RoomQueueing    = "room.queueing" // a room with activation busy began to queue
+	RoomPassing     = "room.passing"  // … and to let visitors straight through again
 	EventStarted    = "event.started" // a scheduled event began
 	EventEnded      = "event.ended"
 	ReportReady     = "report.ready"     // an event's report can be read
@@ -23,7 +25,7 @@ const (
 )
 
 // Events lists every event type, in the order the docs give them.
-var Events = []string{RoomCreated, RoomOpened, RoomPaused, RoomResumed, RoomSoldOut, EventStarted, EventEnded, ReportReady, SettingsChanged}
+var Events = []string{RoomCreated, RoomOpened, RoomPaused, RoomResumed, RoomSoldOut, RoomQueueing, RoomPassing, EventStarted, EventEnded, ReportReady, SettingsChanged}
 
 // KnownEvent reports whether t is one of Events.
 func KnownEvent(t string) bool { return slices.Contains(Events, t) }
