@@ -26,6 +26,10 @@ type Store interface {
 	ConfiguredRooms(ctx context.Context) ([]string, error)
 	Stats(ctx context.Context, room string) (queue.RoomStats, error)
 	Presence(ctx context.Context, room string) (queue.PresenceStats, error)
+	// ActivationOf is the state last noted of a room with activation busy
+	// (queueing or passing visitors through, since when); ok is false
+	// when none is.
+	ActivationOf(ctx context.Context, room string) (a queue.Activation, ok bool, err error)
 	Session(ctx context.Context, room, visitor string) (notBefore, expiresAt time.Time, ok bool, err error)
 	AppendAudit(ctx context.Context, room string, entry []byte) error
 	// AppendAuditOf and AuditOf are the room's trail named trail, apart

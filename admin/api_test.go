@@ -79,6 +79,10 @@ func (m *memStore) Presence(context.Context, string) (queue.PresenceStats, error
 	return queue.PresenceStats{}, nil
 }
 
+func (m *memStore) ActivationOf(context.Context, string) (queue.Activation, bool, error) {
+	return queue.Activation{}, false, nil
+}
+
 func (m *memStore) Session(context.Context, string, string) (time.Time, time.Time, bool, error) {
 	return time.Time{}, time.Time{}, false, nil
 }

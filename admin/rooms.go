@@ -350,6 +350,19 @@ func (a *API) stats(c *fiber.Ctx) error {
 		return a.storeError(c, err)
 	}
 	eff := a.View(r, cfg)
+	activation := fiber.Map{"mode": eff.Settings.Activation}
+	if cfg.Activation == queue.ActivationBusy {
+		act, ok, err := a.store.ActivationOf(ctx, r)
+		if err != nil {
+			return a.storeError(c, err)
+		}
+		if ok {
+			activation["state"], activation["since"] = "passing", act.Since.UTC().Format(time.RFC3339Nano)
+			if act.Queueing {
+				activation["state"] = "queueing"
+			}
+		}
+	}
 	var ws, sse int64
 	var p50, p99 time.Duration
 	var lagN uint64
@@ -369,7 +382,7 @@ func (a *API) stats(c *fiber.Ctx) error {
 		"room": r, "waiting": st.Waiting, "preQueue": st.PreQueue, "priority": st.Priority,
 		"admittedTotal": st.AdmittedTotal, "admittedPerSecond": st.Rate,
 		"activeTokens": st.ActiveTokens, "seats": cfg.Seats, "seatsHeld": st.SeatsHeld,
-		"paused": cfg.Paused, "strategy": eff.Settings.Strategy,
+		"paused": cfg.Paused, "strategy": eff.Settings.Strategy, "activation": activation,
 		"connections": fiber.Map{"ws": ws, "sse": sse}, "instances": live,
 		"deliveryLagMs": fiber.Map{"p50": float64(p50.Microseconds()) / 1000, "p99": float64(p99.Microseconds()) / 1000, "count": lagN},
 		"batch":         eff.Settings.Batch, "tickMs": eff.Tick.Milliseconds(), "tps": eff.TPS,

@@ -307,6 +307,15 @@
     return numbers.format(p.waitingPresent || 0) + " present · " + numbers.format(p.away || 0) + " away";
   }
 
+  // activationNote says what a room with activation busy does now: let
+  // visitors straight through, or queue them, and since when.
+  function activationNote(a) {
+    if (!a || !a.state) return "";
+    var since = new Date(a.since).toLocaleTimeString();
+    return a.state === "queueing" ? "queueing since " + since + " (activation busy)"
+      : "letting visitors straight through since " + since;
+  }
+
   function show(s) {
     var now = Date.now();
     var rate = rateOf(s, now);
@@ -323,6 +332,8 @@
     } else if (!s.paused) {
       set("n-waiting", "in line now");
     }
+
+    set("n-activation", activationNote(s.activation));
 
     set("v-rate", oneDecimal.format(rate));
     set("n-rate", typeof s.admittedTotal === "number" ? numbers.format(s.admittedTotal) + " admitted in total" : "");
