@@ -118,3 +118,42 @@ test("through nginx: wait in the room, get admitted, land on the original page, 
 
   assert.deepEqual(unexpected(b.errors), []);
 });
+
+test("through nginx, a room with activation busy: a fresh browser reaches the app in one round trip, no waiting page", T, async (t) => {
+  const app = await startApp();
+  t.after(() => app.stop());
+  const wr = await startServer(["-tick", "100ms", "-route", "{match: '*/checkout/*', room: gw}", "-trusted-proxies", "127.0.0.1/32"]);
+  t.after(() => wr.stop());
+  const nginx = await startNginx(`127.0.0.1:${wr.port}`, app.addr);
+  t.after(() => nginx.stop());
+  await admin(wr.base, "PUT", "/rooms/gw", { strategy: "max-active", maxActive: 10, activation: "busy" });
+  // Every instance reads the setting within its next refresh: a request
+  // without cookies passes once it has.
+  await waitFor("the room letting visitors through", async () => {
+    const res = await fetch(`${nginx.base}/checkout/probe`, { headers: { Accept: "text/html" }, redirect: "manual" });
+    return res.status === 200;
+  });
+
+  const b = await openBrowser();
+  t.after(() => b.close());
+  const { page } = b;
+  const seenWaitroom = [];
+  page.on("request", (r) => { if (new URL(r.url()).pathname.startsWith("/waitroom/")) seenWaitroom.push(r.url()); });
+  const target = `${nginx.base}/checkout/item?id=9`;
+  const res = await page.goto(target);
+  assert.equal(res.status(), 200);
+  assert.equal(res.request().redirectedFrom(), null, "no redirect");
+  assert.equal(page.url(), target);
+  await page.locator("#shop").waitFor({ timeout: 10000 });
+  assert.deepEqual(seenWaitroom, [], "no waiting page");
+  const cookies = Object.fromEntries((await page.context().cookies()).map((c) => [c.name, c.value]));
+  assert.ok(cookies.wr_visitor && cookies.wr_session_gw, `cookies ${JSON.stringify(Object.keys(cookies))}`);
+  const hit = app.seen.findLast((r) => r.url === "/checkout/item?id=9");
+  assert.equal(hit.headers["x-waitroom-visitor"], cookies.wr_visitor.split(".")[0]);
+
+  // Its next page passes with the cookies it was given.
+  const again = await page.goto(`${nginx.base}/checkout/pay`);
+  assert.equal(again.status(), 200);
+  assert.deepEqual(seenWaitroom, [], "still no waiting page");
+  assert.deepEqual(unexpected(b.errors), []);
+});
