@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -124,8 +125,16 @@ func TestGatewayBusy(t *testing.T) {
 
 // TestGatewayBusyBurst: 500 fresh visitors at once through 3 instances
 // sharing one Redis into a busy room with 50 free slots: exactly 50 reach
-// the app, the other 450 are sent to the waiting page.
+// the app; of the other 450, browsers are sent to the waiting page, and
+// API clients are each given a place of their own on the spot (450
+// waiting, places 1 to 450 once each).
 func TestGatewayBusyBurst(t *testing.T) {
+	for _, accept := range []string{"text/html", "application/json"} {
+		t.Run(accept, func(t *testing.T) { testBusyBurst(t, accept) })
+	}
+}
+
+func testBusyBurst(t *testing.T, accept string) {
 	up := newUpstreamApp(t)
 	srv := redistest.StartReal(t)
 	var instances []*testServer
@@ -143,13 +152,14 @@ func TestGatewayBusyBurst(t *testing.T) {
 	}
 	const n = 500
 	codes := make([]int, n)
+	positions := make([]int, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range n {
 		wg.Go(func() {
 			<-start
 			req, _ := http.NewRequest("GET", fmt.Sprintf("%s/checkout/item/%d", instances[i%3].URL, i), nil)
-			req.Header.Set("Accept", "text/html")
+			req.Header.Set("Accept", accept)
 			c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{},
 				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 			defer c.CloseIdleConnections()
@@ -158,8 +168,10 @@ func TestGatewayBusyBurst(t *testing.T) {
 				t.Error(err)
 				return
 			}
+			var st struct{ Position int }
+			_ = json.NewDecoder(resp.Body).Decode(&st)
 			resp.Body.Close()
-			codes[i] = resp.StatusCode
+			codes[i], positions[i] = resp.StatusCode, st.Position
 		})
 	}
 	close(start)
@@ -168,8 +180,12 @@ func TestGatewayBusyBurst(t *testing.T) {
 	for _, c := range codes {
 		count[c]++
 	}
-	if count[200] != 50 || count[302] != 450 {
-		t.Fatalf("answers %v, want 50 × 200 and 450 × 302", count)
+	queued := 302
+	if accept == "application/json" {
+		queued = 429
+	}
+	if count[200] != 50 || count[queued] != 450 {
+		t.Fatalf("answers %v, want 50 × 200 and 450 × %d", count, queued)
 	}
 	st, err := instances[0].q.Stats(context.Background(), "gw")
 	if err != nil {
@@ -177,6 +193,21 @@ func TestGatewayBusyBurst(t *testing.T) {
 	}
 	if st.ActiveTokens != 50 {
 		t.Fatalf("%d live tokens, want 50", st.ActiveTokens)
+	}
+	if queued == 302 {
+		return
+	}
+	if st.Waiting != 450 {
+		t.Fatalf("%d waiting, want 450", st.Waiting)
+	}
+	seen := map[int]bool{}
+	for i, p := range positions {
+		if codes[i] == 429 {
+			if p < 1 || p > 450 || seen[p] {
+				t.Fatalf("place %d given twice or out of 1..450", p)
+			}
+			seen[p] = true
+		}
 	}
 }
 
