@@ -374,6 +374,30 @@ func parityScenario(t *testing.T, srv *redistest.Server, client string, c *scrip
 	for _, v := range []string{"e", "g", "i"} {
 		note("status %s after the retake: %s", v, state(q.Status(ctx, "parity", v)))
 	}
+
+	// A room that queues only when busy: the first visitor goes in on the
+	// spot, the second finds its one slot taken; the room's state is noted
+	// once as passing, then as queueing once someone waits.
+	if err := q.SetRoomConfig(ctx, "busy", RoomConfig{Activation: "busy", Strategy: "max-active", MaxActive: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"b1", "b2"} {
+		p, err := q.PassBusy(ctx, "busy", v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		note("pass %s in a busy room: admitted %v new %v refused %q", v, p.Admitted, p.New, p.Refused)
+	}
+	a, err := q.NoteActivation(ctx, "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	note("activation: queueing %v first %v changed %v", a.Queueing, a.First, a.Changed)
+	note("join b2 in the full busy room: %s", state(q.Join(ctx, "busy", "b2")))
+	if a, err = q.NoteActivation(ctx, "busy"); err != nil {
+		t.Fatal(err)
+	}
+	note("activation once b2 waits: queueing %v changed %v", a.Queueing, a.Changed)
 	return log
 }
 

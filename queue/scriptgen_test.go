@@ -89,6 +89,8 @@ var scriptSpecs = []scriptSpec{
 	{name: "lottery", parts: []string{"lottery"}, keys: roomKeysMode},
 	{name: "tickrooms", parts: []string{"tickrooms"}, keys: ownKeysMode, own: []string{roomsKey, aliveKey}},
 	{name: "endsession", parts: []string{"endsession"}, keys: visitorKeysMode},
+	{name: "busy", parts: []string{"busy"}, keys: visitorKeysMode},
+	{name: "activation", parts: []string{"activation"}, keys: roomKeysMode},
 }
 
 // TestScriptsGenerated: every file of lua/ is what the generator writes
@@ -146,7 +148,7 @@ func TestGeneratedScriptsLoaded(t *testing.T) {
 	for _, s := range []*Script{joinScript, joinInvScript, joinAtScript, joinBatchScript, statusScript,
 		admitScript, leaveScript, consumeScript, retakeScript, setcfgScript, restoreScript, roomstatsScript,
 		reviveScript, seenScript, presenceStatsScript, commitScript, revealScript, lotteryScript,
-		tickRoomsScript, endSessionScript} {
+		tickRoomsScript, endSessionScript, busyScript, activationScript} {
 		loaded[s.Name] = s
 	}
 	for _, spec := range scriptSpecs {

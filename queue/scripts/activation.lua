@@ -2,8 +2,7 @@
 -- notice it (every housekeeping pass): queueing while anyone waits (the
 -- queue, a pre-queue, a draw's pool, visitors away or back, as busy.lua
 -- counts them), else passing visitors through; and since when.
--- KEYS = roomKeys (K: scripts.go)
--- ARGV = prefix
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
 -- The record is a hash, activation (built here from the prefix: the
 -- room's slot), {state, since}.
 -- The reply is read by decodeActivation in activation.go, field for

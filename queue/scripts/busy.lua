@@ -1,9 +1,14 @@
 -- busy: a visitor without a place asks to be let in on the spot, which a
 -- room with activation busy does while it is under its threshold and
 -- nobody waits (docs/rooms.md, Activation).
--- KEYS = visitorKeys (K and V: scripts.go)
--- ARGV = prefix, visitor, tickMs, batch, ttlMs, maxMs, retentionMs,
---        maxActive (the instance's defaults, as admit.lua's)
+-- ARGV[1] = prefix: the room's key prefix, wr:{room}:
+-- ARGV[2] = visitor: the visitor's id
+-- ARGV[3] = tickMs: the tick, in ms
+-- ARGV[4] = batch: the instance's batch, for a room without its own
+-- ARGV[5] = ttlMs: the instance's token idle lifetime, in ms
+-- ARGV[6] = maxMs: the instance's token cap, in ms
+-- ARGV[7] = retentionMs: how long a record outlives its token, in ms
+-- ARGV[8] = maxActive: the instance's max-active slots (0: none)
 -- The reply is read by decodeBusy in busy.go, field for field.
 -- Returns {code, notBefore, expiresAt, reason}: code 1 admitted now (the
 -- token valid from now), 2 already holding a live token (its notBefore
