@@ -113,6 +113,7 @@ deps: deps-redis deps-bench deps-browser deps-gateway deps-traefik deps-verify
 vet:
 	@$(MAKE) --no-print-directory tool-staticcheck
 	$(GO) vet ./...
+	$(GO) vet -tags integration ./internal/testlane
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(STATICCHECK) ./...
 	$(STATICCHECK) -tags deploy ./deploy/...
@@ -131,8 +132,12 @@ test: $(BUILD_DIR)/.gitignore
 	echo "== make test: time per part"; sed 's/^/   /' $(BUILD_DIR)/test-times; \
 	if [ -n "$$failed" ]; then echo "make test: $$failed failed"; exit 1; fi
 
+# Every Go test: the fast lane's (plain `go test ./...`, hermetic) and the
+# integration tests the build tag turns on (real redis-server, Sentinel,
+# Cluster, nginx, Caddy, Traefik, the verify examples, the bench's quick
+# runs), which never skip here: a missing tool fails them.
 test-go: deps-redis deps-bench deps-gateway deps-traefik deps-verify
-	WAITROOM_BIN=$(WAITROOM_BIN) $(GO) test -race -count=1 -timeout 30m ./...
+	WAITROOM_BIN=$(WAITROOM_BIN) $(GO) test -race -count=1 -tags integration -timeout 30m ./...
 
 # Browser tests: headless Debian Chromium driven by playwright-core. The
 # package test loads the client from the tarball pack-js makes.

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/testlane"
 )
 
 // TestMain checks what every scenario needs and removes the server binary
@@ -21,13 +22,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// needTools fails (never skips) when the scenarios cannot run here.
+// needTools marks a scenario's test as an integration test: skipped in
+// the fast lane; with -tags integration it fails (never skips) when the
+// scenarios cannot run here.
 func needTools(t *testing.T, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not on PATH: the bench builds the server with go and starts a real redis-server (make deps installs it)", tool)
-		}
+		testlane.Tool(t, tool, "the bench builds the server with go and starts a real redis-server: make deps")
 	}
 }
 

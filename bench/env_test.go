@@ -14,6 +14,7 @@ import (
 // another port. Here the first port is taken by a server this test
 // started, which startRedisOn must not take for its own.
 func TestStartRedisNotAnother(t *testing.T) {
+	needTools(t, "redis-server")
 	ctx := context.Background()
 	other := &target{}
 	t.Cleanup(other.Close)

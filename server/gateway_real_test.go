@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testlane"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
@@ -44,6 +45,7 @@ func freeTCPPort(t *testing.T) int {
 // not package) where make deps-traefik builds it.
 func gatewayBin(t *testing.T, kind string) string {
 	t.Helper()
+	testlane.Need(t, kind)
 	if bin, err := exec.LookPath(kind); err == nil {
 		return bin
 	}

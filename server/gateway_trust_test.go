@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testlane"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/limit"
 )
@@ -305,6 +306,7 @@ func (a pathApp) hits(t *testing.T) int {
 // startPathApp starts app "go", "python" or "node" on a free port.
 func startPathApp(t *testing.T, name string) pathApp {
 	t.Helper()
+	testlane.Need(t, "the "+name+" app")
 	dir, _ := filepath.Abs(filepath.Join("testdata", "pathapp"))
 	port := strconv.Itoa(freeTCPPort(t))
 	var cmd *exec.Cmd

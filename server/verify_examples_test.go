@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom/entry"
+	"github.com/waitroom/waitroom/internal/testlane"
 )
 
 // TestVerifyExamples runs examples/verify/{go,python,node}, each as its own
@@ -76,6 +77,7 @@ func verifyWith(t *testing.T, ts *testServer, programs map[string][]string) {
 // verifyPrograms builds the Go example and finds the Python and Node ones
 // with their libraries: the command line of each, before its arguments.
 func verifyPrograms(t *testing.T) map[string][]string {
+	testlane.Need(t, "go, python3 and node")
 	root, _ := filepath.Abs("..")
 	dir := filepath.Join(root, "examples", "verify")
 	goBin := filepath.Join(t.TempDir(), "verify-go")

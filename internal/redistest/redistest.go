@@ -1,15 +1,16 @@
 // Package redistest starts Redis servers for tests: a real redis-server on a
 // free loopback port, and the embedded miniredis.
 //
-// Real Redis is required unless WAITROOM_SKIP_REAL_REDIS=1; in CI (CI=true) a
-// missing redis-server fails the test instead of skipping it.
+// A real server is an integration test's (internal/testlane): in the fast
+// lane (no -tags integration) a test that starts one is skipped there; with
+// the tag a missing redis-server fails it with how to install it. The
+// embedded one runs in both lanes.
 package redistest
 
 import (
 	"bufio"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -84,13 +85,7 @@ func StartMini(tb testing.TB) *Server {
 // answers PING and kills it when the test ends.
 func StartReal(tb testing.TB) *Server {
 	tb.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "" && os.Getenv("WAITROOM_SKIP_REAL_REDIS") == "1" {
-			tb.Skip("redistest: redis-server not installed")
-		}
-		tb.Fatalf("redistest: redis-server not found (install it: apt-get install -y redis-server): %v", err)
-	}
+	bin := lookPath(tb, "redis-server")
 	p, addr, err := spawn(bin, false, func(port int) []string {
 		dir := tb.TempDir()
 		return []string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1",
@@ -165,14 +160,8 @@ type Cluster struct {
 // with redis-cli --cluster create and waits for cluster_state:ok.
 func StartCluster(tb testing.TB) *Cluster {
 	tb.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		tb.Fatalf("redistest: redis-server not found: %v", err)
-	}
-	cli, err := exec.LookPath("redis-cli")
-	if err != nil {
-		tb.Fatalf("redistest: redis-cli not found: %v", err)
-	}
+	bin := lookPath(tb, "redis-server")
+	cli := lookPath(tb, "redis-cli")
 	c := &Cluster{}
 	for range 3 {
 		p, addr, err := spawn(bin, true, func(port int) []string {

@@ -6,12 +6,13 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/testlane"
 )
 
 // Sentinel is a Redis master, one replica and three redis-sentinel
@@ -137,13 +138,11 @@ func (s *Sentinel) WaitFailover(tb testing.TB, old string, within time.Duration)
 	return addr
 }
 
+// lookPath is where every real Redis process starts from: an
+// integration test's step (skipped in the fast lane).
 func lookPath(tb testing.TB, name string) string {
 	tb.Helper()
-	bin, err := exec.LookPath(name)
-	if err != nil {
-		tb.Fatalf("redistest: %s not found (apt-get install -y redis-server redis-sentinel): %v", name, err)
-	}
-	return bin
+	return testlane.Tool(tb, name, "apt-get install -y redis-server redis-sentinel, or make deps")
 }
 
 func portOf(addr string) string {

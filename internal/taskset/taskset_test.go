@@ -4,12 +4,15 @@ import (
 	"os"
 	"runtime"
 	"testing"
+
+	"github.com/waitroom/waitroom/internal/testlane"
 )
 
 // TestMoveAndRestore moves this process to its first CPU and back.
 func TestMoveAndRestore(t *testing.T) {
+	testlane.Tool(t, "taskset", "apt-get install -y util-linux")
 	if err := Available(); err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	if runtime.NumCPU() < 2 {
 		t.Skip("one CPU: nothing to move between")
