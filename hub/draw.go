@@ -48,6 +48,7 @@ func (h *Hub) pushDrawLocked(r *room, v *visitor, now time.Time, send func(*Conn
 		if data == nil {
 			data = make([]byte, 0, len(r.waitingPrefix)+80)
 			data = wire.AppendDraw(append(data, r.waitingPrefix...), size, chance, span, nextPoll, st.Paused)
+			data = wire.AppendActivation(data, st.Activation) // as the visitor's last full state read
 		}
 		c.sentStatus, c.sentPos, c.sentPaused = sentDraw, size, st.Paused
 		send(c, outMsg{event: "state", data: data})

@@ -293,6 +293,9 @@ func (h *Hub) pushWaitingLocked(r *room, v *visitor, now time.Time, send func(*C
 				span = rs.ETARange(r.name, p)
 			}
 			data = wire.AppendWaiting(append(data, r.waitingPrefix...), p, eta, span, rate, pass.nextPoll, st.Paused)
+			// The room's activation as the visitor's last full state
+			// read (join, connect, reconcile) had it.
+			data = wire.AppendActivation(data, st.Activation)
 			lastPos = p
 		}
 		c.sentStatus, c.sentPos, c.sentPaused = wire.StatusWaiting, p, st.Paused

@@ -15,6 +15,7 @@ import (
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/webhook"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // TestActivationNoticed: two instances on one Redis watch a room with
@@ -93,4 +94,92 @@ func TestActivationNoticed(t *testing.T) {
 	if s, since := state(); s != "passing" || since == "" {
 		t.Fatalf("stats after: %q since %q", s, since)
 	}
+}
+
+// TestActivationInVisitorStates: in a room with activation busy, what a
+// visitor is told (join, status poll, WebSocket, on any instance) says
+// whether the room is queueing and since when, its other fields as before;
+// the first visitor to wait is told queueing at once, before any
+// housekeeping has noticed, and after the last one leaves the room says
+// passing again. A room with activation always says nothing of it.
+func TestActivationInVisitorStates(t *testing.T) {
+	srv := redistest.StartReal(t)
+	a := startServer(t, srv, "rueidis", nil)
+	b := startServer(t, srv, "rueidis", nil)
+	ctx := context.Background()
+	// Paused, so a join waits: the room queues as long as it holds anyone.
+	if err := a.q.SetRoomConfig(ctx, "shop", queue.RoomConfig{Activation: queue.ActivationBusy, Paused: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.q.SetRoomConfig(ctx, "plain", queue.RoomConfig{Paused: true}); err != nil {
+		t.Fatal(err)
+	}
+	var passing wire.Activation
+	waitfor.Until(t, 10*time.Second, "both instances noted the room passing", func() bool {
+		pa, pb := a.acts.of(ctx, "shop", false), b.acts.of(ctx, "shop", false)
+		passing = pa
+		return !pa.IsZero() && !pa.Queueing && pa == pb
+	})
+	activation := func(r reply) (state, since string) {
+		t.Helper()
+		m, ok := r.Body["activation"].(map[string]any)
+		if !ok {
+			return "", ""
+		}
+		state, _ = m["state"].(string)
+		since, _ = m["since"].(string)
+		return state, since
+	}
+
+	v := newVisitor(t, a.URL)
+	r := v.join("shop")
+	state, since := activation(r)
+	if r.str("status") != "waiting" || r.num("position") != 1 || r.Body["paused"] != true || state != "queueing" {
+		t.Fatalf("join: %s", r.Raw)
+	}
+	at, err := time.Parse(time.RFC3339Nano, since)
+	if err != nil || at.Before(passing.Since) {
+		t.Fatalf("queueing since %q, passing since %s", since, passing.Since)
+	}
+	if r := v.status("shop"); r.str("status") != "waiting" {
+		t.Fatalf("status: %s", r.Raw)
+	} else if s, sn := activation(r); s != "queueing" || sn != since {
+		t.Fatalf("status on the joining instance: %s", r.Raw)
+	}
+	other := newVisitor(t, b.URL)
+	if r := other.do("GET", "/api/v1/rooms/shop/status", "", "X-Visitor", v.cred); r.Code != 200 || r.num("position") != 1 {
+		t.Fatalf("status on the other instance: %d %s", r.Code, r.Raw)
+	} else if s, sn := activation(r); s != "queueing" || sn != since {
+		t.Fatalf("status on the other instance: %s", r.Raw)
+	}
+	ws := dialWS(t, b.URL, "shop", v.cred)
+	waitfor.Until(t, 5*time.Second, "the pushed state", func() bool {
+		for _, m := range ws.messages() {
+			var st struct {
+				Status     string
+				Position   int64
+				Activation struct{ State, Since string }
+			}
+			if json.Unmarshal([]byte(m.raw), &st) == nil && st.Status == "waiting" && st.Position == 1 {
+				if st.Activation.State != "queueing" || st.Activation.Since != since {
+					t.Fatalf("pushed: %s", m.raw)
+				}
+				return true
+			}
+		}
+		return false
+	})
+	if r := newVisitor(t, a.URL).join("plain"); r.Body["activation"] != nil || r.str("status") != "waiting" {
+		t.Fatalf("a room with activation always: %s", r.Raw)
+	}
+
+	if r := v.do("DELETE", "/api/v1/rooms/shop/queue", ""); r.Code != 204 {
+		t.Fatalf("leave: %d %s", r.Code, r.Raw)
+	}
+	waitfor.Until(t, 10*time.Second, "passing again", func() bool {
+		r := v.status("shop")
+		s, sn := activation(r)
+		again, err := time.Parse(time.RFC3339Nano, sn)
+		return r.str("status") == "not_in_queue" && s == "passing" && err == nil && !again.Before(at)
+	})
 }

@@ -72,6 +72,7 @@ type server struct {
 
 	serviceKeys *issuer.Services // -service-keys: who may consume tokens, reread on SIGHUP
 	hooks       *webhook.Hooks   // webhooks (webhooks.go)
+	acts        *activations     // the busy rooms' activation states (activation.go)
 }
 
 // newServer connects to Redis and builds the app; nothing runs until run.
@@ -134,6 +135,10 @@ func (s *server) build(ctx context.Context, secret []byte) error {
 	s.admin = s.newAdmin()
 	s.ops = s.newOps()
 	s.rooms = roomcache.New(s.q, &roomcache.Options{FailMode: s.cfg.FailMode})
+	s.acts = newActivations(s.noteActivation, func(room string) bool {
+		cfg, ok := s.rooms.RoomSettings(room)
+		return ok && cfg.Activation == queue.ActivationBusy
+	})
 	s.tokens.SetRooms(s.rooms)
 	if err := s.ops.Start(ctx); err != nil {
 		return err
@@ -143,7 +148,7 @@ func (s *server) build(ctx context.Context, secret []byte) error {
 	}
 	// The queue is the hub's source: it gives visitors Redis lost their
 	// places back before their push connections hear of it.
-	s.hub = hub.New(s.redis.RoomBroker(s.log), closingQueue{s.q, s.events}, s.log, &hub.Options{
+	s.hub = hub.New(s.redis.RoomBroker(s.log), closingQueue{s.q, s.events, s.acts}, s.log, &hub.Options{
 		MaxConns: s.cfg.MaxConns, MaxPerVisitor: s.cfg.MaxPerVis, OnDeliver: s.metrics.Delivered,
 		Presence: s.q,
 		// Push clients are told when Redis stops answering.

@@ -109,37 +109,60 @@ func (a scheduleAudit) AuditTransition(ctx context.Context, room string, e sched
 // closingQueue is the queue as polls and push connections read it: a
 // visitor an event's end closed out is told closed, with the event's
 // message, instead of not_in_queue. It asks Redis only in a room whose
-// event closed out its waiting (schedule.MayClose).
+// event closed out its waiting (schedule.MayClose). In a room with
+// activation busy, every state also says whether the room is queueing and
+// since when (activations).
 type closingQueue struct {
 	*queue.Queue
 	events *schedule.Schedule
+	acts   *activations
+}
+
+// JoinAt is queue.Queue.JoinAt with the room's activation.
+func (q closingQueue) JoinAt(ctx context.Context, room, visitor string, inv queue.Invite, settings int64) (wire.State, wire.Ticket, error) {
+	st, t, err := q.Queue.JoinAt(ctx, room, visitor, inv, settings)
+	if err != nil {
+		return st, t, err
+	}
+	return q.acts.with(ctx, room, st), t, nil
 }
 
 // Status is queue.Queue.Status with the closed-out visitors told so.
 func (q closingQueue) Status(ctx context.Context, room, visitor string) (wire.State, error) {
 	st, err := q.Queue.Status(ctx, room, visitor)
-	if err != nil || st.Status != wire.StatusNotInQueue {
+	if err != nil {
 		return st, err
 	}
-	return q.closed(ctx, room, visitor, st)
+	if st.Status == wire.StatusNotInQueue {
+		if st, err = q.closed(ctx, room, visitor, st); err != nil {
+			return st, err
+		}
+	}
+	return q.acts.with(ctx, room, st), nil
 }
 
 // States is queue.Queue.States (the hub's source) with the closed-out
 // visitors told so.
 func (q closingQueue) States(ctx context.Context, room string, visitors []string, claims []wire.Claim) ([]wire.State, error) {
 	out, err := q.Queue.States(ctx, room, visitors, claims)
-	if err != nil || !q.events.MayClose(room) {
+	if err != nil {
 		return out, err
 	}
 	for i, st := range out {
-		if st.Status != wire.StatusNotInQueue {
-			continue
+		if st.Status == wire.StatusNotInQueue && q.events.MayClose(room) {
+			if out[i], err = q.closed(ctx, room, visitors[i], st); err != nil {
+				return nil, err
+			}
 		}
-		if out[i], err = q.closed(ctx, room, visitors[i], st); err != nil {
-			return nil, err
-		}
+		out[i] = q.acts.with(ctx, room, out[i])
 	}
 	return out, nil
+}
+
+// Admitted is queue.Queue.Admitted with the room's activation (as noted:
+// an admitted visitor's state asks the store nothing).
+func (q closingQueue) Admitted(room, visitor string, notBefore, expiresAt time.Time) wire.State {
+	return q.acts.with(context.Background(), room, q.Queue.Admitted(room, visitor, notBefore, expiresAt))
 }
 
 func (q closingQueue) closed(ctx context.Context, room, visitor string, st wire.State) (wire.State, error) {

@@ -13,7 +13,7 @@ import (
 func (s *server) newVisit() error {
 	var err error
 	s.visit, err = visit.New(visit.Deps{
-		Queue: closingQueue{s.q, s.events}, Tokens: s.q, Records: s.q,
+		Queue: closingQueue{s.q, s.events, s.acts}, Tokens: s.q, Records: s.q,
 		Rooms:    visitRooms{gatewayRooms{rc: s.rooms, open: s.cfg.OpenRooms}},
 		Visitors: s.signer, EntryTokens: s.tokens, ServiceKeys: s.serviceKeys, Challenges: s.signer,
 		Invites: s.invites, Recovery: s.q, Push: s.push, Tickets: s.tickets,

@@ -50,25 +50,33 @@ func (s *server) noticeRooms(ctx context.Context) {
 }
 
 // noticeActivation records whether room, when its activation is busy, is
-// queueing or letting visitors straight through, sets its series, and
-// sends room.queueing or room.passing when this instance is the one that
-// saw the state change.
+// queueing or letting visitors straight through, sets its series, keeps
+// it for the visitors' replies (s.acts), and sends room.queueing or
+// room.passing when this instance is the one that saw the state change.
 func (s *server) noticeActivation(ctx context.Context, room string, cfg queue.RoomConfig) {
 	label := s.rooms.Label(room)
 	if cfg.Activation != queue.ActivationBusy {
 		s.metrics.ForgetActivation(label)
+		s.acts.forget(room)
 		return
 	}
+	s.noteActivation(ctx, room)
+}
+
+// noteActivation is noticeActivation for a room with activation busy; ok
+// is false when the store could not be read.
+func (s *server) noteActivation(ctx context.Context, room string) (queue.Activation, bool) {
 	a, err := s.q.NoteActivation(ctx, room)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Debug("housekeeping: activation", "room", room, "err", err)
 		}
-		return
+		return queue.Activation{}, false
 	}
-	s.metrics.Activation(label, a.Queueing, a.Since)
+	s.metrics.Activation(s.rooms.Label(room), a.Queueing, a.Since)
+	s.acts.set(room, a)
 	if !a.Changed {
-		return
+		return a, true
 	}
 	t := webhook.RoomPassing
 	if a.Queueing {
@@ -79,4 +87,5 @@ func (s *server) noticeActivation(ctx context.Context, room string, cfg queue.Ro
 		map[string]any{"since": since.Format(time.RFC3339Nano)}); err != nil && ctx.Err() == nil {
 		s.log.Warn("webhook event not sent", "room", room, "type", t, "err", err)
 	}
+	return a, true
 }

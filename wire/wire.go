@@ -70,6 +70,37 @@ type State struct {
 	// Settings is the version of the room's stored settings the state was
 	// read with; it orders message changes and is not sent.
 	Settings int64
+	// Activation is, in a room with activation busy, whether it queues
+	// or lets visitors straight through, and since when; it goes out as
+	// "activation" when known (see Activation).
+	Activation Activation
+}
+
+// Activation is whether a room with activation busy is queueing (anyone
+// waits) or letting visitors straight through, and since when, as its
+// instances last noted it. The zero Activation is none: a room with
+// activation always, or one not noted yet.
+type Activation struct {
+	Queueing bool
+	Since    time.Time
+}
+
+// IsZero reports whether a is no activation state.
+func (a Activation) IsZero() bool { return a.Since.IsZero() }
+
+// ActivationQueueing and ActivationPassing are the states "activation"
+// says.
+const (
+	ActivationQueueing = "queueing"
+	ActivationPassing  = "passing"
+)
+
+// State is "queueing" or "passing".
+func (a Activation) State() string {
+	if a.Queueing {
+		return ActivationQueueing
+	}
+	return ActivationPassing
 }
 
 // Range is a span of a wait in whole seconds: Low <= High. For a place in
@@ -98,6 +129,7 @@ func (s State) PreQueue() bool { return s.Status == StatusWaiting && !s.OpensAt.
 // AppendJSON appends the state's JSON encoding to b.
 func (s State) AppendJSON(b []byte) []byte {
 	b = s.appendJSON(b)
+	b = AppendActivation(b, s.Activation)
 	if s.Degraded {
 		b = append(b[:len(b)-1], `,"degraded":true}`...)
 	}
@@ -145,6 +177,20 @@ func appendMessage(b []byte, msg string) []byte {
 	}
 	b = append(b[:len(b)-1], `,"message":`...)
 	return append(AppendString(b, msg), '}')
+}
+
+// AppendActivation adds "activation" to the object that ends b, when a is
+// set: a position update (AppendWaiting, AppendDraw) carries it as the
+// full state does.
+func AppendActivation(b []byte, a Activation) []byte {
+	if a.IsZero() {
+		return b
+	}
+	b = append(b[:len(b)-1], `,"activation":{"state":"`...)
+	b = append(b, a.State()...)
+	b = append(b, `","since":"`...)
+	b = a.Since.UTC().AppendFormat(b, time.RFC3339Nano)
+	return append(b, `"}}`...)
 }
 
 // MarshalJSON implements json.Marshaler.

@@ -42,6 +42,12 @@ func TestStateJSON(t *testing.T) {
 			`{"type":"state","room":"drop","status":"waiting","opensAt":"2026-12-01T09:00:00Z","paused":false}`},
 		{"degraded pre-queue", State{Room: "drop", Status: StatusWaiting, OpensAt: opens, Degraded: true},
 			`{"type":"state","room":"drop","status":"waiting","opensAt":"2026-12-01T09:00:00Z","paused":false,"degraded":true}`},
+		{"waiting in a busy room that queues, with a message, degraded", State{Room: "drop", Status: StatusWaiting, Position: 3, ETASeconds: 1, Message: "hi", Degraded: true,
+			Activation: Activation{Queueing: true, Since: time.UnixMilli(1500)}},
+			`{"type":"state","room":"drop","status":"waiting","position":3,"etaSeconds":1,"paused":false,"message":"hi","activation":{"state":"queueing","since":"1970-01-01T00:00:01.5Z"},"degraded":true}`},
+		{"admitted in a busy room that lets visitors through", State{Room: "drop", Status: StatusAdmitted, Token: "t", NotBefore: time.UnixMilli(1000).UTC(), ExpiresAt: time.UnixMilli(2000),
+			Activation: Activation{Since: opens}},
+			`{"type":"state","room":"drop","status":"admitted","paused":false,"token":"t","notBefore":"1970-01-01T00:00:01Z","expiresAt":"1970-01-01T00:00:02Z","activation":{"state":"passing","since":"2026-12-01T09:00:00Z"}}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
