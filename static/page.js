@@ -24,7 +24,7 @@
     bar: $("bar"), fill: $("bar-fill"), detail: $("detail"), sub: $("sub"),
     announce: $("announce"), actions: $("actions"), orderMsg: $("order-msg"),
     connMsg: $("conn-msg"), transport: $("transport"), leave: $("leave"),
-    roomName: $("room-name")
+    roomName: $("room-name"), activation: $("activation")
   };
 
   var ANNOUNCE_EVERY_MS = 15000;
@@ -463,6 +463,7 @@
     }
 
     el.leave.hidden = state.status !== "waiting";
+    renderActivation(state);
     switch (state.status) {
       case "waiting": return renderWaiting(state, info);
       case "admitted": return renderAdmitted(state, info);
@@ -503,6 +504,18 @@
         announce(t("soldOutAnnounce"), "sold_out");
         return;
     }
+  }
+
+  // renderActivation says, in a room that queues only when busy, since
+  // when it has been queueing (or letting visitors straight through), to
+  // a visitor waiting or admitted there.
+  function renderActivation(state) {
+    var a = state.activation;
+    var shown = !!(a && a.since && (state.status === "waiting" || state.status === "admitted"));
+    el.activation.hidden = !shown;
+    if (!shown) return;
+    el.activation.dataset.state = a.state;
+    setText(el.activation, t(a.state === "queueing" ? "activationQueueing" : "activationPassing", { time: clock(a.since) }));
   }
 
   function renderWaiting(state, info) {

@@ -42,7 +42,8 @@
  *   { type: "state", room, status: "waiting" | "admitted" | "expired" |
  *     "not_in_queue" | "sold_out", position, etaSeconds, etaRange,
  *     ratePerSecond, nextPollMs, paused,
- *     degraded, token, notBefore, expiresAt, inDraw, chancePerMinute }
+ *     degraded, token, notBefore, expiresAt, inDraw, chancePerMinute,
+ *     activation }
  * In a room that admits by lottery a waiting state has no position: inDraw
  * is how many people are in the draw and chancePerMinute (0..1) the chance
  * of being drawn within a minute.
@@ -52,6 +53,10 @@
  * both ends down with the time since the state arrived, like etaSeconds.
  * degraded is true while the server cannot reach its store: positions stand
  * still, the place is kept.
+ * activation { state: "queueing" | "passing", since }, in a room that
+ * queues only when busy (activation busy), says whether it is queueing
+ * (anyone waits) or letting visitors straight through, and since when
+ * (RFC 3339); absent in other rooms, or while the server does not know.
  * info is what the client knows beside it:
  *   transport      "ws" | "sse" | "poll" | null (not connected yet)
  *   validInMs      admitted only: milliseconds until the entry token may be

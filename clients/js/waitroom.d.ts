@@ -46,6 +46,11 @@ export interface State {
   message?: string;
   /** Why an expired place is gone when not the token's age, e.g. "away". */
   reason?: string;
+  /**
+   * Rooms with activation busy: whether the room is queueing (anyone
+   * waits) or letting visitors straight through, and since when (RFC 3339).
+   */
+  activation?: { state: "queueing" | "passing"; since: string };
 }
 
 /** A problem the client is retrying, or that stopped it. */
