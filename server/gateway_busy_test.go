@@ -128,13 +128,23 @@ func TestGatewayBusy(t *testing.T) {
 // the app; of the other 450, browsers are sent to the waiting page, and
 // API clients are each given a place of their own on the spot (450
 // waiting, places 1 to 450 once each).
+//
+// Fairly: requests that reach an instance at the same moment have no
+// order, so the last run makes arrival order observable: each instance
+// takes its visitors one after the other, the three instances at once.
+// Again exactly 50 pass and 450 queue, and at each instance the answers
+// are passes, then only 429s (nobody passes straight through once anyone
+// waits) with places that increase in the order the visitors arrived.
 func TestGatewayBusyBurst(t *testing.T) {
 	for _, accept := range []string{"text/html", "application/json"} {
-		t.Run(accept, func(t *testing.T) { testBusyBurst(t, accept) })
+		t.Run(accept, func(t *testing.T) { testBusyBurst(t, accept, false) })
 	}
+	t.Run("application/json, in order at each instance", func(t *testing.T) { testBusyBurst(t, "application/json", true) })
 }
 
-func testBusyBurst(t *testing.T, accept string) {
+// testBusyBurst sends the burst with Accept accept: all at once, or, with
+// inOrder, one after the other at each instance.
+func testBusyBurst(t *testing.T, accept string, inOrder bool) {
 	up := newUpstreamApp(t)
 	srv := redistest.StartReal(t)
 	var instances []*testServer
@@ -153,26 +163,42 @@ func testBusyBurst(t *testing.T, accept string) {
 	const n = 500
 	codes := make([]int, n)
 	positions := make([]int, n)
+	visit := func(i int) {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("%s/checkout/item/%d", instances[i%3].URL, i), nil)
+		req.Header.Set("Accept", accept)
+		c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		defer c.CloseIdleConnections()
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		var st struct{ Position int }
+		_ = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		codes[i], positions[i] = resp.StatusCode, st.Position
+	}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			req, _ := http.NewRequest("GET", fmt.Sprintf("%s/checkout/item/%d", instances[i%3].URL, i), nil)
-			req.Header.Set("Accept", accept)
-			c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{},
-				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-			defer c.CloseIdleConnections()
-			resp, err := c.Do(req)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			var st struct{ Position int }
-			_ = json.NewDecoder(resp.Body).Decode(&st)
-			resp.Body.Close()
-			codes[i], positions[i] = resp.StatusCode, st.Position
-		})
+	if inOrder {
+		// Visitor i arrives at instance i%3 once the one before it
+		// there (i-3) has its answer.
+		for lane := range 3 {
+			wg.Go(func() {
+				<-start
+				for i := lane; i < n; i += 3 {
+					visit(i)
+				}
+			})
+		}
+	} else {
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				visit(i)
+			})
+		}
 	}
 	close(start)
 	wg.Wait()
@@ -207,6 +233,25 @@ func testBusyBurst(t *testing.T, accept string) {
 				t.Fatalf("place %d given twice or out of 1..450", p)
 			}
 			seen[p] = true
+		}
+	}
+	if !inOrder {
+		return
+	}
+	for lane := range 3 {
+		last, queuedAt := 0, -1
+		for i := lane; i < n; i += 3 {
+			switch {
+			case codes[i] == 200 && queuedAt >= 0:
+				t.Fatalf("instance %d: visitor %d passed after visitor %d queued there", lane, i, queuedAt)
+			case codes[i] == 429 && positions[i] <= last:
+				t.Fatalf("instance %d: visitor %d got place %d after an earlier arrival got %d", lane, i, positions[i], last)
+			case codes[i] == 429:
+				last = positions[i]
+				if queuedAt < 0 {
+					queuedAt = i
+				}
+			}
 		}
 	}
 }
