@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -145,6 +146,71 @@ func TestCheckEnvoy(t *testing.T) {
 	resp, _ = envoy("POST", "/checkout/pay", "text/html", session)
 	if resp.StatusCode != 200 || resp.Header.Get("X-Waitroom-Room") != "gw" {
 		t.Fatalf("with a session: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// TestCheckEnvoyBusy is TestCheckEnvoy in a room with activation busy, with
+// only what examples/envoy.yaml hands on: the check sees the headers of
+// allowed_headers, and on a pass the client gets only those of
+// allowed_client_headers_on_success (set-cookie, x-waitroom-session,
+// x-visitor). Under the threshold a fresh browser and a fresh API client
+// pass in that one call and their next requests pass with what they were
+// given; at the threshold the next ones queue.
+func TestCheckEnvoyBusy(t *testing.T) {
+	ts, _, _ := gatewayServer(t, nil, nil) // its visitor holds one slot
+	setRoom(t, ts, "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 3, Activation: queue.ActivationBusy})
+	allowed := []string{"Cookie", "Accept", "X-Visitor", "X-Waitroom-Session"}
+	onSuccess := []string{"Set-Cookie", "X-Waitroom-Session", "X-Visitor"}
+	envoy := func(accept string, hdr ...string) *http.Response {
+		t.Helper()
+		h := map[string]string{"Host": "shop.example.com", "Accept": accept, "X-Forwarded-Proto": "https",
+			"X-Forwarded-For": "203.0.113.9", "Content-Length": "0", "X-Envoy-Expected-Rq-Timeout-Ms": "2000"}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			if !slices.Contains(allowed, hdr[i]) {
+				t.Fatalf("Envoy would not send %s", hdr[i])
+			}
+			h[hdr[i]] = hdr[i+1]
+		}
+		resp, _ := checkReq(t, "GET", ts.URL+"/api/v1/check/checkout/pay", h)
+		return resp
+	}
+	// passed is what Envoy hands the client of a pass: the cookies to
+	// keep and the headers an API client sends back.
+	passed := func(resp *http.Response) (cookies string, back map[string]string) {
+		t.Helper()
+		if resp.StatusCode != 200 || resp.Header.Get("X-Waitroom-Room") != "gw" {
+			t.Fatalf("pass: %d %v", resp.StatusCode, resp.Header)
+		}
+		back = map[string]string{}
+		for _, k := range onSuccess[1:] {
+			back[k] = resp.Header.Get(k)
+		}
+		var jar []string
+		for _, c := range resp.Cookies() {
+			jar = append(jar, c.Name+"="+c.Value)
+		}
+		return strings.Join(jar, "; "), back
+	}
+
+	cookies, _ := passed(envoy("text/html"))
+	if !strings.Contains(cookies, "wr_session_gw=") || !strings.Contains(cookies, visitorCookie+"=") {
+		t.Fatalf("a fresh browser's pass set %q", cookies)
+	}
+	passed(envoy("text/html", "Cookie", cookies))
+	_, back := passed(envoy("application/json"))
+	if back["X-Waitroom-Session"] == "" || back["X-Visitor"] == "" {
+		t.Fatalf("a fresh API client's pass gave %v", back)
+	}
+	passed(envoy("application/json", "X-Waitroom-Session", back["X-Waitroom-Session"], "X-Visitor", back["X-Visitor"]))
+
+	// Three slots held: the next ones queue.
+	if resp := envoy("text/html"); resp.StatusCode != 302 || !strings.HasPrefix(resp.Header.Get("Location"), "/waitroom/?room=gw") {
+		t.Fatalf("a browser at the threshold: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	h := map[string]string{"Host": "shop.example.com", "Accept": "application/json", "X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.9"}
+	if resp, body := checkReq(t, "GET", ts.URL+"/api/v1/check/checkout/pay", h); resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" ||
+		!strings.Contains(body, `"status":"waiting"`) || !strings.Contains(body, `"links"`) {
+		t.Fatalf("an API client at the threshold: %d %s", resp.StatusCode, body)
 	}
 }
 
