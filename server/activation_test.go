@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -141,6 +142,10 @@ func TestActivationInVisitorStates(t *testing.T) {
 	if err != nil || at.Before(passing.Since) {
 		t.Fatalf("queueing since %q, passing since %s", since, passing.Since)
 	}
+	// The series say the same at once: the join noted the change.
+	if q, sn := gaugeValue(t, a, "waitroom_room_queueing"), gaugeValue(t, a, "waitroom_room_queueing_since_timestamp_seconds"); q != 1 || math.Abs(sn-float64(at.UnixMilli())/1e3) > 1e-3 {
+		t.Fatalf("series: queueing %v since %v, want 1 since %s", q, sn, since)
+	}
 	if r := v.status("shop"); r.str("status") != "waiting" {
 		t.Fatalf("status: %s", r.Raw)
 	} else if s, sn := activation(r); s != "queueing" || sn != since {
@@ -182,4 +187,22 @@ func TestActivationInVisitorStates(t *testing.T) {
 		again, err := time.Parse(time.RFC3339Nano, sn)
 		return r.str("status") == "not_in_queue" && s == "passing" && err == nil && !again.Before(at)
 	})
+}
+
+// gaugeValue sums every series of the gauge name on ts.
+func gaugeValue(tb testing.TB, ts *testServer, name string) float64 {
+	tb.Helper()
+	mfs, err := ts.metrics.Registry().Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
 }

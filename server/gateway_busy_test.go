@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -51,13 +53,18 @@ func apiGet(t *testing.T, url string, hdr ...string) *http.Response {
 // TestGatewayBusy walks activation busy through the built-in proxy: under
 // the threshold a fresh browser and a fresh API client reach the app in
 // one round trip; at the threshold the next one queues; while anyone
-// waits nobody passes straight through, even with a slot free; with
+// waits nobody passes straight through, even with a slot free, and a
+// bypassed path passes as ever, given nothing and counted nowhere; with
 // activation always a fresh browser goes to the waiting page as before.
 func TestGatewayBusy(t *testing.T) {
 	up := newUpstreamApp(t)
+	routes := filepath.Join(t.TempDir(), "routes.yaml")
+	if err := os.WriteFile(routes, []byte("routes:\n  - {match: '*/checkout/*', room: gw}\nbypass:\n  paths: ['/checkout/static/*']\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	eachServer(t, func(c *config) {
 		c.Upstream = up.URL
-		c.Routes = []string{"{match: '*/checkout/*', room: gw}"}
+		c.RoutesFile = routes
 	}, func(t *testing.T, ts *testServer) {
 		ctx := context.Background()
 		setRoom(t, ts, "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 2, Activation: queue.ActivationBusy})
@@ -85,6 +92,9 @@ func TestGatewayBusy(t *testing.T) {
 		if resp := apiGet(t, ts.URL+"/checkout/api", "X-Waitroom-Session", sess, "X-Visitor", cred); resp.StatusCode != 200 {
 			t.Fatalf("API client with its headers: %d", resp.StatusCode)
 		}
+		if n := counterValue(t, ts, "waitroom_passed_total"); n != 2 {
+			t.Fatalf("waitroom_passed_total %v, want 2 (the browser and the API client)", n)
+		}
 
 		// Both slots held: the next fresh browser queues.
 		b := newBrowser(t, ts.URL)
@@ -105,6 +115,13 @@ func TestGatewayBusy(t *testing.T) {
 		}
 		if resp := apiGet(t, ts.URL+"/checkout/api"); resp.StatusCode != 429 {
 			t.Fatalf("an API client while b waits: %d, want 429", resp.StatusCode)
+		}
+		// A bypassed path is never queued, and lets nobody in.
+		if resp, body := c.get("GET", "/checkout/static/app.css"); resp.StatusCode != 200 || body != "page /checkout/static/app.css" || len(resp.Cookies()) != 0 {
+			t.Fatalf("a bypassed path while b waits: %d %q, cookies %v", resp.StatusCode, body, resp.Cookies())
+		}
+		if n := counterValue(t, ts, "waitroom_passed_total"); n != 2 {
+			t.Fatalf("waitroom_passed_total %v after the bypassed request, want 2", n)
 		}
 		waitfor.Until(t, 5*time.Second, "b admitted", func() bool {
 			res, err := ts.q.Admit(ctx, "gw")
