@@ -48,6 +48,15 @@ test("the waiting page of a room with activation busy says since when it is busy
   const clock = (iso) => page.evaluate((s) => new Intl.DateTimeFormat("en", { hour: "2-digit", minute: "2-digit" }).format(new Date(s)), iso);
   assert.equal(await line.textContent(), `Busy since ${await clock(queueing.since)}: visitors queue until it calms down.`);
 
+  // The dashboard says the same of the room.
+  const dash = await b.context.newPage();
+  await dash.goto(`${srv.base}/admin`);
+  await dash.locator("#key").fill(ADMIN_KEY);
+  await dash.locator("#use-key").click();
+  await dash.locator('#rooms-table tr[data-room="bp"]').click();
+  const note = () => dash.locator("#n-activation").textContent();
+  await waitFor("the dashboard says queueing", async () => /^queueing since .+ \(activation busy\)$/.test(await note()));
+
   // The first visitor gives its slot back: the page's visitor is admitted,
   // nobody waits, and the room lets visitors straight through again.
   const left = await fetch(`${srv.base}/api/v1/rooms/bp/queue`, { method: "DELETE", headers: { "X-Visitor": first.visitor } });
@@ -65,5 +74,6 @@ test("the waiting page of a room with activation busy says since when it is busy
     return page.locator('#activation[data-state="passing"]').isVisible();
   }, { every: 300 });
   assert.equal(await page.locator("#activation").textContent(), `Not busy since ${await clock(after.since)}: visitors go straight in.`);
+  await waitFor("the dashboard says passing", async () => /^letting visitors straight through since /.test(await note()));
   assert.deepEqual(unexpected(b.errors), []);
 });
