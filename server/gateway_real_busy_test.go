@@ -20,8 +20,9 @@ func TestGatewayBusyTraefik(t *testing.T) { testRealGatewayBusy(t, "traefik") }
 // testRealGatewayBusy runs a room with activation busy behind the
 // example recipe of kind: under the threshold a fresh browser and a fresh
 // API client reach the app in one round trip (the browser with its new
-// cookies, which its next request passes with), and at the threshold the
-// next fresh browser goes to the waiting page.
+// cookies, which its next request passes with), at the threshold the next
+// fresh browser goes to the waiting page, and while it waits nobody passes
+// straight through, even with a slot free.
 func testRealGatewayBusy(t *testing.T, kind string) {
 	srv := redistest.StartReal(t)
 	up := newUpstreamApp(t)
@@ -32,6 +33,7 @@ func testRealGatewayBusy(t *testing.T, kind string) {
 	ts := startServer(t, srv, "rueidis", func(c *config) {
 		c.RoutesFile = routes
 		c.TrustedProxies, _ = limit.ParseProxies("127.0.0.1/32")
+		withAdmin(c)
 	})
 	setRoom(t, ts, "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 2, Activation: queue.ActivationBusy})
 	u, _ := url.Parse(ts.URL)
@@ -78,5 +80,24 @@ func testRealGatewayBusy(t *testing.T, kind string) {
 	st, err := ts.q.Stats(context.Background(), "gw")
 	if err != nil || st.ActiveTokens != 2 {
 		t.Fatalf("%d live tokens (%v), want 2", st.ActiveTokens, err)
+	}
+
+	// b waits; a's session ends, so a slot is free, but nobody passes
+	// straight through while b waits.
+	if resp, body := b.get("POST", "/waitroom/api/v1/rooms/gw/join"); resp.StatusCode != 200 || !strings.Contains(body, `"status":"waiting"`) {
+		t.Fatalf("join through the gateway: %d %s", resp.StatusCode, body)
+	}
+	if r := newVisitor(t, ts.URL).do("DELETE", "/api/v1/admin/rooms/gw/sessions/"+aID, "", "Authorization", "Bearer "+testAdminKey); r.Code != 204 {
+		t.Fatalf("end a's session: %d %s", r.Code, r.Raw)
+	}
+	if st, err := ts.q.Stats(context.Background(), "gw"); err != nil || st.ActiveTokens != 1 || st.Waiting != 1 {
+		t.Fatalf("after a's end: %d live tokens, %d waiting (%v), want 1 and 1", st.ActiveTokens, st.Waiting, err)
+	}
+	c := newBrowser(t, base)
+	if resp, _ := c.get("GET", "/checkout/page"); resp.StatusCode != 302 {
+		t.Fatalf("a fresh browser with a slot free while b waits: %d, want 302", resp.StatusCode)
+	}
+	if resp := apiGet(t, base+"/checkout/api"); resp.StatusCode != 429 {
+		t.Fatalf("a fresh API client with a slot free while b waits: %d, want 429", resp.StatusCode)
 	}
 }
