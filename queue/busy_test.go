@@ -187,6 +187,58 @@ func TestPassBusyConcurrent(t *testing.T) {
 	})
 }
 
+// TestPassBusyFixedRateInstances: under the fixed strategy, three
+// instances (each with its own client) asking at once let in exactly the
+// room's rate within one second of Redis time, not three times it.
+func TestPassBusyFixedRateInstances(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		var qs []*Queue
+		for i := range 3 {
+			rr := r
+			if i > 0 {
+				rr = newRedis(t, srv, "rueidis")
+			}
+			qs = append(qs, newQueue(t, rr, fixedBatch(10, 100*time.Millisecond)))
+		}
+		if err := qs[0].SetRoomConfig(ctx, "shop", RoomConfig{Batch: 2, Activation: ActivationBusy}); err != nil {
+			t.Fatal(err)
+		}
+		const rate = 20 // 2 a tick, 10 ticks a second
+		// The calls of one attempt must fall in one second of Redis time;
+		// an attempt that spans two is tried again.
+		for attempt := 0; ; attempt++ {
+			if attempt == 5 {
+				t.Fatal("no attempt fell within one second")
+			}
+			start := redisSecond(t, r)
+			var passed, full atomic.Int64
+			var wg sync.WaitGroup
+			for i := range 90 {
+				wg.Go(func() {
+					p, err := qs[i%3].PassBusy(ctx, "shop", fmt.Sprintf("a%d-%d", attempt, i))
+					switch {
+					case err != nil:
+						t.Error(err)
+					case p.Admitted:
+						passed.Add(1)
+					case p.Refused == BusyFull:
+						full.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			if redisSecond(t, r) != start {
+				continue
+			}
+			if passed.Load() != rate || full.Load() != 90-rate {
+				t.Fatalf("within one second: %d let in, %d refused full; want %d and %d", passed.Load(), full.Load(), rate, 90-rate)
+			}
+			return
+		}
+	})
+}
+
 // TestNoteActivation: a room's state is recorded once, turns queueing
 // when someone waits and passing when nobody does, with the moment it
 // changed; of several callers that notice one change, one is told.
