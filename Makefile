@@ -16,7 +16,7 @@ WAITROOM_BIN    ?= $(HOME)/.cache/waitroom/bin
 TRAEFIK_VERSION ?= v3.6.12
 BUILD_DIR       = .build
 
-.PHONY: run build test test-go e2e pack-js deps deps-redis deps-bench deps-browser deps-gateway deps-traefik deps-verify vet bench clean \
+.PHONY: run build test test-go e2e pack-js deps deps-packages tools deps-redis deps-bench deps-browser deps-gateway deps-traefik deps-verify vet bench clean \
 	test-deploy test-deploy-go release-check chart-check rules-check systemd-check image test-image \
 	deps-image static-binary tool-goreleaser tool-helm tool-promtool tool-staticcheck
 
@@ -106,7 +106,11 @@ deps-verify:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
 	@[ -d examples/verify/node/node_modules/jose ] || npm ci --prefix examples/verify/node --no-audit --no-fund
 
-deps: deps-redis deps-bench deps-browser deps-gateway deps-traefik deps-verify
+# What apt and npm install (and promtool, unpacked from Debian's package),
+# then the tools built from the Go module proxy once per machine.
+deps-packages: deps-redis deps-bench deps-browser deps-gateway deps-verify tool-promtool
+tools: deps-traefik tool-staticcheck tool-helm
+deps: deps-packages tools
 
 # go vet, gofmt and staticcheck (built from the Go module proxy once,
 # pinned below) over every package, the deploy-tagged ones too.
@@ -119,18 +123,32 @@ vet:
 	$(STATICCHECK) -tags deploy ./deploy/...
 
 # The parts of make test, in order; the first that fails stops the run.
-# Each part's time is printed at the end (and kept in .build/test-times).
-TEST_PARTS = deps vet test-go e2e test-deploy
+# Parts joined by a comma run side by side, because the machine allows it:
+# the tools compile while apt and npm download, and the Go and browser
+# tests mostly wait (ticks, timeouts, pages) rather than compute. The first
+# part's output shows as it comes; the others' is kept in
+# .build/<part>.log and shown when they end. Each part's time and the
+# total are printed at the end (and kept in .build/test-times).
+# TEST_PARTS="deps vet test-go e2e test-deploy" runs them one at a time.
+TEST_PARTS = deps-packages,tools vet test-go,e2e test-deploy
 
 test: $(BUILD_DIR)/.gitignore
-	@: > $(BUILD_DIR)/test-times; failed=; \
-	for p in $(TEST_PARTS); do \
-	  start=$$(date +%s); echo "== make $$p"; \
-	  $(MAKE) --no-print-directory $$p || failed=$$p; \
-	  echo "$$p $$(( $$(date +%s) - start )) s$${failed:+ (failed)}" >> $(BUILD_DIR)/test-times; \
+	@: > $(BUILD_DIR)/test-times; failed=; begin=$$(date +%s); \
+	part() { start=$$(date +%s); $(MAKE) --no-print-directory $$1; rc=$$?; \
+	  echo "$$1 $$(( $$(date +%s) - start )) s$$([ $$rc = 0 ] || echo ' (failed)')" >> $(BUILD_DIR)/test-times; \
+	  return $$rc; }; \
+	for g in $(TEST_PARTS); do \
+	  first=$${g%%,*}; side=; \
+	  for p in $$(echo "$${g#"$$first"}" | tr , ' '); do \
+	    echo "== make $$p (beside $$first; its output: $(BUILD_DIR)/$$p.log)"; \
+	    part $$p > $(BUILD_DIR)/$$p.log 2>&1 & side="$$side $$!:$$p"; done; \
+	  echo "== make $$first"; part $$first || failed="$$failed $$first"; \
+	  for s in $$side; do wait $${s%%:*} || failed="$$failed $${s#*:}"; \
+	    echo "== make $${s#*:}: its output"; cat $(BUILD_DIR)/$${s#*:}.log; done; \
 	  [ -z "$$failed" ] || break; done; \
+	echo "total $$(( $$(date +%s) - begin )) s" >> $(BUILD_DIR)/test-times; \
 	echo "== make test: time per part"; sed 's/^/   /' $(BUILD_DIR)/test-times; \
-	if [ -n "$$failed" ]; then echo "make test: $$failed failed"; exit 1; fi
+	if [ -n "$$failed" ]; then echo "make test: failed:$$failed"; exit 1; fi
 
 # Every Go test: the fast lane's (plain `go test ./...`, hermetic) and the
 # integration tests the build tag turns on (real redis-server, Sentinel,
