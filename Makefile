@@ -113,14 +113,17 @@ tools: deps-traefik tool-staticcheck tool-helm
 deps: deps-packages tools
 
 # go vet, gofmt and staticcheck (built from the Go module proxy once,
-# pinned below) over every package, the deploy-tagged ones too.
+# pinned below) over every package, the deploy-tagged ones too: deploy/ is
+# a module of its own (its tests' Kubernetes and OpenAPI libraries stay out
+# of the main module's requirements), so they run from inside it.
 vet:
 	@$(MAKE) --no-print-directory tool-staticcheck
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./internal/testlane
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(STATICCHECK) ./...
-	$(STATICCHECK) -tags deploy ./deploy/...
+	cd deploy && $(GO) vet -tags deploy ./...
+	cd deploy && $(STATICCHECK) -tags deploy ./...
 
 # The parts of make test, in order; the first that fails stops the run.
 # Parts joined by a comma run side by side, because the machine allows it:
@@ -302,20 +305,22 @@ chart-check: $(HELM) deps-redis
 	@$(HELM) template shop deploy/helm/waitroom --kube-version $(KUBE_VERSION) >/dev/null
 	@$(HELM) template shop deploy/helm/waitroom --kube-version $(KUBE_VERSION) -f deploy/helm/values/sentinel.yaml >/dev/null
 	@$(HELM) template shop deploy/helm/waitroom --kube-version $(KUBE_VERSION) -f deploy/helm/values/cluster.yaml >/dev/null
-	$(GO) vet -tags deploy ./deploy/helm/
-	WAITROOM_HELM=$(HELM) $(GO) test -tags deploy -count=1 ./deploy/helm/
+	cd deploy && $(GO) vet -tags deploy ./helm/
+	cd deploy && WAITROOM_HELM=$(HELM) $(GO) test -tags deploy -count=1 ./helm/
 
 rules-check: $(PROMTOOL)
 	$(PROMTOOL) check rules deploy/prometheus/alerts.yaml
 	cd deploy/prometheus && $(PROMTOOL) test rules alerts_test.yaml
 
-# The rules' and the dashboard's metrics against a running server, and the
-# deploy guide's variables against the binary's flags. These Go tests (and
-# the chart's, run by chart-check: they need helm) sit behind the deploy
-# build tag, so go test ./... leaves them to make test-deploy.
+# The rules' and the dashboard's metrics against a running server, the
+# deploy guide's variables against the binary's flags, and the OpenAPI
+# document against the binary's answers (TestOpenAPIResponses). These Go
+# tests (and the chart's, run by chart-check: they need helm) sit behind
+# the deploy build tag in the deploy module (deploy/go.mod), so the main
+# module's go test ./... leaves them to make test-deploy.
 test-deploy-go:
-	$(GO) vet -tags deploy ./deploy/
-	$(GO) test -tags deploy -count=1 -skip 'TestSystemdUnit' ./deploy/
+	cd deploy && $(GO) vet -tags deploy .
+	cd deploy && $(GO) test -tags deploy -count=1 -skip 'TestSystemdUnit' .
 
 # systemd-analyze verify wants ExecStart to exist: it checks a copy of the
 # unit whose ExecStart is the static binary; then the offline security
@@ -337,7 +342,7 @@ systemd-check: static-binary
 	  mkdir -p $$tmp/root/etc && \
 	  systemd-sysusers --dry-run --root=$$tmp/root $(CURDIR)/deploy/systemd/waitroom.sysusers; \
 	  rc=$$?; rm -rf $$tmp; exit $$rc
-	$(GO) test -tags deploy -count=1 -run 'TestSystemdUnit' ./deploy/
+	cd deploy && $(GO) test -tags deploy -count=1 -run 'TestSystemdUnit' .
 
 DEPLOY_CHECKS = chart-check rules-check test-deploy-go systemd-check test-image
 

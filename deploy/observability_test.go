@@ -2,7 +2,7 @@
 
 // The alert rules and the dashboard name metrics; these tests check each
 // name against what a running server exports. They need nothing but the Go
-// toolchain; `make test-deploy` runs them (go test -tags deploy ./deploy/...).
+// toolchain; `make test-deploy` runs them (cd deploy && go test -tags deploy ./...).
 package deploy_test
 
 import (

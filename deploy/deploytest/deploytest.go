@@ -22,7 +22,9 @@ import (
 	"time"
 )
 
-// RepoRoot is the module's root directory, found from this file's path.
+// RepoRoot is the repository's root directory (the main module's, whose
+// ./server Binary builds; deploy/ is a module of its own inside it), found
+// from this file's path.
 func RepoRoot(tb testing.TB) string {
 	tb.Helper()
 	_, file, _, ok := runtime.Caller(0)
