@@ -306,7 +306,7 @@ chart-check: $(HELM) deps-redis
 	@$(HELM) template shop deploy/helm/waitroom --kube-version $(KUBE_VERSION) -f deploy/helm/values/sentinel.yaml >/dev/null
 	@$(HELM) template shop deploy/helm/waitroom --kube-version $(KUBE_VERSION) -f deploy/helm/values/cluster.yaml >/dev/null
 	cd deploy && $(GO) vet -tags deploy ./helm/
-	cd deploy && WAITROOM_HELM=$(HELM) $(GO) test -tags deploy -count=1 ./helm/
+	cd deploy && WAITROOM_HELM=$(HELM) $(GO) test -tags deploy,integration -count=1 ./helm/
 
 rules-check: $(PROMTOOL)
 	$(PROMTOOL) check rules deploy/prometheus/alerts.yaml
@@ -317,10 +317,12 @@ rules-check: $(PROMTOOL)
 # document against the binary's answers (TestOpenAPIResponses). These Go
 # tests (and the chart's, run by chart-check: they need helm) sit behind
 # the deploy build tag in the deploy module (deploy/go.mod), so the main
-# module's go test ./... leaves them to make test-deploy.
+# module's go test ./... leaves them to make test-deploy. They run with the
+# integration tag too: the chart's test starts a real redis-server, which
+# internal/redistest skips without it.
 test-deploy-go:
 	cd deploy && $(GO) vet -tags deploy .
-	cd deploy && $(GO) test -tags deploy -count=1 -skip 'TestSystemdUnit' .
+	cd deploy && $(GO) test -tags deploy,integration -count=1 -skip 'TestSystemdUnit' .
 
 # systemd-analyze verify wants ExecStart to exist: it checks a copy of the
 # unit whose ExecStart is the static binary; then the offline security
@@ -342,7 +344,7 @@ systemd-check: static-binary
 	  mkdir -p $$tmp/root/etc && \
 	  systemd-sysusers --dry-run --root=$$tmp/root $(CURDIR)/deploy/systemd/waitroom.sysusers; \
 	  rc=$$?; rm -rf $$tmp; exit $$rc
-	cd deploy && $(GO) test -tags deploy -count=1 -run 'TestSystemdUnit' .
+	cd deploy && $(GO) test -tags deploy,integration -count=1 -run 'TestSystemdUnit' .
 
 DEPLOY_CHECKS = chart-check rules-check test-deploy-go systemd-check test-image
 
