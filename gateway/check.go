@@ -240,6 +240,11 @@ func (g *Gateway) Enter(c *fiber.Ctx) error {
 	ck := sessionCookie(g.CookieName(r), g.sessions.Sign(sess), int(g.tokenMax/time.Second), g.proto(c))
 	c.Response().Header.SetCookie(ck)
 	fasthttp.ReleaseCookie(ck)
+	cred := cmpOr(c.Get("X-Visitor"), cmpOr(c.Cookies(g.visitorCookie), c.Query("visitor")))
+	if ek := g.edgeCookie(g.CookieName(r), &sess, cred, g.proto(c), sess.SlidAt); ek != nil {
+		c.Response().Header.SetCookie(ek)
+		fasthttp.ReleaseCookie(ek)
+	}
 	return c.Redirect(ret, fiber.StatusFound)
 }
 

@@ -89,6 +89,12 @@ func (g *Gateway) decide(ctx context.Context, o *original) verdict {
 	if rt == nil {
 		return verdict{pass: true}
 	}
+	return g.guard(ctx, rt, o)
+}
+
+// guard is the decision on a request that route rt guards: its session,
+// else the denial (or a pass on the spot).
+func (g *Gateway) guard(ctx context.Context, rt *Route, o *original) verdict {
 	if ok, err := g.rooms.Exists(ctx, rt.Room); err == nil && !ok {
 		// A route to a room deleted since start-up: not a queue the
 		// visitor could wait in, so no waiting page that says "no such
@@ -219,6 +225,7 @@ func (g *Gateway) validSession(ctx context.Context, rt *Route, sess Session, now
 	case err == nil:
 		slid := sess
 		slid.ExpiresAt, slid.SlidAt = exp, now
+		v.session = &slid
 		v.cookie = sessionCookie(rt.Cookie, g.sessions.Sign(slid), int(g.tokenMax/time.Second), proto)
 		return v, true
 	case errors.Is(err, ErrSessionOver):

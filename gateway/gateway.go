@@ -90,6 +90,14 @@ type Visitors interface {
 	NewVisitor() (id, credential string)
 }
 
+// EdgeSigner signs edge sessions (see SessionCheck): a session an edge
+// checks with the public keys alone.
+type EdgeSigner interface {
+	// SignEdgeSession signs sess for the edge, bound to the visitor's
+	// credential, valid until until.
+	SignEdgeSession(sess Session, credential string, until time.Time) (string, error)
+}
+
 // Proxies is the set of peers trusted to state another request (the
 // -trusted-proxies setting).
 type Proxies interface {
@@ -139,6 +147,9 @@ type Deps struct {
 	Proxies  Proxies
 	API      API
 	Metrics  Metrics
+	// Edge, when set, signs the edge sessions that Enter and SessionCheck
+	// hand out beside the session cookie; nil hands out none.
+	Edge EdgeSigner
 	// Broker carries the revocations other instances publish on
 	// RevokedChannel ("key untilUnixMillis"); nil without routes. Only
 	// with a Broker does a store outage switch rooms to their fail mode.
@@ -188,6 +199,7 @@ type Gateway struct {
 	proxies  Proxies
 	api      API
 	metrics  Metrics
+	edge     EdgeSigner
 	broker   Feed
 	channel  string
 	log      *slog.Logger
@@ -221,7 +233,7 @@ func New(deps Deps, opts *Options) (*Gateway, error) {
 	g := &Gateway{
 		routes: routes, sessions: deps.Signer, cache: NewCache(cmpOr(o.CacheSize, 1<<18)),
 		store: deps.Store, rooms: deps.Rooms, visitors: deps.Visitors, proxies: deps.Proxies,
-		api: deps.API, metrics: deps.Metrics, broker: deps.Broker, channel: deps.RevokedChannel,
+		api: deps.API, metrics: deps.Metrics, edge: deps.Edge, broker: deps.Broker, channel: deps.RevokedChannel,
 		log:  o.Logger,
 		page: cmpOr(o.Page, "/waitroom/"), tokenTTL: cmpOr(o.TokenTTL, 300*time.Second),
 		tokenMax: cmpOr(o.TokenMax, 900*time.Second), visitorCookie: cmpOr(o.VisitorCookie, "wr_visitor"),

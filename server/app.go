@@ -246,6 +246,7 @@ func (s *server) routes() *fiber.App {
 	api.All("/check/*", s.gw.Check) // Envoy: the original path follows the prefix
 	rooms.Get("/enter", s.gw.Enter)
 	rooms.Delete("/session", s.gw.EndOwnSession)
+	rooms.Post("/session", s.gw.SessionCheck)
 
 	s.admin.Mount(api)
 

@@ -27,7 +27,7 @@ func (s *server) newGateway(secret []byte) error {
 	deps := gateway.Deps{
 		Routes: cfg, Signer: gateway.NewSigner(secret),
 		Store: gatewayStore{s}, Rooms: gatewayRooms{rc: s.rooms, open: s.cfg.OpenRooms}, Visitors: s.signer,
-		Proxies: s.cfg.TrustedProxies, API: gatewayAPI{s}, Metrics: s.metrics,
+		Proxies: s.cfg.TrustedProxies, API: gatewayAPI{s}, Metrics: s.metrics, Edge: edgeSigner{s},
 		RevokedChannel: queue.RevokedChannel,
 	}
 	if len(cfg.Routes) > 0 {
@@ -115,6 +115,14 @@ func (a gatewayStore) EndSession(ctx context.Context, sess gateway.Session, fall
 func (a gatewayStore) Degraded() bool { return a.s.hub.Degraded() }
 
 // gatewayRooms is the room settings in memory, as the gateway sees them.
+// edgeSigner signs edge sessions with the entry tokens' active key, so
+// an edge checks them against the JWKS.
+type edgeSigner struct{ s *server }
+
+func (e edgeSigner) SignEdgeSession(sess gateway.Session, cred string, until time.Time) (string, error) {
+	return e.s.tokens.SignEdgeSession(sess.Room, sess.Visitor, sess.NotBefore, until, cred)
+}
+
 type gatewayRooms struct {
 	rc   *roomcache.Cache
 	open bool // -open-rooms: a join makes a room, so every room may be

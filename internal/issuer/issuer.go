@@ -134,6 +134,14 @@ func (i *Issuer) Issuer() string { return i.issuer }
 // JWKS is the public key set, encoded.
 func (i *Issuer) JWKS() []byte { return i.jwks }
 
+// SignEdgeSession signs the edge session of visitor in room (the entry
+// of notBefore), valid until until, bound to the visitor's credential
+// (entry.Session), with the key and iss of the entry tokens.
+func (i *Issuer) SignEdgeSession(room, visitor string, notBefore, until time.Time, credential string) (string, error) {
+	return i.keys.SignSession(entry.Session{Issuer: i.issuer, Room: room, Visitor: visitor,
+		NotBefore: notBefore, ExpiresAt: until, Credential: credential})
+}
+
 // SignToken signs t as a JWT whose exp is the room's cap (as admit.lua
 // sets it: notBefore + max(cap, idle lifetime)), whose wr_idle_exp_ms is
 // t's expiry now and whose iat is its notBefore. It returns "" (a state
