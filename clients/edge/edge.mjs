@@ -378,8 +378,8 @@ async function importKey(jwk) {
 
 /**
  * Keys caches a JWKS for as long as its Cache-Control max-age says (at
- * least 10 s, at most a day), and fetches again, at most every 10 s, on a
- * key id it does not know: a rotated key is picked up on its first token.
+ * least 10 s, at most a day), and fetches again, at most once a second, on
+ * a key id it does not know: a rotated key is picked up on its first token.
  */
 export class Keys {
   constructor(url, fetcher = (u) => fetch(u)) {
@@ -392,7 +392,7 @@ export class Keys {
   }
 
   async key(kid, now = Date.now()) {
-    if (now >= this.until || (!this.keys.has(kid) && now - this.lastFetch >= 10_000)) await this.refresh(now);
+    if (now >= this.until || (!this.keys.has(kid) && now - this.lastFetch >= 1000)) await this.refresh(now);
     return this.keys.get(kid) || null;
   }
 
