@@ -108,7 +108,7 @@ deps-verify:
 
 # What apt and npm install (and promtool, unpacked from Debian's package),
 # then the tools built from the Go module proxy once per machine.
-deps-packages: deps-redis deps-bench deps-browser deps-gateway deps-verify tool-promtool
+deps-packages: deps-redis deps-bench deps-browser deps-gateway deps-verify deps-edge tool-promtool
 tools: deps-traefik tool-staticcheck tool-helm
 deps: deps-packages tools
 
@@ -132,8 +132,9 @@ vet:
 # part's output shows as it comes; the others' is kept in
 # .build/<part>.log and shown when they end. Each part's time and the
 # total are printed at the end (and kept in .build/test-times).
-# TEST_PARTS="deps vet test-go e2e test-deploy" runs them one at a time.
-TEST_PARTS = deps-packages,tools vet test-go,e2e test-deploy
+# TEST_PARTS="deps vet test-go e2e test-edge test-deploy" runs them one at
+# a time.
+TEST_PARTS = deps-packages,tools vet test-go,e2e test-edge test-deploy
 
 test: $(BUILD_DIR)/.gitignore
 	@: > $(BUILD_DIR)/test-times; failed=; begin=$$(date +%s); \
@@ -164,6 +165,21 @@ test-go: deps-redis deps-bench deps-gateway deps-traefik deps-verify
 # package test loads the client from the tarball pack-js makes.
 e2e: deps-browser deps-redis deps-gateway pack-js
 	WAITROOM_JS_TARBALL=$(CURDIR)/$(JS_TARBALL) node --test --test-concurrency=1 static/e2e/
+
+# The edge connector (clients/edge): its types under tsc --strict, the
+# shared vectors, and its scenarios on Node and on workerd from npm against
+# a real waitroom (built here), redis-server and origin.
+.PHONY: deps-edge test-edge bench-edge
+deps-edge: deps-redis
+	@command -v node >/dev/null 2>&1 || { \
+	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+	@[ -d clients/edge/node_modules/workerd ] && [ -d clients/edge/node_modules/typescript ] || npm ci --prefix clients/edge --no-audit --no-fund
+test-edge: deps-edge
+	cd clients/edge && npx tsc -p tsconfig.json && node --test --test-concurrency=1 test/
+# The connector's cost per request on workerd (docs/edge.md).
+bench-edge: deps-edge
+	node clients/edge/bench/bench.mjs
 
 # Queue micro-benchmarks, then the load scenarios into results/
 # (make bench BENCH_ARGS=-quick for a run of seconds).

@@ -1,5 +1,6 @@
 // The world the connector's runtime tests run in, on loopback: a real
-// redis-server, a real waitroom server (go build ./server, or WAITROOM_BIN),
+// redis-server, a real waitroom server (go build ./server, or the binary
+// WAITROOM_SERVER names),
 // an origin that echoes what it got, and the scenarios every runtime must
 // pass. Each process is stopped by its PID.
 import { spawn, execFileSync } from "node:child_process";
@@ -63,9 +64,9 @@ export function stop(p) {
 
 let built = "";
 function waitroomBin(dir) {
-  if (process.env.WAITROOM_BIN) return process.env.WAITROOM_BIN;
+  if (process.env.WAITROOM_SERVER) return process.env.WAITROOM_SERVER;
   if (!built) {
-    need("go", "install Go (https://go.dev/dl/) or set WAITROOM_BIN to a waitroom binary");
+    need("go", "install Go (https://go.dev/dl/) or set WAITROOM_SERVER to a waitroom binary");
     built = join(dir, "waitroom");
     execFileSync("go", ["build", "-o", built, "./server"], { cwd: root, stdio: "inherit" });
   }
@@ -185,7 +186,7 @@ async function body(resp) {
 
 // admit joins room through the edge, waits to be admitted and enters: the
 // jar then holds the visitor's credential, session and edge session.
-async function admit(edge, room) {
+export async function admit(edge, room) {
   const jar = new Jar();
   const j = await fetch(`${edge}/waitroom/api/v1/rooms/${room}/join`, { method: "POST", headers: { accept: "application/json" } });
   assert.equal(j.status, 200, `join: ${j.status}`);

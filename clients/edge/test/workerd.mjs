@@ -10,7 +10,9 @@ import { freePort, waitFor, stop } from "./harness.mjs";
 const here = join(dirname(fileURLToPath(import.meta.url)), "..");
 
 export function workerdBin() {
-  const bin = join(here, "node_modules", "@cloudflare", "workerd-linux-64", "bin", "workerd");
+  const os = process.platform === "win32" ? "windows" : process.platform;
+  const arch = process.arch === "x64" ? "64" : process.arch;
+  const bin = join(here, "node_modules", "@cloudflare", `workerd-${os}-${arch}`, "bin", os === "windows" ? "workerd.exe" : "workerd");
   if (!existsSync(bin)) {
     throw new Error(`workerd is not installed in clients/edge/node_modules: run make deps-edge (npm ci --prefix clients/edge)`);
   }
