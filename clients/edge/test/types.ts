@@ -13,3 +13,10 @@ export const worker = {
 const d = decide(parseRoutes(env.WAITROOM_ROUTES), { host: "shop.example.com", target: "/checkout/pay" });
 export const room: string = d.action === "guard" ? d.route.room : "";
 export const same: typeof handle = edge.handle;
+
+import { cloudfront, type CloudFrontRequestEvent } from "@waitroom/edge/cloudfront";
+
+export async function viewerRequest(event: CloudFrontRequestEvent) {
+  const out = await cloudfront(event, env);
+  return "uri" in out ? out : { ...out, status: out.status };
+}
