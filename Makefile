@@ -175,11 +175,14 @@ deps-edge: deps-redis
 	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
 	@[ -d clients/edge/node_modules/workerd ] && [ -d clients/edge/node_modules/typescript ] || npm ci --prefix clients/edge --no-audit --no-fund
-test-edge: deps-edge
-	cd clients/edge && npx tsc -p tsconfig.json && node --test --test-concurrency=1 test/
+test-edge: deps-edge $(BUILD_DIR)/.gitignore
+	$(GO) build -o $(BUILD_DIR)/waitroom-edge ./server
+	cd clients/edge && npx tsc -p tsconfig.json && \
+	  WAITROOM_SERVER=$(CURDIR)/$(BUILD_DIR)/waitroom-edge node --test --test-concurrency=1 test/*.test.mjs
 # The connector's cost per request on workerd (docs/edge.md).
-bench-edge: deps-edge
-	node clients/edge/bench/bench.mjs
+bench-edge: deps-edge $(BUILD_DIR)/.gitignore
+	$(GO) build -o $(BUILD_DIR)/waitroom-edge ./server
+	WAITROOM_SERVER=$(CURDIR)/$(BUILD_DIR)/waitroom-edge node clients/edge/bench/bench.mjs
 
 # Queue micro-benchmarks, then the load scenarios into results/
 # (make bench BENCH_ARGS=-quick for a run of seconds).

@@ -382,7 +382,7 @@ async function importKey(jwk) {
  * a key id it does not know: a rotated key is picked up on its first token.
  */
 export class Keys {
-  constructor(url, fetcher = (u) => fetch(u)) {
+  constructor(url, fetcher = (u) => fetch(u, { signal: AbortSignal.timeout(2000) })) {
     this.url = url;
     this.fetcher = fetcher;
     this.keys = new Map();
@@ -392,7 +392,15 @@ export class Keys {
   }
 
   async key(kid, now = Date.now()) {
-    if (now >= this.until || (!this.keys.has(kid) && now - this.lastFetch >= 1000)) await this.refresh(now);
+    if (now >= this.until || (!this.keys.has(kid) && now - this.lastFetch >= 1000)) {
+      try {
+        await this.refresh(now);
+      } catch (e) {
+        // Out of reach: the keys held serve on, and the next try is in 10 s.
+        if (this.keys.size === 0) throw e;
+        this.until = Math.max(this.until, now + 10_000);
+      }
+    }
     return this.keys.get(kid) || null;
   }
 
@@ -645,7 +653,12 @@ async function forward(st, next, req, sess, cookiesToSet = [], env = {}) {
   resp.headers.delete("waitroom-session");
   for (const c of cookiesToSet) resp.headers.append("set-cookie", c);
   if (end && end.trim().toLowerCase() === "end" && sess) {
-    if (sess.nbf) st.ended.set(sess.room + "|" + sess.visitor + "|" + sess.nbf, Date.now() + 120_000);
+    if (sess.nbf) {
+      const now = Date.now();
+      if (st.ended.size >= 10_000) for (const [k, until] of st.ended) if (until <= now) st.ended.delete(k);
+      // An edge session lives at most 60 s: past that, nothing of it is left to refuse.
+      st.ended.set(sess.room + "|" + sess.visitor + "|" + sess.nbf, now + 60_000);
+    }
     await endSession(st, env, sess);
     for (const name of [sess.cookie, sess.cookie + "_edge"]) {
       resp.headers.append("set-cookie", `${name}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax`);

@@ -126,10 +126,11 @@ export class World {
     await stop(this.server);
   }
 
-  // rotate adds key k2, the active one, and restarts waitroom with it.
+  // rotate adds key k2 (ES256; k1 is EdDSA), the active one, and restarts
+  // waitroom with it.
   async rotate() {
     await this.stopWaitroom();
-    execFileSync(this.bin, ["keys", "rotate", "-in", this.keys, "-kid", "k2"]);
+    execFileSync(this.bin, ["keys", "rotate", "-in", this.keys, "-alg", "ES256", "-kid", "k2"]);
     await this.startWaitroom();
   }
 
@@ -277,12 +278,13 @@ export function scenarios(t, world, edgeURL) {
       const old = await fetch(`${edge()}/shop/x`, { headers: { accept: "text/html", cookie: jar.header(["wr_visitor", "wr_session_open-room"]) }, redirect: "manual" });
       assert.equal(old.status, 302);
     }],
-    ["a key rotation: a session signed with the new key passes", async () => {
+    ["a key rotation (EdDSA to ES256): a session signed with the new key passes", async () => {
       await admit(edge(), "open-room"); // the JWKS is cached with k1 alone
       await world.rotate();
       const { jar } = await admit(edge(), "open-room");
-      const kid = JSON.parse(Buffer.from(jar.c.get("wr_session_open-room_edge").split(".")[0], "base64url")).kid;
-      assert.equal(kid, "k2");
+      const head = JSON.parse(Buffer.from(jar.c.get("wr_session_open-room_edge").split(".")[0], "base64url"));
+      assert.equal(head.kid, "k2");
+      assert.equal(head.alg, "ES256");
       // Only the edge can pass this (waitroom gets no session cookie): once
       // it has fetched the JWKS again for k2.
       await waitFor("a pass on the k2 edge session", async () => {
