@@ -625,7 +625,11 @@ export async function handle(request, env, next, info) {
     const visitor = answer.headers.get("x-waitroom-visitor") || "";
     const failOpen = answer.headers.get("x-waitroom-fail-open") === "1";
     const sess = visitor ? { room, visitor, nbf: null, cookie: rt.cookie } : null;
-    return forward(st, next, originRequest(request, url, room, visitor, failOpen), sess, setCookies(answer), env);
+    // An API client let in on the spot gets its session and credential in
+    // headers too, for when it keeps no cookies.
+    const extra = [];
+    for (const k of ["x-waitroom-session", "x-visitor"]) if (answer.headers.has(k)) extra.push([k, answer.headers.get(k)]);
+    return forward(st, next, originRequest(request, url, room, visitor, failOpen), sess, setCookies(answer), env, extra);
   }
   if (answer.status === 401 && !wantsJSON(accept)) {
     const loc = st.page + "?room=" + encodeURIComponent(rt.room) + "&return=" + encodeURIComponent(url.toString());
@@ -647,11 +651,12 @@ function timeout(env) {
 // forward sends req to the origin and hands its response on with the
 // cookies waitroom set; the origin's Waitroom-Session: end ends the session
 // (through waitroom, with the service key) and never reaches the visitor.
-async function forward(st, next, req, sess, cookiesToSet = [], env = {}) {
+async function forward(st, next, req, sess, cookiesToSet = [], env = {}, extra = []) {
   const resp = mutable(await next(req));
   const end = resp.headers.get("waitroom-session");
   resp.headers.delete("waitroom-session");
   for (const c of cookiesToSet) resp.headers.append("set-cookie", c);
+  for (const [k, v] of extra) resp.headers.set(k, v);
   if (end && end.trim().toLowerCase() === "end" && sess) {
     if (sess.nbf) {
       const now = Date.now();

@@ -77,6 +77,7 @@ export const ROUTES = {
   routes: [
     { match: "*/shop/*", room: "open-room" },
     { match: "*/vault/*", room: "closed-room" },
+    { match: "*/busy/*", room: "busy-room" },
   ],
   bypass: { paths: ["/shop/static/*"], header: { name: "X-Partner" } },
 };
@@ -97,7 +98,8 @@ export class World {
     // (WAITROOM_BYPASS_SECRET, a Worker secret).
     writeFileSync(join(this.dir, "routes.json"), JSON.stringify({ ...ROUTES, bypass: { ...ROUTES.bypass, header: { name: "X-Partner", secret: BYPASS_SECRET } } }));
     writeFileSync(join(this.dir, "rooms.yaml"),
-      "rooms:\n  open-room:\n    strategy: fixed\n    batch: 50\n    failMode: open\n  closed-room:\n    strategy: fixed\n    batch: 50\n    failMode: closed\n");
+      "rooms:\n  open-room:\n    strategy: fixed\n    batch: 50\n    failMode: open\n  closed-room:\n    strategy: fixed\n    batch: 50\n    failMode: closed\n" +
+      "  busy-room:\n    strategy: max-active\n    maxActive: 1000\n    activation: busy\n");
     const sk = join(this.dir, "service-keys.yaml");
     writeFileSync(sk, `edge: ${SERVICE_KEY}\n`);
     chmodSync(sk, 0o600);
@@ -266,6 +268,23 @@ export function scenarios(t, world, edgeURL) {
       const b = await body(r);
       assert.equal(b.headers["x-waitroom-room"], "open-room");
       assert.ok(r.headers.getSetCookie().some((c) => c.startsWith("wr_session_open-room_edge=")));
+    }],
+    ["activation busy: a fresh browser and API client pass in one round trip", async () => {
+      const r = await fetch(`${edge()}/busy/x`, { headers: { accept: "text/html" } });
+      const b = await body(r);
+      assert.equal(b.headers?.["x-waitroom-room"], "busy-room", JSON.stringify(b));
+      const jar = new Jar();
+      jar.take(r);
+      assert.ok(jar.c.has("wr_visitor") && jar.c.has("wr_session_busy-room") && jar.c.has("wr_session_busy-room_edge"), [...jar.c.keys()].join());
+      // Its next request passes at the edge.
+      const again = await fetch(`${edge()}/busy/y`, { headers: { cookie: jar.header(["wr_visitor", "wr_session_busy-room_edge"]) } });
+      assert.equal((await body(again)).headers["x-waitroom-visitor"], b.headers["x-waitroom-visitor"]);
+      // An API client that keeps no cookies: the session and credential in headers.
+      const api = await fetch(`${edge()}/busy/x`, { headers: { accept: "application/json" } });
+      const sess = api.headers.get("x-waitroom-session"), cred = api.headers.get("x-visitor");
+      assert.ok(sess && cred, `headers: ${[...api.headers.keys()]}`);
+      const next = await fetch(`${edge()}/busy/y`, { headers: { accept: "application/json", "x-waitroom-session": sess, "x-visitor": cred } });
+      assert.equal((await body(next)).headers?.["x-waitroom-room"], "busy-room");
     }],
     ["Waitroom-Session: end ends the session and never reaches the visitor", async () => {
       const { jar } = await admit(edge(), "open-room");
