@@ -20,9 +20,13 @@ func EdgeCookie(sessionCookie string) string { return sessionCookie + "_edge" }
 
 // edgeCookie is the edge session of sess for the visitor holding
 // credential, in the cookie beside the session cookie name; nil without an
-// EdgeSigner.
+// EdgeSigner, or when credential is not the session's visitor's (the edge
+// session would bind one visitor's session to another's credential).
 func (g *Gateway) edgeCookie(name string, sess *Session, credential, proto string, now time.Time) *fasthttp.Cookie {
 	if g.edge == nil || sess == nil || credential == "" {
+		return nil
+	}
+	if id, err := g.visitors.ParseVisitor(credential); err != nil || id != sess.Visitor {
 		return nil
 	}
 	until := now.Add(EdgeSessionTTL)

@@ -96,11 +96,28 @@ func TestSessionCheck(t *testing.T) {
 func TestEnterEdgeSession(t *testing.T) {
 	tg := newEdgeGateway(t)
 	tg.store.admitted = map[string]time.Time{"v1": time.Now().Add(time.Hour)}
-	r := httptest.NewRequest("GET", "/api/v1/rooms/gw/enter?return="+url.QueryEscape("/checkout/cart"), nil)
-	r.Host = "shop.example.com"
-	r.Header.Set("X-Visitor", "cred-v1")
-	resp, _ := tg.do(t, r)
+	enter := func(header ...string) *http.Response {
+		r := httptest.NewRequest("GET", "/api/v1/rooms/gw/enter?return="+url.QueryEscape("/checkout/cart"), nil)
+		r.Host = "shop.example.com"
+		for i := 0; i+1 < len(header); i += 2 {
+			r.Header.Add(header[i], header[i+1])
+		}
+		resp, _ := tg.do(t, r)
+		return resp
+	}
+	resp := enter("X-Visitor", "cred-v1")
 	if edge, ok := cookieValue(resp, "wr_session_gw_edge"); resp.StatusCode != 302 || !ok || !strings.HasPrefix(edge, "edge|gw|v1|cred-v1|") {
 		t.Errorf("enter: status %d edge session %q", resp.StatusCode, edge)
+	}
+	// The session is v1's (the API reads X-Visitor here) but the request
+	// also carries another visitor's cookie: the edge session is bound to
+	// the credential the edge will read first, X-Visitor, never to another
+	// visitor's.
+	resp = enter("X-Visitor", "cred-v1", "Cookie", "wr_visitor=cred-v2")
+	if edge, _ := cookieValue(resp, "wr_session_gw_edge"); !strings.HasPrefix(edge, "edge|gw|v1|cred-v1|") {
+		t.Errorf("enter with two credentials: edge session %q", edge)
+	}
+	if got := tg.edgeCookie("wr_session_gw", &Session{Room: "gw", Visitor: "v1", ExpiresAt: time.Now().Add(time.Hour)}, "cred-v2", "https", time.Now()); got != nil {
+		t.Errorf("an edge session of v1 bound to v2's credential: %s", got.Value())
 	}
 }

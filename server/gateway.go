@@ -114,7 +114,6 @@ func (a gatewayStore) EndSession(ctx context.Context, sess gateway.Session, fall
 
 func (a gatewayStore) Degraded() bool { return a.s.hub.Degraded() }
 
-// gatewayRooms is the room settings in memory, as the gateway sees them.
 // edgeSigner signs edge sessions with the entry tokens' active key, so
 // an edge checks them against the JWKS.
 type edgeSigner struct{ s *server }
@@ -123,6 +122,7 @@ func (e edgeSigner) SignEdgeSession(sess gateway.Session, cred string, until tim
 	return e.s.tokens.SignEdgeSession(sess.Room, sess.Visitor, sess.NotBefore, until, cred)
 }
 
+// gatewayRooms is the room settings in memory, as the gateway sees them.
 type gatewayRooms struct {
 	rc   *roomcache.Cache
 	open bool // -open-rooms: a join makes a room, so every room may be
