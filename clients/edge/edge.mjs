@@ -595,9 +595,10 @@ export async function handle(request, env, next, info) {
     claims = null; // the JWKS out of reach: ask waitroom, whose fail mode decides
   }
   if (claims) {
-    const ended = st.ended.get(rt.room + "|" + claims.sub + "|" + claims.wr_nbf_ms);
-    if (!(ended > now)) {
-      const sess = { room: rt.room, visitor: claims.sub, nbf: claims.wr_nbf_ms, cookie: rt.cookie };
+    // A session ended here: its edge sessions signed before the end are refused.
+    const ended = st.ended.get(rt.room + "|" + claims.sub);
+    if (!(ended && ended.until > now && claims.iat * 1000 <= ended.at)) {
+      const sess = { room: rt.room, visitor: claims.sub, cookie: rt.cookie };
       return forward(st, next, originRequest(request, url, rt.room, claims.sub, false), sess, [], env);
     }
   }
@@ -624,7 +625,7 @@ export async function handle(request, env, next, info) {
     const room = answer.headers.get("x-waitroom-room") || rt.room;
     const visitor = answer.headers.get("x-waitroom-visitor") || "";
     const failOpen = answer.headers.get("x-waitroom-fail-open") === "1";
-    const sess = visitor ? { room, visitor, nbf: null, cookie: rt.cookie } : null;
+    const sess = visitor ? { room, visitor, cookie: rt.cookie } : null;
     // An API client let in on the spot gets its session and credential in
     // headers too, for when it keeps no cookies.
     const extra = [];
@@ -658,12 +659,11 @@ async function forward(st, next, req, sess, cookiesToSet = [], env = {}, extra =
   for (const c of cookiesToSet) resp.headers.append("set-cookie", c);
   for (const [k, v] of extra) resp.headers.set(k, v);
   if (end && end.trim().toLowerCase() === "end" && sess) {
-    if (sess.nbf) {
-      const now = Date.now();
-      if (st.ended.size >= 10_000) for (const [k, until] of st.ended) if (until <= now) st.ended.delete(k);
-      // An edge session lives at most 60 s: past that, nothing of it is left to refuse.
-      st.ended.set(sess.room + "|" + sess.visitor + "|" + sess.nbf, now + 60_000);
-    }
+    const now = Date.now();
+    if (st.ended.size >= 10_000) for (const [k, e] of st.ended) if (e.until <= now) st.ended.delete(k);
+    // An edge session lives at most 60 s: past that, nothing signed before
+    // the end is left to refuse.
+    st.ended.set(sess.room + "|" + sess.visitor, { at: now, until: now + 60_000 });
     await endSession(st, env, sess);
     for (const name of [sess.cookie, sess.cookie + "_edge"]) {
       resp.headers.append("set-cookie", `${name}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax`);

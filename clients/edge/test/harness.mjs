@@ -289,6 +289,7 @@ export function scenarios(t, world, edgeURL) {
     ["Waitroom-Session: end ends the session and never reaches the visitor", async () => {
       const { jar } = await admit(edge(), "open-room");
       const r = await fetch(`${edge()}/shop/end`, { headers: { cookie: jar.header() } });
+      const copy = jar.header(["wr_visitor", "wr_session_open-room_edge"]);
       assert.equal(r.status, 200);
       assert.equal(r.headers.get("waitroom-session"), null);
       const cleared = r.headers.getSetCookie().filter((c) => /max-age=0/i.test(c)).map((c) => c.split("=")[0]);
@@ -296,6 +297,9 @@ export function scenarios(t, world, edgeURL) {
       // The session is over in waitroom too: the old cookie gets no pass.
       const old = await fetch(`${edge()}/shop/x`, { headers: { accept: "text/html", cookie: jar.header(["wr_visitor", "wr_session_open-room"]) }, redirect: "manual" });
       assert.equal(old.status, 302);
+      // A copy of its edge session kept from before is refused here too.
+      const kept = await fetch(`${edge()}/shop/x`, { headers: { accept: "text/html", cookie: copy }, redirect: "manual" });
+      assert.equal(kept.status, 302);
     }],
     ["a key rotation (EdDSA to ES256): a session signed with the new key passes", async () => {
       await admit(edge(), "open-room"); // the JWKS is cached with k1 alone
