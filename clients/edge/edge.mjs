@@ -633,7 +633,12 @@ export async function handle(request, env, next, info) {
     return forward(st, next, originRequest(request, url, room, visitor, failOpen), sess, setCookies(answer), env, extra);
   }
   if (answer.status === 401 && !wantsJSON(accept)) {
-    const loc = st.page + "?room=" + encodeURIComponent(rt.room) + "&return=" + encodeURIComponent(url.toString());
+    // The return address is a path: the waiting page is on this host, and
+    // waitroom may not be told which host that is (it believes
+    // X-Forwarded-Host only from -trusted-proxies). A leading // would read
+    // as another host: one slash, the same path to the app.
+    const back = url.pathname.replace(/^\/+/, "/") + url.search;
+    const loc = st.page + "?room=" + encodeURIComponent(rt.room) + "&return=" + encodeURIComponent(back);
     const h = new Headers({ location: loc, "cache-control": "no-store", "x-waitroom-room": rt.room });
     for (const c of setCookies(answer)) h.append("set-cookie", c);
     return new Response(null, { status: 302, headers: h });
