@@ -175,7 +175,7 @@ deps-edge: deps-redis
 	  $(MAKE) --no-print-directory $(APT_UPDATED) && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
 	@[ -d clients/edge/node_modules/workerd ] && [ -d clients/edge/node_modules/typescript ] || npm ci --prefix clients/edge --no-audit --no-fund
-test-edge: deps-edge $(BUILD_DIR)/.gitignore
+test-edge: deps-edge deps-browser $(BUILD_DIR)/.gitignore
 	$(GO) build -o $(BUILD_DIR)/waitroom-edge ./server
 	cd clients/edge && npx tsc -p tsconfig.json && \
 	  WAITROOM_SERVER=$(CURDIR)/$(BUILD_DIR)/waitroom-edge node --test --test-concurrency=1 test/*.test.mjs

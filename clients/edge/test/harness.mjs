@@ -84,7 +84,8 @@ export const ROUTES = {
 export const BYPASS_SECRET = "partner-secret-0123456789";
 export const SERVICE_KEY = "edge-service-key-0123456789abcdef";
 
-// World is redis-server, waitroom and the origin.
+// World is redis-server, waitroom and the origin. origins, when set
+// before start, are waitroom's -origins: the pages of the visitor's host.
 export class World {
   async start() {
     need("redis-server", "make deps-redis (apt-get install redis-server)");
@@ -114,6 +115,7 @@ export class World {
       "-addr", `127.0.0.1:${this.port}`, "-redis", `redis://127.0.0.1:${this.redisPort}`, "-secret", "edge-test-secret-0123456789",
       "-signing-keys", this.keys, "-routes", join(this.dir, "routes.json"), "-rooms", join(this.dir, "rooms.yaml"),
       "-service-keys", join(this.dir, "service-keys.yaml"), "-admin-key", "edge-admin-key-0123456789", "-issuer", this.url,
+      ...(this.origins ? ["-origins", this.origins.join(",")] : []),
     ]);
     const p = this.server;
     await waitFor("waitroom to be ready", async () => {

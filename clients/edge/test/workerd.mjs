@@ -35,14 +35,14 @@ function capnpString(s) {
   return JSON.stringify(String(s));
 }
 
-// startWorkerd runs the connector in workerd with env's bindings; it
-// returns the process and its address.
-export async function startWorkerd(env, extraModules = {}, main = WORKER) {
+// startWorkerd runs the connector in workerd with env's bindings, on port
+// (0: a free one); it returns the process and its address.
+export async function startWorkerd(env, extraModules = {}, main = WORKER, port = 0) {
   const dir = mkdtempSync(join(tmpdir(), "waitroom-workerd-"));
   copyFileSync(join(here, "edge.mjs"), join(dir, "edge.mjs"));
   writeFileSync(join(dir, "worker.mjs"), main);
   for (const [name, text] of Object.entries(extraModules)) writeFileSync(join(dir, name), text);
-  const port = await freePort();
+  port = port || await freePort();
   const bindings = Object.entries(env).map(([k, v]) => `(name = ${capnpString(k)}, text = ${capnpString(v)})`).join(",\n      ");
   const modules = ["worker.mjs", "edge.mjs", ...Object.keys(extraModules)]
     .map((m) => `(name = ${capnpString(m)}, esModule = embed ${capnpString(m)})`).join(",\n      ");
