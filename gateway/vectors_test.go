@@ -27,6 +27,10 @@ type vectors struct {
 		Want    string            `json:"want"`
 		Room    string            `json:"room"`
 	} `json:"cases"`
+	InvalidRoutes []struct {
+		Name string          `json:"name"`
+		Doc  json.RawMessage `json:"doc"`
+	} `json:"invalidRoutes"`
 	Paths []struct {
 		Raw   string `json:"raw"`
 		Want  string `json:"want"`
@@ -116,6 +120,16 @@ func TestVectorPaths(t *testing.T) {
 			t.Errorf("%q: %q, want an error", tc.Raw, got)
 		case !tc.Error && (err != nil || got != tc.Want):
 			t.Errorf("%q: %q, %v; want %q", tc.Raw, got, err, tc.Want)
+		}
+	}
+}
+
+// TestVectorInvalidRoutes checks that Parse refuses each of the shared
+// routes files that every gateway must refuse.
+func TestVectorInvalidRoutes(t *testing.T) {
+	for _, tc := range readVectors(t).InvalidRoutes {
+		if _, err := Parse("vectors.json", tc.Doc); err == nil {
+			t.Errorf("%s: %s was taken", tc.Name, tc.Doc)
 		}
 	}
 }

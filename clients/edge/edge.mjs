@@ -209,6 +209,9 @@ export function parseRoutes(doc) {
   for (const c of b.cidrs || []) cfg.bypass.cidrs.push(parseCIDR(String(c).trim()));
   if (b.header) {
     if (!b.header.name) throw new Error("routes: bypass: header: name is required");
+    // The secret may come apart (WAITROOM_BYPASS_SECRET); when written here
+    // it is held to waitroom's rule.
+    if (b.header.secret !== undefined && String(b.header.secret).length < 16) throw new Error("routes: bypass: header: secret must be at least 16 bytes");
     cfg.bypass.header = b.header.name;
     cfg.bypass.secret = b.header.secret || "";
   }
@@ -221,6 +224,40 @@ function checkPattern(p) {
     return;
   }
   if (!p.startsWith("/")) throw new Error(`routes: ${JSON.stringify(p)}: a path pattern starts with / (or is *.ext)`);
+  if (p.endsWith("/*")) p = p.slice(0, -1);
+  if (!globValid(p)) throw new Error(`routes: ${JSON.stringify(p)}: bad pattern`);
+}
+
+// globValid is what Go's path.Match refuses as ErrBadPattern: an unclosed
+// or empty [class], a bad range, a trailing backslash.
+function globValid(p) {
+  for (let i = 0; i < p.length; i++) {
+    const c = p[i];
+    if (c === "\\") {
+      if (++i >= p.length) return false;
+    } else if (c === "[") {
+      i++;
+      if (p[i] === "^") i++;
+      let n = 0;
+      for (;; n++) {
+        if (i >= p.length) return false;
+        if (p[i] === "]" && n > 0) break;
+        let lo = p[i];
+        if (lo === "-" || lo === "]") return false;
+        if (lo === "\\") lo = p[++i];
+        if (lo === undefined) return false;
+        i++;
+        if (p[i] === "-") {
+          let hi = p[++i];
+          if (hi === "-" || hi === "]") return false;
+          if (hi === "\\") hi = p[++i];
+          if (hi === undefined || hi < lo) return false;
+          i++;
+        }
+      }
+    }
+  }
+  return true;
 }
 
 // nameCookies is gateway.Config.NameCookies: a room's one session cookie.

@@ -16,6 +16,13 @@ test("paths: normalizePath is gateway.NormalizePath", () => {
   }
 });
 
+test("invalid routes files: refused as gateway.Parse refuses them", () => {
+  assert.ok(vectors.invalidRoutes.length >= 10);
+  for (const c of vectors.invalidRoutes) {
+    assert.throws(() => parseRoutes(c.doc), undefined, c.name);
+  }
+});
+
 test("cases: decide is the Go gateway's decision", () => {
   const cfg = parseRoutes(vectors.routes);
   assert.ok(vectors.cases.length >= 40);
