@@ -494,7 +494,8 @@ export async function verifySession(token, { keys, room, credential, iss = "", n
   if (!k || k.alg !== head.alg) return null;
   const ok = await crypto.subtle.verify(k.params, k.key, sig, new TextEncoder().encode(parts[0] + "." + parts[1]));
   if (!ok) return null;
-  const nbf = typeof claims.wr_nbf_ms === "number" ? claims.wr_nbf_ms : claims.nbf * 1000;
+  if (typeof claims !== "object" || claims === null || typeof claims.exp !== "number" || typeof claims.iat !== "number") return null;
+  const nbf = typeof claims.wr_nbf_ms === "number" ? claims.wr_nbf_ms : typeof claims.nbf === "number" ? claims.nbf * 1000 : NaN;
   if (claims.aud !== SESSION_AUDIENCE || claims.wr_room !== room || typeof claims.sub !== "string" || claims.sub === "" ||
       (iss && claims.iss !== iss) || !(now >= nbf) || !(now < claims.exp * 1000)) return null;
   if (claims.wr_cred !== await credentialHash(credential)) return null;
