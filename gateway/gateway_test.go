@@ -104,6 +104,8 @@ func TestParseErrors(t *testing.T) {
 		{"bypass:\n  cidrs: [nope]\n", "routes.yaml:2: bypass: cidr"},
 		{"bypass:\n  header: {name: X-B, secret: short}\n", "at least 16"},
 		{"routez: []\n", "field routez not found"},
+		{"bypass:\n  path: [/health]\n", "field path not found in type gateway.fileBypass"},
+		{"bypass:\n  header: {name: X-B, secrets: 0123456789abcdef}\n", "field secrets not found"},
 		{"routes:\n  - match: a.com/[x\n    room: drop\n", "bad pattern"},
 	} {
 		_, err := Parse("routes.yaml", []byte(tc.src))

@@ -114,7 +114,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	}
 	if f.Bypass.Kind != 0 {
 		var b fileBypass
-		if err := f.Bypass.Decode(&b); err != nil {
+		if err := decodeStrict(&f.Bypass, &b); err != nil {
 			return nil, fmt.Errorf("%s:%d: bypass: %v", name, f.Bypass.Line, err)
 		}
 		if err := cfg.Bypass.set(b); err != nil {
@@ -141,19 +141,25 @@ func ParseRoute(s string) (Route, error) {
 	return r, nil
 }
 
+// decodeStrict decodes n into v through a strict decoder, so a misspelt
+// key (bypass: {path: …} for paths) is an error rather than a rule
+// silently dropped. yaml.Node.Decode alone ignores unknown keys.
+func decodeStrict(n *yaml.Node, v any) error {
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	return dec.Decode(v)
+}
+
 func parseRouteNode(n *yaml.Node) (Route, error) {
 	if n.Kind != yaml.MappingNode {
 		return Route{}, errors.New("a route is a mapping with match and room")
 	}
 	var fr fileRoute
-	// Decode through a strict decoder so a misspelt key is an error.
-	b, err := yaml.Marshal(n)
-	if err != nil {
-		return Route{}, err
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&fr); err != nil {
+	if err := decodeStrict(n, &fr); err != nil {
 		return Route{}, err
 	}
 	host, p, ok := strings.Cut(fr.Match, "/")

@@ -208,6 +208,7 @@ export function parseRoutes(doc) {
   for (const p of b.paths || []) { checkPattern(p); cfg.bypass.paths.push(p); }
   for (const c of b.cidrs || []) cfg.bypass.cidrs.push(parseCIDR(String(c).trim()));
   if (b.header) {
+    known(b.header, ["name", "secret"], "bypass: header");
     if (!b.header.name) throw new Error("routes: bypass: header: name is required");
     // The secret may come apart (WAITROOM_BYPASS_SECRET); when written here
     // it is held to waitroom's rule.
