@@ -21,8 +21,8 @@ type Result struct {
 // tick however many instances call it. Pop, token records and the publish
 // are one atomic script.
 func (q *Queue) Admit(ctx context.Context, room string) (Result, error) {
-	if !ValidRoom(room) {
-		return Result{}, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return Result{}, wire.ErrInvalidRoom
 	}
 	c := q.opts.Capacity
 	lseed, err := newLotterySeed()

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 // The auditable draw (commit-reveal). When a room gets opensAt, the queue
@@ -87,8 +89,8 @@ var ErrNoDraw = errors.New("queue: room has no draw")
 // Draw reads room's draw. Before opening it holds the commitment only;
 // after, the seed and up to limit ids of the sorted list from offset.
 func (q *Queue) Draw(ctx context.Context, room string, offset, limit int) (Draw, error) {
-	if !ValidRoom(room) {
-		return Draw{}, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return Draw{}, wire.ErrInvalidRoom
 	}
 	v, err := q.r.Eval(ctx, revealScript, roomKeys(room), prefix(room),
 		strconv.Itoa(offset), strconv.Itoa(limit))

@@ -81,8 +81,8 @@ func (q *Queue) lottery(ctx context.Context, room, op string) (Lottery, error) {
 // ReadLottery returns room's lottery record; the seed only once the
 // lottery ended. ErrNoDraw when the room never admitted by lottery.
 func (q *Queue) ReadLottery(ctx context.Context, room string) (Lottery, error) {
-	if !ValidRoom(room) {
-		return Lottery{}, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return Lottery{}, wire.ErrInvalidRoom
 	}
 	l, err := q.lottery(ctx, room, "read")
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/lograte"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // Options configure a Queue. The zero value of a field means its default.
@@ -144,14 +145,11 @@ func New(r Redis, signer *Signer, opts *Options) (*Queue, error) {
 // Capacity returns the queue's capacity settings.
 func (q *Queue) Capacity() Capacity { return q.opts.Capacity }
 
-// ErrInvalidRoom is returned for a room name that does not match the rules.
-var ErrInvalidRoom = errors.New("invalid room name")
-
 func check(room, visitor string) error {
-	if !ValidRoom(room) {
-		return ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return wire.ErrInvalidRoom
 	}
-	if !ValidVisitor(visitor) {
+	if !wire.ValidVisitor(visitor) {
 		return ErrInvalidToken
 	}
 	return nil

@@ -363,7 +363,7 @@ func TestLeaveAndInvalid(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		q := newQueue(t, r, nil)
-		if _, err := q.Join(ctx, "Bad_Room", "v"); !errors.Is(err, ErrInvalidRoom) {
+		if _, err := q.Join(ctx, "Bad_Room", "v"); !errors.Is(err, wire.ErrInvalidRoom) {
 			t.Fatalf("bad room: %v", err)
 		}
 		if _, err := q.Join(ctx, "ok", strings.Repeat("x", 65)); !errors.Is(err, ErrInvalidToken) {

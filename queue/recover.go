@@ -196,8 +196,8 @@ func (q *Queue) settingsArgs(room string) []string {
 // other rooms are skipped. With no tickets, Retake only puts back what this
 // instance remembers of the room.
 func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tickets []wire.Ticket) (Restored, error) {
-	if !ValidRoom(room) {
-		return Restored{}, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return Restored{}, wire.ErrInvalidRoom
 	}
 	m := q.remember(room)
 	for _, t := range tickets {
@@ -218,7 +218,7 @@ func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tick
 		strconv.FormatInt(ms.phead, 10), strconv.FormatInt(ms.pseq, 10), done, pdone}
 	args = append(args, q.settingsArgs(room)...)
 	for i, t := range tickets {
-		if t.Room != room || t.IsZero() || i >= len(visitors) || !ValidVisitor(visitors[i]) || m.isDone(t) {
+		if t.Room != room || t.IsZero() || i >= len(visitors) || !wire.ValidVisitor(visitors[i]) || m.isDone(t) {
 			continue
 		}
 		band := "0"
@@ -338,7 +338,7 @@ func (q *Queue) settingsRooms() []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, r := range q.opts.Settings.SettingsRooms() {
-		if !seen[r] && ValidRoom(r) {
+		if !seen[r] && wire.ValidRoom(r) {
 			seen[r] = true
 			out = append(out, r)
 		}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/waitroom/waitroom/settings"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // Admission strategies, methods and fail modes: see package settings.
@@ -44,8 +45,8 @@ func parseRoomConfig(flat []any) RoomConfig {
 
 // RoomConfig reads room's stored settings.
 func (q *Queue) RoomConfig(ctx context.Context, room string) (RoomConfig, error) {
-	if !ValidRoom(room) {
-		return RoomConfig{}, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return RoomConfig{}, wire.ErrInvalidRoom
 	}
 	v, err := q.r.Do(ctx, "HGETALL", prefix(room)+"cfg")
 	if err != nil {
@@ -90,8 +91,8 @@ func (q *Queue) UpdateRoomConfig(ctx context.Context, room string, change func(*
 // writeRoomConfig writes c if the stored version is still version ("" =
 // any); it reports whether it wrote.
 func (q *Queue) writeRoomConfig(ctx context.Context, room string, c RoomConfig, version string) (bool, error) {
-	if !ValidRoom(room) {
-		return false, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return false, wire.ErrInvalidRoom
 	}
 	if err := c.Validate(); err != nil {
 		return false, err
@@ -150,8 +151,8 @@ type RoomStats struct {
 
 // Stats reads room's counters in one round trip.
 func (q *Queue) Stats(ctx context.Context, room string) (RoomStats, error) {
-	if !ValidRoom(room) {
-		return RoomStats{}, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return RoomStats{}, wire.ErrInvalidRoom
 	}
 	v, err := q.r.Eval(ctx, roomstatsScript, roomKeys(room), prefix(room))
 	if err != nil {
@@ -162,8 +163,8 @@ func (q *Queue) Stats(ctx context.Context, room string) (RoomStats, error) {
 
 // RoomExists reports whether an operator created room (stored settings).
 func (q *Queue) RoomExists(ctx context.Context, room string) (bool, error) {
-	if !ValidRoom(room) {
-		return false, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return false, wire.ErrInvalidRoom
 	}
 	v, err := q.r.Do(ctx, "SISMEMBER", configuredRoomsKey, room)
 	if err != nil {

@@ -132,13 +132,13 @@ type roomHeader struct {
 // StatusMany returns the states of several visitors of one room in one
 // round trip.
 func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) ([]wire.State, error) {
-	if !ValidRoom(room) {
-		return nil, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return nil, wire.ErrInvalidRoom
 	}
 	args := make([]string, 0, len(visitors)+3)
 	args = append(args, prefix(room), seed(), q.channel(room))
 	for _, v := range visitors {
-		if !ValidVisitor(v) {
+		if !wire.ValidVisitor(v) {
 			return nil, ErrInvalidToken
 		}
 		args = append(args, v)

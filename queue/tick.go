@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 // Rooms lists the rooms with waiting visitors.
@@ -26,7 +28,7 @@ func validRooms(v any) []string {
 	arr, _ := v.([]any)
 	out := make([]string, 0, len(arr))
 	for _, e := range arr {
-		if s, ok := e.(string); ok && ValidRoom(s) {
+		if s, ok := e.(string); ok && wire.ValidRoom(s) {
 			out = append(out, s)
 		}
 	}

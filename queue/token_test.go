@@ -77,18 +77,3 @@ func FuzzParseVisitor(f *testing.F) {
 		}
 	})
 }
-
-// FuzzNames: the fast name checks agree with the documented patterns.
-func FuzzNames(f *testing.F) {
-	for _, s := range []string{"drop", "a", "-a", "a-", "Drop", "x_y", strings.Repeat("a", 64), strings.Repeat("a", 65), "", "é", "a b"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := ValidRoom(s), roomRE.MatchString(s); got != want {
-			t.Fatalf("ValidRoom(%q) = %v, pattern says %v", s, got, want)
-		}
-		if got, want := ValidVisitor(s), visitorRE.MatchString(s); got != want {
-			t.Fatalf("ValidVisitor(%q) = %v, pattern says %v", s, got, want)
-		}
-	})
-}

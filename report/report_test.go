@@ -281,7 +281,7 @@ func TestReadRange(t *testing.T) {
 	if _, err := rc.Read(context.Background(), "r", now, now); !errors.Is(err, ErrRange) {
 		t.Fatalf("empty range: %v", err)
 	}
-	if _, err := rc.Read(context.Background(), "Bad Room", now, now.Add(time.Hour)); !errors.Is(err, queue.ErrInvalidRoom) {
+	if _, err := rc.Read(context.Background(), "Bad Room", now, now.Add(time.Hour)); !errors.Is(err, wire.ErrInvalidRoom) {
 		t.Fatalf("bad room: %v", err)
 	}
 	rep, err := rc.Read(context.Background(), "r", now.Add(-30*24*time.Hour), now)

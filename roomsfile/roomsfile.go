@@ -34,6 +34,7 @@ import (
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/schedule"
 	"github.com/waitroom/waitroom/settings"
+	"github.com/waitroom/waitroom/wire"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -192,7 +193,7 @@ func Parse(path string, data []byte) (*File, error) {
 		k, v := roomsNode.Content[i], roomsNode.Content[i+1]
 		name := k.Value
 		where := "rooms." + name
-		if k.Kind != yaml.ScalarNode || !queue.ValidRoom(name) {
+		if k.Kind != yaml.ScalarNode || !wire.ValidRoom(name) {
 			return nil, fail(k.Line, where, "is not a valid room name (^[a-z0-9][a-z0-9-]{0,63}$)")
 		}
 		if _, dup := f.rooms[name]; dup {

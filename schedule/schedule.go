@@ -17,6 +17,7 @@ import (
 	"github.com/waitroom/waitroom/internal/lograte"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/settings"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // Rooms is the room store the schedule changes (a *queue.Queue): the same
@@ -177,7 +178,7 @@ func (s *Schedule) step(ctx context.Context) error {
 	var errs []error
 	for _, x := range arr {
 		room, _ := x.(string)
-		if !queue.ValidRoom(room) {
+		if !wire.ValidRoom(room) {
 			continue
 		}
 		if err := s.stepRoom(ctx, room, now); err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/waitroom/waitroom/branding"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // roomLook is a room's look on the wire: what the waiting page applies
@@ -63,7 +64,7 @@ func (a *API) getBranding(c *fiber.Ctx) error {
 // none or cannot be read quickly: the page then shows the default look.
 func (a *API) pageBranding(c *fiber.Ctx) *roomLook {
 	r := c.Query("room", "demo")
-	if !queue.ValidRoom(r) {
+	if !wire.ValidRoom(r) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 500*time.Millisecond)

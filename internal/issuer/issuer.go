@@ -19,6 +19,7 @@ import (
 
 	"github.com/waitroom/waitroom/entry"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // Config says how tokens are signed.
@@ -174,7 +175,7 @@ func (i *Issuer) ParseToken(raw string) (queue.Token, error) {
 	}
 	// The keys, shared by every instance, are the authority here, not iss:
 	// instances left to the default issuer name themselves differently.
-	if !queue.ValidRoom(c.Room) || !queue.ValidVisitor(c.Visitor) {
+	if !wire.ValidRoom(c.Room) || !wire.ValidVisitor(c.Visitor) {
 		return queue.Token{}, fmt.Errorf("%w: room or visitor", entry.ErrInvalid)
 	}
 	exp := c.IdleExpiresAt
