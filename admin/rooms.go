@@ -352,7 +352,7 @@ func (a *API) stats(c *fiber.Ctx) error {
 	}
 	eff := a.View(r, cfg)
 	activation := fiber.Map{"mode": eff.Settings.Activation}
-	if cfg.Activation == queue.ActivationBusy {
+	if cfg.Activation == settings.ActivationBusy {
 		act, ok, err := a.store.ActivationOf(ctx, r)
 		if err != nil {
 			return a.storeError(c, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -80,7 +81,7 @@ func TestClusterShardedPublish(t *testing.T) {
 					t.Fatal(err)
 				}
 				joinN(t, q, room, 3, "v")
-				if err := q.SetRoomConfig(ctx, room, RoomConfig{Batch: 2}); err != nil {
+				if err := q.SetRoomConfig(ctx, room, settings.Room{Batch: 2}); err != nil {
 					t.Fatal(err)
 				}
 				res := admitTaken(t, q, room)

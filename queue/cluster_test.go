@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -41,7 +42,7 @@ func TestCluster(t *testing.T) {
 			rooms := []string{client + "-a", client + "-b", client + "-c"}
 			for _, room := range rooms {
 				joinN(t, q, room, 12, "v")
-				if err := q.SetRoomConfig(ctx, room, RoomConfig{Batch: 4}); err != nil {
+				if err := q.SetRoomConfig(ctx, room, settings.Room{Batch: 4}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -25,26 +26,26 @@ import (
 func TestJoinBatchMatchesJoins(t *testing.T) {
 	cases := []struct {
 		name  string
-		cfg   *RoomConfig
+		cfg   *settings.Room
 		stale bool
 		setup func(t *testing.T, q *Queue, room string, version int64)
 	}{
 		{name: "open"},
-		{name: "fifo", cfg: &RoomConfig{Batch: 1}},
-		{name: "paused", cfg: &RoomConfig{Batch: 1, Paused: true, Message: "back soon"}},
-		{name: "prequeue", cfg: &RoomConfig{Batch: 1, OpensAt: time.Now().Add(time.Hour)}},
-		{name: "invite-only", cfg: &RoomConfig{Batch: 1, InviteOnly: true}},
-		{name: "reject", cfg: &RoomConfig{Batch: 1, Method: "reject"}},
-		{name: "passthrough", cfg: &RoomConfig{Batch: 1, Method: "passthrough"}},
-		{name: "random", cfg: &RoomConfig{Batch: 2, Method: "random"}}, // the lottery admits both: which one alone would be a draw
-		{name: "no-presence", cfg: &RoomConfig{Batch: 1, NoPresence: true}},
-		{name: "stale", cfg: &RoomConfig{Batch: 1}, stale: true},
-		{name: "counter-lost", cfg: &RoomConfig{Batch: 1}, setup: func(t *testing.T, q *Queue, room string, _ int64) {
+		{name: "fifo", cfg: &settings.Room{Batch: 1}},
+		{name: "paused", cfg: &settings.Room{Batch: 1, Paused: true, Message: "back soon"}},
+		{name: "prequeue", cfg: &settings.Room{Batch: 1, OpensAt: time.Now().Add(time.Hour)}},
+		{name: "invite-only", cfg: &settings.Room{Batch: 1, InviteOnly: true}},
+		{name: "reject", cfg: &settings.Room{Batch: 1, Method: "reject"}},
+		{name: "passthrough", cfg: &settings.Room{Batch: 1, Method: "passthrough"}},
+		{name: "random", cfg: &settings.Room{Batch: 2, Method: "random"}}, // the lottery admits both: which one alone would be a draw
+		{name: "no-presence", cfg: &settings.Room{Batch: 1, NoPresence: true}},
+		{name: "stale", cfg: &settings.Room{Batch: 1}, stale: true},
+		{name: "counter-lost", cfg: &settings.Room{Batch: 1}, setup: func(t *testing.T, q *Queue, room string, _ int64) {
 			if _, err := q.r.Do(context.Background(), "DEL", prefix(room)+"seq"); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{name: "priority", cfg: &RoomConfig{Batch: 1}, setup: func(t *testing.T, q *Queue, room string, version int64) {
+		{name: "priority", cfg: &settings.Room{Batch: 1}, setup: func(t *testing.T, q *Queue, room string, version int64) {
 			code := Invite{ID: room + "-code", Uses: 5, Expires: time.Now().Add(time.Hour), Priority: true}
 			if _, _, err := q.JoinAt(context.Background(), room, "pv", code, version); err != nil {
 				t.Fatal(err)

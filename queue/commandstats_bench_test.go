@@ -12,6 +12,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/taskset"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // BenchmarkScripts measures the Redis time of one call of the join, status
@@ -92,12 +93,12 @@ func scriptsBench(b *testing.B, room string) (*Queue, context.Context) {
 	srv := redistest.StartReal(b)
 	pinApart(b, srv)
 	q := newQueue(b, newRedis(b, srv, "rueidis"), nil)
-	var cfg *RoomConfig
+	var cfg *settings.Room
 	switch room {
 	case "configured":
-		cfg = &RoomConfig{Batch: 20}
+		cfg = &settings.Room{Batch: 20}
 	case "branded":
-		cfg = &RoomConfig{Batch: 20, MaxActive: 500, TokenTTL: 10 * time.Minute, TokenMax: time.Hour,
+		cfg = &settings.Room{Batch: 20, MaxActive: 500, TokenTTL: 10 * time.Minute, TokenMax: time.Hour,
 			Message: "Thank you for waiting: the sale opens soon.", AwayAfter: 2 * time.Minute,
 			DropAfter: 10 * time.Minute, BrandTitle: "Spring sale", BrandAccent: "#0a7f5a",
 			BrandBackground: "#f4f1ea", BrandFooter: "Example Shop Ltd"}

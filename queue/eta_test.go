@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -193,7 +194,7 @@ func TestStatusETARange(t *testing.T) {
 			t.Fatalf("range %+v does not hold the ETA %d", st.ETARange, st.ETASeconds)
 		}
 
-		randomRoom(t, q, "lot", RoomConfig{})
+		randomRoom(t, q, "lot", settings.Room{})
 		ls := joinN(t, q, "lot", 30, "l")
 		for range 2 {
 			admitTaken(t, q, "lot")

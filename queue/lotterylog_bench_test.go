@@ -13,6 +13,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // BenchmarkRandomTick measures one taken admission tick of a random room
@@ -39,7 +40,7 @@ func BenchmarkRandomTick(b *testing.B) {
 			}
 		}
 	}
-	if err := q.SetRoomConfig(ctx, room, RoomConfig{Method: MethodRandom}); err != nil {
+	if err := q.SetRoomConfig(ctx, room, settings.Room{Method: settings.MethodRandom}); err != nil {
 		b.Fatal(err)
 	}
 	fill(0)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -44,7 +45,7 @@ func TestPresenceMakesUpTakenBackTokens(t *testing.T) {
 		ctx := context.Background()
 		const room = "makeup"
 		q := newQueue(t, r, fixedBatch(4, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, room, visitorRange("v", 0, 40)...)
@@ -109,7 +110,7 @@ func TestPresenceMakesUpTakenBackTokens(t *testing.T) {
 
 		// Taken back during a pause, and resumed after awayAfter: capacity
 		// missed that long ago is not made up.
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{Paused: true}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{Paused: true}); err != nil {
 			t.Fatal(err)
 		}
 		lastSeen(t, r, room, "aseen", 2*time.Minute, "v09")
@@ -124,7 +125,7 @@ func TestPresenceMakesUpTakenBackTokens(t *testing.T) {
 		if n, err := r.Do(ctx, "ZADD", prefix(room)+"owed", "XX", "CH", long, "v09:"+strconv.FormatInt(nb9, 10)); err != nil || !isOne(n) {
 			t.Fatalf("ageing the owed admission: %v %v", n, err)
 		}
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := admittedIDs(admitTaken(t, q, room)); len(got) != 4 {
@@ -144,7 +145,7 @@ func TestPresenceMakeUpKeepsLimits(t *testing.T) {
 		ctx := context.Background()
 		const room = "makeup-max"
 		q := newQueue(t, r, fixedBatch(4, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{Strategy: StrategyMaxActive, MaxActive: 3}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{Strategy: settings.StrategyMaxActive, MaxActive: 3}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, room, visitorRange("m", 0, 20)...)
@@ -168,7 +169,7 @@ func TestPresenceMakeUpKeepsLimits(t *testing.T) {
 
 		// Presence off: a quiet visitor's token stays, nothing is owed.
 		const off = "makeup-off"
-		if err := q.SetRoomConfig(ctx, off, RoomConfig{NoPresence: true}); err != nil {
+		if err := q.SetRoomConfig(ctx, off, settings.Room{NoPresence: true}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, off, visitorRange("o", 0, 12)...)

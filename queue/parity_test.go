@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -166,7 +167,7 @@ func parityScenario(t *testing.T, srv *redistest.Server, client string, c *scrip
 
 	// setcfg (and lottery's end, for a room that is not random), with
 	// text that is not ASCII.
-	cfg := RoomConfig{
+	cfg := settings.Room{
 		Batch: 3, Message: "Welcome · ようこそ",
 		BrandTitle: "Acme Drop · 東京", BrandAccent: "#c2185b",
 		BrandFooter: `<p>© Acme · <a href="https://acme.example/terms">Terms</a></p>`,
@@ -306,14 +307,14 @@ func parityScenario(t *testing.T, srv *redistest.Server, client string, c *scrip
 
 	// commit and reveal: a room that opens later commits to its draw's
 	// seed before anyone joins.
-	must(q.SetRoomConfig(ctx, "pre", RoomConfig{OpensAt: time.Now().Add(time.Hour)}))
+	must(q.SetRoomConfig(ctx, "pre", settings.Room{OpensAt: time.Now().Add(time.Hour)}))
 	note("join x before opening: %s", state(q.Join(ctx, "pre", "x")))
 	d, err := q.Draw(ctx, "pre", 0, 10)
 	must(err)
 	note("draw before opening: committed %v opened %v seed %v count %d", d.Commitment != "", d.Opened, d.Seed != "", d.Count)
 
 	// lottery (commit, read, end) and the lottery's log.
-	must(q.SetRoomConfig(ctx, "lot", RoomConfig{Method: MethodRandom, Batch: 1}))
+	must(q.SetRoomConfig(ctx, "lot", settings.Room{Method: settings.MethodRandom, Batch: 1}))
 	for _, v := range []string{"y", "z"} {
 		st, err := q.Join(ctx, "lot", v)
 		note("join %s in a lottery: %s in a draw of %d", v, state(st, err), st.InDraw)
@@ -330,7 +331,7 @@ func parityScenario(t *testing.T, srv *redistest.Server, client string, c *scrip
 		events = append(events, e.Event)
 	}
 	note("lottery log: first %d events %v more %v", lg.First, events, lg.More)
-	must(q.SetRoomConfig(ctx, "lot", RoomConfig{Batch: 1}))
+	must(q.SetRoomConfig(ctx, "lot", settings.Room{Batch: 1}))
 	l, err = q.ReadLottery(ctx, "lot")
 	must(err)
 	note("lottery after it ended: ended %v seed matches %v", l.Ended, l.Seed != "" && Commitment(l.Seed) == l.Commitment)
@@ -378,7 +379,7 @@ func parityScenario(t *testing.T, srv *redistest.Server, client string, c *scrip
 	// A room that queues only when busy: the first visitor goes in on the
 	// spot, the second finds its one slot taken; the room's state is noted
 	// once as passing, then as queueing once someone waits.
-	if err := q.SetRoomConfig(ctx, "busy", RoomConfig{Activation: "busy", Strategy: "max-active", MaxActive: 1}); err != nil {
+	if err := q.SetRoomConfig(ctx, "busy", settings.Room{Activation: "busy", Strategy: "max-active", MaxActive: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range []string{"b1", "b2"} {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -60,7 +61,7 @@ func TestPresenceSkipsAwayAndBringsBack(t *testing.T) {
 		ctx := context.Background()
 		const room = "presence"
 		q := newQueue(t, r, fixedBatch(2, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, room, "a", "b", "c", "d", "e", "f")
@@ -125,7 +126,7 @@ func TestPresenceGivesBackUnusedTokens(t *testing.T) {
 		ctx := context.Background()
 		const room = "reclaim"
 		q := newQueue(t, r, fixedBatch(5, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{Strategy: StrategyMaxActive, MaxActive: 1}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{Strategy: settings.StrategyMaxActive, MaxActive: 1}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, room, "a", "b", "c")
@@ -175,7 +176,7 @@ func TestPresenceOff(t *testing.T) {
 		ctx := context.Background()
 		const room = "nopresence"
 		q := newQueue(t, r, fixedBatch(2, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, room, "v0", "v1", "v2", "v3", "v4")
@@ -183,7 +184,7 @@ func TestPresenceOff(t *testing.T) {
 		if got := admittedIDs(admitTaken(t, q, room)); !slices.Equal(got, []string{"v3", "v4"}) {
 			t.Fatalf("admitted %v, want [v3 v4]", got)
 		}
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{NoPresence: true}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{NoPresence: true}); err != nil {
 			t.Fatal(err)
 		}
 		var got []string
@@ -206,7 +207,7 @@ func TestSeenBringsBack(t *testing.T) {
 		ctx := context.Background()
 		const room = "seen"
 		q := newQueue(t, r, fixedBatch(1, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{AwayAfter: 30 * time.Second}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{AwayAfter: 30 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, room, "v0", "v1", "v2")
@@ -236,19 +237,19 @@ func TestSeenBringsBack(t *testing.T) {
 
 func TestPresenceSettingsValidate(t *testing.T) {
 	for _, tc := range []struct {
-		c     RoomConfig
+		c     settings.Room
 		field string
 	}{
-		{RoomConfig{AwayAfter: 14 * time.Second}, "awayAfterSeconds"},
-		{RoomConfig{AwayAfter: 2 * time.Hour}, "awayAfterSeconds"},
-		{RoomConfig{AwayAfter: 20 * time.Minute}, "awayAfterSeconds"},
-		{RoomConfig{AwayAfter: 30 * time.Second, DropAfter: 20 * time.Second}, "dropAfterSeconds"},
-		{RoomConfig{DropAfter: 25 * time.Hour}, "dropAfterSeconds"},
-		{RoomConfig{AwayAfter: 15 * time.Second, DropAfter: 15 * time.Second}, ""},
-		{RoomConfig{NoPresence: true}, ""},
+		{settings.Room{AwayAfter: 14 * time.Second}, "awayAfterSeconds"},
+		{settings.Room{AwayAfter: 2 * time.Hour}, "awayAfterSeconds"},
+		{settings.Room{AwayAfter: 20 * time.Minute}, "awayAfterSeconds"},
+		{settings.Room{AwayAfter: 30 * time.Second, DropAfter: 20 * time.Second}, "dropAfterSeconds"},
+		{settings.Room{DropAfter: 25 * time.Hour}, "dropAfterSeconds"},
+		{settings.Room{AwayAfter: 15 * time.Second, DropAfter: 15 * time.Second}, ""},
+		{settings.Room{NoPresence: true}, ""},
 	} {
 		err := tc.c.Validate()
-		var fe *FieldError
+		var fe *settings.FieldError
 		if tc.field == "" && err != nil || tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field) {
 			t.Errorf("%+v: %v, want field %q", tc.c, err, tc.field)
 		}
@@ -263,7 +264,7 @@ func TestPresenceSlotClockStartsAtLastSeen(t *testing.T) {
 		ctx := context.Background()
 		const room = "lastseen"
 		q := newQueue(t, r, fixedBatch(5, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{Strategy: StrategyMaxActive, MaxActive: 1, AwayAfter: MinAwayAfter}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{Strategy: settings.StrategyMaxActive, MaxActive: 1, AwayAfter: MinAwayAfter}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, room, "a", "b")
@@ -286,7 +287,7 @@ func TestPresenceKeepsUsedTokens(t *testing.T) {
 		ctx := context.Background()
 		const room = "used"
 		q := newQueue(t, r, fixedBatch(5, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{Strategy: StrategyMaxActive, MaxActive: 1}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{Strategy: settings.StrategyMaxActive, MaxActive: 1}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, room, "a", "b")
@@ -323,7 +324,7 @@ func TestDroppedStaysDropped(t *testing.T) {
 		opts.Retention = 50 * time.Millisecond
 		opts.Settings = settingsOf{room: {Paused: true}}
 		q := newQueue(t, r, opts)
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{Paused: true}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{Paused: true}); err != nil {
 			t.Fatal(err)
 		}
 		var tickets []wire.Ticket

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -16,7 +17,7 @@ import (
 // them: the rooms file of the deployment, or the settings an instance last
 // read. ok is false when the source does not know the room.
 type SettingsSource interface {
-	RoomSettings(room string) (c RoomConfig, ok bool)
+	RoomSettings(room string) (c settings.Room, ok bool)
 	// SettingsRooms lists the rooms the source knows.
 	SettingsRooms() []string
 }

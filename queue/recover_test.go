@@ -15,6 +15,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -50,9 +51,9 @@ func TestTicketCredential(t *testing.T) {
 }
 
 // settingsOf is a SettingsSource of fixed settings.
-type settingsOf map[string]RoomConfig
+type settingsOf map[string]settings.Room
 
-func (s settingsOf) RoomSettings(room string) (RoomConfig, bool) { c, ok := s[room]; return c, ok }
+func (s settingsOf) RoomSettings(room string) (settings.Room, bool) { c, ok := s[room]; return c, ok }
 func (s settingsOf) SettingsRooms() []string {
 	var out []string
 	for r := range s {
@@ -105,7 +106,7 @@ func TestRetakeAfterLoss(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		opts := fixedBatch(3, 50*time.Millisecond)
-		opts.Settings = settingsOf{"drop": {Seats: 40, FailMode: FailClosed, Batch: 3}}
+		opts.Settings = settingsOf{"drop": {Seats: 40, FailMode: settings.FailClosed, Batch: 3}}
 		var restoredTickets int
 		opts.OnRestored = func(r Restored) { restoredTickets += r.Tickets }
 		q := newQueue(t, r, opts)
@@ -141,7 +142,7 @@ func TestRetakeAfterLoss(t *testing.T) {
 		if err != nil || res.Tickets != 3 || !res.Settings {
 			t.Fatalf("retake: %+v %v", res, err)
 		}
-		if c, _ := q.RoomConfig(ctx, "drop"); c.Seats != 40 || c.FailMode != FailClosed {
+		if c, _ := q.RoomConfig(ctx, "drop"); c.Seats != 40 || c.FailMode != settings.FailClosed {
 			t.Fatalf("settings not back: %+v", c)
 		}
 		// A new joiner goes behind every ticket given before the loss.
@@ -329,9 +330,9 @@ func TestRestoreEveryInstanceWritesBack(t *testing.T) {
 		ctx := context.Background()
 		const room = "lot"
 		opts := fixedBatch(10, 250*time.Millisecond) // the tick bounds tickOnce's calls: 5 ms failed them under -race
-		opts.Settings = settingsOf{room: {Method: MethodRandom, Batch: 10}}
+		opts.Settings = settingsOf{room: {Method: settings.MethodRandom, Batch: 10}}
 		a, b := newQueue(t, r, opts), newQueue(t, r, opts)
-		if err := a.SetRoomConfig(ctx, room, RoomConfig{Method: MethodRandom, Batch: 10}); err != nil {
+		if err := a.SetRoomConfig(ctx, room, settings.Room{Method: settings.MethodRandom, Batch: 10}); err != nil {
 			t.Fatal(err)
 		}
 		b.tickOnce(ctx) // b writes the marker; nobody waits yet
@@ -377,10 +378,10 @@ func TestRestoreWriteBackRetried(t *testing.T) {
 		ctx := context.Background()
 		const room = "lot"
 		opts := fixedBatch(10, 250*time.Millisecond)
-		opts.Settings = settingsOf{room: {Method: MethodRandom, Batch: 10}}
+		opts.Settings = settingsOf{room: {Method: settings.MethodRandom, Batch: 10}}
 		fa := &failingRetake{Redis: r}
 		a, b := newQueue(t, fa, opts), newQueue(t, r, opts)
-		if err := a.SetRoomConfig(ctx, room, RoomConfig{Method: MethodRandom, Batch: 10}); err != nil {
+		if err := a.SetRoomConfig(ctx, room, settings.Room{Method: settings.MethodRandom, Batch: 10}); err != nil {
 			t.Fatal(err)
 		}
 		b.tickOnce(ctx)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -197,7 +198,7 @@ const passBatch = 1000
 func (q *Queue) plannedRate(room string) float64 {
 	c := q.opts.Capacity
 	batch, maxActive, ttl := c.BatchSize(), q.opts.MaxActive, q.opts.TokenTTL
-	var cfg RoomConfig
+	var cfg settings.Room
 	if q.opts.Settings != nil {
 		cfg, _ = q.opts.Settings.RoomSettings(room)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // waitNextTick waits until the clock is just past the next tick boundary.
@@ -37,7 +38,7 @@ func TestTickIgnoresRoomFlood(t *testing.T) {
 				victim.Add(int64(n))
 			}
 		}})
-		if err := q.SetRoomConfig(ctx, "victim", RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, "victim", settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 200 {
@@ -116,7 +117,7 @@ func TestIdleRoomKeysExpire(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		q := newQueue(t, r, fixedBatch(1, 100*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, "kept", RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, "kept", settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, room := range []string{"flood-1", "kept"} {
@@ -193,7 +194,7 @@ func TestTickDoesNotWaitForAStuckRoom(t *testing.T) {
 			}
 		}})
 		for _, room := range []string{"stuck", "moving"} {
-			if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+			if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 				t.Fatal(err)
 			}
 			joinN(t, q, room, 30, "v")
@@ -267,7 +268,7 @@ func TestPausedRoomTickedOncePerSecond(t *testing.T) {
 			}
 		}})
 		other := newQueue(t, r, fixedBatch(2, tick)) // an instance without a tick loop
-		if err := other.SetRoomConfig(ctx, "quiet", RoomConfig{Paused: true}); err != nil {
+		if err := other.SetRoomConfig(ctx, "quiet", settings.Room{Paused: true}); err != nil {
 			t.Fatal(err)
 		}
 		joinN(t, q, "quiet", 10, "v")
@@ -296,7 +297,7 @@ func TestPausedRoomTickedOncePerSecond(t *testing.T) {
 
 		// Resumed by the other instance: admitted again, and from then on
 		// the room is no longer skipped.
-		if _, err := other.UpdateRoomConfig(ctx, "quiet", func(c *RoomConfig) error { c.Paused = false; return nil }); err != nil {
+		if _, err := other.UpdateRoomConfig(ctx, "quiet", func(c *settings.Room) error { c.Paused = false; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		waitfor.Until(t, 10*time.Second, "all 10 admitted after the resume", func() bool { return admitted.Load() >= 10 })

@@ -14,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom/internal/lograte"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // logLines is a log the test reads while the code under test writes it.
@@ -90,7 +91,7 @@ func TestTickLogDuringOutage(t *testing.T) {
 				OnAdmit:  func(string, int) { admitted.Add(1) },
 			})
 			for _, room := range []string{"drop", "shop"} {
-				if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+				if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 					t.Fatal(err)
 				}
 				joinN(t, q, room, 200, "v")

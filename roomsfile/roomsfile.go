@@ -31,7 +31,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/schedule"
 	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
@@ -75,7 +74,7 @@ func (e *Error) Error() string {
 type Room struct {
 	Name   string
 	Line   int
-	Config queue.RoomConfig
+	Config settings.Room
 	// Lines maps each field the file sets to its line.
 	Lines map[string]int
 	// Events are the room's scheduled events (the key events, a list of
@@ -91,7 +90,7 @@ func (r Room) Sets(field string) bool {
 
 // Apply sets in c the fields the file sets and returns the names of those
 // whose value changed.
-func (r Room) Apply(c *queue.RoomConfig) []string {
+func (r Room) Apply(c *settings.Room) []string {
 	var changed []string
 	for _, f := range settings.Fields {
 		if r.Sets(f.Name) && !f.Equal(*c, r.Config) {
@@ -259,7 +258,7 @@ func parseRoom(path, name string, line int, n *yaml.Node) (Room, error) {
 		r.Lines[k.Value] = v.Line
 	}
 	if err := r.Config.Validate(); err != nil {
-		var fe *queue.FieldError
+		var fe *settings.FieldError
 		if errors.As(err, &fe) {
 			line, ok := r.Lines[fe.Field]
 			if !ok {

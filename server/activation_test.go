@@ -13,7 +13,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/webhook"
 )
 
@@ -37,7 +37,7 @@ func TestActivationNoticed(t *testing.T) {
 		}))
 	}
 	first := insts[0]
-	if err := first.q.SetRoomConfig(context.Background(), "shop", queue.RoomConfig{Activation: queue.ActivationBusy}); err != nil {
+	if err := first.q.SetRoomConfig(context.Background(), "shop", settings.Room{Activation: settings.ActivationBusy}); err != nil {
 		t.Fatal(err)
 	}
 	admin := newVisitor(t, first.URL)

@@ -13,6 +13,7 @@ import (
 	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/roomcache"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/visit"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -128,12 +129,12 @@ func (a gatewayRooms) Exists(ctx context.Context, room string) (bool, error) {
 }
 
 func (a gatewayRooms) IdleTTL(room string) time.Duration { return a.rc.TokenTTL(room) }
-func (a gatewayRooms) FailClosed(room string) bool       { return a.rc.FailMode(room) == queue.FailClosed }
+func (a gatewayRooms) FailClosed(room string) bool       { return a.rc.FailMode(room) == settings.FailClosed }
 func (a gatewayRooms) AllowFailOpen(room string) bool    { return a.rc.Limiter(room).Allow() }
 
 func (a gatewayRooms) Busy(room string) bool {
 	cfg, _ := a.rc.RoomSettings(room)
-	return cfg.Activation == queue.ActivationBusy
+	return cfg.Activation == settings.ActivationBusy
 }
 
 // gatewayAPI lets the gateway's endpoints answer like the rest of the API.

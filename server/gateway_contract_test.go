@@ -11,7 +11,7 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/limit"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // Traefik and Envoy are not packaged here: these tests send
@@ -194,7 +194,7 @@ func TestCheckSlides(t *testing.T) {
 // is checked in memory); a request without one follows the room's fail
 // mode: open lets it through the room's limiter, closed refuses it.
 func TestCheckFailMode(t *testing.T) {
-	for _, mode := range []string{queue.FailOpen, queue.FailClosed} {
+	for _, mode := range []string{settings.FailOpen, settings.FailClosed} {
 		t.Run(mode, func(t *testing.T) {
 			srv := redistest.StartReal(t)
 			ts, session, cred := gatewayServer(t, srv, func(c *config) { c.FailMode = mode })
@@ -210,7 +210,7 @@ func TestCheckFailMode(t *testing.T) {
 			}
 			resp := check("")
 			switch mode {
-			case queue.FailOpen:
+			case settings.FailOpen:
 				if resp.StatusCode != 200 || resp.Header.Get("X-Waitroom-Fail-Open") != "1" {
 					t.Fatalf("open: %d", resp.StatusCode)
 				}

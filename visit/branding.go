@@ -6,7 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/waitroom/waitroom/branding"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -22,7 +22,7 @@ type roomLook struct {
 	Footer string `json:"footer,omitempty"`
 }
 
-func roomBranding(c queue.RoomConfig) roomLook {
+func roomBranding(c settings.Room) roomLook {
 	b := roomLook{Title: c.BrandTitle, Logo: c.BrandLogo, Accent: c.BrandAccent, Background: c.BrandBackground}
 	if c.BrandFooter != "" {
 		b.Footer = branding.Footer(c.BrandFooter)

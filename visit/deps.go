@@ -10,6 +10,7 @@ import (
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -28,7 +29,7 @@ type Queue interface {
 	// (queue.ErrPowUsed when it was).
 	SpendProof(ctx context.Context, c queue.Challenge, now time.Time) error
 	// RoomConfig reads room's settings from the store.
-	RoomConfig(ctx context.Context, room string) (queue.RoomConfig, error)
+	RoomConfig(ctx context.Context, room string) (settings.Room, error)
 }
 
 // Tokens is what the visitor API needs of the queue for entry tokens.
@@ -72,7 +73,7 @@ type Rooms interface {
 	AllowFailOpen(room string) bool
 	// Settings is room's settings in memory; ok is false for a room not
 	// read yet.
-	Settings(room string) (cfg queue.RoomConfig, ok bool)
+	Settings(room string) (cfg settings.Room, ok bool)
 }
 
 // Visitors issues and reads visitor credentials.

@@ -20,6 +20,7 @@ import (
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -102,8 +103,8 @@ func (f *fakeQueue) SpendProof(_ context.Context, c queue.Challenge, _ time.Time
 	return nil
 }
 
-func (f *fakeQueue) RoomConfig(_ context.Context, room string) (queue.RoomConfig, error) {
-	return queue.RoomConfig{BrandTitle: "from the store"}, nil
+func (f *fakeQueue) RoomConfig(_ context.Context, room string) (settings.Room, error) {
+	return settings.Room{BrandTitle: "from the store"}, nil
 }
 
 func (f *fakeQueue) Consume(_ context.Context, t queue.Token, _ queue.Use) (time.Time, error) {
@@ -190,8 +191,8 @@ func (r *fakeRooms) PowBits(string) int {
 func (r *fakeRooms) FailClosed(string) bool    { return r.failClosed }
 func (r *fakeRooms) AllowFailOpen(string) bool { return !r.limited }
 
-func (r *fakeRooms) Settings(string) (queue.RoomConfig, bool) {
-	return queue.RoomConfig{BrandTitle: "Shop", BrandFooter: `<b>hi</b><script>x</script>`}, true
+func (r *fakeRooms) Settings(string) (settings.Room, bool) {
+	return settings.Room{BrandTitle: "Shop", BrandFooter: `<b>hi</b><script>x</script>`}, true
 }
 
 // fakeRecovery records what it is asked to give back.

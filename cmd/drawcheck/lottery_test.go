@@ -21,6 +21,7 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -96,7 +97,7 @@ func runLotteryRoom(t *testing.T, srv *redistest.Server, client string) lotteryR
 			}
 		}
 	}
-	if err := qs[0].SetRoomConfig(ctx, room, queue.RoomConfig{Paused: true}); err != nil {
+	if err := qs[0].SetRoomConfig(ctx, room, settings.Room{Paused: true}); err != nil {
 		t.Fatal(err)
 	}
 	var early []string
@@ -107,7 +108,7 @@ func runLotteryRoom(t *testing.T, srv *redistest.Server, client string) lotteryR
 	}
 	awayVs := []string{early[2], early[7], early[11], early[12]}
 	away(awayVs...)
-	if err := qs[1].SetRoomConfig(ctx, room, queue.RoomConfig{Method: queue.MethodRandom}); err != nil {
+	if err := qs[1].SetRoomConfig(ctx, room, settings.Room{Method: settings.MethodRandom}); err != nil {
 		t.Fatal(err)
 	}
 	var out lotteryRun
@@ -181,7 +182,7 @@ func runLotteryRoom(t *testing.T, srv *redistest.Server, client string) lotteryR
 			awayVs = nil
 		}
 	}
-	if err := qs[2].SetRoomConfig(ctx, room, queue.RoomConfig{}); err != nil {
+	if err := qs[2].SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := qs[0].ReadLottery(ctx, room)
@@ -388,7 +389,7 @@ func TestDrawcheckLotteryOverHTTP(t *testing.T) {
 func replayRoom(t *testing.T, q *queue.Queue, room string) (lotteryReveal, replayed) {
 	t.Helper()
 	ctx := context.Background()
-	if err := q.SetRoomConfig(ctx, room, queue.RoomConfig{}); err != nil {
+	if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := q.ReadLottery(ctx, room)
@@ -452,7 +453,7 @@ func TestLotteryReplayAfterASlicedWalk(t *testing.T) {
 			ctx := context.Background()
 			q := newLotteryQueue(t, r, 4, 5*time.Millisecond)
 			const room = "walk"
-			if err := q.SetRoomConfig(ctx, room, queue.RoomConfig{Paused: true}); err != nil {
+			if err := q.SetRoomConfig(ctx, room, settings.Room{Paused: true}); err != nil {
 				t.Fatal(err)
 			}
 			const n = 4500 // over two slices of 2,000
@@ -472,7 +473,7 @@ func TestLotteryReplayAfterASlicedWalk(t *testing.T) {
 			if _, _, err := q.JoinInvite(ctx, room, "p0", prio); err != nil {
 				t.Fatal(err)
 			}
-			if err := q.SetRoomConfig(ctx, room, queue.RoomConfig{Method: queue.MethodRandom}); err != nil {
+			if err := q.SetRoomConfig(ctx, room, settings.Room{Method: settings.MethodRandom}); err != nil {
 				t.Fatal(err)
 			}
 			drawn := 0
@@ -519,7 +520,7 @@ func TestLotteryReplayAfterASlicedWalk(t *testing.T) {
 
 			// A pre-queue opening into a random room.
 			const open = "opening"
-			if err := q.SetRoomConfig(ctx, open, queue.RoomConfig{Method: queue.MethodRandom, OpensAt: time.Now().Add(time.Hour)}); err != nil {
+			if err := q.SetRoomConfig(ctx, open, settings.Room{Method: settings.MethodRandom, OpensAt: time.Now().Add(time.Hour)}); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 9 {
@@ -527,7 +528,7 @@ func TestLotteryReplayAfterASlicedWalk(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := q.SetRoomConfig(ctx, open, queue.RoomConfig{Method: queue.MethodRandom}); err != nil {
+			if err := q.SetRoomConfig(ctx, open, settings.Room{Method: settings.MethodRandom}); err != nil {
 				t.Fatal(err)
 			}
 			got := 0
@@ -560,7 +561,7 @@ func TestLotteryReplayAfterAFailover(t *testing.T) {
 			ctx := context.Background()
 			q := newLotteryQueue(t, r, 2, 5*time.Millisecond)
 			const room = "lost"
-			if err := q.SetRoomConfig(ctx, room, queue.RoomConfig{Method: queue.MethodRandom}); err != nil {
+			if err := q.SetRoomConfig(ctx, room, settings.Room{Method: settings.MethodRandom}); err != nil {
 				t.Fatal(err)
 			}
 			tick := func() {
@@ -677,7 +678,7 @@ func TestLotteryReplayKnowsWhoWasSetAside(t *testing.T) {
 			if res := tick(); len(res.Admitted) != 2 || res.Admitted[0].Visitor == "a0" {
 				t.Fatalf("fifo tick: %+v, want a0 set aside", res.Admitted)
 			}
-			if err := q.SetRoomConfig(ctx, room, queue.RoomConfig{Method: queue.MethodRandom}); err != nil {
+			if err := q.SetRoomConfig(ctx, room, settings.Room{Method: settings.MethodRandom}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := q.Join(ctx, room, "b0"); err != nil { // the log begins

@@ -19,6 +19,7 @@ import (
 
 	"github.com/waitroom/waitroom/entry"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -41,7 +42,7 @@ type Config struct {
 
 // Rooms gives a room's own token lifetimes.
 type Rooms interface {
-	RoomSettings(room string) (queue.RoomConfig, bool)
+	RoomSettings(room string) (settings.Room, bool)
 }
 
 // Issuer signs entry tokens (queue.TokenSigner) and parses them.

@@ -14,13 +14,14 @@ import (
 
 	"github.com/waitroom/waitroom/entry"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-type rooms map[string]queue.RoomConfig
+type rooms map[string]settings.Room
 
-func (r rooms) RoomSettings(room string) (queue.RoomConfig, bool) { c, ok := r[room]; return c, ok }
+func (r rooms) RoomSettings(room string) (settings.Room, bool) { c, ok := r[room]; return c, ok }
 
 func newIssuer(t *testing.T, secret string) *Issuer {
 	t.Helper()
