@@ -29,7 +29,7 @@ func (q *Queue) NoteActivation(ctx context.Context, room string) (Activation, er
 	if !wire.ValidRoom(room) {
 		return Activation{}, wire.ErrInvalidRoom
 	}
-	v, err := q.r.Eval(ctx, activationScript, roomKeys(room), prefix(room))
+	v, err := q.r.Eval(ctx, activationScript.Script, roomKeys(room), prefix(room))
 	if err != nil {
 		return Activation{}, fmt.Errorf("queue: note activation: %w", err)
 	}

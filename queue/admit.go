@@ -29,7 +29,7 @@ func (q *Queue) Admit(ctx context.Context, room string) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("queue: admit: %w", err)
 	}
-	v, err := q.r.Eval(ctx, admitScript, roomKeys(room),
+	v, err := q.r.Eval(ctx, admitScript.Script, roomKeys(room),
 		prefix(room), room, q.channel(room),
 		strconv.FormatInt(c.Tick.Milliseconds(), 10),
 		strconv.Itoa(c.BatchSize()),

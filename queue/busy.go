@@ -49,7 +49,7 @@ func (q *Queue) PassBusy(ctx context.Context, room, visitor string) (Pass, error
 		return Pass{}, err
 	}
 	c := q.opts.Capacity
-	v, err := q.r.Eval(ctx, busyScript, visitorKeys(room, visitor),
+	v, err := q.r.Eval(ctx, busyScript.Script, visitorKeys(room, visitor),
 		prefix(room), visitor,
 		strconv.FormatInt(c.Tick.Milliseconds(), 10),
 		strconv.Itoa(c.BatchSize()),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
@@ -54,11 +55,11 @@ func TestClusterShardedPublish(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(c.Close)
-				r = NewRueidis(c)
+				r = redisconn.NewRueidis(c)
 			} else {
 				c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
 				t.Cleanup(func() { _ = c.Close() })
-				r = NewGoRedis(c)
+				r = redisconn.NewGoRedis(c)
 			}
 			for _, a := range cl.Addrs {
 				if _, err := redistest.Command(a, "CONFIG", "RESETSTAT"); err != nil {

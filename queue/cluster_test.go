@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/settings"
@@ -30,11 +31,11 @@ func TestCluster(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(c.Close)
-				r = NewRueidis(c)
+				r = redisconn.NewRueidis(c)
 			default:
 				c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
 				t.Cleanup(func() { _ = c.Close() })
-				r = NewGoRedis(c)
+				r = redisconn.NewGoRedis(c)
 			}
 			ctx := context.Background()
 			q := newQueue(t, r, &Options{Capacity: Capacity{Batch: 5, Tick: 100 * time.Millisecond}, TokenTTL: time.Second})

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/settings"
@@ -141,14 +142,14 @@ type gatedRedis struct {
 	runs [][]string // per join script call, the visitors it joined
 }
 
-func (g *gatedRedis) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
+func (g *gatedRedis) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
 	switch s {
-	case joinAtScript:
+	case joinAtScript.Script:
 		g.record([]string{args[1]})
 		v, err := g.Redis.Eval(ctx, s, keys, args...)
 		<-g.gate
 		return v, err
-	case joinBatchScript:
+	case joinBatchScript.Script:
 		v, err := g.Redis.Eval(ctx, s, keys, args...)
 		g.record(args[12:]) // the visitors follow join.lua's 12 ARGV
 		return v, err
@@ -262,8 +263,8 @@ func (g *listGate) Do(ctx context.Context, args ...string) (any, error) {
 	return g.Redis.Do(ctx, args...)
 }
 
-func (g *listGate) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
-	if s == joinAtScript || s == joinBatchScript {
+func (g *listGate) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
+	if s == joinAtScript.Script || s == joinBatchScript.Script {
 		g.mu.Lock()
 		g.calls++
 		g.mu.Unlock()
@@ -327,8 +328,8 @@ type statusGate struct {
 	runs [][]string
 }
 
-func (g *statusGate) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
-	if s != statusScript {
+func (g *statusGate) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
+	if s != statusScript.Script {
 		return g.Redis.Eval(ctx, s, keys, args...)
 	}
 	v, err := g.Redis.Eval(ctx, s, keys, args...)
@@ -405,8 +406,8 @@ type joinCallsOnWay struct {
 	now, max int
 }
 
-func (f *joinCallsOnWay) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
-	if s != joinAtScript && s != joinBatchScript {
+func (f *joinCallsOnWay) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
+	if s != joinAtScript.Script && s != joinBatchScript.Script {
 		return f.Redis.Eval(ctx, s, keys, args...)
 	}
 	f.mu.Lock()

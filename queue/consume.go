@@ -68,7 +68,7 @@ func (q *Queue) Consume(ctx context.Context, t Token, use Use) (time.Time, error
 }
 
 func (q *Queue) consume(ctx context.Context, t Token, use Use, idle time.Duration) (consumeReply, error) {
-	v, err := q.r.Eval(ctx, consumeScript, consumeScript.keys(t.Room, t.Visitor),
+	v, err := q.r.Eval(ctx, consumeScript.Script, consumeScript.keys(t.Room, t.Visitor),
 		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
 		strconv.Itoa(int(use)), strconv.FormatInt(idle.Milliseconds(), 10),
 		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10))
@@ -88,7 +88,7 @@ func (q *Queue) Restore(ctx context.Context, t Token, expiresAt time.Time) error
 		return err
 	}
 	capAt := expiresAt.UnixMilli()
-	_, err := q.r.Eval(ctx, restoreScript, visitorKeys(t.Room, t.Visitor),
+	_, err := q.r.Eval(ctx, restoreScript.Script, visitorKeys(t.Room, t.Visitor),
 		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
 		strconv.FormatInt(expiresAt.UnixMilli(), 10), strconv.FormatInt(capAt, 10),
 		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10))

@@ -64,7 +64,7 @@ func (q *Queue) commitDraw(ctx context.Context, room string) error {
 		return err
 	}
 	seed := hex.EncodeToString(b[:])
-	_, err := q.r.Eval(ctx, commitScript, roomKeys(room), prefix(room), seed, Commitment(seed))
+	_, err := q.r.Eval(ctx, commitScript.Script, roomKeys(room), prefix(room), seed, Commitment(seed))
 	if err != nil {
 		return fmt.Errorf("queue: commit draw: %w", err)
 	}
@@ -92,7 +92,7 @@ func (q *Queue) Draw(ctx context.Context, room string, offset, limit int) (Draw,
 	if !wire.ValidRoom(room) {
 		return Draw{}, wire.ErrInvalidRoom
 	}
-	v, err := q.r.Eval(ctx, revealScript, roomKeys(room), prefix(room),
+	v, err := q.r.Eval(ctx, revealScript.Script, roomKeys(room), prefix(room),
 		strconv.Itoa(offset), strconv.Itoa(limit))
 	if err != nil {
 		return Draw{}, fmt.Errorf("queue: draw: %w", err)

@@ -65,7 +65,7 @@ func (q *Queue) lottery(ctx context.Context, room, op string) (Lottery, error) {
 			return Lottery{}, err
 		}
 	}
-	v, err := q.r.Eval(ctx, lotteryScript, roomKeys(room), prefix(room), op, seed, Commitment(seed))
+	v, err := q.r.Eval(ctx, lotteryScript.Script, roomKeys(room), prefix(room), op, seed, Commitment(seed))
 	if err != nil {
 		return Lottery{}, fmt.Errorf("queue: lottery: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/settings"
@@ -91,11 +92,11 @@ type scriptCalls struct {
 	Redis
 	mu    sync.Mutex
 	calls map[string]int
-	held  *Script       // while set, its calls wait for gate after their reply
-	gate  chan struct{} // closed to let held calls return
+	held  *rediscall.Script // while set, its calls wait for gate after their reply
+	gate  chan struct{}     // closed to let held calls return
 }
 
-func (c *scriptCalls) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
+func (c *scriptCalls) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
 	c.mu.Lock()
 	if c.calls == nil {
 		c.calls = map[string]int{}
@@ -121,7 +122,7 @@ func (c *scriptCalls) count(name string) int {
 
 // hold makes the calls of s wait after their reply until the returned
 // function is called.
-func (c *scriptCalls) hold(s *Script) (release func()) {
+func (c *scriptCalls) hold(s *rediscall.Script) (release func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	gate := make(chan struct{})
@@ -191,7 +192,7 @@ func parityScenario(t *testing.T, srv *redistest.Server, client string, c *scrip
 
 	// joinbatch: the joins that arrive while one is on its way go in one
 	// call, in arrival order.
-	release := c.hold(joinAtScript)
+	release := c.hold(joinAtScript.Script)
 	key := batchKey{room: "parity", settings: version}
 	waiting := func() int {
 		q.batches.mu.Lock()

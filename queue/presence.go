@@ -47,7 +47,7 @@ func (q *Queue) seen(ctx context.Context, room, mode string, visitors []string) 
 		}
 		args = append(args, v)
 	}
-	v, err := q.r.Eval(ctx, seenScript, roomKeys(room), args...)
+	v, err := q.r.Eval(ctx, seenScript.Script, roomKeys(room), args...)
 	if err != nil {
 		return 0, fmt.Errorf("queue: seen: %w", err)
 	}
@@ -83,7 +83,7 @@ func (q *Queue) Presence(ctx context.Context, room string) (PresenceStats, error
 	if !wire.ValidRoom(room) {
 		return PresenceStats{}, wire.ErrInvalidRoom
 	}
-	v, err := q.r.Eval(ctx, presenceStatsScript, roomKeys(room), prefix(room), fmt.Sprint(presenceStatsLimit))
+	v, err := q.r.Eval(ctx, presenceStatsScript.Script, roomKeys(room), prefix(room), fmt.Sprint(presenceStatsLimit))
 	if err != nil {
 		return PresenceStats{}, fmt.Errorf("queue: presence stats: %w", err)
 	}

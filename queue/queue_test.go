@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/wire"
@@ -32,11 +33,11 @@ func newRedis(tb testing.TB, srv *redistest.Server, client string) Redis {
 			tb.Fatalf("rueidis: %v", err)
 		}
 		tb.Cleanup(c.Close)
-		return NewRueidis(c)
+		return redisconn.NewRueidis(c)
 	case "go-redis":
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64, Protocol: 2})
 		tb.Cleanup(func() { _ = c.Close() })
-		return NewGoRedis(c)
+		return redisconn.NewGoRedis(c)
 	}
 	tb.Fatalf("unknown client %q", client)
 	return nil

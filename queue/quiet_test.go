@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/settings"
@@ -24,8 +25,8 @@ type countingLooks struct {
 	late atomic.Int64
 }
 
-func (c *countingLooks) Eval(ctx context.Context, sc *Script, keys []string, args ...string) (any, error) {
-	if sc == tickRoomsScript {
+func (c *countingLooks) Eval(ctx context.Context, sc *rediscall.Script, keys []string, args ...string) (any, error) {
+	if sc == tickRoomsScript.Script {
 		c.looks.Add(1)
 	}
 	v, err := c.Redis.Eval(ctx, sc, keys, args...)

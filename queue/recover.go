@@ -228,7 +228,7 @@ func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tick
 		}
 		args = append(args, visitors[i], strconv.FormatInt(t.Seq, 10), strconv.FormatInt(t.IssuedAt.UnixMilli(), 10), band)
 	}
-	v, err := q.r.Eval(ctx, retakeScript, roomKeys(room), args...)
+	v, err := q.r.Eval(ctx, retakeScript.Script, roomKeys(room), args...)
 	if err != nil {
 		return Restored{}, fmt.Errorf("queue: retake: %w", err)
 	}
@@ -381,7 +381,7 @@ func (q *Queue) revive(ctx context.Context, t Token, use Use, idleMs int64) (boo
 	if use == Touch {
 		touch = "1"
 	}
-	v, err := q.r.Eval(ctx, reviveScript, visitorKeys(t.Room, t.Visitor),
+	v, err := q.r.Eval(ctx, reviveScript.Script, visitorKeys(t.Room, t.Visitor),
 		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
 		strconv.FormatInt(t.ExpiresAt.UnixMilli(), 10), touch, strconv.FormatInt(idleMs, 10),
 		strconv.FormatInt(q.opts.TokenTTL.Milliseconds(), 10), strconv.FormatInt(q.opts.TokenMax.Milliseconds(), 10),

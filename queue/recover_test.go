@@ -13,6 +13,7 @@ import (
 
 	"unsafe"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/settings"
@@ -363,8 +364,8 @@ type failingRetake struct {
 	fail atomic.Bool
 }
 
-func (f *failingRetake) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
-	if s == retakeScript && f.fail.CompareAndSwap(true, false) {
+func (f *failingRetake) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
+	if s == retakeScript.Script && f.fail.CompareAndSwap(true, false) {
 		return nil, errors.New("injected failure")
 	}
 	return f.Redis.Eval(ctx, s, keys, args...)

@@ -86,7 +86,7 @@ func (q *Queue) writeRoomConfig(ctx context.Context, room string, c settings.Roo
 		}
 	}
 	args := append([]string{prefix(room), room, q.channel(room), version}, c.Hash()...)
-	v, err := q.r.Eval(ctx, setcfgScript, roomKeys(room), args...)
+	v, err := q.r.Eval(ctx, setcfgScript.Script, roomKeys(room), args...)
 	if err != nil {
 		return false, fmt.Errorf("queue: set room config: %w", err)
 	}
@@ -130,7 +130,7 @@ func (q *Queue) Stats(ctx context.Context, room string) (RoomStats, error) {
 	if !wire.ValidRoom(room) {
 		return RoomStats{}, wire.ErrInvalidRoom
 	}
-	v, err := q.r.Eval(ctx, roomstatsScript, roomKeys(room), prefix(room))
+	v, err := q.r.Eval(ctx, roomstatsScript.Script, roomKeys(room), prefix(room))
 	if err != nil {
 		return RoomStats{}, fmt.Errorf("queue: room stats: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/settings"
@@ -103,7 +104,7 @@ func TestSeatsSetAfterTokensWentOut(t *testing.T) {
 
 // seatCheck reads, in one atomic step, the live token records (the truth),
 // the live entries of the active set, and the sold count.
-var seatCheck = newScript("seatcheck", mustPrelude()+`
+var seatCheck = rediscall.NewScript("seatcheck", mustPrelude()+`
 local p = ARGV[1]
 local now = now_ms()
 local live = 0

@@ -26,7 +26,7 @@ func (q *Queue) JoinTicket(ctx context.Context, room, visitor string) (wire.Stat
 	return q.join(ctx, joinScript, room, visitor)
 }
 
-func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, extra ...string) (wire.State, wire.Ticket, error) {
+func (q *Queue) join(ctx context.Context, script *luaScript, room, visitor string, extra ...string) (wire.State, wire.Ticket, error) {
 	r, err := q.joinCall(ctx, script, room, visitor, extra...)
 	if err != nil {
 		return wire.State{}, wire.Ticket{}, err
@@ -44,11 +44,11 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 }
 
 // joinCall runs script, a join, for visitor in room.
-func (q *Queue) joinCall(ctx context.Context, script *Script, room, visitor string, extra ...string) (joinReply, error) {
+func (q *Queue) joinCall(ctx context.Context, script *luaScript, room, visitor string, extra ...string) (joinReply, error) {
 	if err := check(room, visitor); err != nil {
 		return joinReply{}, err
 	}
-	v, err := q.r.Eval(ctx, script, script.keys(room, visitor), append(q.joinArgs(room, visitor), extra...)...)
+	v, err := q.r.Eval(ctx, script.Script, script.keys(room, visitor), append(q.joinArgs(room, visitor), extra...)...)
 	if err != nil {
 		return joinReply{}, fmt.Errorf("queue: join: %w", err)
 	}
@@ -144,7 +144,7 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 		}
 		args = append(args, v)
 	}
-	v, err := q.r.Eval(ctx, statusScript, statusScript.keys(room, ""), args...)
+	v, err := q.r.Eval(ctx, statusScript.Script, statusScript.keys(room, ""), args...)
 	if err != nil {
 		return nil, fmt.Errorf("queue: status: %w", err)
 	}
@@ -323,7 +323,7 @@ func (q *Queue) Leave(ctx context.Context, room, visitor string) (bool, error) {
 	if err := check(room, visitor); err != nil {
 		return false, err
 	}
-	v, err := q.r.Eval(ctx, leaveScript, visitorKeys(room, visitor), prefix(room), visitor)
+	v, err := q.r.Eval(ctx, leaveScript.Script, visitorKeys(room, visitor), prefix(room), visitor)
 	if err != nil {
 		return false, fmt.Errorf("queue: leave: %w", err)
 	}

@@ -400,7 +400,7 @@ func (f *inFlight) done(room string) {
 // no sample.
 func (q *Queue) tickRooms(ctx context.Context, configured []string) (waiting, sample []string, alive string, err error) {
 	args := append(make([]string, 0, len(configured)+1), strconv.Itoa(tickSample))
-	v, err := q.r.Eval(ctx, tickRoomsScript, []string{roomsKey, aliveKey}, append(args, configured...)...)
+	v, err := q.r.Eval(ctx, tickRoomsScript.Script, []string{roomsKey, aliveKey}, append(args, configured...)...)
 	var r tickRoomsReply
 	if err == nil {
 		r, err = decodeTickRooms(v, len(configured))

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/settings"
@@ -168,9 +169,9 @@ type stuckRoom struct {
 	back    atomic.Int64
 }
 
-func (s *stuckRoom) Eval(ctx context.Context, sc *Script, keys []string, args ...string) (any, error) {
+func (s *stuckRoom) Eval(ctx context.Context, sc *rediscall.Script, keys []string, args ...string) (any, error) {
 	if s.armed.Load() && len(keys) > 0 && keys[0] == queueKey(s.room) {
-		if sc == admitScript {
+		if sc == admitScript.Script {
 			s.hung.Add(1)
 			defer s.back.Add(1)
 		}
@@ -246,8 +247,8 @@ type countingAdmits struct {
 	calls atomic.Int64
 }
 
-func (c *countingAdmits) Eval(ctx context.Context, sc *Script, keys []string, args ...string) (any, error) {
-	if sc == admitScript && len(keys) > 0 && keys[0] == queueKey(c.room) {
+func (c *countingAdmits) Eval(ctx context.Context, sc *rediscall.Script, keys []string, args ...string) (any, error) {
+	if sc == admitScript.Script && len(keys) > 0 && keys[0] == queueKey(c.room) {
 		c.calls.Add(1)
 	}
 	return c.Redis.Eval(ctx, sc, keys, args...)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/lograte"
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/settings"
@@ -57,7 +58,7 @@ type failCount struct {
 	failed atomic.Int64
 }
 
-func (f *failCount) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
+func (f *failCount) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
 	v, err := f.Redis.Eval(ctx, s, keys, args...)
 	if err != nil {
 		f.failed.Add(1)

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -38,7 +38,7 @@ type Options struct {
 // when admissions wait to be matched with their joins). Its record
 // methods never block and are safe for concurrent use.
 type Recorder struct {
-	r    queue.Redis
+	r    rediscall.Redis
 	opts Options
 	log  *slog.Logger
 
@@ -57,7 +57,7 @@ type finish struct {
 }
 
 // New is a Recorder writing to r. o may be nil; New keeps a copy of it.
-func New(r queue.Redis, o *Options) *Recorder {
+func New(r rediscall.Redis, o *Options) *Recorder {
 	var opts Options
 	if o != nil {
 		opts = *o

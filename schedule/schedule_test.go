@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
@@ -64,7 +65,7 @@ func (r *recorder) list() []string {
 type instance struct {
 	q *queue.Queue
 	s *Schedule
-	r queue.Redis
+	r rediscall.Redis
 }
 
 // newInstance is a queue and a schedule on srv, closed when the test ends.

@@ -18,6 +18,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/waitroom/waitroom/internal/rediscall"
+	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/queue"
@@ -26,12 +28,12 @@ import (
 )
 
 // newRedis connects client to srv, as the queue's tests do.
-func newRedis(t *testing.T, srv *redistest.Server, client string) queue.Redis {
+func newRedis(t *testing.T, srv *redistest.Server, client string) rediscall.Redis {
 	t.Helper()
 	if client == "go-redis" {
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: 2})
 		t.Cleanup(func() { _ = c.Close() })
-		return queue.NewGoRedis(c)
+		return redisconn.NewGoRedis(c)
 	}
 	c, err := rueidis.NewClient(rueidis.ClientOption{
 		InitAddress: []string{srv.Addr}, DisableCache: true,
@@ -41,7 +43,7 @@ func newRedis(t *testing.T, srv *redistest.Server, client string) queue.Redis {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return queue.NewRueidis(c)
+	return redisconn.NewRueidis(c)
 }
 
 // lotteryRun is a random room driven across three instances, and what the
@@ -62,7 +64,7 @@ func runLotteryRoom(t *testing.T, srv *redistest.Server, client string) lotteryR
 	t.Helper()
 	ctx := context.Background()
 	const room = "lot"
-	var rs []queue.Redis
+	var rs []rediscall.Redis
 	for _, c := range []string{client, "go-redis", "rueidis"} {
 		rs = append(rs, newRedis(t, srv, c))
 	}
@@ -427,7 +429,7 @@ func count(es []lotEntry, event, why string) int {
 }
 
 // newLotteryQueue is a queue on r admitting batch a tick.
-func newLotteryQueue(t *testing.T, r queue.Redis, batch int, tick time.Duration) *queue.Queue {
+func newLotteryQueue(t *testing.T, r rediscall.Redis, batch int, tick time.Duration) *queue.Queue {
 	t.Helper()
 	s, err := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
 	if err != nil {
