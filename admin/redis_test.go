@@ -15,6 +15,7 @@ import (
 	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/roomsfile"
@@ -33,7 +34,7 @@ func redisAPI(t *testing.T) (*fiber.App, rediscall.Redis) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rc.Close)
-	signer, err := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
+	signer, err := visitorsig.NewSigner([]byte("0123456789abcdef-test-secret"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
@@ -58,10 +59,10 @@ func TestCluster(t *testing.T) {
 				}
 				a := res.Admitted[0]
 				waitUntil(t, a.NotBefore)
-				if _, err := q.Consume(ctx, Token{Room: room, Visitor: a.Visitor, NotBefore: a.NotBefore}, Spend); err != nil {
+				if _, err := q.Consume(ctx, visitorsig.Token{Room: room, Visitor: a.Visitor, NotBefore: a.NotBefore}, Spend); err != nil {
 					t.Fatalf("%s: consume: %v", room, err)
 				}
-				if _, err := q.Consume(ctx, Token{Room: room, Visitor: a.Visitor, NotBefore: a.NotBefore}, Spend); !errors.Is(err, ErrTokenUnknown) {
+				if _, err := q.Consume(ctx, visitorsig.Token{Room: room, Visitor: a.Visitor, NotBefore: a.NotBefore}, Spend); !errors.Is(err, ErrTokenUnknown) {
 					t.Fatalf("%s: second use: %v", room, err)
 				}
 				states, err := q.StatusMany(ctx, room, []string{"v000", "v004", "v011", "v005", "v006", "v007", "v008", "v009", "v010"})

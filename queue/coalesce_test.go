@@ -13,6 +13,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
@@ -393,7 +394,7 @@ func TestStatusReadsCoalesce(t *testing.T) {
 				t.Fatalf("v%d: %+v %v, want waiting at %d", i, states[i], errs[i], i+1)
 			}
 		}
-		if _, err := q.Status(ctx, "drop", "bad visitor!"); !errors.Is(err, ErrInvalidToken) {
+		if _, err := q.Status(ctx, "drop", "bad visitor!"); !errors.Is(err, visitorsig.ErrInvalidToken) {
 			t.Fatalf("a bad visitor id: %v", err)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/taskset"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/settings"
 )
 
@@ -71,7 +72,7 @@ func BenchmarkScripts(b *testing.B) {
 			cpu0 := resetStats(b, q)
 			b.ResetTimer()
 			for i := range b.N {
-				if _, err := q.Consume(ctx, Token{Room: room, Visitor: benchVisitor(i), NotBefore: nb}, Spend); err != nil {
+				if _, err := q.Consume(ctx, visitorsig.Token{Room: room, Visitor: benchVisitor(i), NotBefore: nb}, Spend); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -114,7 +115,7 @@ func scriptsBench(b *testing.B, room string) (*Queue, context.Context) {
 	if _, err := q.Status(ctx, room, "warm"); err != nil {
 		b.Fatal(err)
 	}
-	_, _ = q.Consume(ctx, Token{Room: room, Visitor: "warm", NotBefore: time.Now()}, Spend)
+	_, _ = q.Consume(ctx, visitorsig.Token{Room: room, Visitor: "warm", NotBefore: time.Now()}, Spend)
 	return q, ctx
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/visitorsig"
 )
 
 // Token check results.
@@ -33,7 +35,7 @@ const (
 // when it is valid now, does what use says. It returns the token's current
 // expiry. Errors: ErrTokenUnknown, ErrTokenExpired, *TooEarlyError, or a
 // Redis error.
-func (q *Queue) Consume(ctx context.Context, t Token, use Use) (time.Time, error) {
+func (q *Queue) Consume(ctx context.Context, t visitorsig.Token, use Use) (time.Time, error) {
 	if err := check(t.Room, t.Visitor); err != nil {
 		return time.Time{}, err
 	}
@@ -67,7 +69,7 @@ func (q *Queue) Consume(ctx context.Context, t Token, use Use) (time.Time, error
 	return time.Time{}, ErrTokenUnknown
 }
 
-func (q *Queue) consume(ctx context.Context, t Token, use Use, idle time.Duration) (consumeReply, error) {
+func (q *Queue) consume(ctx context.Context, t visitorsig.Token, use Use, idle time.Duration) (consumeReply, error) {
 	v, err := q.r.Eval(ctx, consumeScript.Script, consumeScript.keys(t.Room, t.Visitor),
 		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
 		strconv.Itoa(int(use)), strconv.FormatInt(idle.Milliseconds(), 10),
@@ -83,7 +85,7 @@ func (q *Queue) consume(ctx context.Context, t Token, use Use, idle time.Duratio
 // does nothing if the token has expired or the visitor holds another
 // record. expiresAt is the expiry Consume returned; the restored token
 // keeps it and no longer slides.
-func (q *Queue) Restore(ctx context.Context, t Token, expiresAt time.Time) error {
+func (q *Queue) Restore(ctx context.Context, t visitorsig.Token, expiresAt time.Time) error {
 	if err := check(t.Room, t.Visitor); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -79,10 +80,10 @@ func TestPresenceMakesUpTakenBackTokens(t *testing.T) {
 		}
 		a0 := first.Admitted[0]
 		waitUntil(t, a0.NotBefore)
-		if _, err := q.Consume(ctx, Token{Room: room, Visitor: "v00", NotBefore: a0.NotBefore, ExpiresAt: a0.ExpiresAt}, Check); !errors.Is(err, ErrTokenUnknown) {
+		if _, err := q.Consume(ctx, visitorsig.Token{Room: room, Visitor: "v00", NotBefore: a0.NotBefore, ExpiresAt: a0.ExpiresAt}, Check); !errors.Is(err, ErrTokenUnknown) {
 			t.Fatalf("v00's taken-back token: %v, want unknown", err)
 		}
-		if _, err := q.Consume(ctx, Token{Room: room, Visitor: "v01", NotBefore: time.UnixMilli(nb1), ExpiresAt: time.UnixMilli(exp1)}, Check); err != nil {
+		if _, err := q.Consume(ctx, visitorsig.Token{Room: room, Visitor: "v01", NotBefore: time.UnixMilli(nb1), ExpiresAt: time.UnixMilli(exp1)}, Check); err != nil {
 			t.Fatalf("v01's token, heard of: %v, want valid", err)
 		}
 		if got := admittedIDs(admitTaken(t, q, room)); !slices.Equal(got, visitorRange("v", 10, 14)) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -64,8 +65,8 @@ func onceSeed(t *testing.T) uint64 {
 // holds.
 type onceVisitor struct {
 	id       string
-	ticket   wire.Ticket // zero: joined without one (admitted at once, or closed)
-	tok      *Token      // the token it was admitted with, while it holds it
+	ticket   wire.Ticket       // zero: joined without one (admitted at once, or closed)
+	tok      *visitorsig.Token // the token it was admitted with, while it holds it
 	admitted int
 	gone     bool // gave its place or token back, or spent its token
 }
@@ -139,7 +140,7 @@ func runAdmittedOnce(t *testing.T, r Redis, method string, rng *rand.Rand) {
 			head = v.ticket.Seq
 		}
 		v.admitted++
-		v.tok = &Token{Room: room, Visitor: v.id, NotBefore: nb, ExpiresAt: exp}
+		v.tok = &visitorsig.Token{Room: room, Visitor: v.id, NotBefore: nb, ExpiresAt: exp}
 		if v.admitted > 1 {
 			t.Fatalf("%s (ticket %+v) admitted %d times", v.id, v.ticket, v.admitted)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
@@ -236,12 +237,12 @@ func parityScenario(t *testing.T, srv *redistest.Server, client string, c *scrip
 	// admit.
 	res := admitTaken(t, q, "parity")
 	note("admit: %v, %d waiting", admittedVisitors(res.Admitted), res.Waiting)
-	toks := map[string]Token{}
+	toks := map[string]visitorsig.Token{}
 	var last time.Time
 	for _, v := range []string{"a", "b", "c"} {
 		st, err := q.Status(ctx, "parity", v)
 		note("status %s: %s", v, state(st, err))
-		toks[v] = Token{Room: "parity", Visitor: v, NotBefore: st.NotBefore, ExpiresAt: st.ExpiresAt}
+		toks[v] = visitorsig.Token{Room: "parity", Visitor: v, NotBefore: st.NotBefore, ExpiresAt: st.ExpiresAt}
 		if st.NotBefore.After(last) {
 			last = st.NotBefore
 		}

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 	"time"
@@ -43,7 +44,7 @@ func (q *Queue) seen(ctx context.Context, room, mode string, visitors []string) 
 	args = append(args, prefix(room), mode)
 	for _, v := range visitors {
 		if !wire.ValidVisitor(v) {
-			return 0, ErrInvalidToken
+			return 0, visitorsig.ErrInvalidToken
 		}
 		args = append(args, v)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
@@ -142,7 +143,7 @@ func TestPresenceGivesBackUnusedTokens(t *testing.T) {
 			t.Fatalf("after a left: admitted %v, want [b]", got)
 		}
 		a := first.Admitted[0]
-		old := Token{Room: room, Visitor: "a", NotBefore: a.NotBefore, ExpiresAt: a.ExpiresAt}
+		old := visitorsig.Token{Room: room, Visitor: "a", NotBefore: a.NotBefore, ExpiresAt: a.ExpiresAt}
 		waitUntil(t, a.NotBefore)
 		if _, err := q.Consume(ctx, old, Check); !errors.Is(err, ErrTokenUnknown) {
 			t.Fatalf("taken-back token: %v, want unknown", err)
@@ -156,7 +157,7 @@ func TestPresenceGivesBackUnusedTokens(t *testing.T) {
 		}
 		sb := mustStatus(t, q, room, "b")
 		waitUntil(t, sb.NotBefore)
-		if _, err := q.Consume(ctx, Token{Room: room, Visitor: "b", NotBefore: sb.NotBefore, ExpiresAt: sb.ExpiresAt}, Spend); err != nil {
+		if _, err := q.Consume(ctx, visitorsig.Token{Room: room, Visitor: "b", NotBefore: sb.NotBefore, ExpiresAt: sb.ExpiresAt}, Spend); err != nil {
 			t.Fatal(err)
 		}
 		again := admitTaken(t, q, room)
@@ -293,7 +294,7 @@ func TestPresenceKeepsUsedTokens(t *testing.T) {
 		joinAll(t, q, room, "a", "b")
 		a := admitOne(t, q, room)
 		waitUntil(t, a.NotBefore)
-		if _, err := q.Consume(ctx, Token{Room: room, Visitor: "a", NotBefore: a.NotBefore, ExpiresAt: a.ExpiresAt}, Touch); err != nil {
+		if _, err := q.Consume(ctx, visitorsig.Token{Room: room, Visitor: "a", NotBefore: a.NotBefore, ExpiresAt: a.ExpiresAt}, Touch); err != nil {
 			t.Fatal(err)
 		}
 		if v, err := r.Do(ctx, "ZSCORE", prefix(room)+"aseen", "a"); err != nil || v != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -241,7 +242,7 @@ func TestPriorityRetake(t *testing.T) {
 			t.Fatalf("admitted %v", admittedIDs(res))
 		}
 		// The credential carries the band.
-		s, _ := NewSigner(testSecret)
+		s, _ := visitorsig.NewSigner(testSecret)
 		id, back, err := s.ParseCredential(s.TicketCredential("vip2", tks[3]))
 		if err != nil || id != "vip2" || back != tks[3] {
 			t.Fatalf("credential: %q %+v %v", id, back, err)

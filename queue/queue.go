@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/lograte"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -38,7 +39,7 @@ type Options struct {
 	Settings SettingsSource
 	// OnRestored is called after state Redis had lost was put back.
 	OnRestored func(Restored)
-	// Tokens signs the entry tokens of admitted states (nil: the Signer's
+	// Tokens signs the entry tokens of admitted states (nil: the visitorsig.Signer's
 	// own HMAC format, SignToken).
 	Tokens TokenSigner
 	// Sharded publishes room events with SPUBLISH (Redis Cluster's sharded
@@ -55,14 +56,14 @@ type Options struct {
 // TokenSigner encodes an admitted visitor's entry token. Safe for
 // concurrent use.
 type TokenSigner interface {
-	SignToken(Token) string
+	SignToken(visitorsig.Token) string
 }
 
 // Queue runs the queue operations of every room against one Redis.
 // Safe for concurrent use.
 type Queue struct {
 	r      Redis
-	signer *Signer
+	signer *visitorsig.Signer
 	opts   Options
 	log    *slog.Logger
 	rates  sync.Map // room -> measured admission rate (float64), for ETAs
@@ -93,7 +94,7 @@ type Queue struct {
 const DefaultRetention = 5 * time.Minute
 
 // New returns a Queue. opts is copied.
-func New(r Redis, signer *Signer, opts *Options) (*Queue, error) {
+func New(r Redis, signer *visitorsig.Signer, opts *Options) (*Queue, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -150,7 +151,7 @@ func check(room, visitor string) error {
 		return wire.ErrInvalidRoom
 	}
 	if !wire.ValidVisitor(visitor) {
-		return ErrInvalidToken
+		return visitorsig.ErrInvalidToken
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -376,7 +377,7 @@ func (q *Queue) writeBackOthers(ctx context.Context, done []string) {
 
 // revive writes back the record of a signed token that Redis lost (see
 // revive.lua); it reports whether it did.
-func (q *Queue) revive(ctx context.Context, t Token, use Use, idleMs int64) (bool, error) {
+func (q *Queue) revive(ctx context.Context, t visitorsig.Token, use Use, idleMs int64) (bool, error) {
 	touch := "0"
 	if use == Touch {
 		touch = "1"

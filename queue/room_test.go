@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -173,7 +174,7 @@ func TestSeatsNeverOverAdmitted(t *testing.T) {
 		states, _ := qs[0].StatusMany(ctx, "lecture-42", vs[:5])
 		for i, s := range states {
 			waitUntil(t, s.NotBefore)
-			if _, err := qs[0].Consume(ctx, Token{Room: "lecture-42", Visitor: vs[i], NotBefore: s.NotBefore}, Spend); err != nil {
+			if _, err := qs[0].Consume(ctx, visitorsig.Token{Room: "lecture-42", Visitor: vs[i], NotBefore: s.NotBefore}, Spend); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -242,7 +243,7 @@ func TestSlidingTokenTTL(t *testing.T) {
 		joinN(t, q, "slide", 1, "v")
 		res := admitTaken(t, q, "slide")
 		a := res.Admitted[0]
-		tok := Token{Room: "slide", Visitor: a.Visitor, NotBefore: a.NotBefore}
+		tok := visitorsig.Token{Room: "slide", Visitor: a.Visitor, NotBefore: a.NotBefore}
 		waitUntil(t, a.NotBefore.Add(600*time.Millisecond))
 		exp, err := q.Consume(ctx, tok, Touch)
 		if err != nil || !exp.After(a.ExpiresAt) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
@@ -179,7 +180,7 @@ func TestSeatsRandomSequence(t *testing.T) {
 		defer func() { stop(); wg.Wait() }()
 
 		type spent struct {
-			tok Token
+			tok visitorsig.Token
 			exp time.Time
 		}
 		var (
@@ -218,7 +219,7 @@ func TestSeatsRandomSequence(t *testing.T) {
 					what = "status"
 					break
 				}
-				tok := Token{Room: room, Visitor: v, NotBefore: s.NotBefore}
+				tok := visitorsig.Token{Room: room, Visitor: v, NotBefore: s.NotBefore}
 				if exp, err := q.Consume(ctx, tok, Spend); err == nil {
 					used = append(used, spent{tok, exp})
 				}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -140,7 +141,7 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 	args = append(args, prefix(room), seed(), q.channel(room))
 	for _, v := range visitors {
 		if !wire.ValidVisitor(v) {
-			return nil, ErrInvalidToken
+			return nil, visitorsig.ErrInvalidToken
 		}
 		args = append(args, v)
 	}
@@ -295,7 +296,7 @@ func (q *Queue) state(room, visitor string, h roomHeader, code, a, b int64) wire
 		s.Status = wire.StatusAdmitted
 		s.NotBefore = time.UnixMilli(a)
 		s.ExpiresAt = time.UnixMilli(b)
-		s.Token = q.opts.Tokens.SignToken(Token{Room: room, Visitor: visitor, NotBefore: s.NotBefore, ExpiresAt: s.ExpiresAt})
+		s.Token = q.opts.Tokens.SignToken(visitorsig.Token{Room: room, Visitor: visitor, NotBefore: s.NotBefore, ExpiresAt: s.ExpiresAt})
 	case replyExpired:
 		s.Status = wire.StatusExpired
 	case replyAway:

@@ -27,6 +27,7 @@ import (
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/internal/issuer"
 	"github.com/waitroom/waitroom/internal/redisconn"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/metrics"
 	"github.com/waitroom/waitroom/opsfiles"
@@ -50,7 +51,7 @@ type server struct {
 	redis     *redisconn.Conn
 	q         *queue.Queue
 	events    *schedule.Schedule // the rooms' scheduled events (events.go)
-	signer    *queue.Signer
+	signer    *visitorsig.Signer
 	tokens    *issuer.Issuer // entry tokens (entry.go)
 	hub       *hub.Hub
 	push      *push.Server // WebSocket and SSE
@@ -82,7 +83,7 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 		secret = make([]byte, 32)
 		_, _ = rand.Read(secret)
 	}
-	signer, err := queue.NewSigner(secret)
+	signer, err := visitorsig.NewSigner(secret)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/waitroom/waitroom/gateway"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/roomcache"
 	"github.com/waitroom/waitroom/settings"
@@ -71,7 +72,7 @@ func (s *server) loadRoutes() (*gateway.Config, error) {
 type gatewayStore struct{ s *server }
 
 func (a gatewayStore) Touch(ctx context.Context, sess gateway.Session) (time.Time, error) {
-	exp, err := a.s.q.Consume(ctx, queue.Token{Room: sess.Room, Visitor: sess.Visitor, NotBefore: sess.NotBefore}, queue.Touch)
+	exp, err := a.s.q.Consume(ctx, visitorsig.Token{Room: sess.Room, Visitor: sess.Visitor, NotBefore: sess.NotBefore}, queue.Touch)
 	if err != nil && visit.IsTokenError(err) {
 		return exp, fmt.Errorf("%w: %w", gateway.ErrSessionOver, err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/waitroom/waitroom/internal/httperr"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -156,7 +156,7 @@ func (a *API) StoreError(c *fiber.Ctx, err error) error {
 	switch {
 	case errors.Is(err, wire.ErrInvalidRoom):
 		return errInvalidRoom
-	case errors.Is(err, queue.ErrInvalidToken):
+	case errors.Is(err, visitorsig.ErrInvalidToken):
 		return errInvalidVisitor
 	}
 	a.metrics.StoreError()

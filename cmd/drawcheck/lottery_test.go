@@ -21,6 +21,7 @@ import (
 	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/settings"
@@ -68,7 +69,7 @@ func runLotteryRoom(t *testing.T, srv *redistest.Server, client string) lotteryR
 	for _, c := range []string{client, "go-redis", "rueidis"} {
 		rs = append(rs, newRedis(t, srv, c))
 	}
-	s, err := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
+	s, err := visitorsig.NewSigner([]byte("0123456789abcdef-test-secret"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +380,7 @@ func TestDrawcheckLotteryOverHTTP(t *testing.T) {
 	}
 	out.Reset()
 	// Offline, and the visitor's own credential says which ticket it held.
-	signer, _ := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
+	signer, _ := visitorsig.NewSigner([]byte("0123456789abcdef-test-secret"))
 	cred := signer.TicketCredential("visitor-id", wire.Ticket{Room: lr.room, Seq: picked, IssuedAt: time.Now()})
 	if err := run([]string{"-lottery", "-file", saved, "-visitor", cred}, &out); err != nil ||
 		!strings.Contains(out.String(), "agree with the seed") || !strings.Contains(out.String(), fmt.Sprintf("ticket %d: picked", picked)) {
@@ -431,7 +432,7 @@ func count(es []lotEntry, event, why string) int {
 // newLotteryQueue is a queue on r admitting batch a tick.
 func newLotteryQueue(t *testing.T, r rediscall.Redis, batch int, tick time.Duration) *queue.Queue {
 	t.Helper()
-	s, err := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
+	s, err := visitorsig.NewSigner([]byte("0123456789abcdef-test-secret"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,10 @@
-package queue
+// Package visitorsig signs and checks, with the deployment's secret
+// (HMAC-SHA256, 128 bits kept), what a visitor is handed and hands back: its
+// credential (its id, and the ticket it holds in a room), the entry token of
+// the default compact format, and a proof-of-work challenge. Nothing here
+// touches Redis: the queue decides with its records whether a signed thing
+// is still good.
+package visitorsig
 
 import (
 	"crypto/hmac"

@@ -1,4 +1,4 @@
-package queue
+package visitorsig
 
 import (
 	"errors"
@@ -77,3 +77,5 @@ func FuzzParseVisitor(f *testing.F) {
 		}
 	})
 }
+
+var testSecret = []byte("0123456789abcdef-test-secret")
