@@ -66,17 +66,11 @@ type Queue struct {
 	signer *visitorsig.Signer
 	opts   Options
 	log    *slog.Logger
-	rates  sync.Map // room -> measured admission rate (float64), for ETAs
-	draws  sync.Map // room -> size of its lottery (int64), for DrawEstimate
+	rooms  sync.Map // room -> *roomMem: all this instance holds of the room
 
 	configured  roomList       // the tick loop's copy of the configured rooms
 	sweptAt     time.Time      // owned by the tick loop: the last look at rooms holding only tokens
-	memos       sync.Map       // room -> *memo: what to put back when Redis lost it
-	restoreLogs sync.Map       // room -> *restoreLog
-	spreads     sync.Map       // room -> *rateSpread of the rate in rates, for the ETA ranges
 	writingBack atomic.Bool    // a background write-back is under way
-	ticking     inFlight       // rooms whose admit call of a tick is running
-	paused      pausedRooms    // rooms the tick loop found paused
 	wake        chan struct{}  // cap 1: a room may need ticks now (see poke)
 	quiet       time.Duration  // quietEvery; longer in tests
 	bg          sync.WaitGroup // background write-backs and slow admit calls, waited for by Run

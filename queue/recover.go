@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -165,12 +164,9 @@ func (m *memo) snapshot() memoState {
 
 // remember returns room's memo, made on first use.
 func (q *Queue) remember(room string) *memo {
-	if m, ok := q.memos.Load(room); ok {
-		return m.(*memo)
-	}
-	// room may alias a request buffer that is reused: the map keeps a copy.
-	m, _ := q.memos.LoadOrStore(strings.Clone(room), &memo{})
-	return m.(*memo)
+	m := q.roomMemFor(room)
+	m.remembered.Store(true)
+	return &m.memo
 }
 
 // settingsArgs are the retake script's settings arguments for room: the
@@ -297,8 +293,7 @@ func (q *Queue) restored(r Restored) {
 	if q.opts.OnRestored != nil {
 		q.opts.OnRestored(r)
 	}
-	v, _ := q.restoreLogs.LoadOrStore(strings.Clone(r.Room), &restoreLog{})
-	l := v.(*restoreLog)
+	l := &q.roomMemFor(r.Room).log
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sum.Settings = l.sum.Settings || r.Settings
@@ -357,8 +352,8 @@ func (q *Queue) writeBackOthers(ctx context.Context, done []string) {
 		skip[r] = true
 	}
 	var rooms []string
-	q.memos.Range(func(k, _ any) bool {
-		if r := k.(string); !skip[r] {
+	q.rooms.Range(func(k, v any) bool {
+		if r := k.(string); !skip[r] && v.(*roomMem).remembered.Load() {
 			rooms = append(rooms, r)
 		}
 		return true

@@ -95,7 +95,7 @@ func (q *Queue) writeRoomConfig(ctx context.Context, room string, c settings.Roo
 	}
 	// A resume (or any change) is admitted from the next tick here; the
 	// other instances look at a paused room once a second (pausedEvery).
-	q.paused.forget(room)
+	q.settingsChanged(room)
 	// A lottery that ended may show its seed; the next gets a new one.
 	if c.Method != settings.MethodRandom {
 		if _, err := q.lottery(ctx, room, "end"); err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/visitorsig"
@@ -156,17 +155,9 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 	h := roomHeader{rate: float64(r.RateMilli) / 1000, paused: r.Paused, soldOut: r.SoldOut, opensAt: r.OpensAt,
 		settings: r.Settings, message: r.Message, draw: r.Draw}
 	q.noteDraw(room, h.draw)
-	if h.rate > 0 {
-		// The key outlives the call: a caller's string may alias a
-		// request buffer that is reused (fiber's params do), which would
-		// change a key inside the map.
-		q.rates.Store(strings.Clone(room), h.rate)
-		q.observeRate(room, h.rate)
-	} else {
-		// No admissions now (a full max-active room) or none measured
-		// yet: an earlier measured rate no longer holds.
-		q.rates.Delete(room)
-	}
+	// No rate (no admissions now, as in a full max-active room, or none
+	// measured yet): an earlier measured rate no longer holds.
+	q.noteRate(room, h.rate)
 	out := make([]wire.State, len(visitors))
 	for i, vis := range visitors {
 		e := r.Visitors[i]
@@ -178,8 +169,8 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 // rate is the last measured admission rate of room, or the one its own
 // settings plan for (plannedRate) while none is measured.
 func (q *Queue) rate(room string) float64 {
-	if r, ok := q.rates.Load(room); ok {
-		return r.(float64)
+	if r, ok := q.measuredRate(room); ok {
+		return r
 	}
 	return q.plannedRate(room)
 }

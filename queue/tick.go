@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -267,10 +266,11 @@ func (q *Queue) callRooms(ctx context.Context, rooms []string, wait time.Duratio
 	var need atomic.Bool // a room called is not paused, or its call failed
 	now := time.Now()
 	for _, room := range rooms {
-		if wait >= 0 && q.paused.skip(room, now) {
+		if wait >= 0 && q.skipTick(room, now) {
 			continue
 		}
-		if !q.ticking.start(room) {
+		ticking := &q.roomMemFor(room).ticking
+		if !ticking.CompareAndSwap(false, true) {
 			busy = true
 			continue // its call of an earlier tick has not returned yet
 		}
@@ -278,7 +278,7 @@ func (q *Queue) callRooms(ctx context.Context, rooms []string, wait time.Duratio
 		wg.Add(1)
 		q.bg.Go(func() {
 			defer func() {
-				q.ticking.done(room)
+				ticking.Store(false)
 				<-sem
 				wg.Done()
 			}()
@@ -313,83 +313,10 @@ func (q *Queue) callRooms(ctx context.Context, rooms []string, wait time.Duratio
 // second for nothing. A change of settings made here is seen at once.
 const pausedEvery = time.Second
 
-// pausedRooms is when the tick loop next looks at each room it found
-// paused.
-type pausedRooms struct {
-	mu    sync.Mutex
-	rooms map[string]pausedRoom
-}
-
+// pausedRoom is when the tick loop next looks at a room it found paused.
 type pausedRoom struct {
 	until   time.Time // skip the room's ticks until then
 	changed time.Time // when this instance last changed its settings
-}
-
-// skip reports whether room's tick is to be skipped at now.
-func (p *pausedRooms) skip(room string, now time.Time) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return now.Before(p.rooms[room].until)
-}
-
-// note records the outcome of room's admit call that started at start. A
-// call that started before a change of settings made here says nothing
-// of the room after it.
-func (p *pausedRooms) note(room string, paused bool, start time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	r, ok := p.rooms[room]
-	switch {
-	case start.Before(r.changed):
-		return
-	case !paused:
-		if ok {
-			delete(p.rooms, room)
-		}
-		return
-	}
-	if p.rooms == nil {
-		p.rooms = make(map[string]pausedRoom)
-	}
-	p.rooms[strings.Clone(room)] = pausedRoom{until: time.Now().Add(pausedEvery), changed: r.changed}
-}
-
-// forget has room admitted from the next tick on: its settings changed.
-func (p *pausedRooms) forget(room string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.rooms == nil {
-		p.rooms = make(map[string]pausedRoom)
-	}
-	// Its own copy: the map outlives the call, and room may be a request's
-	// buffer.
-	p.rooms[strings.Clone(room)] = pausedRoom{changed: time.Now()}
-}
-
-// inFlight is the set of rooms whose admit call is running.
-type inFlight struct {
-	mu    sync.Mutex
-	rooms map[string]struct{}
-}
-
-// start records room as running; false when it already is.
-func (f *inFlight) start(room string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.rooms[room]; ok {
-		return false
-	}
-	if f.rooms == nil {
-		f.rooms = make(map[string]struct{})
-	}
-	f.rooms[room] = struct{}{}
-	return true
-}
-
-func (f *inFlight) done(room string) {
-	f.mu.Lock()
-	delete(f.rooms, room)
-	f.mu.Unlock()
 }
 
 // tickRooms returns the rooms of configured that have waiting visitors
@@ -437,7 +364,7 @@ func (q *Queue) tickRoom(ctx context.Context, room string) (need bool) {
 		return true
 	}
 	q.tickLog.OK()
-	q.paused.note(room, res.Paused, start)
+	q.notePaused(room, res.Paused, start)
 	if res.Taken && q.opts.OnTick != nil {
 		q.opts.OnTick(room, res)
 	}

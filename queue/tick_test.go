@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -302,7 +301,7 @@ func TestPausedRoomTickedOncePerSecond(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitfor.Until(t, 10*time.Second, "all 10 admitted after the resume", func() bool { return admitted.Load() >= 10 })
-		if q.paused.skip("quiet", time.Now()) {
+		if q.skipTick("quiet", time.Now()) {
 			t.Fatal("the resumed room is still skipped")
 		}
 	})
@@ -312,37 +311,45 @@ func TestPausedRoomTickedOncePerSecond(t *testing.T) {
 // instance itself has its tick loop admit the room from the next tick,
 // however recently it found the room paused.
 func TestPausedRoomResumedHereAtOnce(t *testing.T) {
-	var p pausedRooms
+	q := newQueue(t, nil, nil)
 	now := time.Now()
-	p.note("r", true, now)
+	q.notePaused("r", true, now)
 	after := time.Now()
-	if !p.skip("r", now.Add(pausedEvery/2)) || p.skip("r", after.Add(pausedEvery+time.Millisecond)) {
+	if !q.skipTick("r", now.Add(pausedEvery/2)) || q.skipTick("r", after.Add(pausedEvery+time.Millisecond)) {
 		t.Fatal("a paused room is not skipped for pausedEvery")
 	}
-	p.forget("r")
-	if p.skip("r", time.Now()) {
+	q.settingsChanged("r")
+	if q.skipTick("r", time.Now()) {
 		t.Fatal("a room changed here is still skipped")
 	}
 	// A call that started before the change says nothing of the room.
-	p.note("r", true, now)
-	if p.skip("r", time.Now()) {
+	q.notePaused("r", true, now)
+	if q.skipTick("r", time.Now()) {
 		t.Fatal("a call from before the change had the room skipped")
 	}
-	p.note("r", true, time.Now())
-	if !p.skip("r", time.Now()) {
+	q.notePaused("r", true, time.Now())
+	if !q.skipTick("r", time.Now()) {
 		t.Fatal("a call after the change found it paused but it is not skipped")
 	}
-	p.note("r", false, time.Now())
-	if p.skip("r", time.Now()) || len(p.rooms) != 0 {
-		t.Fatalf("a room found open is still held: %v", p.rooms)
+	q.notePaused("r", false, time.Now())
+	if p := q.roomMemOf("r").paused; q.skipTick("r", time.Now()) || p != (pausedRoom{}) {
+		t.Fatalf("a room found open is still held: %+v", p)
+	}
+	// A room never found paused gets no memory from the tick loop's note.
+	q.notePaused("open", false, time.Now())
+	if q.roomMemOf("open") != nil {
+		t.Fatal("a room found open was given memory")
 	}
 
 	// The room of a change may be a request's buffer, reused after it:
 	// the change is kept under the room's name, not the buffer's.
 	buf := []byte("drop")
-	p.forget(unsafe.String(unsafe.SliceData(buf), len(buf)))
+	q.settingsChanged(unsafe.String(unsafe.SliceData(buf), len(buf)))
 	copy(buf, "zzzz")
-	if _, ok := p.rooms["drop"]; !ok || len(p.rooms) != 1 {
-		t.Fatalf("the change is kept under %q, want drop", slices.Collect(maps.Keys(p.rooms)))
+	var names []string
+	q.rooms.Range(func(k, _ any) bool { names = append(names, k.(string)); return true })
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"drop", "r"}) {
+		t.Fatalf("the rooms held are %q, want drop and r", names)
 	}
 }
