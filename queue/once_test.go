@@ -254,8 +254,8 @@ func runAdmittedOnce(t *testing.T, r Redis, method string, rng *rand.Rand) {
 			if _, err := r.Do(ctx, "FLUSHALL"); err != nil {
 				t.Fatal(err)
 			}
-			q.configured.markFailed()
-			q.configured.get(ctx, q)
+			q.recovery.markLost()
+			q.configuredRooms(ctx)
 			counts["restore"]++
 			// Whoever waits ahead of the head and was never let in gets
 			// its place back (checked for a sample: the others come back

@@ -372,8 +372,8 @@ func TestDroppedStaysDropped(t *testing.T) {
 		if _, err := r.Do(ctx, "FLUSHALL"); err != nil {
 			t.Fatal(err)
 		}
-		q.configured.markFailed()
-		q.configured.get(ctx, q)
+		q.recovery.markLost()
+		q.configuredRooms(ctx)
 		res, err := q.Retake(ctx, room, []string{"a", "b", "c"}, tickets)
 		if err != nil || res.Tickets != 2 {
 			t.Fatalf("retake after the loss: %+v %v, want b and c back", res, err)

@@ -69,6 +69,7 @@ type Queue struct {
 	rooms  sync.Map // room -> *roomMem: all this instance holds of the room
 
 	configured  roomList       // the tick loop's copy of the configured rooms
+	recovery    recoverer      // notices a Redis loss and puts back what this instance remembers
 	sweptAt     time.Time      // owned by the tick loop: the last look at rooms holding only tokens
 	writingBack atomic.Bool    // a background write-back is under way
 	wake        chan struct{}  // cap 1: a room may need ticks now (see poke)

@@ -365,7 +365,7 @@ func (q *Queue) writeBackOthers(ctx context.Context, done []string) {
 		defer q.writingBack.Store(false)
 		if q.writeBack(ctx, rooms) != nil {
 			// The next tick tries again (and writes back the rest).
-			q.configured.markFailed()
+			q.recovery.markLost()
 		}
 	})
 }

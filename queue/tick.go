@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
@@ -201,16 +200,16 @@ func (q *Queue) tick(ctx context.Context, wait time.Duration) (busy bool) {
 // not be asked.
 func (q *Queue) roomsOfTick(ctx context.Context) (rooms []string, busy bool) {
 	tick := q.opts.Capacity.Tick
-	configured := q.configured.get(ctx, q)
+	configured := q.configuredRooms(ctx)
 	sctx, cancel := context.WithTimeout(ctx, tick)
 	rooms, sample, alive, err := q.tickRooms(sctx, configured)
 	cancel()
-	if q.configured.lost(alive) && err == nil {
+	if err == nil && q.recovery.lostBy(alive) {
 		// Redis came back without its data, whether or not a call failed
 		// meanwhile: put back what this instance remembers before
 		// anything is admitted, then look again.
-		q.configured.markFailed()
-		configured = q.configured.get(ctx, q)
+		q.recovery.markLost()
+		configured = q.configuredRooms(ctx)
 		sctx, cancel := context.WithTimeout(ctx, tick)
 		rooms, sample, _, err = q.tickRooms(sctx, configured)
 		cancel()
@@ -220,7 +219,7 @@ func (q *Queue) roomsOfTick(ctx context.Context) (rooms []string, busy bool) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			// Unreachable, not slow: Redis may come back without its
 			// data.
-			q.configured.markFailed()
+			q.recovery.markLost()
 		}
 		q.tickLog.Fail("tick: rooms", err)
 	} else if err == nil {
@@ -357,7 +356,7 @@ func (q *Queue) tickRoom(ctx context.Context, room string) (need bool) {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				// Not slow but unreachable: Redis may come back without
 				// its data (a slow call says nothing of the kind).
-				q.configured.markFailed()
+				q.recovery.markLost()
 			}
 			q.tickLog.Fail("tick: admit", err, "room", room)
 		}
@@ -380,40 +379,24 @@ func (q *Queue) tickRoom(ctx context.Context, room string) (need bool) {
 }
 
 // roomList is the configured rooms as last read, sorted, re-read at most
-// once a second; a failed read keeps the last list.
+// once a second (every look while the recoverer has a loss to put back); a
+// failed read keeps the last list. It only reads: the recoverer writes.
 type roomList struct {
-	mu     sync.Mutex
-	rooms  []string
-	at     time.Time
-	failed bool // the last read failed: Redis may come back without its data
-	// alive is the alive marker's value as this instance last saw it (""
-	// before it saw one). Each write-back after a loss writes a new value
-	// unless another instance wrote one first, so an instance that sees
-	// another value than its own knows Redis lost its data even though the
-	// marker is there again: it puts back what it remembers too.
-	alive string
+	mu    sync.Mutex
+	rooms []string
+	at    time.Time
 }
 
-// lost reports whether the marker's value alive says that Redis lost its
-// data since this instance last looked: it is gone, or it changed.
-func (l *roomList) lost(alive string) bool {
+// read returns the configured rooms, read now (fresh) unless they were
+// less than a second ago and force is false. A read that fails returns
+// the last list; one that could not reach Redis tells the recoverer.
+func (l *roomList) read(ctx context.Context, q *Queue, force bool) (rooms []string, fresh bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if alive == "" {
-		return true
+	if time.Since(l.at) < time.Second && !force {
+		return l.rooms, false
 	}
-	if l.alive == "" {
-		l.alive = alive
-	}
-	return alive != l.alive
-}
-
-func (l *roomList) get(ctx context.Context, q *Queue) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if time.Since(l.at) < time.Second && !l.failed {
-		return l.rooms
-	}
+	l.at = time.Now()
 	rctx, cancel := context.WithTimeout(ctx, q.opts.Capacity.Tick)
 	defer cancel()
 	v, err := q.r.Do(rctx, "SMEMBERS", configuredRoomsKey)
@@ -421,69 +404,43 @@ func (l *roomList) get(ctx context.Context, q *Queue) []string {
 		if ctx.Err() == nil {
 			q.tickLog.Fail("tick: configured rooms", err)
 		}
-		l.failed = l.failed || !errors.Is(err, context.DeadlineExceeded)
-		l.at = time.Now()
-		return l.rooms
+		if !errors.Is(err, context.DeadlineExceeded) {
+			q.recovery.markLost()
+		}
+		return l.rooms, false
 	}
-	rooms := validRooms(v)
+	rooms = validRooms(v)
 	slices.Sort(rooms)
-	// Before anything is admitted from a Redis that came back (maybe empty,
-	// maybe a promoted replica without the last writes), or when a room
-	// this instance knows has lost its settings, put back what this
-	// instance remembers.
-	var restore []string
-	if l.failed {
-		restore = q.settingsRooms()
-		// Rooms only visitors made may be many: they are written back in
-		// the background, so the tick does not wait for them.
-		q.writeBackOthers(ctx, restore)
-	} else if q.opts.Settings != nil {
-		for _, r := range q.opts.Settings.SettingsRooms() {
-			if _, ok := slices.BinarySearch(rooms, r); !ok {
-				restore = append(restore, r)
-			}
-		}
-	}
-	if len(restore) > 0 {
-		wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
-		err := q.writeBack(wctx, restore)
-		wcancel()
-		if err != nil {
-			// The next tick reads the list and tries again, and the marker
-			// is not set until then: a room left unwritten would let
-			// another instance give a visitor let in here a place again.
-			l.failed, l.at = true, time.Now()
-			return l.rooms
-		}
-		rctx, cancel := context.WithTimeout(ctx, q.opts.Capacity.Tick)
-		defer cancel()
-		if v, err := q.r.Do(rctx, "SMEMBERS", configuredRoomsKey); err == nil {
-			rooms = validRooms(v)
-			slices.Sort(rooms)
-		}
-	}
-	if l.failed {
-		// What this instance remembers is back (the rest of it is on its
-		// way): a Redis that loses its data again lacks the marker again.
-		// If this write fails, the next look finds it missing and puts
-		// back again, which only ever fills in.
-		actx, cancel := context.WithTimeout(ctx, q.opts.Capacity.Tick)
-		// Another instance that put back first wrote its value: it stands.
-		if _, err := q.r.Do(actx, "SET", aliveKey, strconv.FormatUint(rand.Uint64(), 36), "NX"); err == nil {
-			if v, err := q.r.Do(actx, "GET", aliveKey); err == nil {
-				l.alive, _ = v.(string)
-			}
-		}
-		cancel()
-	}
-	l.rooms, l.at, l.failed = rooms, time.Now(), false
+	return rooms, true
+}
+
+// set keeps rooms as the list.
+func (l *roomList) set(rooms []string) {
+	l.mu.Lock()
+	l.rooms, l.at = rooms, time.Now()
+	l.mu.Unlock()
+}
+
+// last is the list as last kept.
+func (l *roomList) last() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return l.rooms
 }
 
-// markFailed has the next tick re-read the list and put back what this
-// instance remembers first: a call to Redis failed.
-func (l *roomList) markFailed() {
-	l.mu.Lock()
-	l.failed = true
-	l.mu.Unlock()
+// configuredRooms is the configured rooms for a tick: read (see roomList),
+// and when read afresh, handed to the recoverer first, which puts back what
+// this instance remembers if Redis may have lost it. The list is kept only
+// once that is done: until then the last one stands.
+func (q *Queue) configuredRooms(ctx context.Context) []string {
+	rooms, fresh := q.configured.read(ctx, q, q.recovery.pending())
+	if !fresh {
+		return rooms
+	}
+	rooms, ok := q.recovery.recover(ctx, q, rooms)
+	if !ok {
+		return q.configured.last()
+	}
+	q.configured.set(rooms)
+	return rooms
 }
