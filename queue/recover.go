@@ -43,15 +43,30 @@ type memo struct {
 	seq   atomic.Int64
 	pseq  atomic.Int64
 	// done and pdone are the tickets of each band this instance saw done
-	// with (admitted or dropped, by its own admit calls), as Redis stores
-	// a bitmap (bit n is byte n/8, most significant bit first): a lottery
-	// admits out of ticket order, so no head says which were let in.
-	done, pdone []byte
+	// with (admitted or dropped, by its own admit calls): a lottery admits
+	// out of ticket order, so no head says which were let in.
+	done, pdone doneBits
 }
 
 // maxDoneTicket bounds the tickets a memo's bitmaps hold (and SETBIT's
-// offsets): 2^32 - 1 bits, 512 MiB, which no room reaches.
+// offsets).
 const maxDoneTicket = 1<<32 - 1
+
+// maxDoneBytes bounds each band's bitmap of a memo: 1 MiB, the last
+// 8,388,608 tickets. A ticket further behind the newest one done with is
+// forgotten: were Redis to lose its data, a visitor holding it could get
+// a place back, which in a room that admits in order its head prevents
+// (tickets at or below it never come back) and in a lottery takes more
+// tickets handed out while it waits than a room has places.
+const maxDoneBytes = 1 << 20
+
+// doneBits is a window of a bitmap of tickets as Redis stores it (bit n
+// is byte n/8, most significant bit first): bits holds bytes at, at+1, …
+// of it, at most maxDoneBytes, and moves on to the newest tickets.
+type doneBits struct {
+	at   int64
+	bits []byte
+}
 
 // noteDone remembers the tickets of scores (queue scores: a ticket, or
 // ticket - priorityBase in the priority band) as done with.
@@ -69,7 +84,7 @@ func (m *memo) noteDone(scores []int64) {
 		if t.Priority {
 			bits = &m.pdone
 		}
-		setBit(bits, t.Seq)
+		bits.set(t.Seq)
 	}
 }
 
@@ -78,34 +93,65 @@ func (m *memo) isDone(t wire.Ticket) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if t.Priority {
-		return bit(m.pdone, t.Seq)
+		return m.pdone.has(t.Seq)
 	}
-	return bit(m.done, t.Seq)
+	return m.done.has(t.Seq)
 }
 
-// doneBitmaps returns copies of the bitmaps of both bands.
-func (m *memo) doneBitmaps() (done, pdone string) {
+// doneBitmaps returns copies of the bitmaps of both bands, each with the
+// byte offset it starts at.
+func (m *memo) doneBitmaps() (done string, doneAt int64, pdone string, pdoneAt int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return string(m.done), string(m.pdone)
+	return string(m.done.bits), m.done.at, string(m.pdone.bits), m.pdone.at
 }
 
-func setBit(b *[]byte, n int64) {
+// set marks ticket n, moving the window on to it when it is past the
+// window's end, and widening it back when it is before the start and the
+// window has room; a ticket that does not fit is forgotten.
+func (d *doneBits) set(n int64) {
 	if n < 1 || n > maxDoneTicket {
 		return
 	}
-	i := int(n / 8)
-	if i >= len(*b) {
-		*b = append(*b, make([]byte, i+1-len(*b))...)
+	i := n / 8
+	switch {
+	case len(d.bits) == 0:
+		d.at, d.bits = i, d.bits[:0]
+	case i < d.at:
+		end := d.at + int64(len(d.bits))
+		if end-i > maxDoneBytes {
+			return // older than the window holds
+		}
+		grown := make([]byte, end-i)
+		copy(grown[d.at-i:], d.bits)
+		d.at, d.bits = i, grown
+	case i-d.at >= maxDoneBytes:
+		// Past the window: drop its oldest bytes.
+		at := i - maxDoneBytes + 1
+		if drop := at - d.at; drop < int64(len(d.bits)) {
+			d.bits = d.bits[:copy(d.bits, d.bits[drop:])]
+		} else {
+			d.bits = d.bits[:0]
+		}
+		d.at = at
 	}
-	(*b)[i] |= 0x80 >> (n % 8)
+	j := int(i - d.at)
+	if j >= len(d.bits) {
+		d.bits = append(d.bits, make([]byte, j+1-len(d.bits))...)
+	}
+	d.bits[j] |= 0x80 >> (n % 8)
 }
 
-func bit(b []byte, n int64) bool {
-	if n < 1 || n > maxDoneTicket || int(n/8) >= len(b) {
+// has reports whether ticket n is marked (false when outside the window).
+func (d *doneBits) has(n int64) bool {
+	if n < 1 || n > maxDoneTicket {
 		return false
 	}
-	return b[n/8]&(0x80>>(n%8)) != 0
+	j := n/8 - d.at
+	if j < 0 || j >= int64(len(d.bits)) {
+		return false
+	}
+	return d.bits[j]&(0x80>>(n%8)) != 0
 }
 
 // priorityBase is the offset of the priority band's queue scores
@@ -208,12 +254,14 @@ func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tick
 	// writes back (no tickets: after a loss, or a room missing); a
 	// visitor's own retake skips a ticket it knows is done.
 	var done, pdone string
+	var doneAt, pdoneAt int64
 	if len(tickets) == 0 {
-		done, pdone = m.doneBitmaps()
+		done, doneAt, pdone, pdoneAt = m.doneBitmaps()
 	}
 	args := []string{prefix(room), room, q.channel(room),
 		strconv.FormatInt(ms.head, 10), strconv.FormatInt(ms.born, 10), strconv.FormatInt(ms.seq, 10),
-		strconv.FormatInt(ms.phead, 10), strconv.FormatInt(ms.pseq, 10), done, pdone}
+		strconv.FormatInt(ms.phead, 10), strconv.FormatInt(ms.pseq, 10), done, pdone,
+		strconv.FormatInt(doneAt, 10), strconv.FormatInt(pdoneAt, 10)}
 	args = append(args, q.settingsArgs(room)...)
 	for i, t := range tickets {
 		if t.Room != room || t.IsZero() || i >= len(visitors) || !wire.ValidVisitor(visitors[i]) || m.isDone(t) {
