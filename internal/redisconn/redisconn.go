@@ -1,8 +1,10 @@
 // Package redisconn connects waitroom to Redis as its flags say: one
 // server, Sentinel or Cluster, through rueidis or go-redis, or an embedded
-// miniredis on loopback when no address is given. Only this package and
-// the wiring that calls it see client library types: the queue gets its
-// seam (rediscall.Redis) and the hub its brokers.
+// miniredis on loopback when no address is given. It adapts either client
+// to the seam every package calls Redis through (rediscall.Redis:
+// NewRueidis, NewGoRedis) and hands the hub its brokers; with those
+// brokers (package hub), it is the only code that sees client library
+// types.
 package redisconn
 
 import (
