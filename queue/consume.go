@@ -48,9 +48,12 @@ func (q *Queue) Consume(ctx context.Context, t visitorsig.Token, use Use) (time.
 	r, err := q.consume(ctx, t, use, idle)
 	if err == nil && r.Code == consumeUnknown {
 		// The record may be gone with a Redis that lost it: a signed token
-		// that was not used is written back once, and checked again.
-		var ok bool
-		if ok, err = q.revive(ctx, t, use, idle.Milliseconds()); ok {
+		// that was not used is written back once, and checked again. It
+		// is checked again too when this call did not write it: another
+		// may have since the first look (an instance checking the
+		// admission a push connection was told of), and the record is
+		// then there.
+		if _, err = q.revive(ctx, t, use, idle.Milliseconds()); err == nil {
 			r, err = q.consume(ctx, t, use, idle)
 		}
 	}

@@ -457,3 +457,55 @@ func TestSpentStaysSpent(t *testing.T) {
 		}
 	})
 }
+
+// reviveFirst is a Redis that, before it runs a revive, lets another
+// call run first (once): another instance writing the same record back.
+type reviveFirst struct {
+	Redis
+	first func()
+}
+
+func (r *reviveFirst) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
+	if s == reviveScript.Script && r.first != nil {
+		f := r.first
+		r.first = nil
+		f()
+	}
+	return r.Redis.Eval(ctx, s, keys, args...)
+}
+
+// TestTokenRevivedBeside: a use of a token whose record Redis lost, made
+// while another instance writes that record back (a push connection's
+// check of the admission it was told of), still spends it: the record is
+// there by the time the use looks again, and it is not refused as used.
+func TestTokenRevivedBeside(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		other := newQueue(t, r, fixedBatch(3, 50*time.Millisecond))
+		if _, err := other.Join(ctx, "drop", "a"); err != nil {
+			t.Fatal(err)
+		}
+		admitTaken(t, other, "drop")
+		st, err := other.Status(ctx, "drop", "a")
+		if err != nil || st.Status != wire.StatusAdmitted {
+			t.Fatalf("a: %+v %v", st, err)
+		}
+		tok := visitorsig.Token{Room: "drop", Visitor: "a", NotBefore: st.NotBefore, ExpiresAt: st.ExpiresAt}
+		waitUntil(t, tok.NotBefore)
+		if _, err := r.Do(ctx, "DEL", prefix("drop")+"t:a"); err != nil {
+			t.Fatal(err)
+		}
+		beside := &reviveFirst{Redis: r, first: func() {
+			if _, err := other.Consume(ctx, tok, Check); err != nil {
+				t.Errorf("the other instance's check: %v", err)
+			}
+		}}
+		q := newQueue(t, beside, fixedBatch(3, 50*time.Millisecond))
+		if _, err := q.Consume(ctx, tok, Spend); err != nil {
+			t.Fatalf("the use beside the write-back: %v, want it spent", err)
+		}
+		if _, err := other.Consume(ctx, tok, Spend); !errors.Is(err, ErrTokenUnknown) {
+			t.Fatalf("a second use: %v, want it refused", err)
+		}
+	})
+}
