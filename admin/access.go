@@ -7,7 +7,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/invite"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // mintVisitor mints a visitor credential for an id chosen by a trusted
@@ -21,7 +21,7 @@ func (a *API) mintVisitor(c *fiber.Ctx) error {
 	if err := httperr.DecodeObject(c.Body(), &in); err != nil {
 		return err
 	}
-	if !queue.ValidVisitor(in.ID) {
+	if !wire.ValidVisitor(in.ID) {
 		return fieldError("id", "must match ^[A-Za-z0-9_-]{1,64}$")
 	}
 	ctx, cancel := a.ctx(c)
@@ -69,7 +69,7 @@ func (a *API) mintInvites(c *fiber.Ctx) error {
 		return fieldError("uses", "must be between 1 and 1000000")
 	case in.ExpiresAt != nil && in.ExpiresInSeconds != nil:
 		return fieldError("expiresAt", "give expiresAt or expiresInSeconds, not both")
-	case in.Visitor != nil && !queue.ValidVisitor(*in.Visitor):
+	case in.Visitor != nil && !wire.ValidVisitor(*in.Visitor):
 		return fieldError("visitor", "must match ^[A-Za-z0-9_-]{1,64}$")
 	case in.Visitor != nil && count > 1:
 		return fieldError("visitor", "a code for one visitor is minted alone (count 1)")
@@ -121,7 +121,7 @@ func (a *API) endSession(c *fiber.Ctx) error {
 		return err
 	}
 	id := c.Params("visitor")
-	if !queue.ValidVisitor(id) {
+	if !wire.ValidVisitor(id) {
 		return httperr.New(400, "invalid_visitor", "visitor ids match ^[A-Za-z0-9_-]{1,64}$")
 	}
 	ctx, cancel := a.ctx(c)

@@ -14,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/roomsfile"
 	"github.com/waitroom/waitroom/settings"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // Store is the room store the admin API reads and changes (a
@@ -224,7 +225,7 @@ func (a *API) storeError(c *fiber.Ctx, err error) error { return a.opts.StoreErr
 // roomParam returns the validated :room parameter.
 func roomParam(c *fiber.Ctx) (string, error) {
 	r := c.Params("room")
-	if !queue.ValidRoom(r) {
+	if !wire.ValidRoom(r) {
 		return "", errInvalidRoom
 	}
 	return r, nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // Effects says in words what changing a room's settings from before to
@@ -64,7 +65,7 @@ var effectRules = []effectRule{
 	{[]string{"strategy", "batch"}, strategyEffect},
 	{[]string{"maxActive"}, func(e effectEnv) string {
 		b, a := e.b.Settings, e.a.Settings
-		if b.MaxActive == a.MaxActive || a.Strategy != queue.StrategyMaxActive || b.Strategy != a.Strategy {
+		if b.MaxActive == a.MaxActive || a.Strategy != settings.StrategyMaxActive || b.Strategy != a.Strategy {
 			return ""
 		}
 		return fmt.Sprintf("at most %d → %d hold an entry token at once (%d do now)", b.MaxActive, a.MaxActive, e.st.ActiveTokens)
@@ -105,7 +106,7 @@ var effectRules = []effectRule{
 func strategyEffect(e effectEnv) string {
 	b, a := e.b.Settings, e.a.Settings
 	switch {
-	case b.Strategy != a.Strategy && a.Strategy == queue.StrategyMaxActive:
+	case b.Strategy != a.Strategy && a.Strategy == settings.StrategyMaxActive:
 		return fmt.Sprintf("%s → %s: at most %d hold an entry token at once (%d do now); a place frees when a token is used up or expires, up to %s",
 			b.Strategy, a.Strategy, a.MaxActive, e.st.ActiveTokens, e.perTick(a.Batch))
 	case b.Strategy != a.Strategy:
@@ -160,7 +161,7 @@ func failModeEffect(e effectEnv) string {
 	switch {
 	case b == a:
 		return ""
-	case a == queue.FailOpen:
+	case a == settings.FailOpen:
 		return fmt.Sprintf("fail mode %s → %s: while Redis is unreachable the protected endpoint admits through a local limiter at the room's rate", b, a)
 	}
 	return fmt.Sprintf("fail mode %s → %s: while Redis is unreachable the protected endpoint admits nobody", b, a)
@@ -183,11 +184,11 @@ func methodEffect(e effectEnv) string {
 		return ""
 	}
 	switch a {
-	case queue.MethodPassthrough:
+	case settings.MethodPassthrough:
 		return fmt.Sprintf("method %s → %s: a join is admitted at once with a token; the %d waiting go at the next tick", b, a, e.waiting)
-	case queue.MethodRandom:
+	case settings.MethodRandom:
 		return fmt.Sprintf("method %s → %s: the %d waiting keep their tickets and are drawn at random, %s, among those present; each is shown the draw's size and chance per minute instead of a place", b, a, e.waiting, e.perTick(e.a.Settings.Batch))
-	case queue.MethodReject:
+	case settings.MethodReject:
 		return fmt.Sprintf("method %s → %s: new visitors are turned away with the room's message; the %d waiting go on", b, a, e.waiting)
 	}
 	return fmt.Sprintf("method %s → %s: tickets are admitted in order at %s", b, a, e.perTick(e.a.Settings.Batch))
@@ -198,7 +199,7 @@ func activationEffect(e effectEnv) string {
 	switch {
 	case b == a:
 		return ""
-	case a == queue.ActivationBusy:
+	case a == settings.ActivationBusy:
 		return fmt.Sprintf("activation %s → %s: while the room is under its threshold and nobody waits, a new visitor is admitted on the spot; the %d waiting go first", b, a, e.waiting)
 	}
 	return fmt.Sprintf("activation %s → %s: every new visitor queues", b, a)

@@ -70,7 +70,7 @@ func (a *API) pagePreview(c *fiber.Ctx) error {
 		return errNoPreview
 	}
 	room := c.Query("room")
-	if !queue.ValidRoom(room) {
+	if !wire.ValidRoom(room) {
 		return errInvalidRoom
 	}
 	state := c.Query("state", "waiting")

@@ -12,8 +12,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/waitroom/waitroom/internal/httperr"
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/roomsfile"
@@ -24,7 +26,7 @@ import (
 // redisAPI is the admin API over a real redis-server: the queue as its
 // store and the schedule as its events (whose loop does not run), with the
 // keys of newTestAPIEvents.
-func redisAPI(t *testing.T) (*fiber.App, queue.Redis) {
+func redisAPI(t *testing.T) (*fiber.App, rediscall.Redis) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	rc, err := redisconn.Open(context.Background(), redisconn.Options{URL: redistest.StartReal(t).URL()}, log)
@@ -32,7 +34,7 @@ func redisAPI(t *testing.T) (*fiber.App, queue.Redis) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rc.Close)
-	signer, err := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
+	signer, err := visitorsig.NewSigner([]byte("0123456789abcdef-test-secret"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +62,7 @@ func redisAPI(t *testing.T) (*fiber.App, queue.Redis) {
 }
 
 // keys lists every key in r with, for a set, its members.
-func dump(t *testing.T, r queue.Redis) []string {
+func dump(t *testing.T, r rediscall.Redis) []string {
 	t.Helper()
 	ctx := context.Background()
 	v, err := r.Do(ctx, "KEYS", "*")

@@ -14,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/settings"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // roomConfig reads the stored settings of the route's :room.
@@ -161,7 +162,7 @@ func (a *API) createRoom(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if name == nil || !queue.ValidRoom(*name) {
+	if name == nil || !wire.ValidRoom(*name) {
 		return fieldError("room", "must match ^[a-z0-9][a-z0-9-]{0,63}$")
 	}
 	r := *name
@@ -351,7 +352,7 @@ func (a *API) stats(c *fiber.Ctx) error {
 	}
 	eff := a.View(r, cfg)
 	activation := fiber.Map{"mode": eff.Settings.Activation}
-	if cfg.Activation == queue.ActivationBusy {
+	if cfg.Activation == settings.ActivationBusy {
 		act, ok, err := a.store.ActivationOf(ctx, r)
 		if err != nil {
 			return a.storeError(c, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -105,7 +106,7 @@ func (m *Metrics) zero() {
 	for _, v := range []string{"deployment", "room"} {
 		m.hooksDropped.WithLabelValues(v)
 	}
-	for _, op := range queue.ScriptNames() {
+	for _, op := range rediscall.ScriptNames() {
 		m.redisFails.WithLabelValues(op)
 	}
 }

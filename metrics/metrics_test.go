@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/hub"
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -144,7 +145,7 @@ func TestCounters(t *testing.T) {
 // fakeRedis answers every call with err.
 type fakeRedis struct{ err error }
 
-func (r fakeRedis) Eval(context.Context, *queue.Script, []string, ...string) (any, error) {
+func (r fakeRedis) Eval(context.Context, *rediscall.Script, []string, ...string) (any, error) {
 	return "ok", r.err
 }
 func (r fakeRedis) Do(context.Context, ...string) (any, error) { return "ok", r.err }
@@ -153,7 +154,7 @@ func TestRedis(t *testing.T) {
 	m := New(Build{})
 	ok, failing := m.Redis(fakeRedis{}), m.Redis(fakeRedis{err: errors.New("down")})
 	ctx := context.Background()
-	s := &queue.Script{Name: "join"}
+	s := &rediscall.Script{Name: "join"}
 	if v, err := ok.Eval(ctx, s, nil); v != "ok" || err != nil {
 		t.Fatalf("Eval = %v, %v", v, err)
 	}

@@ -7,17 +7,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/internal/rediscall"
 )
 
 // Redis returns next with every call timed by operation (the script's
 // name, or the command's in lower case) and its failures counted.
-func (m *Metrics) Redis(next queue.Redis) queue.Redis { return instrumented{next: next, m: m} }
+func (m *Metrics) Redis(next rediscall.Redis) rediscall.Redis { return instrumented{next: next, m: m} }
 
 // instrumented measures every Redis call the queue makes: latency by
 // operation and failures.
 type instrumented struct {
-	next queue.Redis
+	next rediscall.Redis
 	m    *Metrics
 }
 
@@ -29,7 +29,7 @@ func (r instrumented) observe(op string, start time.Time, err error) {
 	}
 }
 
-func (r instrumented) Eval(ctx context.Context, s *queue.Script, keys []string, args ...string) (any, error) {
+func (r instrumented) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
 	start := time.Now()
 	v, err := r.next.Eval(ctx, s, keys, args...)
 	r.observe(s.Name, start, err)

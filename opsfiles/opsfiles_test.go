@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/waitfor"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 	"go.uber.org/goleak"
 )
 
@@ -22,19 +22,19 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // memStore is a roomsfile.Store in memory; down makes every call fail.
 type memStore struct {
 	mu    sync.Mutex
-	rooms map[string]queue.RoomConfig
+	rooms map[string]settings.Room
 	down  bool
 }
 
 var errDown = errors.New("store down")
 
-func newMemStore() *memStore { return &memStore{rooms: map[string]queue.RoomConfig{}} }
+func newMemStore() *memStore { return &memStore{rooms: map[string]settings.Room{}} }
 
-func (m *memStore) RoomConfig(ctx context.Context, room string) (queue.RoomConfig, error) {
+func (m *memStore) RoomConfig(ctx context.Context, room string) (settings.Room, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {
-		return queue.RoomConfig{}, errDown
+		return settings.Room{}, errDown
 	}
 	return m.rooms[room], nil
 }
@@ -49,15 +49,15 @@ func (m *memStore) RoomExists(ctx context.Context, room string) (bool, error) {
 	return ok, nil
 }
 
-func (m *memStore) UpdateRoomConfig(ctx context.Context, room string, change func(*queue.RoomConfig) error) (queue.RoomConfig, error) {
+func (m *memStore) UpdateRoomConfig(ctx context.Context, room string, change func(*settings.Room) error) (settings.Room, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {
-		return queue.RoomConfig{}, errDown
+		return settings.Room{}, errDown
 	}
 	c := m.rooms[room]
 	if err := change(&c); err != nil {
-		return queue.RoomConfig{}, err
+		return settings.Room{}, err
 	}
 	m.rooms[room] = c
 	return c, nil

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/httperr"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // A connect ticket stands in for the visitor credential on the URL of a
@@ -98,7 +98,7 @@ func (t *Tickets) Redeem(ctx context.Context, room, raw string) (string, error) 
 		return "", errInvalidTicket
 	}
 	visitor := string(body[ticketHead:])
-	if !queue.ValidVisitor(visitor) {
+	if !wire.ValidVisitor(visitor) {
 		return "", errInvalidTicket
 	}
 	left := time.Until(time.UnixMilli(int64(binary.BigEndian.Uint64(body))))

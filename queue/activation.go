@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 // activationScript notes the state of a room with activation busy.
@@ -24,10 +26,10 @@ type Activation struct {
 // state, with the moment it began when it changed: one script, so of
 // instances that notice the same change only one sees Changed.
 func (q *Queue) NoteActivation(ctx context.Context, room string) (Activation, error) {
-	if !ValidRoom(room) {
-		return Activation{}, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return Activation{}, wire.ErrInvalidRoom
 	}
-	v, err := q.r.Eval(ctx, activationScript, roomKeys(room), prefix(room))
+	v, err := q.r.Eval(ctx, activationScript.Script, roomKeys(room), prefix(room))
 	if err != nil {
 		return Activation{}, fmt.Errorf("queue: note activation: %w", err)
 	}
@@ -41,8 +43,8 @@ func (q *Queue) NoteActivation(ctx context.Context, room string) (Activation, er
 // ActivationOf reads the state NoteActivation last recorded for room; ok
 // is false when none is recorded.
 func (q *Queue) ActivationOf(ctx context.Context, room string) (a Activation, ok bool, err error) {
-	if !ValidRoom(room) {
-		return Activation{}, false, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return Activation{}, false, wire.ErrInvalidRoom
 	}
 	v, err := q.r.Do(ctx, "HMGET", prefix(room)+"activation", "state", "since")
 	if err != nil {

@@ -21,15 +21,15 @@ type Result struct {
 // tick however many instances call it. Pop, token records and the publish
 // are one atomic script.
 func (q *Queue) Admit(ctx context.Context, room string) (Result, error) {
-	if !ValidRoom(room) {
-		return Result{}, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return Result{}, wire.ErrInvalidRoom
 	}
 	c := q.opts.Capacity
 	lseed, err := newLotterySeed()
 	if err != nil {
 		return Result{}, fmt.Errorf("queue: admit: %w", err)
 	}
-	v, err := q.r.Eval(ctx, admitScript, roomKeys(room),
+	v, err := q.r.Eval(ctx, admitScript.Script, roomKeys(room),
 		prefix(room), room, q.channel(room),
 		strconv.FormatInt(c.Tick.Milliseconds(), 10),
 		strconv.Itoa(c.BatchSize()),

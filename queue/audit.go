@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 // AuditKeep is how many audit entries are kept per room.
@@ -16,8 +18,8 @@ const adminAuditKey = "wr:{admin}:audit"
 // AppendAudit records entry (an encoded audit record) as room's newest,
 // keeping the last AuditKeep.
 func (q *Queue) AppendAudit(ctx context.Context, room string, entry []byte) error {
-	if !ValidRoom(room) {
-		return ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return wire.ErrInvalidRoom
 	}
 	return q.appendAudit(ctx, prefix(room)+"audit", entry)
 }
@@ -47,8 +49,8 @@ func (q *Queue) appendAudit(ctx context.Context, key string, entry []byte) error
 
 // Audit returns room's audit entries, newest first.
 func (q *Queue) Audit(ctx context.Context, room string) ([]string, error) {
-	if !ValidRoom(room) {
-		return nil, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return nil, wire.ErrInvalidRoom
 	}
 	return q.readAudit(ctx, prefix(room)+"audit", AuditKeep)
 }
@@ -58,8 +60,8 @@ func (q *Queue) Audit(ctx context.Context, room string) ([]string, error) {
 // admin API keeps what each role's keys did in a trail of its own, so
 // that many entries of one cannot push out another's.
 func (q *Queue) AppendAuditOf(ctx context.Context, room, trail string, entry []byte) error {
-	if !ValidRoom(room) {
-		return ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return wire.ErrInvalidRoom
 	}
 	if !validTrail(trail) {
 		return fmt.Errorf("queue: audit trail %q: not a-z", trail)
@@ -70,8 +72,8 @@ func (q *Queue) AppendAuditOf(ctx context.Context, room, trail string, entry []b
 // AuditOf returns the entries of room's audit trail named trail, newest
 // first.
 func (q *Queue) AuditOf(ctx context.Context, room, trail string) ([]string, error) {
-	if !ValidRoom(room) {
-		return nil, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return nil, wire.ErrInvalidRoom
 	}
 	if !validTrail(trail) {
 		return nil, fmt.Errorf("queue: audit trail %q: not a-z", trail)

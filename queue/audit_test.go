@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // TestDrawCommitReveal: a room that gets opensAt publishes a commitment
@@ -22,7 +23,7 @@ func TestDrawCommitReveal(t *testing.T) {
 		if _, err := q.Draw(ctx, room, 0, 10); !errors.Is(err, ErrNoDraw) {
 			t.Fatalf("draw of a room without opensAt: %v, want ErrNoDraw", err)
 		}
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{OpensAt: time.Now().Add(time.Hour)}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{OpensAt: time.Now().Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 		before, err := q.Draw(ctx, room, 0, 10)
@@ -35,13 +36,13 @@ func TestDrawCommitReveal(t *testing.T) {
 		const n = 2600 // keyed and placed over several calls
 		pre := fillPreQueue(t, r, room, "p", n)
 		// Another settings change before opening keeps the commitment.
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{Batch: 5, OpensAt: time.Now().Add(time.Hour)}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{Batch: 5, OpensAt: time.Now().Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 		if d, _ := q.Draw(ctx, room, 0, 10); d.Commitment != before.Commitment || d.Seed != "" {
 			t.Fatalf("commitment changed before opening: %+v", d)
 		}
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{Batch: 5, OpensAt: time.Now().Add(-time.Second)}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{Batch: 5, OpensAt: time.Now().Add(-time.Second)}); err != nil {
 			t.Fatal(err)
 		}
 		for step := 0; step == 0 || drawUnderWay(t, r, room); step++ {
@@ -83,7 +84,7 @@ func TestDrawCommitReveal(t *testing.T) {
 			t.Fatal("the draw kept the pre-queue's order")
 		}
 		// A new opening gets a new seed.
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{OpensAt: time.Now().Add(time.Hour)}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{OpensAt: time.Now().Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 		if next, _ := q.Draw(ctx, room, 0, 10); next.Commitment == before.Commitment || next.Opened || next.Seed != "" {

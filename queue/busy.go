@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/visitorsig"
 )
 
 // busyScript lets a visitor in on the spot in a room with activation busy.
@@ -25,12 +27,12 @@ const (
 
 // Pass is PassBusy's answer.
 type Pass struct {
-	// Admitted: the visitor holds a live entry token (Token), made by
+	// Admitted: the visitor holds a live entry token (visitorsig.Token), made by
 	// this call when New, else one it held already (whose NotBefore may
 	// be ahead: admitted by a tick, not valid yet).
 	Admitted bool
 	New      bool
-	Token    Token
+	Token    visitorsig.Token
 	// Refused is why the visitor was not let in (one of the Busy
 	// constants) when not Admitted.
 	Refused string
@@ -49,7 +51,7 @@ func (q *Queue) PassBusy(ctx context.Context, room, visitor string) (Pass, error
 		return Pass{}, err
 	}
 	c := q.opts.Capacity
-	v, err := q.r.Eval(ctx, busyScript, visitorKeys(room, visitor),
+	v, err := q.r.Eval(ctx, busyScript.Script, visitorKeys(room, visitor),
 		prefix(room), visitor,
 		strconv.FormatInt(c.Tick.Milliseconds(), 10),
 		strconv.Itoa(c.BatchSize()),
@@ -68,7 +70,7 @@ func (q *Queue) PassBusy(ctx context.Context, room, visitor string) (Pass, error
 	if r.Code == 0 {
 		return Pass{Refused: r.Reason}, nil
 	}
-	return Pass{Admitted: true, New: r.Code == 1, Token: Token{Room: room, Visitor: visitor,
+	return Pass{Admitted: true, New: r.Code == 1, Token: visitorsig.Token{Room: room, Visitor: visitor,
 		NotBefore: time.UnixMilli(r.NotBefore), ExpiresAt: time.UnixMilli(r.ExpiresAt)}}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/settings"
 )
 
 func mustPass(t *testing.T, q *Queue, room, visitor string) Pass {
@@ -27,7 +28,7 @@ func TestPassBusyMaxActive(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		q := newQueue(t, r, fixedBatch(10, 100*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, "shop", RoomConfig{Strategy: StrategyMaxActive, MaxActive: 3, Activation: ActivationBusy}); err != nil {
+		if err := q.SetRoomConfig(ctx, "shop", settings.Room{Strategy: settings.StrategyMaxActive, MaxActive: 3, Activation: settings.ActivationBusy}); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 3 {
@@ -70,16 +71,16 @@ func TestPassBusyRefusals(t *testing.T) {
 		ctx := context.Background()
 		q := newQueue(t, r, fixedBatch(10, 100*time.Millisecond))
 		cases := []struct {
-			cfg  RoomConfig
+			cfg  settings.Room
 			want string
 		}{
-			{RoomConfig{}, BusyAlways},
-			{RoomConfig{Activation: ActivationAlways}, BusyAlways},
-			{RoomConfig{Activation: ActivationBusy, Paused: true}, BusyPaused},
-			{RoomConfig{Activation: ActivationBusy, OpensAt: time.Now().Add(time.Hour)}, BusyNotOpen},
-			{RoomConfig{Activation: ActivationBusy, InviteOnly: true}, BusyInviteOnly},
-			{RoomConfig{Activation: ActivationBusy, PowBits: 8}, BusyPow},
-			{RoomConfig{Activation: ActivationBusy, Method: MethodReject}, BusyClosed},
+			{settings.Room{}, BusyAlways},
+			{settings.Room{Activation: settings.ActivationAlways}, BusyAlways},
+			{settings.Room{Activation: settings.ActivationBusy, Paused: true}, BusyPaused},
+			{settings.Room{Activation: settings.ActivationBusy, OpensAt: time.Now().Add(time.Hour)}, BusyNotOpen},
+			{settings.Room{Activation: settings.ActivationBusy, InviteOnly: true}, BusyInviteOnly},
+			{settings.Room{Activation: settings.ActivationBusy, PowBits: 8}, BusyPow},
+			{settings.Room{Activation: settings.ActivationBusy, Method: settings.MethodReject}, BusyClosed},
 		}
 		for i, c := range cases {
 			room := fmt.Sprintf("r%d", i)
@@ -90,7 +91,7 @@ func TestPassBusyRefusals(t *testing.T) {
 				t.Errorf("%+v: %+v, want refused %s", c.cfg, p, c.want)
 			}
 		}
-		if err := q.SetRoomConfig(ctx, "seats", RoomConfig{Activation: ActivationBusy, Seats: 1}); err != nil {
+		if err := q.SetRoomConfig(ctx, "seats", settings.Room{Activation: settings.ActivationBusy, Seats: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if p := mustPass(t, q, "seats", "a"); !p.Admitted {
@@ -109,7 +110,7 @@ func TestPassBusyFixedRate(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		q := newQueue(t, r, fixedBatch(10, 100*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, "shop", RoomConfig{Batch: 2, Activation: ActivationBusy}); err != nil {
+		if err := q.SetRoomConfig(ctx, "shop", settings.Room{Batch: 2, Activation: settings.ActivationBusy}); err != nil {
 			t.Fatal(err)
 		}
 		const rate = 20 // 2 a tick, 10 ticks a second
@@ -162,7 +163,7 @@ func TestPassBusyConcurrent(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		q := newQueue(t, r, fixedBatch(10, 100*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, "shop", RoomConfig{Strategy: StrategyMaxActive, MaxActive: 50, Activation: ActivationBusy}); err != nil {
+		if err := q.SetRoomConfig(ctx, "shop", settings.Room{Strategy: settings.StrategyMaxActive, MaxActive: 50, Activation: settings.ActivationBusy}); err != nil {
 			t.Fatal(err)
 		}
 		var passed, full atomic.Int64
@@ -201,7 +202,7 @@ func TestPassBusyFixedRateInstances(t *testing.T) {
 			}
 			qs = append(qs, newQueue(t, rr, fixedBatch(10, 100*time.Millisecond)))
 		}
-		if err := qs[0].SetRoomConfig(ctx, "shop", RoomConfig{Batch: 2, Activation: ActivationBusy}); err != nil {
+		if err := qs[0].SetRoomConfig(ctx, "shop", settings.Room{Batch: 2, Activation: settings.ActivationBusy}); err != nil {
 			t.Fatal(err)
 		}
 		const rate = 20 // 2 a tick, 10 ticks a second
@@ -246,7 +247,7 @@ func TestNoteActivation(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		q := newQueue(t, r, fixedBatch(10, 100*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, "shop", RoomConfig{Activation: ActivationBusy}); err != nil {
+		if err := q.SetRoomConfig(ctx, "shop", settings.Room{Activation: settings.ActivationBusy}); err != nil {
 			t.Fatal(err)
 		}
 		note := func() Activation {

@@ -10,7 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -53,11 +55,11 @@ func TestClusterShardedPublish(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(c.Close)
-				r = NewRueidis(c)
+				r = redisconn.NewRueidis(c)
 			} else {
 				c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
 				t.Cleanup(func() { _ = c.Close() })
-				r = NewGoRedis(c)
+				r = redisconn.NewGoRedis(c)
 			}
 			for _, a := range cl.Addrs {
 				if _, err := redistest.Command(a, "CONFIG", "RESETSTAT"); err != nil {
@@ -80,7 +82,7 @@ func TestClusterShardedPublish(t *testing.T) {
 					t.Fatal(err)
 				}
 				joinN(t, q, room, 3, "v")
-				if err := q.SetRoomConfig(ctx, room, RoomConfig{Batch: 2}); err != nil {
+				if err := q.SetRoomConfig(ctx, room, settings.Room{Batch: 2}); err != nil {
 					t.Fatal(err)
 				}
 				res := admitTaken(t, q, room)

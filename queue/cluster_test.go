@@ -9,8 +9,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -29,11 +32,11 @@ func TestCluster(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(c.Close)
-				r = NewRueidis(c)
+				r = redisconn.NewRueidis(c)
 			default:
 				c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
 				t.Cleanup(func() { _ = c.Close() })
-				r = NewGoRedis(c)
+				r = redisconn.NewGoRedis(c)
 			}
 			ctx := context.Background()
 			q := newQueue(t, r, &Options{Capacity: Capacity{Batch: 5, Tick: 100 * time.Millisecond}, TokenTTL: time.Second})
@@ -41,7 +44,7 @@ func TestCluster(t *testing.T) {
 			rooms := []string{client + "-a", client + "-b", client + "-c"}
 			for _, room := range rooms {
 				joinN(t, q, room, 12, "v")
-				if err := q.SetRoomConfig(ctx, room, RoomConfig{Batch: 4}); err != nil {
+				if err := q.SetRoomConfig(ctx, room, settings.Room{Batch: 4}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -56,10 +59,10 @@ func TestCluster(t *testing.T) {
 				}
 				a := res.Admitted[0]
 				waitUntil(t, a.NotBefore)
-				if _, err := q.Consume(ctx, Token{Room: room, Visitor: a.Visitor, NotBefore: a.NotBefore}, Spend); err != nil {
+				if _, err := q.Consume(ctx, visitorsig.Token{Room: room, Visitor: a.Visitor, NotBefore: a.NotBefore}, Spend); err != nil {
 					t.Fatalf("%s: consume: %v", room, err)
 				}
-				if _, err := q.Consume(ctx, Token{Room: room, Visitor: a.Visitor, NotBefore: a.NotBefore}, Spend); !errors.Is(err, ErrTokenUnknown) {
+				if _, err := q.Consume(ctx, visitorsig.Token{Room: room, Visitor: a.Visitor, NotBefore: a.NotBefore}, Spend); !errors.Is(err, ErrTokenUnknown) {
 					t.Fatalf("%s: second use: %v", room, err)
 				}
 				states, err := q.StatusMany(ctx, room, []string{"v000", "v004", "v011", "v005", "v006", "v007", "v008", "v009", "v010"})

@@ -65,7 +65,7 @@ var joinBatchScript = loadScript("joinbatch")
 
 // batchKeys is the KEYS of a call of joinBatchScript: the room's keys,
 // then each visitor's.
-func (s *Script) batchKeys(room string, visitors []string) []string {
+func (s *luaScript) batchKeys(room string, visitors []string) []string {
 	p := prefix(room)
 	keys := make([]string, 0, len(s.keyNames)+len(visitors)*len(s.visitorNames))
 	for _, name := range s.keyNames {
@@ -272,7 +272,7 @@ func (q *Queue) joinBatch(ctx context.Context, key batchKey, run []*batchJoin) (
 	}
 	keys := joinBatchScript.batchKeys(key.room, visitors)
 	args := append(append(q.joinArgs(key.room, ""), noInvite(key.settings)...), visitors...)
-	v, err := q.r.Eval(ctx, joinBatchScript, keys, args...)
+	v, err := q.r.Eval(ctx, joinBatchScript.Script, keys, args...)
 	if err != nil {
 		fail(fmt.Errorf("queue: join: %w", err))
 		return false

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // BenchmarkJoinBatch measures the Redis time of a coalesced call of n
@@ -28,7 +29,7 @@ func BenchmarkJoinBatch(b *testing.B) {
 			q, ctx := scriptsBench(b, "open")
 			var version int64
 			if room == "nopresence" {
-				if err := q.SetRoomConfig(ctx, room, RoomConfig{NoPresence: true}); err != nil {
+				if err := q.SetRoomConfig(ctx, room, settings.Room{NoPresence: true}); err != nil {
 					b.Fatal(err)
 				}
 				cfg, err := q.RoomConfig(ctx, room)

@@ -11,8 +11,11 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -25,26 +28,26 @@ import (
 func TestJoinBatchMatchesJoins(t *testing.T) {
 	cases := []struct {
 		name  string
-		cfg   *RoomConfig
+		cfg   *settings.Room
 		stale bool
 		setup func(t *testing.T, q *Queue, room string, version int64)
 	}{
 		{name: "open"},
-		{name: "fifo", cfg: &RoomConfig{Batch: 1}},
-		{name: "paused", cfg: &RoomConfig{Batch: 1, Paused: true, Message: "back soon"}},
-		{name: "prequeue", cfg: &RoomConfig{Batch: 1, OpensAt: time.Now().Add(time.Hour)}},
-		{name: "invite-only", cfg: &RoomConfig{Batch: 1, InviteOnly: true}},
-		{name: "reject", cfg: &RoomConfig{Batch: 1, Method: "reject"}},
-		{name: "passthrough", cfg: &RoomConfig{Batch: 1, Method: "passthrough"}},
-		{name: "random", cfg: &RoomConfig{Batch: 2, Method: "random"}}, // the lottery admits both: which one alone would be a draw
-		{name: "no-presence", cfg: &RoomConfig{Batch: 1, NoPresence: true}},
-		{name: "stale", cfg: &RoomConfig{Batch: 1}, stale: true},
-		{name: "counter-lost", cfg: &RoomConfig{Batch: 1}, setup: func(t *testing.T, q *Queue, room string, _ int64) {
+		{name: "fifo", cfg: &settings.Room{Batch: 1}},
+		{name: "paused", cfg: &settings.Room{Batch: 1, Paused: true, Message: "back soon"}},
+		{name: "prequeue", cfg: &settings.Room{Batch: 1, OpensAt: time.Now().Add(time.Hour)}},
+		{name: "invite-only", cfg: &settings.Room{Batch: 1, InviteOnly: true}},
+		{name: "reject", cfg: &settings.Room{Batch: 1, Method: "reject"}},
+		{name: "passthrough", cfg: &settings.Room{Batch: 1, Method: "passthrough"}},
+		{name: "random", cfg: &settings.Room{Batch: 2, Method: "random"}}, // the lottery admits both: which one alone would be a draw
+		{name: "no-presence", cfg: &settings.Room{Batch: 1, NoPresence: true}},
+		{name: "stale", cfg: &settings.Room{Batch: 1}, stale: true},
+		{name: "counter-lost", cfg: &settings.Room{Batch: 1}, setup: func(t *testing.T, q *Queue, room string, _ int64) {
 			if _, err := q.r.Do(context.Background(), "DEL", prefix(room)+"seq"); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{name: "priority", cfg: &RoomConfig{Batch: 1}, setup: func(t *testing.T, q *Queue, room string, version int64) {
+		{name: "priority", cfg: &settings.Room{Batch: 1}, setup: func(t *testing.T, q *Queue, room string, version int64) {
 			code := Invite{ID: room + "-code", Uses: 5, Expires: time.Now().Add(time.Hour), Priority: true}
 			if _, _, err := q.JoinAt(context.Background(), room, "pv", code, version); err != nil {
 				t.Fatal(err)
@@ -140,14 +143,14 @@ type gatedRedis struct {
 	runs [][]string // per join script call, the visitors it joined
 }
 
-func (g *gatedRedis) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
+func (g *gatedRedis) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
 	switch s {
-	case joinAtScript:
+	case joinAtScript.Script:
 		g.record([]string{args[1]})
 		v, err := g.Redis.Eval(ctx, s, keys, args...)
 		<-g.gate
 		return v, err
-	case joinBatchScript:
+	case joinBatchScript.Script:
 		v, err := g.Redis.Eval(ctx, s, keys, args...)
 		g.record(args[12:]) // the visitors follow join.lua's 12 ARGV
 		return v, err
@@ -261,8 +264,8 @@ func (g *listGate) Do(ctx context.Context, args ...string) (any, error) {
 	return g.Redis.Do(ctx, args...)
 }
 
-func (g *listGate) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
-	if s == joinAtScript || s == joinBatchScript {
+func (g *listGate) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
+	if s == joinAtScript.Script || s == joinBatchScript.Script {
 		g.mu.Lock()
 		g.calls++
 		g.mu.Unlock()
@@ -326,8 +329,8 @@ type statusGate struct {
 	runs [][]string
 }
 
-func (g *statusGate) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
-	if s != statusScript {
+func (g *statusGate) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
+	if s != statusScript.Script {
 		return g.Redis.Eval(ctx, s, keys, args...)
 	}
 	v, err := g.Redis.Eval(ctx, s, keys, args...)
@@ -391,7 +394,7 @@ func TestStatusReadsCoalesce(t *testing.T) {
 				t.Fatalf("v%d: %+v %v, want waiting at %d", i, states[i], errs[i], i+1)
 			}
 		}
-		if _, err := q.Status(ctx, "drop", "bad visitor!"); !errors.Is(err, ErrInvalidToken) {
+		if _, err := q.Status(ctx, "drop", "bad visitor!"); !errors.Is(err, visitorsig.ErrInvalidToken) {
 			t.Fatalf("a bad visitor id: %v", err)
 		}
 	})
@@ -404,8 +407,8 @@ type joinCallsOnWay struct {
 	now, max int
 }
 
-func (f *joinCallsOnWay) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
-	if s != joinAtScript && s != joinBatchScript {
+func (f *joinCallsOnWay) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
+	if s != joinAtScript.Script && s != joinBatchScript.Script {
 		return f.Redis.Eval(ctx, s, keys, args...)
 	}
 	f.mu.Lock()

@@ -12,6 +12,8 @@ import (
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/taskset"
+	"github.com/waitroom/waitroom/internal/visitorsig"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // BenchmarkScripts measures the Redis time of one call of the join, status
@@ -70,7 +72,7 @@ func BenchmarkScripts(b *testing.B) {
 			cpu0 := resetStats(b, q)
 			b.ResetTimer()
 			for i := range b.N {
-				if _, err := q.Consume(ctx, Token{Room: room, Visitor: benchVisitor(i), NotBefore: nb}, Spend); err != nil {
+				if _, err := q.Consume(ctx, visitorsig.Token{Room: room, Visitor: benchVisitor(i), NotBefore: nb}, Spend); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -92,12 +94,12 @@ func scriptsBench(b *testing.B, room string) (*Queue, context.Context) {
 	srv := redistest.StartReal(b)
 	pinApart(b, srv)
 	q := newQueue(b, newRedis(b, srv, "rueidis"), nil)
-	var cfg *RoomConfig
+	var cfg *settings.Room
 	switch room {
 	case "configured":
-		cfg = &RoomConfig{Batch: 20}
+		cfg = &settings.Room{Batch: 20}
 	case "branded":
-		cfg = &RoomConfig{Batch: 20, MaxActive: 500, TokenTTL: 10 * time.Minute, TokenMax: time.Hour,
+		cfg = &settings.Room{Batch: 20, MaxActive: 500, TokenTTL: 10 * time.Minute, TokenMax: time.Hour,
 			Message: "Thank you for waiting: the sale opens soon.", AwayAfter: 2 * time.Minute,
 			DropAfter: 10 * time.Minute, BrandTitle: "Spring sale", BrandAccent: "#0a7f5a",
 			BrandBackground: "#f4f1ea", BrandFooter: "Example Shop Ltd"}
@@ -113,7 +115,7 @@ func scriptsBench(b *testing.B, room string) (*Queue, context.Context) {
 	if _, err := q.Status(ctx, room, "warm"); err != nil {
 		b.Fatal(err)
 	}
-	_, _ = q.Consume(ctx, Token{Room: room, Visitor: "warm", NotBefore: time.Now()}, Spend)
+	_, _ = q.Consume(ctx, visitorsig.Token{Room: room, Visitor: "warm", NotBefore: time.Now()}, Spend)
 	return q, ctx
 }
 

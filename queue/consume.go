@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/visitorsig"
 )
 
 // Token check results.
@@ -33,7 +35,7 @@ const (
 // when it is valid now, does what use says. It returns the token's current
 // expiry. Errors: ErrTokenUnknown, ErrTokenExpired, *TooEarlyError, or a
 // Redis error.
-func (q *Queue) Consume(ctx context.Context, t Token, use Use) (time.Time, error) {
+func (q *Queue) Consume(ctx context.Context, t visitorsig.Token, use Use) (time.Time, error) {
 	if err := check(t.Room, t.Visitor); err != nil {
 		return time.Time{}, err
 	}
@@ -46,9 +48,12 @@ func (q *Queue) Consume(ctx context.Context, t Token, use Use) (time.Time, error
 	r, err := q.consume(ctx, t, use, idle)
 	if err == nil && r.Code == consumeUnknown {
 		// The record may be gone with a Redis that lost it: a signed token
-		// that was not used is written back once, and checked again.
-		var ok bool
-		if ok, err = q.revive(ctx, t, use, idle.Milliseconds()); ok {
+		// that was not used is written back once, and checked again. It
+		// is checked again too when this call did not write it: another
+		// may have since the first look (an instance checking the
+		// admission a push connection was told of), and the record is
+		// then there.
+		if _, err = q.revive(ctx, t, use, idle.Milliseconds()); err == nil {
 			r, err = q.consume(ctx, t, use, idle)
 		}
 	}
@@ -67,8 +72,8 @@ func (q *Queue) Consume(ctx context.Context, t Token, use Use) (time.Time, error
 	return time.Time{}, ErrTokenUnknown
 }
 
-func (q *Queue) consume(ctx context.Context, t Token, use Use, idle time.Duration) (consumeReply, error) {
-	v, err := q.r.Eval(ctx, consumeScript, consumeScript.keys(t.Room, t.Visitor),
+func (q *Queue) consume(ctx context.Context, t visitorsig.Token, use Use, idle time.Duration) (consumeReply, error) {
+	v, err := q.r.Eval(ctx, consumeScript.Script, consumeScript.keys(t.Room, t.Visitor),
 		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
 		strconv.Itoa(int(use)), strconv.FormatInt(idle.Milliseconds(), 10),
 		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10))
@@ -83,12 +88,12 @@ func (q *Queue) consume(ctx context.Context, t Token, use Use, idle time.Duratio
 // does nothing if the token has expired or the visitor holds another
 // record. expiresAt is the expiry Consume returned; the restored token
 // keeps it and no longer slides.
-func (q *Queue) Restore(ctx context.Context, t Token, expiresAt time.Time) error {
+func (q *Queue) Restore(ctx context.Context, t visitorsig.Token, expiresAt time.Time) error {
 	if err := check(t.Room, t.Visitor); err != nil {
 		return err
 	}
 	capAt := expiresAt.UnixMilli()
-	_, err := q.r.Eval(ctx, restoreScript, visitorKeys(t.Room, t.Visitor),
+	_, err := q.r.Eval(ctx, restoreScript.Script, visitorKeys(t.Room, t.Visitor),
 		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
 		strconv.FormatInt(expiresAt.UnixMilli(), 10), strconv.FormatInt(capAt, 10),
 		strconv.FormatInt(q.opts.Retention.Milliseconds(), 10))

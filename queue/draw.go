@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 // The auditable draw (commit-reveal). When a room gets opensAt, the queue
@@ -62,7 +64,7 @@ func (q *Queue) commitDraw(ctx context.Context, room string) error {
 		return err
 	}
 	seed := hex.EncodeToString(b[:])
-	_, err := q.r.Eval(ctx, commitScript, roomKeys(room), prefix(room), seed, Commitment(seed))
+	_, err := q.r.Eval(ctx, commitScript.Script, roomKeys(room), prefix(room), seed, Commitment(seed))
 	if err != nil {
 		return fmt.Errorf("queue: commit draw: %w", err)
 	}
@@ -87,10 +89,10 @@ var ErrNoDraw = errors.New("queue: room has no draw")
 // Draw reads room's draw. Before opening it holds the commitment only;
 // after, the seed and up to limit ids of the sorted list from offset.
 func (q *Queue) Draw(ctx context.Context, room string, offset, limit int) (Draw, error) {
-	if !ValidRoom(room) {
-		return Draw{}, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return Draw{}, wire.ErrInvalidRoom
 	}
-	v, err := q.r.Eval(ctx, revealScript, roomKeys(room), prefix(room),
+	v, err := q.r.Eval(ctx, revealScript.Script, roomKeys(room), prefix(room),
 		strconv.Itoa(offset), strconv.Itoa(limit))
 	if err != nil {
 		return Draw{}, fmt.Errorf("queue: draw: %w", err)

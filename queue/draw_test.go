@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -88,14 +89,14 @@ func TestPreQueueDrawInSlices(t *testing.T) {
 		ctx := context.Background()
 		const room = "big-drop"
 		q := newQueue(t, r, fixedBatch(10, 100*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{OpensAt: time.Now().Add(time.Hour)}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{OpensAt: time.Now().Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 		const n = 9000 // several slices
 		pre := fillPreQueue(t, r, room, "p", n)
 		events := openEvents(t, srv, room)
 		// Opening time has come: the next call opens the room.
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{Batch: 1500, OpensAt: time.Now().Add(-time.Second)}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{Batch: 1500, OpensAt: time.Now().Add(-time.Second)}); err != nil {
 			t.Fatal(err)
 		}
 
@@ -218,16 +219,16 @@ func TestPreQueueDrawInSlices(t *testing.T) {
 func TestOpensAtClearedOrPastOpensNow(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  RoomConfig
+		cfg  settings.Room
 	}{
-		{"cleared", RoomConfig{}},
-		{"past", RoomConfig{OpensAt: time.Now().Add(-time.Minute)}},
+		{"cleared", settings.Room{}},
+		{"past", settings.Room{OpensAt: time.Now().Add(-time.Minute)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 				ctx := context.Background()
 				q := newQueue(t, r, fixedBatch(10, 100*time.Millisecond))
-				if err := q.SetRoomConfig(ctx, "drop", RoomConfig{OpensAt: time.Now().Add(time.Hour)}); err != nil {
+				if err := q.SetRoomConfig(ctx, "drop", settings.Room{OpensAt: time.Now().Add(time.Hour)}); err != nil {
 					t.Fatal(err)
 				}
 				const n = 40
@@ -361,7 +362,7 @@ func TestDrawSeedAfterLoss(t *testing.T) {
 		opts := fixedBatch(10, 100*time.Millisecond)
 		opts.Settings = settingsOf{room: {OpensAt: opens}}
 		q := newQueue(t, r, opts)
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{OpensAt: opens}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{OpensAt: opens}); err != nil {
 			t.Fatal(err)
 		}
 		before, err := q.Draw(ctx, room, 0, 0)

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"math"
-	"strings"
 	"sync"
 	"time"
 
@@ -73,30 +72,15 @@ func (s *rateSpread) sd() float64 {
 	return math.Sqrt(max(s.variance, 0))
 }
 
-// observeRate records room's measured admission rate as a status read
-// saw it, for the ranges.
-func (q *Queue) observeRate(room string, rate float64) {
-	if !(rate > 0) || math.IsInf(rate, 0) {
-		return
-	}
-	v, ok := q.spreads.Load(room)
-	if !ok {
-		// The key outlives the call: the caller's string may alias a
-		// request buffer (see StatusMany).
-		v, _ = q.spreads.LoadOrStore(strings.Clone(room), &rateSpread{})
-	}
-	v.(*rateSpread).observe(time.Now(), rate)
-}
-
 // spreadOf is the spread of room's measured rate: 0 before this instance
 // saw one measured (the rate is then the configured one, and nothing is
 // known of how it moves).
 func (q *Queue) spreadOf(room string) float64 {
-	v, ok := q.spreads.Load(room)
-	if !ok {
+	m := q.roomMemOf(room)
+	if m == nil {
 		return 0
 	}
-	return v.(*rateSpread).sd()
+	return m.spread.sd()
 }
 
 // placeRange is the range of the wait at position when the rate is rate

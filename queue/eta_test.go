@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -181,9 +182,9 @@ func TestStatusETARange(t *testing.T) {
 		// The rate this instance saw swings (as under max-active): the
 		// range widens around the ETA.
 		now := time.Now()
-		v, _ := q.spreads.Load("ranges")
+		m := q.roomMemOf("ranges")
 		for i := range 20 {
-			v.(*rateSpread).observe(now.Add(time.Duration(i+1)*time.Second), float64(20+20*(i%2)))
+			m.spread.observe(now.Add(time.Duration(i+1)*time.Second), float64(20+20*(i%2)))
 		}
 		st = mustStatus(t, q, "ranges", vs[39])
 		if st.ETARange.Low >= st.ETASeconds && st.ETARange.High <= st.ETASeconds {
@@ -193,7 +194,7 @@ func TestStatusETARange(t *testing.T) {
 			t.Fatalf("range %+v does not hold the ETA %d", st.ETARange, st.ETASeconds)
 		}
 
-		randomRoom(t, q, "lot", RoomConfig{})
+		randomRoom(t, q, "lot", settings.Room{})
 		ls := joinN(t, q, "lot", 30, "l")
 		for range 2 {
 			admitTaken(t, q, "lot")

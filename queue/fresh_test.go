@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -17,7 +18,7 @@ func TestJoinAtSettingsVersion(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		q := newQueue(t, r, nil)
-		if err := q.SetRoomConfig(ctx, "drop", RoomConfig{InviteOnly: true}); err != nil {
+		if err := q.SetRoomConfig(ctx, "drop", settings.Room{InviteOnly: true}); err != nil {
 			t.Fatal(err)
 		}
 		cfg, err := q.RoomConfig(ctx, "drop")

@@ -84,7 +84,7 @@ func TestScriptSettingsAreDeclared(t *testing.T) {
 func TestScriptsReadTheSettingsTheyUse(t *testing.T) {
 	hmget := regexp.MustCompile(`local f = redis\.call\('HMGET', [^,]+, ([^)]*)\)`)
 	n := 0
-	for _, s := range []*Script{joinScript, joinInvScript, joinAtScript, joinBatchScript, statusScript,
+	for _, s := range []*luaScript{joinScript, joinInvScript, joinAtScript, joinBatchScript, statusScript,
 		admitScript, leaveScript, consumeScript, retakeScript, setcfgScript, restoreScript, roomstatsScript,
 		reviveScript, seenScript, presenceStatsScript, commitScript, revealScript, lotteryScript,
 		tickRoomsScript, endSessionScript} {

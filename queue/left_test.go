@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -21,7 +22,7 @@ func TestLeftSetAsideUntilSeen(t *testing.T) {
 		ctx := context.Background()
 		q := newQueue(t, r, fixedBatch(2, 20*time.Millisecond))
 		const room = "left"
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, room, "a", "b", "c", "d", "e")
@@ -50,7 +51,7 @@ func TestLeftSetAsideUntilSeen(t *testing.T) {
 		}
 
 		// The lottery skips a closed one too.
-		randomRoom(t, q, "lot", RoomConfig{})
+		randomRoom(t, q, "lot", settings.Room{})
 		joinAll(t, q, "lot", "x", "y", "z")
 		if _, err := q.Left(ctx, "lot", []string{"y"}); err != nil {
 			t.Fatal(err)
@@ -64,7 +65,7 @@ func TestLeftSetAsideUntilSeen(t *testing.T) {
 			t.Fatalf("lottery admitted %v, want x and z", got)
 		}
 		// With presence off, a closed connection changes nothing.
-		if err := q.SetRoomConfig(ctx, "off", RoomConfig{NoPresence: true}); err != nil {
+		if err := q.SetRoomConfig(ctx, "off", settings.Room{NoPresence: true}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, "off", "p", "q")

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/waitroom/waitroom/wire"
@@ -65,7 +64,7 @@ func (q *Queue) lottery(ctx context.Context, room, op string) (Lottery, error) {
 			return Lottery{}, err
 		}
 	}
-	v, err := q.r.Eval(ctx, lotteryScript, roomKeys(room), prefix(room), op, seed, Commitment(seed))
+	v, err := q.r.Eval(ctx, lotteryScript.Script, roomKeys(room), prefix(room), op, seed, Commitment(seed))
 	if err != nil {
 		return Lottery{}, fmt.Errorf("queue: lottery: %w", err)
 	}
@@ -81,8 +80,8 @@ func (q *Queue) lottery(ctx context.Context, room, op string) (Lottery, error) {
 // ReadLottery returns room's lottery record; the seed only once the
 // lottery ended. ErrNoDraw when the room never admitted by lottery.
 func (q *Queue) ReadLottery(ctx context.Context, room string) (Lottery, error) {
-	if !ValidRoom(room) {
-		return Lottery{}, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return Lottery{}, wire.ErrInvalidRoom
 	}
 	l, err := q.lottery(ctx, room, "read")
 	if err != nil {
@@ -101,17 +100,12 @@ func (q *Queue) ReadLottery(ctx context.Context, room string) (Lottery, error) {
 // admission tick or a status read saw it, for DrawEstimate.
 func (q *Queue) noteDraw(room string, size int64) {
 	if size < 0 {
-		if _, ok := q.draws.Load(room); ok {
-			q.draws.Delete(room)
+		if m := q.roomMemOf(room); m != nil {
+			m.draw.Store(-1)
 		}
 		return
 	}
-	if cur, ok := q.draws.Load(room); ok && cur.(int64) == size {
-		return
-	}
-	// The key outlives the call: the caller's string may alias a request
-	// buffer (see StatusMany).
-	q.draws.Store(strings.Clone(room), size)
+	q.roomMemFor(room).draw.Store(size)
 }
 
 // DrawEstimate returns what a poll of a visitor in room's lottery would be
@@ -119,11 +113,11 @@ func (q *Queue) noteDraw(room string, size int64) {
 // minute and when to ask next. ok is false when this instance knows of no
 // lottery in room. A push transport sends the same.
 func (q *Queue) DrawEstimate(room string) (size int64, chance float64, nextPoll time.Duration, ok bool) {
-	v, ok := q.draws.Load(room)
-	if !ok {
+	m := q.roomMemOf(room)
+	if m == nil {
 		return 0, 0, 0, false
 	}
-	size = v.(int64)
+	size = m.draw.Load()
 	if size <= 0 {
 		return 0, 0, 0, false
 	}

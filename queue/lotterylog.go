@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 // The lottery's log: in a room whose method is random, every change of who
@@ -98,8 +100,8 @@ const (
 // more than the page's byte bound (More says whether entries remain).
 // It reads with bounded XRANGE calls, not a script.
 func (q *Queue) ReadLotteryLog(ctx context.Context, room string, after int64, limit int) (LotteryLog, error) {
-	if !ValidRoom(room) {
-		return LotteryLog{}, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return LotteryLog{}, wire.ErrInvalidRoom
 	}
 	key := prefix(room) + "lotlog"
 	var out LotteryLog

@@ -12,7 +12,10 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/waitroom/waitroom/internal/rediscall"
+	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // BenchmarkRandomTick measures one taken admission tick of a random room
@@ -39,7 +42,7 @@ func BenchmarkRandomTick(b *testing.B) {
 			}
 		}
 	}
-	if err := q.SetRoomConfig(ctx, room, RoomConfig{Method: MethodRandom}); err != nil {
+	if err := q.SetRoomConfig(ctx, room, settings.Room{Method: settings.MethodRandom}); err != nil {
 		b.Fatal(err)
 	}
 	fill(0)
@@ -125,7 +128,7 @@ func BenchmarkLotteryLogRead(b *testing.B) {
 	srv := redistest.StartReal(b)
 	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr, Protocol: 2, ReadTimeout: -1})
 	b.Cleanup(func() { _ = c.Close() })
-	r := NewGoRedis(c)
+	r := redisconn.NewGoRedis(c)
 	ctx := context.Background()
 	const room = "biglog"
 	key := prefix(room) + "lotlog"
@@ -150,7 +153,7 @@ func BenchmarkLotteryLogRead(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	oneCall := newScript("lotlogread-one-call", "return redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2])")
+	oneCall := rediscall.NewScript("lotlogread-one-call", "return redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2])")
 	reads := map[string]func(r Redis) (int, error){
 		"before-one-call": func(r Redis) (int, error) {
 			v, err := r.Eval(ctx, oneCall, []string{key}, "1-0", "10000")
@@ -243,7 +246,7 @@ func pingUnderReaders(b *testing.B, srv *redistest.Server, readers int, read fun
 	for range readers {
 		c := goredis.NewClient(&goredis.Options{Addr: srv.Addr, PoolSize: 1, Protocol: 2, ReadTimeout: -1})
 		defer c.Close()
-		rr := NewGoRedis(c)
+		rr := redisconn.NewGoRedis(c)
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				if _, err := read(rr); err != nil && ctx.Err() == nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // TestLotteryLogOnlyInRandomRooms: a fifo room writes no lottery log; a
@@ -44,7 +45,7 @@ func TestLotteryLogOnlyInRandomRooms(t *testing.T) {
 		}
 
 		const room = "lot"
-		randomRoom(t, q, room, RoomConfig{})
+		randomRoom(t, q, room, settings.Room{})
 		tickets := map[string]int64{}
 		for i := range 8 {
 			v := fmt.Sprintf("visitor-%d", i)
@@ -114,7 +115,7 @@ func TestLotteryLogOnlyInRandomRooms(t *testing.T) {
 		}
 
 		// Back to fifo: an end entry, nothing more after it.
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		joinN(t, q, room, 2, "late")
@@ -134,7 +135,7 @@ func TestLotteryLogOnlyInRandomRooms(t *testing.T) {
 			t.Fatalf("the ended log's ttl: %d ms, want up to a week", ms)
 		}
 		// A new lottery starts a new log.
-		randomRoom(t, q, room, RoomConfig{})
+		randomRoom(t, q, room, settings.Room{})
 		admitTaken(t, q, room)
 		again, err := q.ReadLotteryLog(ctx, room, 0, 1000)
 		if err != nil {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -44,7 +46,7 @@ func TestPresenceMakesUpTakenBackTokens(t *testing.T) {
 		ctx := context.Background()
 		const room = "makeup"
 		q := newQueue(t, r, fixedBatch(4, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, room, visitorRange("v", 0, 40)...)
@@ -78,10 +80,10 @@ func TestPresenceMakesUpTakenBackTokens(t *testing.T) {
 		}
 		a0 := first.Admitted[0]
 		waitUntil(t, a0.NotBefore)
-		if _, err := q.Consume(ctx, Token{Room: room, Visitor: "v00", NotBefore: a0.NotBefore, ExpiresAt: a0.ExpiresAt}, Check); !errors.Is(err, ErrTokenUnknown) {
+		if _, err := q.Consume(ctx, visitorsig.Token{Room: room, Visitor: "v00", NotBefore: a0.NotBefore, ExpiresAt: a0.ExpiresAt}, Check); !errors.Is(err, ErrTokenUnknown) {
 			t.Fatalf("v00's taken-back token: %v, want unknown", err)
 		}
-		if _, err := q.Consume(ctx, Token{Room: room, Visitor: "v01", NotBefore: time.UnixMilli(nb1), ExpiresAt: time.UnixMilli(exp1)}, Check); err != nil {
+		if _, err := q.Consume(ctx, visitorsig.Token{Room: room, Visitor: "v01", NotBefore: time.UnixMilli(nb1), ExpiresAt: time.UnixMilli(exp1)}, Check); err != nil {
 			t.Fatalf("v01's token, heard of: %v, want valid", err)
 		}
 		if got := admittedIDs(admitTaken(t, q, room)); !slices.Equal(got, visitorRange("v", 10, 14)) {
@@ -109,7 +111,7 @@ func TestPresenceMakesUpTakenBackTokens(t *testing.T) {
 
 		// Taken back during a pause, and resumed after awayAfter: capacity
 		// missed that long ago is not made up.
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{Paused: true}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{Paused: true}); err != nil {
 			t.Fatal(err)
 		}
 		lastSeen(t, r, room, "aseen", 2*time.Minute, "v09")
@@ -124,7 +126,7 @@ func TestPresenceMakesUpTakenBackTokens(t *testing.T) {
 		if n, err := r.Do(ctx, "ZADD", prefix(room)+"owed", "XX", "CH", long, "v09:"+strconv.FormatInt(nb9, 10)); err != nil || !isOne(n) {
 			t.Fatalf("ageing the owed admission: %v %v", n, err)
 		}
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := admittedIDs(admitTaken(t, q, room)); len(got) != 4 {
@@ -144,7 +146,7 @@ func TestPresenceMakeUpKeepsLimits(t *testing.T) {
 		ctx := context.Background()
 		const room = "makeup-max"
 		q := newQueue(t, r, fixedBatch(4, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{Strategy: StrategyMaxActive, MaxActive: 3}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{Strategy: settings.StrategyMaxActive, MaxActive: 3}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, room, visitorRange("m", 0, 20)...)
@@ -168,7 +170,7 @@ func TestPresenceMakeUpKeepsLimits(t *testing.T) {
 
 		// Presence off: a quiet visitor's token stays, nothing is owed.
 		const off = "makeup-off"
-		if err := q.SetRoomConfig(ctx, off, RoomConfig{NoPresence: true}); err != nil {
+		if err := q.SetRoomConfig(ctx, off, settings.Room{NoPresence: true}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, off, visitorRange("o", 0, 12)...)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/settings"
 )
 
 func TestCheckMessage(t *testing.T) {
@@ -31,8 +32,8 @@ func TestCheckMessage(t *testing.T) {
 			t.Errorf("CheckMessage(%q) = %v, want ok=%v", tc.msg, err, tc.ok)
 		}
 	}
-	var fe *FieldError
-	if err := (RoomConfig{Message: "<script>"}).Validate(); !errors.As(err, &fe) || fe.Field != "message" {
+	var fe *settings.FieldError
+	if err := (settings.Room{Message: "<script>"}).Validate(); !errors.As(err, &fe) || fe.Field != "message" {
 		t.Fatalf("Validate: %v", err)
 	}
 }
@@ -44,7 +45,7 @@ func TestMessageInJoinAndStatus(t *testing.T) {
 		ctx := context.Background()
 		q := newQueue(t, r, fixedBatch(10, 100*time.Millisecond))
 		const msg = "The sale is delayed by 10 minutes; your place is kept."
-		if err := q.SetRoomConfig(ctx, "msg", RoomConfig{Paused: true, Message: msg}); err != nil {
+		if err := q.SetRoomConfig(ctx, "msg", settings.Room{Paused: true, Message: msg}); err != nil {
 			t.Fatal(err)
 		}
 		st, err := q.Join(ctx, "msg", "v1")
@@ -59,7 +60,7 @@ func TestMessageInJoinAndStatus(t *testing.T) {
 			t.Fatalf("status: %+v %v", st, err)
 		}
 		before := st.Settings
-		cfg, err := q.UpdateRoomConfig(ctx, "msg", func(c *RoomConfig) error { c.Message = ""; return nil })
+		cfg, err := q.UpdateRoomConfig(ctx, "msg", func(c *settings.Room) error { c.Message = ""; return nil })
 		if err != nil || cfg.Message != "" || !cfg.Paused {
 			t.Fatalf("clear: %+v %v", cfg, err)
 		}

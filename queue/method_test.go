@@ -11,6 +11,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -31,7 +32,7 @@ func TestMethodsAcrossInstances(t *testing.T) {
 		ctx := context.Background()
 		const room = "methods"
 		qs := threeInstances(t, srv, r, methodOpts)
-		if err := qs[0].SetRoomConfig(ctx, room, RoomConfig{Paused: true}); err != nil {
+		if err := qs[0].SetRoomConfig(ctx, room, settings.Room{Paused: true}); err != nil {
 			t.Fatal(err)
 		}
 		var waiting []string
@@ -44,7 +45,7 @@ func TestMethodsAcrossInstances(t *testing.T) {
 		}
 
 		// reject: newcomers are told closed on every instance.
-		if err := qs[1].SetRoomConfig(ctx, room, RoomConfig{Paused: true, Method: MethodReject, Message: "Sales open at 9:00 — \"see you\""}); err != nil {
+		if err := qs[1].SetRoomConfig(ctx, room, settings.Room{Paused: true, Method: settings.MethodReject, Message: "Sales open at 9:00 — \"see you\""}); err != nil {
 			t.Fatal(err)
 		}
 		for i, q := range qs {
@@ -66,7 +67,7 @@ func TestMethodsAcrossInstances(t *testing.T) {
 		if st, _ := qs[2].Join(ctx, room, "w3"); st.Status != wire.StatusWaiting || st.Position != 4 {
 			t.Fatalf("w3 joining again in a rejecting room: %+v", st)
 		}
-		if err := qs[0].SetRoomConfig(ctx, room, RoomConfig{Method: MethodReject}); err != nil {
+		if err := qs[0].SetRoomConfig(ctx, room, settings.Room{Method: settings.MethodReject}); err != nil {
 			t.Fatal(err)
 		}
 		order := admitAll(t, qs, room, waiting[:4])
@@ -76,7 +77,7 @@ func TestMethodsAcrossInstances(t *testing.T) {
 
 		// passthrough: a newcomer is admitted at its join, on any instance,
 		// and those still waiting go at once.
-		if err := qs[2].SetRoomConfig(ctx, room, RoomConfig{Method: MethodPassthrough, MaxActive: 1, Strategy: StrategyMaxActive}); err != nil {
+		if err := qs[2].SetRoomConfig(ctx, room, settings.Room{Method: settings.MethodPassthrough, MaxActive: 1, Strategy: settings.StrategyMaxActive}); err != nil {
 			t.Fatal(err)
 		}
 		for i, q := range qs {
@@ -101,7 +102,7 @@ func TestMethodsAcrossInstances(t *testing.T) {
 		}
 
 		// Back to fifo: newcomers queue, in ticket order.
-		if err := qs[1].SetRoomConfig(ctx, room, RoomConfig{Paused: true}); err != nil {
+		if err := qs[1].SetRoomConfig(ctx, room, settings.Room{Paused: true}); err != nil {
 			t.Fatal(err)
 		}
 		var late []string
@@ -113,7 +114,7 @@ func TestMethodsAcrossInstances(t *testing.T) {
 			}
 			late = append(late, v)
 		}
-		if err := qs[1].SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+		if err := qs[1].SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := admitAll(t, qs, room, late); !slices.Equal(got, late) {
@@ -123,7 +124,7 @@ func TestMethodsAcrossInstances(t *testing.T) {
 		// random: those waiting keep their tickets and are shown the draw
 		// on every instance; the ticks of all three admit a batch each by
 		// lottery; back to fifo, the rest go in ticket order.
-		if err := qs[0].SetRoomConfig(ctx, room, RoomConfig{Paused: true}); err != nil {
+		if err := qs[0].SetRoomConfig(ctx, room, settings.Room{Paused: true}); err != nil {
 			t.Fatal(err)
 		}
 		var drawn []string
@@ -134,7 +135,7 @@ func TestMethodsAcrossInstances(t *testing.T) {
 			}
 			drawn = append(drawn, v)
 		}
-		if err := qs[2].SetRoomConfig(ctx, room, RoomConfig{Paused: true, Method: MethodRandom}); err != nil {
+		if err := qs[2].SetRoomConfig(ctx, room, settings.Room{Paused: true, Method: settings.MethodRandom}); err != nil {
 			t.Fatal(err)
 		}
 		for i, q := range qs {
@@ -143,7 +144,7 @@ func TestMethodsAcrossInstances(t *testing.T) {
 				t.Fatalf("instance %d: %s in a paused random room: %+v %v", i, drawn[i], st, err)
 			}
 		}
-		if err := qs[1].SetRoomConfig(ctx, room, RoomConfig{Method: MethodRandom}); err != nil {
+		if err := qs[1].SetRoomConfig(ctx, room, settings.Room{Method: settings.MethodRandom}); err != nil {
 			t.Fatal(err)
 		}
 		var got []string
@@ -160,7 +161,7 @@ func TestMethodsAcrossInstances(t *testing.T) {
 				rest = append(rest, v)
 			}
 		}
-		if err := qs[0].SetRoomConfig(ctx, room, RoomConfig{Paused: true}); err != nil {
+		if err := qs[0].SetRoomConfig(ctx, room, settings.Room{Paused: true}); err != nil {
 			t.Fatal(err)
 		}
 		for i, v := range rest {
@@ -168,7 +169,7 @@ func TestMethodsAcrossInstances(t *testing.T) {
 				t.Fatalf("back to fifo, %s: %+v, want position %d", v, st, i+1)
 			}
 		}
-		if err := qs[0].SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+		if err := qs[0].SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := admitAll(t, qs, room, rest); !slices.Equal(got, rest) {
@@ -221,19 +222,19 @@ func jsonValid(b []byte) bool { return json.Valid(b) }
 
 func TestMethodValidate(t *testing.T) {
 	for _, tc := range []struct {
-		c     RoomConfig
+		c     settings.Room
 		field string
 	}{
-		{RoomConfig{Method: "lottery"}, "method"},
-		{RoomConfig{Method: MethodRandom}, ""},
-		{RoomConfig{Message: string(make([]byte, 501))}, "message"},
-		{RoomConfig{Message: "\xff"}, "message"},
-		{RoomConfig{Method: MethodReject, Message: "closed for maintenance"}, ""},
-		{RoomConfig{Method: MethodPassthrough}, ""},
-		{RoomConfig{Method: MethodFIFO}, ""},
+		{settings.Room{Method: "lottery"}, "method"},
+		{settings.Room{Method: settings.MethodRandom}, ""},
+		{settings.Room{Message: string(make([]byte, 501))}, "message"},
+		{settings.Room{Message: "\xff"}, "message"},
+		{settings.Room{Method: settings.MethodReject, Message: "closed for maintenance"}, ""},
+		{settings.Room{Method: settings.MethodPassthrough}, ""},
+		{settings.Room{Method: settings.MethodFIFO}, ""},
 	} {
 		err := tc.c.Validate()
-		var fe *FieldError
+		var fe *settings.FieldError
 		if tc.field == "" && err != nil || tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field) {
 			t.Errorf("%+v: %v, want field %q", tc.c, err, tc.field)
 		}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -19,16 +21,16 @@ import (
 // changes the room's.
 type settingsBox struct {
 	mu sync.Mutex
-	m  map[string]RoomConfig
+	m  map[string]settings.Room
 }
 
-func (s *settingsBox) set(room string, c RoomConfig) {
+func (s *settingsBox) set(room string, c settings.Room) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m[room] = c
 }
 
-func (s *settingsBox) RoomSettings(room string) (RoomConfig, bool) {
+func (s *settingsBox) RoomSettings(room string) (settings.Room, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.m[room]
@@ -63,8 +65,8 @@ func onceSeed(t *testing.T) uint64 {
 // holds.
 type onceVisitor struct {
 	id       string
-	ticket   wire.Ticket // zero: joined without one (admitted at once, or closed)
-	tok      *Token      // the token it was admitted with, while it holds it
+	ticket   wire.Ticket       // zero: joined without one (admitted at once, or closed)
+	tok      *visitorsig.Token // the token it was admitted with, while it holds it
 	admitted int
 	gone     bool // gave its place or token back, or spent its token
 }
@@ -80,7 +82,7 @@ type onceVisitor struct {
 func TestAdmittedOnce(t *testing.T) {
 	seed := onceSeed(t)
 	t.Logf("seed %d (WAITROOM_ONCE_SEED=%d runs it again)", seed, seed)
-	for mi, method := range []string{MethodFIFO, MethodRandom, MethodPassthrough, MethodReject} {
+	for mi, method := range []string{settings.MethodFIFO, settings.MethodRandom, settings.MethodPassthrough, settings.MethodReject} {
 		t.Run(method, func(t *testing.T) {
 			n := 0
 			each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
@@ -101,7 +103,7 @@ func runAdmittedOnce(t *testing.T, r Redis, method string, rng *rand.Rand) {
 		tickTime = 5 * time.Millisecond
 	)
 	ctx := context.Background()
-	box := &settingsBox{m: map[string]RoomConfig{}}
+	box := &settingsBox{m: map[string]settings.Room{}}
 	opts := fixedBatch(3, tickTime)
 	// Tokens live a second and their records go with them (no
 	// retention), so that many lapse during the run.
@@ -110,7 +112,7 @@ func runAdmittedOnce(t *testing.T, r Redis, method string, rng *rand.Rand) {
 	q := newQueue(t, r, opts)
 	setMethod := func(m string) {
 		t.Helper()
-		c := RoomConfig{Method: m, Message: "closed"}
+		c := settings.Room{Method: m, Message: "closed"}
 		if err := q.SetRoomConfig(ctx, room, c); err != nil {
 			t.Fatal(err)
 		}
@@ -119,8 +121,8 @@ func runAdmittedOnce(t *testing.T, r Redis, method string, rng *rand.Rand) {
 	// passthrough and reject admit those who wait before the switch:
 	// the run begins as fifo and switches at a quarter.
 	start := method
-	if method == MethodPassthrough || method == MethodReject {
-		start = MethodFIFO
+	if method == settings.MethodPassthrough || method == settings.MethodReject {
+		start = settings.MethodFIFO
 	}
 	setMethod(start)
 
@@ -134,11 +136,11 @@ func runAdmittedOnce(t *testing.T, r Redis, method string, rng *rand.Rand) {
 	var head int64
 	current := start
 	admit := func(v *onceVisitor, nb, exp time.Time) {
-		if current != MethodRandom && v.ticket.Seq > head {
+		if current != settings.MethodRandom && v.ticket.Seq > head {
 			head = v.ticket.Seq
 		}
 		v.admitted++
-		v.tok = &Token{Room: room, Visitor: v.id, NotBefore: nb, ExpiresAt: exp}
+		v.tok = &visitorsig.Token{Room: room, Visitor: v.id, NotBefore: nb, ExpiresAt: exp}
 		if v.admitted > 1 {
 			t.Fatalf("%s (ticket %+v) admitted %d times", v.id, v.ticket, v.admitted)
 		}
@@ -252,8 +254,8 @@ func runAdmittedOnce(t *testing.T, r Redis, method string, rng *rand.Rand) {
 			if _, err := r.Do(ctx, "FLUSHALL"); err != nil {
 				t.Fatal(err)
 			}
-			q.configured.markFailed()
-			q.configured.get(ctx, q)
+			q.recovery.markLost()
+			q.configuredRooms(ctx)
 			counts["restore"]++
 			// Whoever waits ahead of the head and was never let in gets
 			// its place back (checked for a sample: the others come back
@@ -279,7 +281,7 @@ func runAdmittedOnce(t *testing.T, r Redis, method string, rng *rand.Rand) {
 			t.Fatalf("no %s in %d operations: %v", k, done, counts)
 		}
 	}
-	if method != MethodReject && counts["spent"]+counts["given back"]+counts["lapsed"] == 0 {
+	if method != settings.MethodReject && counts["spent"]+counts["given back"]+counts["lapsed"] == 0 {
 		t.Fatalf("no token was spent, given back or lapsed: %v", counts)
 	}
 }

@@ -12,8 +12,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -90,11 +93,11 @@ type scriptCalls struct {
 	Redis
 	mu    sync.Mutex
 	calls map[string]int
-	held  *Script       // while set, its calls wait for gate after their reply
-	gate  chan struct{} // closed to let held calls return
+	held  *rediscall.Script // while set, its calls wait for gate after their reply
+	gate  chan struct{}     // closed to let held calls return
 }
 
-func (c *scriptCalls) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
+func (c *scriptCalls) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
 	c.mu.Lock()
 	if c.calls == nil {
 		c.calls = map[string]int{}
@@ -120,7 +123,7 @@ func (c *scriptCalls) count(name string) int {
 
 // hold makes the calls of s wait after their reply until the returned
 // function is called.
-func (c *scriptCalls) hold(s *Script) (release func()) {
+func (c *scriptCalls) hold(s *rediscall.Script) (release func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	gate := make(chan struct{})
@@ -166,7 +169,7 @@ func parityScenario(t *testing.T, srv *redistest.Server, client string, c *scrip
 
 	// setcfg (and lottery's end, for a room that is not random), with
 	// text that is not ASCII.
-	cfg := RoomConfig{
+	cfg := settings.Room{
 		Batch: 3, Message: "Welcome · ようこそ",
 		BrandTitle: "Acme Drop · 東京", BrandAccent: "#c2185b",
 		BrandFooter: `<p>© Acme · <a href="https://acme.example/terms">Terms</a></p>`,
@@ -190,7 +193,7 @@ func parityScenario(t *testing.T, srv *redistest.Server, client string, c *scrip
 
 	// joinbatch: the joins that arrive while one is on its way go in one
 	// call, in arrival order.
-	release := c.hold(joinAtScript)
+	release := c.hold(joinAtScript.Script)
 	key := batchKey{room: "parity", settings: version}
 	waiting := func() int {
 		q.batches.mu.Lock()
@@ -234,12 +237,12 @@ func parityScenario(t *testing.T, srv *redistest.Server, client string, c *scrip
 	// admit.
 	res := admitTaken(t, q, "parity")
 	note("admit: %v, %d waiting", admittedVisitors(res.Admitted), res.Waiting)
-	toks := map[string]Token{}
+	toks := map[string]visitorsig.Token{}
 	var last time.Time
 	for _, v := range []string{"a", "b", "c"} {
 		st, err := q.Status(ctx, "parity", v)
 		note("status %s: %s", v, state(st, err))
-		toks[v] = Token{Room: "parity", Visitor: v, NotBefore: st.NotBefore, ExpiresAt: st.ExpiresAt}
+		toks[v] = visitorsig.Token{Room: "parity", Visitor: v, NotBefore: st.NotBefore, ExpiresAt: st.ExpiresAt}
 		if st.NotBefore.After(last) {
 			last = st.NotBefore
 		}
@@ -306,14 +309,14 @@ func parityScenario(t *testing.T, srv *redistest.Server, client string, c *scrip
 
 	// commit and reveal: a room that opens later commits to its draw's
 	// seed before anyone joins.
-	must(q.SetRoomConfig(ctx, "pre", RoomConfig{OpensAt: time.Now().Add(time.Hour)}))
+	must(q.SetRoomConfig(ctx, "pre", settings.Room{OpensAt: time.Now().Add(time.Hour)}))
 	note("join x before opening: %s", state(q.Join(ctx, "pre", "x")))
 	d, err := q.Draw(ctx, "pre", 0, 10)
 	must(err)
 	note("draw before opening: committed %v opened %v seed %v count %d", d.Commitment != "", d.Opened, d.Seed != "", d.Count)
 
 	// lottery (commit, read, end) and the lottery's log.
-	must(q.SetRoomConfig(ctx, "lot", RoomConfig{Method: MethodRandom, Batch: 1}))
+	must(q.SetRoomConfig(ctx, "lot", settings.Room{Method: settings.MethodRandom, Batch: 1}))
 	for _, v := range []string{"y", "z"} {
 		st, err := q.Join(ctx, "lot", v)
 		note("join %s in a lottery: %s in a draw of %d", v, state(st, err), st.InDraw)
@@ -330,7 +333,7 @@ func parityScenario(t *testing.T, srv *redistest.Server, client string, c *scrip
 		events = append(events, e.Event)
 	}
 	note("lottery log: first %d events %v more %v", lg.First, events, lg.More)
-	must(q.SetRoomConfig(ctx, "lot", RoomConfig{Batch: 1}))
+	must(q.SetRoomConfig(ctx, "lot", settings.Room{Batch: 1}))
 	l, err = q.ReadLottery(ctx, "lot")
 	must(err)
 	note("lottery after it ended: ended %v seed matches %v", l.Ended, l.Seed != "" && Commitment(l.Seed) == l.Commitment)
@@ -378,7 +381,7 @@ func parityScenario(t *testing.T, srv *redistest.Server, client string, c *scrip
 	// A room that queues only when busy: the first visitor goes in on the
 	// spot, the second finds its one slot taken; the room's state is noted
 	// once as passing, then as queueing once someone waits.
-	if err := q.SetRoomConfig(ctx, "busy", RoomConfig{Activation: "busy", Strategy: "max-active", MaxActive: 1}); err != nil {
+	if err := q.SetRoomConfig(ctx, "busy", settings.Room{Activation: "busy", Strategy: "max-active", MaxActive: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range []string{"b1", "b2"} {

@@ -3,7 +3,9 @@ package queue
 import (
 	"context"
 	"fmt"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/settings"
+	"github.com/waitroom/waitroom/wire"
 	"time"
 )
 
@@ -35,18 +37,18 @@ func (q *Queue) Left(ctx context.Context, room string, visitors []string) (time.
 }
 
 func (q *Queue) seen(ctx context.Context, room, mode string, visitors []string) (time.Duration, error) {
-	if !ValidRoom(room) {
-		return 0, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return 0, wire.ErrInvalidRoom
 	}
 	args := make([]string, 0, len(visitors)+2)
 	args = append(args, prefix(room), mode)
 	for _, v := range visitors {
-		if !ValidVisitor(v) {
-			return 0, ErrInvalidToken
+		if !wire.ValidVisitor(v) {
+			return 0, visitorsig.ErrInvalidToken
 		}
 		args = append(args, v)
 	}
-	v, err := q.r.Eval(ctx, seenScript, roomKeys(room), args...)
+	v, err := q.r.Eval(ctx, seenScript.Script, roomKeys(room), args...)
 	if err != nil {
 		return 0, fmt.Errorf("queue: seen: %w", err)
 	}
@@ -79,10 +81,10 @@ const presenceStatsLimit = 20000
 
 // Presence reads room's presence counters in one round trip.
 func (q *Queue) Presence(ctx context.Context, room string) (PresenceStats, error) {
-	if !ValidRoom(room) {
-		return PresenceStats{}, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return PresenceStats{}, wire.ErrInvalidRoom
 	}
-	v, err := q.r.Eval(ctx, presenceStatsScript, roomKeys(room), prefix(room), fmt.Sprint(presenceStatsLimit))
+	v, err := q.r.Eval(ctx, presenceStatsScript.Script, roomKeys(room), prefix(room), fmt.Sprint(presenceStatsLimit))
 	if err != nil {
 		return PresenceStats{}, fmt.Errorf("queue: presence stats: %w", err)
 	}

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -60,7 +62,7 @@ func TestPresenceSkipsAwayAndBringsBack(t *testing.T) {
 		ctx := context.Background()
 		const room = "presence"
 		q := newQueue(t, r, fixedBatch(2, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, room, "a", "b", "c", "d", "e", "f")
@@ -125,7 +127,7 @@ func TestPresenceGivesBackUnusedTokens(t *testing.T) {
 		ctx := context.Background()
 		const room = "reclaim"
 		q := newQueue(t, r, fixedBatch(5, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{Strategy: StrategyMaxActive, MaxActive: 1}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{Strategy: settings.StrategyMaxActive, MaxActive: 1}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, room, "a", "b", "c")
@@ -141,7 +143,7 @@ func TestPresenceGivesBackUnusedTokens(t *testing.T) {
 			t.Fatalf("after a left: admitted %v, want [b]", got)
 		}
 		a := first.Admitted[0]
-		old := Token{Room: room, Visitor: "a", NotBefore: a.NotBefore, ExpiresAt: a.ExpiresAt}
+		old := visitorsig.Token{Room: room, Visitor: "a", NotBefore: a.NotBefore, ExpiresAt: a.ExpiresAt}
 		waitUntil(t, a.NotBefore)
 		if _, err := q.Consume(ctx, old, Check); !errors.Is(err, ErrTokenUnknown) {
 			t.Fatalf("taken-back token: %v, want unknown", err)
@@ -155,7 +157,7 @@ func TestPresenceGivesBackUnusedTokens(t *testing.T) {
 		}
 		sb := mustStatus(t, q, room, "b")
 		waitUntil(t, sb.NotBefore)
-		if _, err := q.Consume(ctx, Token{Room: room, Visitor: "b", NotBefore: sb.NotBefore, ExpiresAt: sb.ExpiresAt}, Spend); err != nil {
+		if _, err := q.Consume(ctx, visitorsig.Token{Room: room, Visitor: "b", NotBefore: sb.NotBefore, ExpiresAt: sb.ExpiresAt}, Spend); err != nil {
 			t.Fatal(err)
 		}
 		again := admitTaken(t, q, room)
@@ -175,7 +177,7 @@ func TestPresenceOff(t *testing.T) {
 		ctx := context.Background()
 		const room = "nopresence"
 		q := newQueue(t, r, fixedBatch(2, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, room, "v0", "v1", "v2", "v3", "v4")
@@ -183,7 +185,7 @@ func TestPresenceOff(t *testing.T) {
 		if got := admittedIDs(admitTaken(t, q, room)); !slices.Equal(got, []string{"v3", "v4"}) {
 			t.Fatalf("admitted %v, want [v3 v4]", got)
 		}
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{NoPresence: true}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{NoPresence: true}); err != nil {
 			t.Fatal(err)
 		}
 		var got []string
@@ -206,7 +208,7 @@ func TestSeenBringsBack(t *testing.T) {
 		ctx := context.Background()
 		const room = "seen"
 		q := newQueue(t, r, fixedBatch(1, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{AwayAfter: 30 * time.Second}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{AwayAfter: 30 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, room, "v0", "v1", "v2")
@@ -236,19 +238,19 @@ func TestSeenBringsBack(t *testing.T) {
 
 func TestPresenceSettingsValidate(t *testing.T) {
 	for _, tc := range []struct {
-		c     RoomConfig
+		c     settings.Room
 		field string
 	}{
-		{RoomConfig{AwayAfter: 14 * time.Second}, "awayAfterSeconds"},
-		{RoomConfig{AwayAfter: 2 * time.Hour}, "awayAfterSeconds"},
-		{RoomConfig{AwayAfter: 20 * time.Minute}, "awayAfterSeconds"},
-		{RoomConfig{AwayAfter: 30 * time.Second, DropAfter: 20 * time.Second}, "dropAfterSeconds"},
-		{RoomConfig{DropAfter: 25 * time.Hour}, "dropAfterSeconds"},
-		{RoomConfig{AwayAfter: 15 * time.Second, DropAfter: 15 * time.Second}, ""},
-		{RoomConfig{NoPresence: true}, ""},
+		{settings.Room{AwayAfter: 14 * time.Second}, "awayAfterSeconds"},
+		{settings.Room{AwayAfter: 2 * time.Hour}, "awayAfterSeconds"},
+		{settings.Room{AwayAfter: 20 * time.Minute}, "awayAfterSeconds"},
+		{settings.Room{AwayAfter: 30 * time.Second, DropAfter: 20 * time.Second}, "dropAfterSeconds"},
+		{settings.Room{DropAfter: 25 * time.Hour}, "dropAfterSeconds"},
+		{settings.Room{AwayAfter: 15 * time.Second, DropAfter: 15 * time.Second}, ""},
+		{settings.Room{NoPresence: true}, ""},
 	} {
 		err := tc.c.Validate()
-		var fe *FieldError
+		var fe *settings.FieldError
 		if tc.field == "" && err != nil || tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field) {
 			t.Errorf("%+v: %v, want field %q", tc.c, err, tc.field)
 		}
@@ -263,7 +265,7 @@ func TestPresenceSlotClockStartsAtLastSeen(t *testing.T) {
 		ctx := context.Background()
 		const room = "lastseen"
 		q := newQueue(t, r, fixedBatch(5, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{Strategy: StrategyMaxActive, MaxActive: 1, AwayAfter: MinAwayAfter}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{Strategy: settings.StrategyMaxActive, MaxActive: 1, AwayAfter: MinAwayAfter}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, room, "a", "b")
@@ -286,13 +288,13 @@ func TestPresenceKeepsUsedTokens(t *testing.T) {
 		ctx := context.Background()
 		const room = "used"
 		q := newQueue(t, r, fixedBatch(5, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{Strategy: StrategyMaxActive, MaxActive: 1}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{Strategy: settings.StrategyMaxActive, MaxActive: 1}); err != nil {
 			t.Fatal(err)
 		}
 		joinAll(t, q, room, "a", "b")
 		a := admitOne(t, q, room)
 		waitUntil(t, a.NotBefore)
-		if _, err := q.Consume(ctx, Token{Room: room, Visitor: "a", NotBefore: a.NotBefore, ExpiresAt: a.ExpiresAt}, Touch); err != nil {
+		if _, err := q.Consume(ctx, visitorsig.Token{Room: room, Visitor: "a", NotBefore: a.NotBefore, ExpiresAt: a.ExpiresAt}, Touch); err != nil {
 			t.Fatal(err)
 		}
 		if v, err := r.Do(ctx, "ZSCORE", prefix(room)+"aseen", "a"); err != nil || v != nil {
@@ -323,7 +325,7 @@ func TestDroppedStaysDropped(t *testing.T) {
 		opts.Retention = 50 * time.Millisecond
 		opts.Settings = settingsOf{room: {Paused: true}}
 		q := newQueue(t, r, opts)
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{Paused: true}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{Paused: true}); err != nil {
 			t.Fatal(err)
 		}
 		var tickets []wire.Ticket
@@ -370,8 +372,8 @@ func TestDroppedStaysDropped(t *testing.T) {
 		if _, err := r.Do(ctx, "FLUSHALL"); err != nil {
 			t.Fatal(err)
 		}
-		q.configured.markFailed()
-		q.configured.get(ctx, q)
+		q.recovery.markLost()
+		q.configuredRooms(ctx)
 		res, err := q.Retake(ctx, room, []string{"a", "b", "c"}, tickets)
 		if err != nil || res.Tickets != 2 {
 			t.Fatalf("retake after the loss: %+v %v, want b and c back", res, err)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -124,7 +126,7 @@ func TestPriorityUpgradeAndRooms(t *testing.T) {
 			t.Fatalf("left marker %v", v)
 		}
 
-		if err := q.SetRoomConfig(ctx, "presale", RoomConfig{InviteOnly: true}); err != nil {
+		if err := q.SetRoomConfig(ctx, "presale", settings.Room{InviteOnly: true}); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := q.JoinInvite(ctx, "presale", "nobody", Invite{}); !errors.Is(err, ErrInviteRequired) {
@@ -142,14 +144,14 @@ func TestPriorityUpgradeAndRooms(t *testing.T) {
 			t.Fatalf("presale positions %v", got)
 		}
 
-		if err := q.SetRoomConfig(ctx, "closed", RoomConfig{Method: MethodReject}); err != nil {
+		if err := q.SetRoomConfig(ctx, "closed", settings.Room{Method: settings.MethodReject}); err != nil {
 			t.Fatal(err)
 		}
 		one := prioCode("closed-code", 1)
 		if st, _, err := q.JoinInvite(ctx, "closed", "x", one); err != nil || st.Status != wire.StatusClosed {
 			t.Fatalf("closed room: %+v %v", st, err)
 		}
-		if err := q.SetRoomConfig(ctx, "closed", RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, "closed", settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		if st, tk, err := q.JoinInvite(ctx, "closed", "x", one); err != nil || !tk.Priority || st.Position != 1 {
@@ -165,7 +167,7 @@ func TestPriorityPreQueue(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		q := newQueue(t, r, fixedBatch(10, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, "drop", RoomConfig{OpensAt: time.Now().Add(time.Hour)}); err != nil {
+		if err := q.SetRoomConfig(ctx, "drop", settings.Room{OpensAt: time.Now().Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 		early := joinN(t, q, "drop", 5, "e")
@@ -193,7 +195,7 @@ func TestPriorityPreQueue(t *testing.T) {
 		if st, _ := q.Stats(ctx, "drop"); st.PreQueue != 8 || st.Priority != 3 {
 			t.Fatalf("pre-queue counted %d (priority %d), want 8 (3)", st.PreQueue, st.Priority)
 		}
-		if err := q.SetRoomConfig(ctx, "drop", RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, "drop", settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := positions(t, q, "drop", "vip-b", "vip-a", "vip-c"); !slices.Equal(got, []int64{1, 2, 3}) {
@@ -240,7 +242,7 @@ func TestPriorityRetake(t *testing.T) {
 			t.Fatalf("admitted %v", admittedIDs(res))
 		}
 		// The credential carries the band.
-		s, _ := NewSigner(testSecret)
+		s, _ := visitorsig.NewSigner(testSecret)
 		id, back, err := s.ParseCredential(s.TicketCredential("vip2", tks[3]))
 		if err != nil || id != "vip2" || back != tks[3] {
 			t.Fatalf("credential: %q %+v %v", id, back, err)
@@ -341,7 +343,7 @@ func TestPriorityBeforeLottery(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		q := newQueue(t, r, fixedBatch(2, 50*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, "drop", RoomConfig{Method: MethodRandom}); err != nil {
+		if err := q.SetRoomConfig(ctx, "drop", settings.Room{Method: settings.MethodRandom}); err != nil {
 			t.Fatal(err)
 		}
 		joinN(t, q, "drop", 20, "pub")

@@ -64,7 +64,7 @@ func TestPrunedScriptsDefineWhatTheyCall(t *testing.T) {
 	if len(locals) < 10 {
 		t.Fatalf("the prelude's constants were not found: %v", locals)
 	}
-	for _, s := range []*Script{joinScript, joinInvScript, statusScript, consumeScript, admitScript, retakeScript, leaveScript} {
+	for _, s := range []*luaScript{joinScript, joinInvScript, statusScript, consumeScript, admitScript, retakeScript, leaveScript} {
 		code := luaComment.ReplaceAllString(s.Src, "")
 		for _, fn := range all {
 			if regexp.MustCompile(`\b`+fn+`\(`).MatchString(code) && !strings.Contains(code, "local function "+fn+"(") {
@@ -83,7 +83,7 @@ func TestPrunedScriptsDefineWhatTheyCall(t *testing.T) {
 // keys it uses and the queue, first, each in the room's slot, and names no key
 // through K or V any more.
 func TestNamedKeys(t *testing.T) {
-	for _, s := range []*Script{joinScript, joinInvScript, statusScript, consumeScript} {
+	for _, s := range []*luaScript{joinScript, joinInvScript, statusScript, consumeScript} {
 		keys := s.keys("r", "v")
 		if keys[0] != queueKey("r") {
 			t.Errorf("%s: KEYS[1] is %q, want the queue", s.Name, keys[0])

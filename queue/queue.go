@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/lograte"
+	"github.com/waitroom/waitroom/internal/visitorsig"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // Options configure a Queue. The zero value of a field means its default.
@@ -37,7 +39,7 @@ type Options struct {
 	Settings SettingsSource
 	// OnRestored is called after state Redis had lost was put back.
 	OnRestored func(Restored)
-	// Tokens signs the entry tokens of admitted states (nil: the Signer's
+	// Tokens signs the entry tokens of admitted states (nil: the visitorsig.Signer's
 	// own HMAC format, SignToken).
 	Tokens TokenSigner
 	// Sharded publishes room events with SPUBLISH (Redis Cluster's sharded
@@ -54,27 +56,22 @@ type Options struct {
 // TokenSigner encodes an admitted visitor's entry token. Safe for
 // concurrent use.
 type TokenSigner interface {
-	SignToken(Token) string
+	SignToken(visitorsig.Token) string
 }
 
 // Queue runs the queue operations of every room against one Redis.
 // Safe for concurrent use.
 type Queue struct {
 	r      Redis
-	signer *Signer
+	signer *visitorsig.Signer
 	opts   Options
 	log    *slog.Logger
-	rates  sync.Map // room -> measured admission rate (float64), for ETAs
-	draws  sync.Map // room -> size of its lottery (int64), for DrawEstimate
+	rooms  sync.Map // room -> *roomMem: all this instance holds of the room
 
 	configured  roomList       // the tick loop's copy of the configured rooms
+	recovery    recoverer      // notices a Redis loss and puts back what this instance remembers
 	sweptAt     time.Time      // owned by the tick loop: the last look at rooms holding only tokens
-	memos       sync.Map       // room -> *memo: what to put back when Redis lost it
-	restoreLogs sync.Map       // room -> *restoreLog
-	spreads     sync.Map       // room -> *rateSpread of the rate in rates, for the ETA ranges
 	writingBack atomic.Bool    // a background write-back is under way
-	ticking     inFlight       // rooms whose admit call of a tick is running
-	paused      pausedRooms    // rooms the tick loop found paused
 	wake        chan struct{}  // cap 1: a room may need ticks now (see poke)
 	quiet       time.Duration  // quietEvery; longer in tests
 	bg          sync.WaitGroup // background write-backs and slow admit calls, waited for by Run
@@ -92,7 +89,7 @@ type Queue struct {
 const DefaultRetention = 5 * time.Minute
 
 // New returns a Queue. opts is copied.
-func New(r Redis, signer *Signer, opts *Options) (*Queue, error) {
+func New(r Redis, signer *visitorsig.Signer, opts *Options) (*Queue, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -144,15 +141,12 @@ func New(r Redis, signer *Signer, opts *Options) (*Queue, error) {
 // Capacity returns the queue's capacity settings.
 func (q *Queue) Capacity() Capacity { return q.opts.Capacity }
 
-// ErrInvalidRoom is returned for a room name that does not match the rules.
-var ErrInvalidRoom = errors.New("invalid room name")
-
 func check(room, visitor string) error {
-	if !ValidRoom(room) {
-		return ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return wire.ErrInvalidRoom
 	}
-	if !ValidVisitor(visitor) {
-		return ErrInvalidToken
+	if !wire.ValidVisitor(visitor) {
+		return visitorsig.ErrInvalidToken
 	}
 	return nil
 }

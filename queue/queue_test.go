@@ -12,7 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -32,11 +34,11 @@ func newRedis(tb testing.TB, srv *redistest.Server, client string) Redis {
 			tb.Fatalf("rueidis: %v", err)
 		}
 		tb.Cleanup(c.Close)
-		return NewRueidis(c)
+		return redisconn.NewRueidis(c)
 	case "go-redis":
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64, Protocol: 2})
 		tb.Cleanup(func() { _ = c.Close() })
-		return NewGoRedis(c)
+		return redisconn.NewGoRedis(c)
 	}
 	tb.Fatalf("unknown client %q", client)
 	return nil
@@ -46,7 +48,7 @@ var testSecret = []byte("0123456789abcdef-test-secret")
 
 func newQueue(tb testing.TB, r Redis, opts *Options) *Queue {
 	tb.Helper()
-	s, err := NewSigner(testSecret)
+	s, err := visitorsig.NewSigner(testSecret)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -292,9 +294,9 @@ func TestTokenLifecycle(t *testing.T) {
 		if len(res.Admitted) != 3 {
 			t.Fatalf("admitted %d", len(res.Admitted))
 		}
-		tokens := map[string]Token{}
+		tokens := map[string]visitorsig.Token{}
 		for _, a := range res.Admitted {
-			tokens[a.Visitor] = Token{Room: "drop", Visitor: a.Visitor, NotBefore: a.NotBefore, ExpiresAt: a.ExpiresAt}
+			tokens[a.Visitor] = visitorsig.Token{Room: "drop", Visitor: a.Visitor, NotBefore: a.NotBefore, ExpiresAt: a.ExpiresAt}
 		}
 		// Right after admission, every token is too early: the last one
 		// surely still is.
@@ -363,10 +365,10 @@ func TestLeaveAndInvalid(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		q := newQueue(t, r, nil)
-		if _, err := q.Join(ctx, "Bad_Room", "v"); !errors.Is(err, ErrInvalidRoom) {
+		if _, err := q.Join(ctx, "Bad_Room", "v"); !errors.Is(err, wire.ErrInvalidRoom) {
 			t.Fatalf("bad room: %v", err)
 		}
-		if _, err := q.Join(ctx, "ok", strings.Repeat("x", 65)); !errors.Is(err, ErrInvalidToken) {
+		if _, err := q.Join(ctx, "ok", strings.Repeat("x", 65)); !errors.Is(err, visitorsig.ErrInvalidToken) {
 			t.Fatalf("bad visitor: %v", err)
 		}
 		for _, v := range []string{"a", "b", "c"} {

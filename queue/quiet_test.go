@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -23,8 +25,8 @@ type countingLooks struct {
 	late atomic.Int64
 }
 
-func (c *countingLooks) Eval(ctx context.Context, sc *Script, keys []string, args ...string) (any, error) {
-	if sc == tickRoomsScript {
+func (c *countingLooks) Eval(ctx context.Context, sc *rediscall.Script, keys []string, args ...string) (any, error) {
+	if sc == tickRoomsScript.Script {
 		c.looks.Add(1)
 	}
 	v, err := c.Redis.Eval(ctx, sc, keys, args...)
@@ -86,7 +88,7 @@ func TestQuietTickLoop(t *testing.T) {
 		ctx := context.Background()
 		const tick = 100 * time.Millisecond
 		other := newQueue(t, r, fixedBatch(2, tick)) // an instance without a tick loop
-		if err := other.SetRoomConfig(ctx, "calm", RoomConfig{Paused: true}); err != nil {
+		if err := other.SetRoomConfig(ctx, "calm", settings.Room{Paused: true}); err != nil {
 			t.Fatal(err)
 		}
 		joinN(t, other, "calm", 4, "c")
@@ -106,7 +108,7 @@ func TestQuietTickLoop(t *testing.T) {
 		}
 
 		// Resumed by the other instance: seen without a wake.
-		if _, err := other.UpdateRoomConfig(ctx, "calm", func(c *RoomConfig) error { c.Paused = false; return nil }); err != nil {
+		if _, err := other.UpdateRoomConfig(ctx, "calm", func(c *settings.Room) error { c.Paused = false; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		waitfor.Until(t, 10*time.Second, "the resume made elsewhere admitted", func() bool { return got.of("calm") == 4 })
@@ -128,7 +130,7 @@ func TestQuietTickLoop(t *testing.T) {
 		quietAgain := func() bool { return counting2.looks.Load() > lookAtAdmit.Load() }
 		q2 := newQueue(t, counting2, &Options{Capacity: Capacity{Batch: 2, Tick: tick}, OnAdmit: onAdmit})
 		q2.quiet = time.Hour
-		if err := q2.SetRoomConfig(ctx, "asleep", RoomConfig{Paused: true}); err != nil {
+		if err := q2.SetRoomConfig(ctx, "asleep", settings.Room{Paused: true}); err != nil {
 			t.Fatal(err)
 		}
 		joinN(t, q2, "asleep", 2, "a")
@@ -142,7 +144,7 @@ func TestQuietTickLoop(t *testing.T) {
 
 		// A resume made here.
 		waitfor.Until(t, 10*time.Second, "quiet again", quietAgain)
-		if _, err := q2.UpdateRoomConfig(ctx, "asleep", func(c *RoomConfig) error { c.Paused = false; return nil }); err != nil {
+		if _, err := q2.UpdateRoomConfig(ctx, "asleep", func(c *settings.Room) error { c.Paused = false; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		waitfor.Until(t, 10*time.Second, "the resume made here admitted", func() bool { return got2.of("asleep") == 2 })
@@ -174,14 +176,14 @@ func TestLossSeenWithoutAFailedCall(t *testing.T) {
 		opts := fixedBatch(2, tick)
 		opts.Settings = settingsOf{"kept": {Paused: true, Seats: 40, Batch: 2}}
 		q := newQueue(t, r, opts)
-		if err := q.SetRoomConfig(ctx, "kept", RoomConfig{Seats: 40, Batch: 2}); err != nil {
+		if err := q.SetRoomConfig(ctx, "kept", settings.Room{Seats: 40, Batch: 2}); err != nil {
 			t.Fatal(err)
 		}
 		joinN(t, q, "kept", 5, "k")
 		if res := admitTaken(t, q, "kept"); len(res.Admitted) != 2 {
 			t.Fatalf("admitted %d", len(res.Admitted))
 		}
-		if err := q.SetRoomConfig(ctx, "kept", RoomConfig{Paused: true, Seats: 40, Batch: 2}); err != nil {
+		if err := q.SetRoomConfig(ctx, "kept", settings.Room{Paused: true, Seats: 40, Batch: 2}); err != nil {
 			t.Fatal(err)
 		}
 		runLoop(t, q)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -59,9 +60,9 @@ func TestLotteryRankUniform(t *testing.T) {
 }
 
 // randomRoom makes room admit by lottery with batch visitors a tick.
-func randomRoom(t *testing.T, q *Queue, room string, c RoomConfig) {
+func randomRoom(t *testing.T, q *Queue, room string, c settings.Room) {
 	t.Helper()
-	c.Method = MethodRandom
+	c.Method = settings.MethodRandom
 	if err := q.SetRoomConfig(context.Background(), room, c); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestRandomDrawsFromSeed(t *testing.T) {
 		ctx := context.Background()
 		const room = "lottery"
 		q := newQueue(t, r, fixedBatch(3, 5*time.Millisecond))
-		randomRoom(t, q, room, RoomConfig{})
+		randomRoom(t, q, room, settings.Room{})
 		before, err := q.ReadLottery(ctx, room)
 		if err != nil {
 			t.Fatal(err)
@@ -114,7 +115,7 @@ func TestRandomDrawsFromSeed(t *testing.T) {
 		if st := mustStatus(t, q, room, "v000"); st.Status == wire.StatusWaiting && st.InDraw == 0 {
 			t.Fatalf("status in a random room: %+v", st)
 		}
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		l, err := q.ReadLottery(ctx, room)
@@ -162,7 +163,7 @@ func TestRandomUniformInRedis(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		const room = "uniform"
 		q := newQueue(t, r, fixedBatch(1, 2*time.Millisecond))
-		randomRoom(t, q, room, RoomConfig{})
+		randomRoom(t, q, room, settings.Room{})
 		joinN(t, q, room, 10, "v")
 		counts := make([]int, 10)
 		for i := range 300 {
@@ -197,7 +198,7 @@ func TestRandomBigRoomTick(t *testing.T) {
 	ctx := context.Background()
 	const room = "big"
 	q := newQueue(t, r, fixedBatch(50, 5*time.Millisecond))
-	randomRoom(t, q, room, RoomConfig{Paused: true})
+	randomRoom(t, q, room, settings.Room{Paused: true})
 	// Fill the queue directly: 100,000 joins would take the test's time.
 	for i := 0; i < 100000; i += 1000 {
 		args := []string{"ZADD", prefix(room) + "q"}
@@ -208,7 +209,7 @@ func TestRandomBigRoomTick(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	randomRoom(t, q, room, RoomConfig{})
+	randomRoom(t, q, room, settings.Room{})
 	// The lottery's log first lists who waits, a slice per call at most
 	// every 20 ms (lotlog.lua); the room draws once it is done.
 	var worst time.Duration
@@ -244,8 +245,8 @@ func TestRandomKeepsLimits(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		q := newQueue(t, r, fixedBatch(5, 5*time.Millisecond))
-		randomRoom(t, q, "ma", RoomConfig{Strategy: StrategyMaxActive, MaxActive: 3})
-		randomRoom(t, q, "seats", RoomConfig{Seats: 4})
+		randomRoom(t, q, "ma", settings.Room{Strategy: settings.StrategyMaxActive, MaxActive: 3})
+		randomRoom(t, q, "seats", settings.Room{Seats: 4})
 		joinN(t, q, "ma", 20, "m")
 		joinN(t, q, "seats", 20, "s")
 		var ma, seats int
@@ -275,9 +276,9 @@ func TestRandomSeedAfterLoss(t *testing.T) {
 		ctx := context.Background()
 		const room = "lottery"
 		opts := fixedBatch(3, 5*time.Millisecond)
-		opts.Settings = settingsOf{room: {Method: MethodRandom}}
+		opts.Settings = settingsOf{room: {Method: settings.MethodRandom}}
 		q := newQueue(t, r, opts)
-		randomRoom(t, q, room, RoomConfig{})
+		randomRoom(t, q, room, settings.Room{})
 		before, err := q.ReadLottery(ctx, room)
 		if err != nil {
 			t.Fatal(err)
@@ -318,7 +319,7 @@ func TestRandomSeedAfterLoss(t *testing.T) {
 			*log.Entries[0].Commitment != during.Commitment {
 			t.Fatalf("the log after the loss does not begin with the commitment %s: %+v", during.Commitment, log.Entries)
 		}
-		if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		l, err := q.ReadLottery(ctx, room)

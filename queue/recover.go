@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/visitorsig"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -16,7 +17,7 @@ import (
 // them: the rooms file of the deployment, or the settings an instance last
 // read. ok is false when the source does not know the room.
 type SettingsSource interface {
-	RoomSettings(room string) (c RoomConfig, ok bool)
+	RoomSettings(room string) (c settings.Room, ok bool)
 	// SettingsRooms lists the rooms the source knows.
 	SettingsRooms() []string
 }
@@ -42,15 +43,30 @@ type memo struct {
 	seq   atomic.Int64
 	pseq  atomic.Int64
 	// done and pdone are the tickets of each band this instance saw done
-	// with (admitted or dropped, by its own admit calls), as Redis stores
-	// a bitmap (bit n is byte n/8, most significant bit first): a lottery
-	// admits out of ticket order, so no head says which were let in.
-	done, pdone []byte
+	// with (admitted or dropped, by its own admit calls): a lottery admits
+	// out of ticket order, so no head says which were let in.
+	done, pdone doneBits
 }
 
 // maxDoneTicket bounds the tickets a memo's bitmaps hold (and SETBIT's
-// offsets): 2^32 - 1 bits, 512 MiB, which no room reaches.
+// offsets).
 const maxDoneTicket = 1<<32 - 1
+
+// maxDoneBytes bounds each band's bitmap of a memo: 1 MiB, the last
+// 8,388,608 tickets. A ticket further behind the newest one done with is
+// forgotten: were Redis to lose its data, a visitor holding it could get
+// a place back, which in a room that admits in order its head prevents
+// (tickets at or below it never come back) and in a lottery takes more
+// tickets handed out while it waits than a room has places.
+const maxDoneBytes = 1 << 20
+
+// doneBits is a window of a bitmap of tickets as Redis stores it (bit n
+// is byte n/8, most significant bit first): bits holds bytes at, at+1, …
+// of it, at most maxDoneBytes, and moves on to the newest tickets.
+type doneBits struct {
+	at   int64
+	bits []byte
+}
 
 // noteDone remembers the tickets of scores (queue scores: a ticket, or
 // ticket - priorityBase in the priority band) as done with.
@@ -68,7 +84,7 @@ func (m *memo) noteDone(scores []int64) {
 		if t.Priority {
 			bits = &m.pdone
 		}
-		setBit(bits, t.Seq)
+		bits.set(t.Seq)
 	}
 }
 
@@ -77,34 +93,65 @@ func (m *memo) isDone(t wire.Ticket) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if t.Priority {
-		return bit(m.pdone, t.Seq)
+		return m.pdone.has(t.Seq)
 	}
-	return bit(m.done, t.Seq)
+	return m.done.has(t.Seq)
 }
 
-// doneBitmaps returns copies of the bitmaps of both bands.
-func (m *memo) doneBitmaps() (done, pdone string) {
+// doneBitmaps returns copies of the bitmaps of both bands, each with the
+// byte offset it starts at.
+func (m *memo) doneBitmaps() (done string, doneAt int64, pdone string, pdoneAt int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return string(m.done), string(m.pdone)
+	return string(m.done.bits), m.done.at, string(m.pdone.bits), m.pdone.at
 }
 
-func setBit(b *[]byte, n int64) {
+// set marks ticket n, moving the window on to it when it is past the
+// window's end, and widening it back when it is before the start and the
+// window has room; a ticket that does not fit is forgotten.
+func (d *doneBits) set(n int64) {
 	if n < 1 || n > maxDoneTicket {
 		return
 	}
-	i := int(n / 8)
-	if i >= len(*b) {
-		*b = append(*b, make([]byte, i+1-len(*b))...)
+	i := n / 8
+	switch {
+	case len(d.bits) == 0:
+		d.at, d.bits = i, d.bits[:0]
+	case i < d.at:
+		end := d.at + int64(len(d.bits))
+		if end-i > maxDoneBytes {
+			return // older than the window holds
+		}
+		grown := make([]byte, end-i)
+		copy(grown[d.at-i:], d.bits)
+		d.at, d.bits = i, grown
+	case i-d.at >= maxDoneBytes:
+		// Past the window: drop its oldest bytes.
+		at := i - maxDoneBytes + 1
+		if drop := at - d.at; drop < int64(len(d.bits)) {
+			d.bits = d.bits[:copy(d.bits, d.bits[drop:])]
+		} else {
+			d.bits = d.bits[:0]
+		}
+		d.at = at
 	}
-	(*b)[i] |= 0x80 >> (n % 8)
+	j := int(i - d.at)
+	if j >= len(d.bits) {
+		d.bits = append(d.bits, make([]byte, j+1-len(d.bits))...)
+	}
+	d.bits[j] |= 0x80 >> (n % 8)
 }
 
-func bit(b []byte, n int64) bool {
-	if n < 1 || n > maxDoneTicket || int(n/8) >= len(b) {
+// has reports whether ticket n is marked (false when outside the window).
+func (d *doneBits) has(n int64) bool {
+	if n < 1 || n > maxDoneTicket {
 		return false
 	}
-	return b[n/8]&(0x80>>(n%8)) != 0
+	j := n/8 - d.at
+	if j < 0 || j >= int64(len(d.bits)) {
+		return false
+	}
+	return d.bits[j]&(0x80>>(n%8)) != 0
 }
 
 // priorityBase is the offset of the priority band's queue scores
@@ -163,12 +210,9 @@ func (m *memo) snapshot() memoState {
 
 // remember returns room's memo, made on first use.
 func (q *Queue) remember(room string) *memo {
-	if m, ok := q.memos.Load(room); ok {
-		return m.(*memo)
-	}
-	// room may alias a request buffer that is reused: the map keeps a copy.
-	m, _ := q.memos.LoadOrStore(strings.Clone(room), &memo{})
-	return m.(*memo)
+	m := q.roomMemFor(room)
+	m.remembered.Store(true)
+	return &m.memo
 }
 
 // settingsArgs are the retake script's settings arguments for room: the
@@ -196,8 +240,8 @@ func (q *Queue) settingsArgs(room string) []string {
 // other rooms are skipped. With no tickets, Retake only puts back what this
 // instance remembers of the room.
 func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tickets []wire.Ticket) (Restored, error) {
-	if !ValidRoom(room) {
-		return Restored{}, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return Restored{}, wire.ErrInvalidRoom
 	}
 	m := q.remember(room)
 	for _, t := range tickets {
@@ -210,15 +254,17 @@ func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tick
 	// writes back (no tickets: after a loss, or a room missing); a
 	// visitor's own retake skips a ticket it knows is done.
 	var done, pdone string
+	var doneAt, pdoneAt int64
 	if len(tickets) == 0 {
-		done, pdone = m.doneBitmaps()
+		done, doneAt, pdone, pdoneAt = m.doneBitmaps()
 	}
 	args := []string{prefix(room), room, q.channel(room),
 		strconv.FormatInt(ms.head, 10), strconv.FormatInt(ms.born, 10), strconv.FormatInt(ms.seq, 10),
-		strconv.FormatInt(ms.phead, 10), strconv.FormatInt(ms.pseq, 10), done, pdone}
+		strconv.FormatInt(ms.phead, 10), strconv.FormatInt(ms.pseq, 10), done, pdone,
+		strconv.FormatInt(doneAt, 10), strconv.FormatInt(pdoneAt, 10)}
 	args = append(args, q.settingsArgs(room)...)
 	for i, t := range tickets {
-		if t.Room != room || t.IsZero() || i >= len(visitors) || !ValidVisitor(visitors[i]) || m.isDone(t) {
+		if t.Room != room || t.IsZero() || i >= len(visitors) || !wire.ValidVisitor(visitors[i]) || m.isDone(t) {
 			continue
 		}
 		band := "0"
@@ -227,7 +273,7 @@ func (q *Queue) Retake(ctx context.Context, room string, visitors []string, tick
 		}
 		args = append(args, visitors[i], strconv.FormatInt(t.Seq, 10), strconv.FormatInt(t.IssuedAt.UnixMilli(), 10), band)
 	}
-	v, err := q.r.Eval(ctx, retakeScript, roomKeys(room), args...)
+	v, err := q.r.Eval(ctx, retakeScript.Script, roomKeys(room), args...)
 	if err != nil {
 		return Restored{}, fmt.Errorf("queue: retake: %w", err)
 	}
@@ -295,8 +341,7 @@ func (q *Queue) restored(r Restored) {
 	if q.opts.OnRestored != nil {
 		q.opts.OnRestored(r)
 	}
-	v, _ := q.restoreLogs.LoadOrStore(strings.Clone(r.Room), &restoreLog{})
-	l := v.(*restoreLog)
+	l := &q.roomMemFor(r.Room).log
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sum.Settings = l.sum.Settings || r.Settings
@@ -338,7 +383,7 @@ func (q *Queue) settingsRooms() []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, r := range q.opts.Settings.SettingsRooms() {
-		if !seen[r] && ValidRoom(r) {
+		if !seen[r] && wire.ValidRoom(r) {
 			seen[r] = true
 			out = append(out, r)
 		}
@@ -355,8 +400,8 @@ func (q *Queue) writeBackOthers(ctx context.Context, done []string) {
 		skip[r] = true
 	}
 	var rooms []string
-	q.memos.Range(func(k, _ any) bool {
-		if r := k.(string); !skip[r] {
+	q.rooms.Range(func(k, v any) bool {
+		if r := k.(string); !skip[r] && v.(*roomMem).remembered.Load() {
 			rooms = append(rooms, r)
 		}
 		return true
@@ -368,19 +413,19 @@ func (q *Queue) writeBackOthers(ctx context.Context, done []string) {
 		defer q.writingBack.Store(false)
 		if q.writeBack(ctx, rooms) != nil {
 			// The next tick tries again (and writes back the rest).
-			q.configured.markFailed()
+			q.recovery.markLost()
 		}
 	})
 }
 
 // revive writes back the record of a signed token that Redis lost (see
 // revive.lua); it reports whether it did.
-func (q *Queue) revive(ctx context.Context, t Token, use Use, idleMs int64) (bool, error) {
+func (q *Queue) revive(ctx context.Context, t visitorsig.Token, use Use, idleMs int64) (bool, error) {
 	touch := "0"
 	if use == Touch {
 		touch = "1"
 	}
-	v, err := q.r.Eval(ctx, reviveScript, visitorKeys(t.Room, t.Visitor),
+	v, err := q.r.Eval(ctx, reviveScript.Script, visitorKeys(t.Room, t.Visitor),
 		prefix(t.Room), t.Visitor, strconv.FormatInt(t.NotBefore.UnixMilli(), 10),
 		strconv.FormatInt(t.ExpiresAt.UnixMilli(), 10), touch, strconv.FormatInt(idleMs, 10),
 		strconv.FormatInt(q.opts.TokenTTL.Milliseconds(), 10), strconv.FormatInt(q.opts.TokenMax.Milliseconds(), 10),

@@ -13,46 +13,18 @@ import (
 
 	"unsafe"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
-func TestTicketCredential(t *testing.T) {
-	s, _ := NewSigner(testSecret)
-	other, _ := NewSigner([]byte("another-secret-of-16+bytes"))
-	id, old := s.NewVisitor()
-	tk := wire.Ticket{Room: "drop-1", Seq: 123456789, IssuedAt: time.UnixMilli(1_700_000_000_123)}
-	cred := s.TicketCredential(id, tk)
-	gotID, gotT, err := s.ParseCredential(cred)
-	if err != nil || gotID != id || gotT != tk {
-		t.Fatalf("round trip: %q %+v %v", gotID, gotT, err)
-	}
-	if v, err := s.ParseVisitor(cred); err != nil || v != id {
-		t.Fatalf("ParseVisitor of a ticket credential: %q %v", v, err)
-	}
-	// The old format stays valid and carries no ticket.
-	if v, tt, err := s.ParseCredential(old); err != nil || v != id || !tt.IsZero() {
-		t.Fatalf("old credential: %q %+v %v", v, tt, err)
-	}
-	for _, c := range []string{
-		strings.Replace(cred, "drop-1", "drop-2", 1),                      // another room
-		strings.Replace(cred, "~"+strconv.FormatInt(tk.Seq, 36), "~1", 1), // an earlier place
-		other.TicketCredential(id, tk),
-		id + ".drop-1~1~1~1." + strings.Repeat("A", sigB64Len),
-		id + ".bad room~1~1." + strings.Repeat("A", sigB64Len),
-		strings.Repeat("a", 300),
-	} {
-		if _, _, err := s.ParseCredential(c); !errors.Is(err, ErrInvalidToken) {
-			t.Fatalf("ParseCredential(%q) = %v", c, err)
-		}
-	}
-}
-
 // settingsOf is a SettingsSource of fixed settings.
-type settingsOf map[string]RoomConfig
+type settingsOf map[string]settings.Room
 
-func (s settingsOf) RoomSettings(room string) (RoomConfig, bool) { c, ok := s[room]; return c, ok }
+func (s settingsOf) RoomSettings(room string) (settings.Room, bool) { c, ok := s[room]; return c, ok }
 func (s settingsOf) SettingsRooms() []string {
 	var out []string
 	for r := range s {
@@ -105,7 +77,7 @@ func TestRetakeAfterLoss(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		opts := fixedBatch(3, 50*time.Millisecond)
-		opts.Settings = settingsOf{"drop": {Seats: 40, FailMode: FailClosed, Batch: 3}}
+		opts.Settings = settingsOf{"drop": {Seats: 40, FailMode: settings.FailClosed, Batch: 3}}
 		var restoredTickets int
 		opts.OnRestored = func(r Restored) { restoredTickets += r.Tickets }
 		q := newQueue(t, r, opts)
@@ -141,7 +113,7 @@ func TestRetakeAfterLoss(t *testing.T) {
 		if err != nil || res.Tickets != 3 || !res.Settings {
 			t.Fatalf("retake: %+v %v", res, err)
 		}
-		if c, _ := q.RoomConfig(ctx, "drop"); c.Seats != 40 || c.FailMode != FailClosed {
+		if c, _ := q.RoomConfig(ctx, "drop"); c.Seats != 40 || c.FailMode != settings.FailClosed {
 			t.Fatalf("settings not back: %+v", c)
 		}
 		// A new joiner goes behind every ticket given before the loss.
@@ -230,13 +202,13 @@ func TestTokenRevive(t *testing.T) {
 			}
 		}
 		admitTaken(t, q, "drop")
-		toks := map[string]Token{}
+		toks := map[string]visitorsig.Token{}
 		for _, v := range []string{"a", "b", "c"} {
 			st, err := q.Status(ctx, "drop", v)
 			if err != nil || st.Status != wire.StatusAdmitted {
 				t.Fatalf("%s: %+v %v", v, st, err)
 			}
-			toks[v] = Token{Room: "drop", Visitor: v, NotBefore: st.NotBefore, ExpiresAt: st.ExpiresAt}
+			toks[v] = visitorsig.Token{Room: "drop", Visitor: v, NotBefore: st.NotBefore, ExpiresAt: st.ExpiresAt}
 		}
 		waitUntil(t, toks["c"].NotBefore)
 		waitUntil(t, toks["a"].NotBefore)
@@ -329,9 +301,9 @@ func TestRestoreEveryInstanceWritesBack(t *testing.T) {
 		ctx := context.Background()
 		const room = "lot"
 		opts := fixedBatch(10, 250*time.Millisecond) // the tick bounds tickOnce's calls: 5 ms failed them under -race
-		opts.Settings = settingsOf{room: {Method: MethodRandom, Batch: 10}}
+		opts.Settings = settingsOf{room: {Method: settings.MethodRandom, Batch: 10}}
 		a, b := newQueue(t, r, opts), newQueue(t, r, opts)
-		if err := a.SetRoomConfig(ctx, room, RoomConfig{Method: MethodRandom, Batch: 10}); err != nil {
+		if err := a.SetRoomConfig(ctx, room, settings.Room{Method: settings.MethodRandom, Batch: 10}); err != nil {
 			t.Fatal(err)
 		}
 		b.tickOnce(ctx) // b writes the marker; nobody waits yet
@@ -362,8 +334,8 @@ type failingRetake struct {
 	fail atomic.Bool
 }
 
-func (f *failingRetake) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
-	if s == retakeScript && f.fail.CompareAndSwap(true, false) {
+func (f *failingRetake) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
+	if s == retakeScript.Script && f.fail.CompareAndSwap(true, false) {
 		return nil, errors.New("injected failure")
 	}
 	return f.Redis.Eval(ctx, s, keys, args...)
@@ -377,10 +349,10 @@ func TestRestoreWriteBackRetried(t *testing.T) {
 		ctx := context.Background()
 		const room = "lot"
 		opts := fixedBatch(10, 250*time.Millisecond)
-		opts.Settings = settingsOf{room: {Method: MethodRandom, Batch: 10}}
+		opts.Settings = settingsOf{room: {Method: settings.MethodRandom, Batch: 10}}
 		fa := &failingRetake{Redis: r}
 		a, b := newQueue(t, fa, opts), newQueue(t, r, opts)
-		if err := a.SetRoomConfig(ctx, room, RoomConfig{Method: MethodRandom, Batch: 10}); err != nil {
+		if err := a.SetRoomConfig(ctx, room, settings.Room{Method: settings.MethodRandom, Batch: 10}); err != nil {
 			t.Fatal(err)
 		}
 		b.tickOnce(ctx)
@@ -445,13 +417,13 @@ func TestSpentStaysSpent(t *testing.T) {
 			}
 		}
 		admitTaken(t, q, "drop")
-		toks := map[string]Token{}
+		toks := map[string]visitorsig.Token{}
 		for _, v := range []string{"a", "b"} {
 			st, err := q.Status(ctx, "drop", v)
 			if err != nil || st.Status != wire.StatusAdmitted {
 				t.Fatalf("%s: %+v %v", v, st, err)
 			}
-			toks[v] = Token{Room: "drop", Visitor: v, NotBefore: st.NotBefore, ExpiresAt: st.ExpiresAt}
+			toks[v] = visitorsig.Token{Room: "drop", Visitor: v, NotBefore: st.NotBefore, ExpiresAt: st.ExpiresAt}
 		}
 		waitUntil(t, toks["a"].NotBefore)
 		waitUntil(t, toks["b"].NotBefore)
@@ -482,6 +454,58 @@ func TestSpentStaysSpent(t *testing.T) {
 		}
 		if n, err := strconv.Atoi(fmt.Sprint(sold)); err != nil || n != 1 {
 			t.Fatalf("sold = %v after one use that held a slot, want 1", sold)
+		}
+	})
+}
+
+// reviveFirst is a Redis that, before it runs a revive, lets another
+// call run first (once): another instance writing the same record back.
+type reviveFirst struct {
+	Redis
+	first func()
+}
+
+func (r *reviveFirst) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
+	if s == reviveScript.Script && r.first != nil {
+		f := r.first
+		r.first = nil
+		f()
+	}
+	return r.Redis.Eval(ctx, s, keys, args...)
+}
+
+// TestTokenRevivedBeside: a use of a token whose record Redis lost, made
+// while another instance writes that record back (a push connection's
+// check of the admission it was told of), still spends it: the record is
+// there by the time the use looks again, and it is not refused as used.
+func TestTokenRevivedBeside(t *testing.T) {
+	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
+		ctx := context.Background()
+		other := newQueue(t, r, fixedBatch(3, 50*time.Millisecond))
+		if _, err := other.Join(ctx, "drop", "a"); err != nil {
+			t.Fatal(err)
+		}
+		admitTaken(t, other, "drop")
+		st, err := other.Status(ctx, "drop", "a")
+		if err != nil || st.Status != wire.StatusAdmitted {
+			t.Fatalf("a: %+v %v", st, err)
+		}
+		tok := visitorsig.Token{Room: "drop", Visitor: "a", NotBefore: st.NotBefore, ExpiresAt: st.ExpiresAt}
+		waitUntil(t, tok.NotBefore)
+		if _, err := r.Do(ctx, "DEL", prefix("drop")+"t:a"); err != nil {
+			t.Fatal(err)
+		}
+		beside := &reviveFirst{Redis: r, first: func() {
+			if _, err := other.Consume(ctx, tok, Check); err != nil {
+				t.Errorf("the other instance's check: %v", err)
+			}
+		}}
+		q := newQueue(t, beside, fixedBatch(3, 50*time.Millisecond))
+		if _, err := q.Consume(ctx, tok, Spend); err != nil {
+			t.Fatalf("the use beside the write-back: %v, want it spent", err)
+		}
+		if _, err := other.Consume(ctx, tok, Spend); !errors.Is(err, ErrTokenUnknown) {
+			t.Fatalf("a second use: %v, want it refused", err)
 		}
 	})
 }

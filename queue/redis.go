@@ -1,49 +1,34 @@
 package queue
 
 import (
-	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
+
+	"github.com/waitroom/waitroom/internal/rediscall"
 )
 
-// Redis is the narrow seam between the queue and a Redis client library.
-// Replies are decoded to int64, string, []any or nil (a nil reply is not an
-// error). Implementations must be safe for concurrent use.
-type Redis interface {
-	// Eval runs s with keys and args, using EVALSHA with an EVAL fallback.
-	Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error)
-	// Do runs one command.
-	Do(ctx context.Context, args ...string) (any, error)
-}
+// Redis is the seam the queue calls Redis through (internal/redisconn
+// adapts either client library to it).
+type Redis = rediscall.Redis
 
-// Script is a Lua script run through Redis.Eval.
-type Script struct {
-	Name string
-	Src  string
-	Hash string // hex SHA-1 of Src
+// luaScript is a script of lua/ with the names of the keys its header
+// gives it.
+type luaScript struct {
+	*rediscall.Script
 
 	// keyNames are the names of the keys the script is given, as the
 	// header of its file of lua/ names them (see loadScript and
-	// Script.keys); none for a script given keys of no room.
+	// luaScript.keys); none for a script given keys of no room.
 	keyNames []string
 	// visitorNames are, for a batch of visitors (joinBatchScript), the
 	// names of each visitor's keys, which follow keyNames (batchKeys).
 	visitorNames []string
 }
 
-func newScript(name, src string) *Script {
-	scriptNames = append(scriptNames, name)
-	sum := sha1.Sum([]byte(src))
-	return &Script{Name: name, Src: src, Hash: hex.EncodeToString(sum[:])}
-}
-
-// scriptNames are the names of every script, in the order they were made
-// (all at package initialisation).
+// scriptNames are the names of the queue's scripts, in the order they were
+// made (all at package initialisation).
 var scriptNames []string
 
-// ScriptNames returns the names the scripts are run under: the operation
-// label of a Script's calls.
+// ScriptNames returns the names the queue's scripts are run under.
 func ScriptNames() []string { return append([]string(nil), scriptNames...) }
 
 func asInt(v any) (int64, error) {

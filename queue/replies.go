@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 // This file is the one place where the scripts' array replies are read:
@@ -262,7 +264,7 @@ func decodeTickRooms(v any, configured int) (tickRoomsReply, error) {
 	}
 	r := tickRoomsReply{Sample: sample[:0], Alive: alive, In: make([]bool, configured)}
 	for _, s := range sample {
-		if ValidRoom(s) {
+		if wire.ValidRoom(s) {
 			r.Sample = append(r.Sample, s)
 		}
 	}

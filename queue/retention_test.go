@@ -10,6 +10,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -19,7 +20,7 @@ func TestJoinSaysPaused(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		q := newQueue(t, r, fixedBatch(10, 100*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, "held", RoomConfig{Paused: true}); err != nil {
+		if err := q.SetRoomConfig(ctx, "held", settings.Room{Paused: true}); err != nil {
 			t.Fatal(err)
 		}
 		for _, v := range []string{"first", "first", "second"} { // a refresh too
@@ -96,7 +97,7 @@ func passThrough(tb testing.TB, r Redis, n int) {
 	const room = "soak"
 	// The room exists before (settings), so the baseline counts its
 	// keys; a visitor-made room's counters would be there after too.
-	if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+	if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 		tb.Fatal(err)
 	}
 	before := dbsize(tb, r)

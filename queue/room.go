@@ -7,34 +7,11 @@ import (
 	"strconv"
 
 	"github.com/waitroom/waitroom/settings"
+	"github.com/waitroom/waitroom/wire"
 )
-
-// Admission strategies, methods and fail modes: see package settings.
-const (
-	StrategyFixed     = settings.StrategyFixed
-	StrategyMaxActive = settings.StrategyMaxActive
-
-	MethodFIFO        = settings.MethodFIFO
-	MethodRandom      = settings.MethodRandom
-	MethodPassthrough = settings.MethodPassthrough
-	MethodReject      = settings.MethodReject
-
-	ActivationAlways = settings.ActivationAlways
-	ActivationBusy   = settings.ActivationBusy
-
-	FailOpen   = settings.FailOpen
-	FailClosed = settings.FailClosed
-)
-
-// RoomConfig is a room's live settings, stored in Redis as the hash
-// settings.Room.Hash writes; a zero field means the instance default.
-type RoomConfig = settings.Room
-
-// FieldError names the setting that is invalid.
-type FieldError = settings.FieldError
 
 // parseRoomConfig reads the reply of HGETALL of a room's settings.
-func parseRoomConfig(flat []any) RoomConfig {
+func parseRoomConfig(flat []any) settings.Room {
 	pairs := make([]string, len(flat))
 	for i, v := range flat {
 		pairs[i], _ = v.(string)
@@ -43,13 +20,13 @@ func parseRoomConfig(flat []any) RoomConfig {
 }
 
 // RoomConfig reads room's stored settings.
-func (q *Queue) RoomConfig(ctx context.Context, room string) (RoomConfig, error) {
-	if !ValidRoom(room) {
-		return RoomConfig{}, ErrInvalidRoom
+func (q *Queue) RoomConfig(ctx context.Context, room string) (settings.Room, error) {
+	if !wire.ValidRoom(room) {
+		return settings.Room{}, wire.ErrInvalidRoom
 	}
 	v, err := q.r.Do(ctx, "HGETALL", prefix(room)+"cfg")
 	if err != nil {
-		return RoomConfig{}, fmt.Errorf("queue: room config: %w", err)
+		return settings.Room{}, fmt.Errorf("queue: room config: %w", err)
 	}
 	flat, _ := v.([]any)
 	return parseRoomConfig(flat), nil
@@ -57,7 +34,7 @@ func (q *Queue) RoomConfig(ctx context.Context, room string) (RoomConfig, error)
 
 // SetRoomConfig replaces room's settings; every instance applies them from
 // its next tick, and hubs are told to reconcile the room.
-func (q *Queue) SetRoomConfig(ctx context.Context, room string, c RoomConfig) error {
+func (q *Queue) SetRoomConfig(ctx context.Context, room string, c settings.Room) error {
 	_, err := q.writeRoomConfig(ctx, room, c, "")
 	return err
 }
@@ -70,28 +47,28 @@ var ErrConfigContention = errors.New("queue: room settings changed by others too
 // result only if nobody changed them in between; otherwise it reads them
 // again and applies change to what is there now. So two operators changing
 // different fields at once both keep their change.
-func (q *Queue) UpdateRoomConfig(ctx context.Context, room string, change func(*RoomConfig) error) (RoomConfig, error) {
+func (q *Queue) UpdateRoomConfig(ctx context.Context, room string, change func(*settings.Room) error) (settings.Room, error) {
 	for range 20 {
 		c, err := q.RoomConfig(ctx, room)
 		if err != nil {
-			return RoomConfig{}, err
+			return settings.Room{}, err
 		}
 		if err := change(&c); err != nil {
-			return RoomConfig{}, err
+			return settings.Room{}, err
 		}
 		ok, err := q.writeRoomConfig(ctx, room, c, strconv.FormatInt(c.Version(), 10))
 		if err != nil || ok {
 			return c, err
 		}
 	}
-	return RoomConfig{}, ErrConfigContention
+	return settings.Room{}, ErrConfigContention
 }
 
 // writeRoomConfig writes c if the stored version is still version ("" =
 // any); it reports whether it wrote.
-func (q *Queue) writeRoomConfig(ctx context.Context, room string, c RoomConfig, version string) (bool, error) {
-	if !ValidRoom(room) {
-		return false, ErrInvalidRoom
+func (q *Queue) writeRoomConfig(ctx context.Context, room string, c settings.Room, version string) (bool, error) {
+	if !wire.ValidRoom(room) {
+		return false, wire.ErrInvalidRoom
 	}
 	if err := c.Validate(); err != nil {
 		return false, err
@@ -103,13 +80,13 @@ func (q *Queue) writeRoomConfig(ctx context.Context, room string, c RoomConfig, 
 		}
 	}
 	// So is the lottery's, before any tick draws with it.
-	if c.Method == MethodRandom {
+	if c.Method == settings.MethodRandom {
 		if _, err := q.lottery(ctx, room, "commit"); err != nil {
 			return false, err
 		}
 	}
 	args := append([]string{prefix(room), room, q.channel(room), version}, c.Hash()...)
-	v, err := q.r.Eval(ctx, setcfgScript, roomKeys(room), args...)
+	v, err := q.r.Eval(ctx, setcfgScript.Script, roomKeys(room), args...)
 	if err != nil {
 		return false, fmt.Errorf("queue: set room config: %w", err)
 	}
@@ -118,9 +95,9 @@ func (q *Queue) writeRoomConfig(ctx context.Context, room string, c RoomConfig, 
 	}
 	// A resume (or any change) is admitted from the next tick here; the
 	// other instances look at a paused room once a second (pausedEvery).
-	q.paused.forget(room)
+	q.settingsChanged(room)
 	// A lottery that ended may show its seed; the next gets a new one.
-	if c.Method != MethodRandom {
+	if c.Method != settings.MethodRandom {
 		if _, err := q.lottery(ctx, room, "end"); err != nil {
 			return true, err
 		}
@@ -150,10 +127,10 @@ type RoomStats struct {
 
 // Stats reads room's counters in one round trip.
 func (q *Queue) Stats(ctx context.Context, room string) (RoomStats, error) {
-	if !ValidRoom(room) {
-		return RoomStats{}, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return RoomStats{}, wire.ErrInvalidRoom
 	}
-	v, err := q.r.Eval(ctx, roomstatsScript, roomKeys(room), prefix(room))
+	v, err := q.r.Eval(ctx, roomstatsScript.Script, roomKeys(room), prefix(room))
 	if err != nil {
 		return RoomStats{}, fmt.Errorf("queue: room stats: %w", err)
 	}
@@ -162,8 +139,8 @@ func (q *Queue) Stats(ctx context.Context, room string) (RoomStats, error) {
 
 // RoomExists reports whether an operator created room (stored settings).
 func (q *Queue) RoomExists(ctx context.Context, room string) (bool, error) {
-	if !ValidRoom(room) {
-		return false, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return false, wire.ErrInvalidRoom
 	}
 	v, err := q.r.Do(ctx, "SISMEMBER", configuredRoomsKey, room)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -33,14 +35,14 @@ func TestRoomConfigLiveOnEveryInstance(t *testing.T) {
 		if res := admitTaken(t, b, "live"); len(res.Admitted) != 10 {
 			t.Fatalf("default batch: %d", len(res.Admitted))
 		}
-		if err := a.SetRoomConfig(ctx, "live", RoomConfig{Batch: 3}); err != nil {
+		if err := a.SetRoomConfig(ctx, "live", settings.Room{Batch: 3}); err != nil {
 			t.Fatal(err)
 		}
 		if res := admitTaken(t, b, "live"); len(res.Admitted) != 3 {
 			t.Fatalf("instance b after a's change: admitted %d, want 3", len(res.Admitted))
 		}
 		// Pause stops admissions; resume restarts them.
-		if err := b.SetRoomConfig(ctx, "live", RoomConfig{Batch: 3, Paused: true}); err != nil {
+		if err := b.SetRoomConfig(ctx, "live", settings.Room{Batch: 3, Paused: true}); err != nil {
 			t.Fatal(err)
 		}
 		for range 3 {
@@ -51,7 +53,7 @@ func TestRoomConfigLiveOnEveryInstance(t *testing.T) {
 		if s, _ := a.Status(ctx, "live", "v099"); !s.Paused || s.Status != wire.StatusWaiting {
 			t.Fatalf("status while paused: %+v", s)
 		}
-		if err := b.SetRoomConfig(ctx, "live", RoomConfig{Batch: 3}); err != nil {
+		if err := b.SetRoomConfig(ctx, "live", settings.Room{Batch: 3}); err != nil {
 			t.Fatal(err)
 		}
 		if res := admitTaken(t, a, "live"); len(res.Admitted) != 3 {
@@ -66,18 +68,18 @@ func TestRoomConfigLiveOnEveryInstance(t *testing.T) {
 
 func TestRoomConfigValidate(t *testing.T) {
 	for _, tc := range []struct {
-		c     RoomConfig
+		c     settings.Room
 		field string
 	}{
-		{RoomConfig{Strategy: "lottery"}, "strategy"},
-		{RoomConfig{Batch: -1}, "batch"},
-		{RoomConfig{Strategy: StrategyMaxActive}, "maxActive"},
-		{RoomConfig{Seats: -5}, "seats"},
-		{RoomConfig{TokenTTL: time.Millisecond}, "tokenTtlSeconds"},
-		{RoomConfig{TokenTTL: time.Minute, TokenMax: time.Second}, "tokenMaxSeconds"},
-		{RoomConfig{FailMode: "maybe"}, "failMode"},
+		{settings.Room{Strategy: "lottery"}, "strategy"},
+		{settings.Room{Batch: -1}, "batch"},
+		{settings.Room{Strategy: settings.StrategyMaxActive}, "maxActive"},
+		{settings.Room{Seats: -5}, "seats"},
+		{settings.Room{TokenTTL: time.Millisecond}, "tokenTtlSeconds"},
+		{settings.Room{TokenTTL: time.Minute, TokenMax: time.Second}, "tokenMaxSeconds"},
+		{settings.Room{FailMode: "maybe"}, "failMode"},
 	} {
-		var fe *FieldError
+		var fe *settings.FieldError
 		if err := tc.c.Validate(); !errors.As(err, &fe) || fe.Field != tc.field {
 			t.Errorf("%+v: %v, want field %s", tc.c, err, tc.field)
 		}
@@ -106,7 +108,7 @@ func TestMaxActiveNeverExceeded(t *testing.T) {
 			return &Options{Capacity: Capacity{Batch: 4, Tick: 50 * time.Millisecond}, TokenTTL: time.Second}
 		})
 		vs := joinN(t, qs[0], "ma", 60, "v")
-		if err := qs[0].SetRoomConfig(ctx, "ma", RoomConfig{Strategy: StrategyMaxActive, MaxActive: 6}); err != nil {
+		if err := qs[0].SetRoomConfig(ctx, "ma", settings.Room{Strategy: settings.StrategyMaxActive, MaxActive: 6}); err != nil {
 			t.Fatal(err)
 		}
 		// Sample the live tokens while three loops tick; every token
@@ -157,7 +159,7 @@ func TestSeatsNeverOverAdmitted(t *testing.T) {
 			return &Options{Capacity: Capacity{Batch: 7, Tick: 50 * time.Millisecond}, TokenTTL: time.Second}
 		})
 		vs := joinN(t, qs[0], "lecture-42", 80, "s")
-		if err := qs[0].SetRoomConfig(ctx, "lecture-42", RoomConfig{Seats: 20}); err != nil {
+		if err := qs[0].SetRoomConfig(ctx, "lecture-42", settings.Room{Seats: 20}); err != nil {
 			t.Fatal(err)
 		}
 		runLoops(qs, 600*time.Millisecond)
@@ -172,7 +174,7 @@ func TestSeatsNeverOverAdmitted(t *testing.T) {
 		states, _ := qs[0].StatusMany(ctx, "lecture-42", vs[:5])
 		for i, s := range states {
 			waitUntil(t, s.NotBefore)
-			if _, err := qs[0].Consume(ctx, Token{Room: "lecture-42", Visitor: vs[i], NotBefore: s.NotBefore}, Spend); err != nil {
+			if _, err := qs[0].Consume(ctx, visitorsig.Token{Room: "lecture-42", Visitor: vs[i], NotBefore: s.NotBefore}, Spend); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -190,7 +192,7 @@ func TestPreQueueFairDraw(t *testing.T) {
 		ctx := context.Background()
 		q := newQueue(t, r, fixedBatch(10, 100*time.Millisecond))
 		opens := time.Now().Add(1500 * time.Millisecond)
-		if err := q.SetRoomConfig(ctx, "drop", RoomConfig{OpensAt: opens}); err != nil {
+		if err := q.SetRoomConfig(ctx, "drop", settings.Room{OpensAt: opens}); err != nil {
 			t.Fatal(err)
 		}
 		const n = 40
@@ -241,7 +243,7 @@ func TestSlidingTokenTTL(t *testing.T) {
 		joinN(t, q, "slide", 1, "v")
 		res := admitTaken(t, q, "slide")
 		a := res.Admitted[0]
-		tok := Token{Room: "slide", Visitor: a.Visitor, NotBefore: a.NotBefore}
+		tok := visitorsig.Token{Room: "slide", Visitor: a.Visitor, NotBefore: a.NotBefore}
 		waitUntil(t, a.NotBefore.Add(600*time.Millisecond))
 		exp, err := q.Consume(ctx, tok, Touch)
 		if err != nil || !exp.After(a.ExpiresAt) {

@@ -144,8 +144,8 @@ func TestScriptsGenerated(t *testing.T) {
 // TestGeneratedScriptsLoaded: the queue runs every generated script
 // under its name, as the file says, with the keys its header names.
 func TestGeneratedScriptsLoaded(t *testing.T) {
-	loaded := map[string]*Script{}
-	for _, s := range []*Script{joinScript, joinInvScript, joinAtScript, joinBatchScript, statusScript,
+	loaded := map[string]*luaScript{}
+	for _, s := range []*luaScript{joinScript, joinInvScript, joinAtScript, joinBatchScript, statusScript,
 		admitScript, leaveScript, consumeScript, retakeScript, setcfgScript, restoreScript, roomstatsScript,
 		reviveScript, seenScript, presenceStatsScript, commitScript, revealScript, lotteryScript,
 		tickRoomsScript, endSessionScript, busyScript, activationScript} {

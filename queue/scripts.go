@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -19,12 +20,13 @@ var luaFS embed.FS
 
 // loadScript is the script run as name, from its file of lua/ (the name
 // with '_' for '+'), given the keys its header names (headerKeys).
-func loadScript(name string) *Script {
+func loadScript(name string) *luaScript {
 	src, err := luaFS.ReadFile("lua/" + strings.ReplaceAll(name, "+", "_") + ".lua")
 	if err != nil {
 		panic(err)
 	}
-	s := newScript(name, string(src))
+	scriptNames = append(scriptNames, name)
+	s := &luaScript{Script: rediscall.NewScript(name, string(src))}
 	s.keyNames, s.visitorNames = headerKeys(name, string(src))
 	return s
 }
@@ -61,7 +63,7 @@ var headerKey = regexp.MustCompile(`^-- KEYS\[(vo \+ )?(\d+)\] = wr:\{room\}:([a
 
 // keys is the KEYS of a call of s about visitor ("" for none) in room:
 // the keys its header names.
-func (s *Script) keys(room, visitor string) []string {
+func (s *luaScript) keys(room, visitor string) []string {
 	return keyList(room, visitor, s.keyNames)
 }
 

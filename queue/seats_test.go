@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -41,7 +44,7 @@ func TestSeatFreedOnceAfterExpiryAndLeave(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		q := newQueue(t, r, seatsOpts())
-		if err := q.SetRoomConfig(ctx, "seat", RoomConfig{Seats: 1}); err != nil {
+		if err := q.SetRoomConfig(ctx, "seat", settings.Room{Seats: 1}); err != nil {
 			t.Fatal(err)
 		}
 		joinN(t, q, "seat", 1, "a")
@@ -79,7 +82,7 @@ func TestSeatsSetAfterTokensWentOut(t *testing.T) {
 		if len(res.Admitted) != 3 {
 			t.Fatalf("no limit: admitted %d, want 3", len(res.Admitted))
 		}
-		if err := q.SetRoomConfig(ctx, "late-seats", RoomConfig{Seats: 1}); err != nil {
+		if err := q.SetRoomConfig(ctx, "late-seats", settings.Room{Seats: 1}); err != nil {
 			t.Fatal(err)
 		}
 		joinN(t, q, "late-seats", 6, "b")
@@ -102,7 +105,7 @@ func TestSeatsSetAfterTokensWentOut(t *testing.T) {
 
 // seatCheck reads, in one atomic step, the live token records (the truth),
 // the live entries of the active set, and the sold count.
-var seatCheck = newScript("seatcheck", mustPrelude()+`
+var seatCheck = rediscall.NewScript("seatcheck", mustPrelude()+`
 local p = ARGV[1]
 local now = now_ms()
 local live = 0
@@ -135,7 +138,7 @@ func TestSeatsRandomSequence(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 
 		seats := 2
-		if err := qs[0].SetRoomConfig(ctx, room, RoomConfig{Seats: seats}); err != nil {
+		if err := qs[0].SetRoomConfig(ctx, room, settings.Room{Seats: seats}); err != nil {
 			t.Fatal(err)
 		}
 		bound := seats // what the count may reach: seats, or more while old tokens are out
@@ -177,7 +180,7 @@ func TestSeatsRandomSequence(t *testing.T) {
 		defer func() { stop(); wg.Wait() }()
 
 		type spent struct {
-			tok Token
+			tok visitorsig.Token
 			exp time.Time
 		}
 		var (
@@ -216,7 +219,7 @@ func TestSeatsRandomSequence(t *testing.T) {
 					what = "status"
 					break
 				}
-				tok := Token{Room: room, Visitor: v, NotBefore: s.NotBefore}
+				tok := visitorsig.Token{Room: room, Visitor: v, NotBefore: s.NotBefore}
 				if exp, err := q.Consume(ctx, tok, Spend); err == nil {
 					used = append(used, spent{tok, exp})
 				}
@@ -231,7 +234,7 @@ func TestSeatsRandomSequence(t *testing.T) {
 				what = "seats"
 				// Pause while the count is read, so that nothing is
 				// admitted between reading it and the new limit.
-				if err := q.SetRoomConfig(ctx, room, RoomConfig{Seats: seats, Paused: true}); err != nil {
+				if err := q.SetRoomConfig(ctx, room, settings.Room{Seats: seats, Paused: true}); err != nil {
 					t.Fatal(err)
 				}
 				live, sold := check(step, "paused")
@@ -239,7 +242,7 @@ func TestSeatsRandomSequence(t *testing.T) {
 				if seats > 0 {
 					bound = max(seats, int(live+sold))
 				}
-				if err := q.SetRoomConfig(ctx, room, RoomConfig{Seats: seats}); err != nil {
+				if err := q.SetRoomConfig(ctx, room, settings.Room{Seats: seats}); err != nil {
 					t.Fatal(err)
 				}
 			default:

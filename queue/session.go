@@ -22,7 +22,7 @@ func (q *Queue) EndSession(ctx context.Context, room, visitor string, notBefore 
 	if err := check(room, visitor); err != nil {
 		return false, err
 	}
-	v, err := q.r.Eval(ctx, endSessionScript, visitorKeys(room, visitor),
+	v, err := q.r.Eval(ctx, endSessionScript.Script, visitorKeys(room, visitor),
 		prefix(room), visitor, strconv.FormatInt(notBefore.UnixMilli(), 10),
 		RevokedChannel, key, strconv.FormatInt(fallback.UnixMilli(), 10))
 	if err != nil {

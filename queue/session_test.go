@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // TestEndSessionFreesSlotAndSeat: under max-active 1 and one seat, ending
@@ -15,7 +16,7 @@ func TestEndSessionFreesSlotAndSeat(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		q := newQueue(t, r, &Options{Capacity: Capacity{Batch: 5, Tick: 50 * time.Millisecond}, TokenTTL: time.Minute})
-		if err := q.SetRoomConfig(ctx, "gw", RoomConfig{Strategy: "max-active", MaxActive: 1, Seats: 2}); err != nil {
+		if err := q.SetRoomConfig(ctx, "gw", settings.Room{Strategy: "max-active", MaxActive: 1, Seats: 2}); err != nil {
 			t.Fatal(err)
 		}
 		joinN(t, q, "gw", 3, "v")

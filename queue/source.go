@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -100,7 +101,7 @@ func (q *Queue) readmit(ctx context.Context, room, visitor string, c wire.Claim)
 	if !time.Now().Before(c.ExpiresAt) {
 		return wire.State{}, false
 	}
-	tok := Token{Room: room, Visitor: visitor, NotBefore: c.NotBefore, ExpiresAt: c.ExpiresAt}
+	tok := visitorsig.Token{Room: room, Visitor: visitor, NotBefore: c.NotBefore, ExpiresAt: c.ExpiresAt}
 	exp, err := q.Consume(ctx, tok, Check)
 	var early *TooEarlyError
 	if err != nil && !errors.As(err, &early) {

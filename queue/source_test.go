@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -61,7 +62,7 @@ func TestStatesReclaim(t *testing.T) {
 		if states[2].Position != 1 {
 			t.Fatalf("b at %d, want 1", states[2].Position)
 		}
-		tok := Token{Room: room, Visitor: "a", NotBefore: admitted.NotBefore, ExpiresAt: admitted.ExpiresAt}
+		tok := visitorsig.Token{Room: room, Visitor: "a", NotBefore: admitted.NotBefore, ExpiresAt: admitted.ExpiresAt}
 		if n, err := r.Do(ctx, "EXISTS", prefix(room)+"t:a"); err != nil || n != int64(1) {
 			t.Fatalf("a's token record was not written back (EXISTS %v %v)", n, err)
 		}

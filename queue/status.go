@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/visitorsig"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -25,7 +26,7 @@ func (q *Queue) JoinTicket(ctx context.Context, room, visitor string) (wire.Stat
 	return q.join(ctx, joinScript, room, visitor)
 }
 
-func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, extra ...string) (wire.State, wire.Ticket, error) {
+func (q *Queue) join(ctx context.Context, script *luaScript, room, visitor string, extra ...string) (wire.State, wire.Ticket, error) {
 	r, err := q.joinCall(ctx, script, room, visitor, extra...)
 	if err != nil {
 		return wire.State{}, wire.Ticket{}, err
@@ -43,11 +44,11 @@ func (q *Queue) join(ctx context.Context, script *Script, room, visitor string, 
 }
 
 // joinCall runs script, a join, for visitor in room.
-func (q *Queue) joinCall(ctx context.Context, script *Script, room, visitor string, extra ...string) (joinReply, error) {
+func (q *Queue) joinCall(ctx context.Context, script *luaScript, room, visitor string, extra ...string) (joinReply, error) {
 	if err := check(room, visitor); err != nil {
 		return joinReply{}, err
 	}
-	v, err := q.r.Eval(ctx, script, script.keys(room, visitor), append(q.joinArgs(room, visitor), extra...)...)
+	v, err := q.r.Eval(ctx, script.Script, script.keys(room, visitor), append(q.joinArgs(room, visitor), extra...)...)
 	if err != nil {
 		return joinReply{}, fmt.Errorf("queue: join: %w", err)
 	}
@@ -132,18 +133,18 @@ type roomHeader struct {
 // StatusMany returns the states of several visitors of one room in one
 // round trip.
 func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) ([]wire.State, error) {
-	if !ValidRoom(room) {
-		return nil, ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return nil, wire.ErrInvalidRoom
 	}
 	args := make([]string, 0, len(visitors)+3)
 	args = append(args, prefix(room), seed(), q.channel(room))
 	for _, v := range visitors {
-		if !ValidVisitor(v) {
-			return nil, ErrInvalidToken
+		if !wire.ValidVisitor(v) {
+			return nil, visitorsig.ErrInvalidToken
 		}
 		args = append(args, v)
 	}
-	v, err := q.r.Eval(ctx, statusScript, statusScript.keys(room, ""), args...)
+	v, err := q.r.Eval(ctx, statusScript.Script, statusScript.keys(room, ""), args...)
 	if err != nil {
 		return nil, fmt.Errorf("queue: status: %w", err)
 	}
@@ -154,17 +155,9 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 	h := roomHeader{rate: float64(r.RateMilli) / 1000, paused: r.Paused, soldOut: r.SoldOut, opensAt: r.OpensAt,
 		settings: r.Settings, message: r.Message, draw: r.Draw}
 	q.noteDraw(room, h.draw)
-	if h.rate > 0 {
-		// The key outlives the call: a caller's string may alias a
-		// request buffer that is reused (fiber's params do), which would
-		// change a key inside the map.
-		q.rates.Store(strings.Clone(room), h.rate)
-		q.observeRate(room, h.rate)
-	} else {
-		// No admissions now (a full max-active room) or none measured
-		// yet: an earlier measured rate no longer holds.
-		q.rates.Delete(room)
-	}
+	// No rate (no admissions now, as in a full max-active room, or none
+	// measured yet): an earlier measured rate no longer holds.
+	q.noteRate(room, h.rate)
 	out := make([]wire.State, len(visitors))
 	for i, vis := range visitors {
 		e := r.Visitors[i]
@@ -176,8 +169,8 @@ func (q *Queue) StatusMany(ctx context.Context, room string, visitors []string) 
 // rate is the last measured admission rate of room, or the one its own
 // settings plan for (plannedRate) while none is measured.
 func (q *Queue) rate(room string) float64 {
-	if r, ok := q.rates.Load(room); ok {
-		return r.(float64)
+	if r, ok := q.measuredRate(room); ok {
+		return r
 	}
 	return q.plannedRate(room)
 }
@@ -197,7 +190,7 @@ const passBatch = 1000
 func (q *Queue) plannedRate(room string) float64 {
 	c := q.opts.Capacity
 	batch, maxActive, ttl := c.BatchSize(), q.opts.MaxActive, q.opts.TokenTTL
-	var cfg RoomConfig
+	var cfg settings.Room
 	if q.opts.Settings != nil {
 		cfg, _ = q.opts.Settings.RoomSettings(room)
 	}
@@ -294,7 +287,7 @@ func (q *Queue) state(room, visitor string, h roomHeader, code, a, b int64) wire
 		s.Status = wire.StatusAdmitted
 		s.NotBefore = time.UnixMilli(a)
 		s.ExpiresAt = time.UnixMilli(b)
-		s.Token = q.opts.Tokens.SignToken(Token{Room: room, Visitor: visitor, NotBefore: s.NotBefore, ExpiresAt: s.ExpiresAt})
+		s.Token = q.opts.Tokens.SignToken(visitorsig.Token{Room: room, Visitor: visitor, NotBefore: s.NotBefore, ExpiresAt: s.ExpiresAt})
 	case replyExpired:
 		s.Status = wire.StatusExpired
 	case replyAway:
@@ -322,7 +315,7 @@ func (q *Queue) Leave(ctx context.Context, room, visitor string) (bool, error) {
 	if err := check(room, visitor); err != nil {
 		return false, err
 	}
-	v, err := q.r.Eval(ctx, leaveScript, visitorKeys(room, visitor), prefix(room), visitor)
+	v, err := q.r.Eval(ctx, leaveScript.Script, visitorKeys(room, visitor), prefix(room), visitor)
 	if err != nil {
 		return false, fmt.Errorf("queue: leave: %w", err)
 	}

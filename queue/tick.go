@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 // Rooms lists the rooms with waiting visitors.
@@ -26,7 +26,7 @@ func validRooms(v any) []string {
 	arr, _ := v.([]any)
 	out := make([]string, 0, len(arr))
 	for _, e := range arr {
-		if s, ok := e.(string); ok && ValidRoom(s) {
+		if s, ok := e.(string); ok && wire.ValidRoom(s) {
 			out = append(out, s)
 		}
 	}
@@ -200,16 +200,16 @@ func (q *Queue) tick(ctx context.Context, wait time.Duration) (busy bool) {
 // not be asked.
 func (q *Queue) roomsOfTick(ctx context.Context) (rooms []string, busy bool) {
 	tick := q.opts.Capacity.Tick
-	configured := q.configured.get(ctx, q)
+	configured := q.configuredRooms(ctx)
 	sctx, cancel := context.WithTimeout(ctx, tick)
 	rooms, sample, alive, err := q.tickRooms(sctx, configured)
 	cancel()
-	if q.configured.lost(alive) && err == nil {
+	if err == nil && q.recovery.lostBy(alive) {
 		// Redis came back without its data, whether or not a call failed
 		// meanwhile: put back what this instance remembers before
 		// anything is admitted, then look again.
-		q.configured.markFailed()
-		configured = q.configured.get(ctx, q)
+		q.recovery.markLost()
+		configured = q.configuredRooms(ctx)
 		sctx, cancel := context.WithTimeout(ctx, tick)
 		rooms, sample, _, err = q.tickRooms(sctx, configured)
 		cancel()
@@ -219,7 +219,7 @@ func (q *Queue) roomsOfTick(ctx context.Context) (rooms []string, busy bool) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			// Unreachable, not slow: Redis may come back without its
 			// data.
-			q.configured.markFailed()
+			q.recovery.markLost()
 		}
 		q.tickLog.Fail("tick: rooms", err)
 	} else if err == nil {
@@ -265,10 +265,11 @@ func (q *Queue) callRooms(ctx context.Context, rooms []string, wait time.Duratio
 	var need atomic.Bool // a room called is not paused, or its call failed
 	now := time.Now()
 	for _, room := range rooms {
-		if wait >= 0 && q.paused.skip(room, now) {
+		if wait >= 0 && q.skipTick(room, now) {
 			continue
 		}
-		if !q.ticking.start(room) {
+		ticking := &q.roomMemFor(room).ticking
+		if !ticking.CompareAndSwap(false, true) {
 			busy = true
 			continue // its call of an earlier tick has not returned yet
 		}
@@ -276,7 +277,7 @@ func (q *Queue) callRooms(ctx context.Context, rooms []string, wait time.Duratio
 		wg.Add(1)
 		q.bg.Go(func() {
 			defer func() {
-				q.ticking.done(room)
+				ticking.Store(false)
 				<-sem
 				wg.Done()
 			}()
@@ -311,83 +312,10 @@ func (q *Queue) callRooms(ctx context.Context, rooms []string, wait time.Duratio
 // second for nothing. A change of settings made here is seen at once.
 const pausedEvery = time.Second
 
-// pausedRooms is when the tick loop next looks at each room it found
-// paused.
-type pausedRooms struct {
-	mu    sync.Mutex
-	rooms map[string]pausedRoom
-}
-
+// pausedRoom is when the tick loop next looks at a room it found paused.
 type pausedRoom struct {
 	until   time.Time // skip the room's ticks until then
 	changed time.Time // when this instance last changed its settings
-}
-
-// skip reports whether room's tick is to be skipped at now.
-func (p *pausedRooms) skip(room string, now time.Time) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return now.Before(p.rooms[room].until)
-}
-
-// note records the outcome of room's admit call that started at start. A
-// call that started before a change of settings made here says nothing
-// of the room after it.
-func (p *pausedRooms) note(room string, paused bool, start time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	r, ok := p.rooms[room]
-	switch {
-	case start.Before(r.changed):
-		return
-	case !paused:
-		if ok {
-			delete(p.rooms, room)
-		}
-		return
-	}
-	if p.rooms == nil {
-		p.rooms = make(map[string]pausedRoom)
-	}
-	p.rooms[strings.Clone(room)] = pausedRoom{until: time.Now().Add(pausedEvery), changed: r.changed}
-}
-
-// forget has room admitted from the next tick on: its settings changed.
-func (p *pausedRooms) forget(room string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.rooms == nil {
-		p.rooms = make(map[string]pausedRoom)
-	}
-	// Its own copy: the map outlives the call, and room may be a request's
-	// buffer.
-	p.rooms[strings.Clone(room)] = pausedRoom{changed: time.Now()}
-}
-
-// inFlight is the set of rooms whose admit call is running.
-type inFlight struct {
-	mu    sync.Mutex
-	rooms map[string]struct{}
-}
-
-// start records room as running; false when it already is.
-func (f *inFlight) start(room string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.rooms[room]; ok {
-		return false
-	}
-	if f.rooms == nil {
-		f.rooms = make(map[string]struct{})
-	}
-	f.rooms[room] = struct{}{}
-	return true
-}
-
-func (f *inFlight) done(room string) {
-	f.mu.Lock()
-	delete(f.rooms, room)
-	f.mu.Unlock()
 }
 
 // tickRooms returns the rooms of configured that have waiting visitors
@@ -398,7 +326,7 @@ func (f *inFlight) done(room string) {
 // no sample.
 func (q *Queue) tickRooms(ctx context.Context, configured []string) (waiting, sample []string, alive string, err error) {
 	args := append(make([]string, 0, len(configured)+1), strconv.Itoa(tickSample))
-	v, err := q.r.Eval(ctx, tickRoomsScript, []string{roomsKey, aliveKey}, append(args, configured...)...)
+	v, err := q.r.Eval(ctx, tickRoomsScript.Script, []string{roomsKey, aliveKey}, append(args, configured...)...)
 	var r tickRoomsReply
 	if err == nil {
 		r, err = decodeTickRooms(v, len(configured))
@@ -428,14 +356,14 @@ func (q *Queue) tickRoom(ctx context.Context, room string) (need bool) {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				// Not slow but unreachable: Redis may come back without
 				// its data (a slow call says nothing of the kind).
-				q.configured.markFailed()
+				q.recovery.markLost()
 			}
 			q.tickLog.Fail("tick: admit", err, "room", room)
 		}
 		return true
 	}
 	q.tickLog.OK()
-	q.paused.note(room, res.Paused, start)
+	q.notePaused(room, res.Paused, start)
 	if res.Taken && q.opts.OnTick != nil {
 		q.opts.OnTick(room, res)
 	}
@@ -451,40 +379,24 @@ func (q *Queue) tickRoom(ctx context.Context, room string) (need bool) {
 }
 
 // roomList is the configured rooms as last read, sorted, re-read at most
-// once a second; a failed read keeps the last list.
+// once a second (every look while the recoverer has a loss to put back); a
+// failed read keeps the last list. It only reads: the recoverer writes.
 type roomList struct {
-	mu     sync.Mutex
-	rooms  []string
-	at     time.Time
-	failed bool // the last read failed: Redis may come back without its data
-	// alive is the alive marker's value as this instance last saw it (""
-	// before it saw one). Each write-back after a loss writes a new value
-	// unless another instance wrote one first, so an instance that sees
-	// another value than its own knows Redis lost its data even though the
-	// marker is there again: it puts back what it remembers too.
-	alive string
+	mu    sync.Mutex
+	rooms []string
+	at    time.Time
 }
 
-// lost reports whether the marker's value alive says that Redis lost its
-// data since this instance last looked: it is gone, or it changed.
-func (l *roomList) lost(alive string) bool {
+// read returns the configured rooms, read now (fresh) unless they were
+// less than a second ago and force is false. A read that fails returns
+// the last list; one that could not reach Redis tells the recoverer.
+func (l *roomList) read(ctx context.Context, q *Queue, force bool) (rooms []string, fresh bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if alive == "" {
-		return true
+	if time.Since(l.at) < time.Second && !force {
+		return l.rooms, false
 	}
-	if l.alive == "" {
-		l.alive = alive
-	}
-	return alive != l.alive
-}
-
-func (l *roomList) get(ctx context.Context, q *Queue) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if time.Since(l.at) < time.Second && !l.failed {
-		return l.rooms
-	}
+	l.at = time.Now()
 	rctx, cancel := context.WithTimeout(ctx, q.opts.Capacity.Tick)
 	defer cancel()
 	v, err := q.r.Do(rctx, "SMEMBERS", configuredRoomsKey)
@@ -492,69 +404,43 @@ func (l *roomList) get(ctx context.Context, q *Queue) []string {
 		if ctx.Err() == nil {
 			q.tickLog.Fail("tick: configured rooms", err)
 		}
-		l.failed = l.failed || !errors.Is(err, context.DeadlineExceeded)
-		l.at = time.Now()
-		return l.rooms
+		if !errors.Is(err, context.DeadlineExceeded) {
+			q.recovery.markLost()
+		}
+		return l.rooms, false
 	}
-	rooms := validRooms(v)
+	rooms = validRooms(v)
 	slices.Sort(rooms)
-	// Before anything is admitted from a Redis that came back (maybe empty,
-	// maybe a promoted replica without the last writes), or when a room
-	// this instance knows has lost its settings, put back what this
-	// instance remembers.
-	var restore []string
-	if l.failed {
-		restore = q.settingsRooms()
-		// Rooms only visitors made may be many: they are written back in
-		// the background, so the tick does not wait for them.
-		q.writeBackOthers(ctx, restore)
-	} else if q.opts.Settings != nil {
-		for _, r := range q.opts.Settings.SettingsRooms() {
-			if _, ok := slices.BinarySearch(rooms, r); !ok {
-				restore = append(restore, r)
-			}
-		}
-	}
-	if len(restore) > 0 {
-		wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
-		err := q.writeBack(wctx, restore)
-		wcancel()
-		if err != nil {
-			// The next tick reads the list and tries again, and the marker
-			// is not set until then: a room left unwritten would let
-			// another instance give a visitor let in here a place again.
-			l.failed, l.at = true, time.Now()
-			return l.rooms
-		}
-		rctx, cancel := context.WithTimeout(ctx, q.opts.Capacity.Tick)
-		defer cancel()
-		if v, err := q.r.Do(rctx, "SMEMBERS", configuredRoomsKey); err == nil {
-			rooms = validRooms(v)
-			slices.Sort(rooms)
-		}
-	}
-	if l.failed {
-		// What this instance remembers is back (the rest of it is on its
-		// way): a Redis that loses its data again lacks the marker again.
-		// If this write fails, the next look finds it missing and puts
-		// back again, which only ever fills in.
-		actx, cancel := context.WithTimeout(ctx, q.opts.Capacity.Tick)
-		// Another instance that put back first wrote its value: it stands.
-		if _, err := q.r.Do(actx, "SET", aliveKey, strconv.FormatUint(rand.Uint64(), 36), "NX"); err == nil {
-			if v, err := q.r.Do(actx, "GET", aliveKey); err == nil {
-				l.alive, _ = v.(string)
-			}
-		}
-		cancel()
-	}
-	l.rooms, l.at, l.failed = rooms, time.Now(), false
+	return rooms, true
+}
+
+// set keeps rooms as the list.
+func (l *roomList) set(rooms []string) {
+	l.mu.Lock()
+	l.rooms, l.at = rooms, time.Now()
+	l.mu.Unlock()
+}
+
+// last is the list as last kept.
+func (l *roomList) last() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return l.rooms
 }
 
-// markFailed has the next tick re-read the list and put back what this
-// instance remembers first: a call to Redis failed.
-func (l *roomList) markFailed() {
-	l.mu.Lock()
-	l.failed = true
-	l.mu.Unlock()
+// configuredRooms is the configured rooms for a tick: read (see roomList),
+// and when read afresh, handed to the recoverer first, which puts back what
+// this instance remembers if Redis may have lost it. The list is kept only
+// once that is done: until then the last one stands.
+func (q *Queue) configuredRooms(ctx context.Context) []string {
+	rooms, fresh := q.configured.read(ctx, q, q.recovery.pending())
+	if !fresh {
+		return rooms
+	}
+	rooms, ok := q.recovery.recover(ctx, q, rooms)
+	if !ok {
+		return q.configured.last()
+	}
+	q.configured.set(rooms)
+	return rooms
 }

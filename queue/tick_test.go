@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,8 +11,10 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // waitNextTick waits until the clock is just past the next tick boundary.
@@ -37,7 +38,7 @@ func TestTickIgnoresRoomFlood(t *testing.T) {
 				victim.Add(int64(n))
 			}
 		}})
-		if err := q.SetRoomConfig(ctx, "victim", RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, "victim", settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 200 {
@@ -116,7 +117,7 @@ func TestIdleRoomKeysExpire(t *testing.T) {
 	each(t, func(t *testing.T, srv *redistest.Server, r Redis) {
 		ctx := context.Background()
 		q := newQueue(t, r, fixedBatch(1, 100*time.Millisecond))
-		if err := q.SetRoomConfig(ctx, "kept", RoomConfig{}); err != nil {
+		if err := q.SetRoomConfig(ctx, "kept", settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, room := range []string{"flood-1", "kept"} {
@@ -167,9 +168,9 @@ type stuckRoom struct {
 	back    atomic.Int64
 }
 
-func (s *stuckRoom) Eval(ctx context.Context, sc *Script, keys []string, args ...string) (any, error) {
+func (s *stuckRoom) Eval(ctx context.Context, sc *rediscall.Script, keys []string, args ...string) (any, error) {
 	if s.armed.Load() && len(keys) > 0 && keys[0] == queueKey(s.room) {
-		if sc == admitScript {
+		if sc == admitScript.Script {
 			s.hung.Add(1)
 			defer s.back.Add(1)
 		}
@@ -193,7 +194,7 @@ func TestTickDoesNotWaitForAStuckRoom(t *testing.T) {
 			}
 		}})
 		for _, room := range []string{"stuck", "moving"} {
-			if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+			if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 				t.Fatal(err)
 			}
 			joinN(t, q, room, 30, "v")
@@ -245,8 +246,8 @@ type countingAdmits struct {
 	calls atomic.Int64
 }
 
-func (c *countingAdmits) Eval(ctx context.Context, sc *Script, keys []string, args ...string) (any, error) {
-	if sc == admitScript && len(keys) > 0 && keys[0] == queueKey(c.room) {
+func (c *countingAdmits) Eval(ctx context.Context, sc *rediscall.Script, keys []string, args ...string) (any, error) {
+	if sc == admitScript.Script && len(keys) > 0 && keys[0] == queueKey(c.room) {
 		c.calls.Add(1)
 	}
 	return c.Redis.Eval(ctx, sc, keys, args...)
@@ -267,7 +268,7 @@ func TestPausedRoomTickedOncePerSecond(t *testing.T) {
 			}
 		}})
 		other := newQueue(t, r, fixedBatch(2, tick)) // an instance without a tick loop
-		if err := other.SetRoomConfig(ctx, "quiet", RoomConfig{Paused: true}); err != nil {
+		if err := other.SetRoomConfig(ctx, "quiet", settings.Room{Paused: true}); err != nil {
 			t.Fatal(err)
 		}
 		joinN(t, q, "quiet", 10, "v")
@@ -296,11 +297,11 @@ func TestPausedRoomTickedOncePerSecond(t *testing.T) {
 
 		// Resumed by the other instance: admitted again, and from then on
 		// the room is no longer skipped.
-		if _, err := other.UpdateRoomConfig(ctx, "quiet", func(c *RoomConfig) error { c.Paused = false; return nil }); err != nil {
+		if _, err := other.UpdateRoomConfig(ctx, "quiet", func(c *settings.Room) error { c.Paused = false; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		waitfor.Until(t, 10*time.Second, "all 10 admitted after the resume", func() bool { return admitted.Load() >= 10 })
-		if q.paused.skip("quiet", time.Now()) {
+		if q.skipTick("quiet", time.Now()) {
 			t.Fatal("the resumed room is still skipped")
 		}
 	})
@@ -310,37 +311,45 @@ func TestPausedRoomTickedOncePerSecond(t *testing.T) {
 // instance itself has its tick loop admit the room from the next tick,
 // however recently it found the room paused.
 func TestPausedRoomResumedHereAtOnce(t *testing.T) {
-	var p pausedRooms
+	q := newQueue(t, nil, nil)
 	now := time.Now()
-	p.note("r", true, now)
+	q.notePaused("r", true, now)
 	after := time.Now()
-	if !p.skip("r", now.Add(pausedEvery/2)) || p.skip("r", after.Add(pausedEvery+time.Millisecond)) {
+	if !q.skipTick("r", now.Add(pausedEvery/2)) || q.skipTick("r", after.Add(pausedEvery+time.Millisecond)) {
 		t.Fatal("a paused room is not skipped for pausedEvery")
 	}
-	p.forget("r")
-	if p.skip("r", time.Now()) {
+	q.settingsChanged("r")
+	if q.skipTick("r", time.Now()) {
 		t.Fatal("a room changed here is still skipped")
 	}
 	// A call that started before the change says nothing of the room.
-	p.note("r", true, now)
-	if p.skip("r", time.Now()) {
+	q.notePaused("r", true, now)
+	if q.skipTick("r", time.Now()) {
 		t.Fatal("a call from before the change had the room skipped")
 	}
-	p.note("r", true, time.Now())
-	if !p.skip("r", time.Now()) {
+	q.notePaused("r", true, time.Now())
+	if !q.skipTick("r", time.Now()) {
 		t.Fatal("a call after the change found it paused but it is not skipped")
 	}
-	p.note("r", false, time.Now())
-	if p.skip("r", time.Now()) || len(p.rooms) != 0 {
-		t.Fatalf("a room found open is still held: %v", p.rooms)
+	q.notePaused("r", false, time.Now())
+	if p := q.roomMemOf("r").paused; q.skipTick("r", time.Now()) || p != (pausedRoom{}) {
+		t.Fatalf("a room found open is still held: %+v", p)
+	}
+	// A room never found paused gets no memory from the tick loop's note.
+	q.notePaused("open", false, time.Now())
+	if q.roomMemOf("open") != nil {
+		t.Fatal("a room found open was given memory")
 	}
 
 	// The room of a change may be a request's buffer, reused after it:
 	// the change is kept under the room's name, not the buffer's.
 	buf := []byte("drop")
-	p.forget(unsafe.String(unsafe.SliceData(buf), len(buf)))
+	q.settingsChanged(unsafe.String(unsafe.SliceData(buf), len(buf)))
 	copy(buf, "zzzz")
-	if _, ok := p.rooms["drop"]; !ok || len(p.rooms) != 1 {
-		t.Fatalf("the change is kept under %q, want drop", slices.Collect(maps.Keys(p.rooms)))
+	var names []string
+	q.rooms.Range(func(k, _ any) bool { names = append(names, k.(string)); return true })
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"drop", "r"}) {
+		t.Fatalf("the rooms held are %q, want drop and r", names)
 	}
 }

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/lograte"
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // logLines is a log the test reads while the code under test writes it.
@@ -56,7 +58,7 @@ type failCount struct {
 	failed atomic.Int64
 }
 
-func (f *failCount) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
+func (f *failCount) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
 	v, err := f.Redis.Eval(ctx, s, keys, args...)
 	if err != nil {
 		f.failed.Add(1)
@@ -90,7 +92,7 @@ func TestTickLogDuringOutage(t *testing.T) {
 				OnAdmit:  func(string, int) { admitted.Add(1) },
 			})
 			for _, room := range []string{"drop", "shop"} {
-				if err := q.SetRoomConfig(ctx, room, RoomConfig{}); err != nil {
+				if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 					t.Fatal(err)
 				}
 				joinN(t, q, room, 200, "v")

@@ -9,18 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
-	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/wire"
 )
 
 // countingRedis counts the calls made through it.
 type countingRedis struct {
-	queue.Redis
+	rediscall.Redis
 	calls atomic.Int64
 }
 
-func (c *countingRedis) Eval(ctx context.Context, s *queue.Script, keys []string, args ...string) (any, error) {
+func (c *countingRedis) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
 	c.calls.Add(1)
 	return c.Redis.Eval(ctx, s, keys, args...)
 }

@@ -7,8 +7,9 @@ import (
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
+	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
-	"github.com/waitroom/waitroom/queue"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -18,14 +19,14 @@ var clients = []string{"rueidis", "go-redis"}
 // each runs f against a real redis-server with rueidis, the default
 // client. go-redis and miniredis are held to the same answers by
 // TestParity (parity_test.go).
-func each(t *testing.T, f func(t *testing.T, srv *redistest.Server, r queue.Redis)) {
+func each(t *testing.T, f func(t *testing.T, srv *redistest.Server, r rediscall.Redis)) {
 	t.Run("real/rueidis", func(t *testing.T) {
 		srv := redistest.StartReal(t)
 		f(t, srv, newRedis(t, srv, "rueidis"))
 	})
 }
 
-func newRedis(tb testing.TB, srv *redistest.Server, client string) queue.Redis {
+func newRedis(tb testing.TB, srv *redistest.Server, client string) rediscall.Redis {
 	tb.Helper()
 	switch client {
 	case "rueidis":
@@ -37,11 +38,11 @@ func newRedis(tb testing.TB, srv *redistest.Server, client string) queue.Redis {
 			tb.Fatalf("rueidis: %v", err)
 		}
 		tb.Cleanup(c.Close)
-		return queue.NewRueidis(c)
+		return redisconn.NewRueidis(c)
 	case "go-redis":
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: 2})
 		tb.Cleanup(func() { _ = c.Close() })
-		return queue.NewGoRedis(c)
+		return redisconn.NewGoRedis(c)
 	}
 	tb.Fatalf("unknown client %q", client)
 	return nil

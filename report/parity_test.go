@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
-	"github.com/waitroom/waitroom/queue"
 )
 
 // TestParity holds miniredis and go-redis to what the other tests check on
@@ -54,7 +54,7 @@ func TestParity(t *testing.T) {
 
 // knownReport plays the known run through two recorders on r and returns
 // the room's report, without its times.
-func knownReport(t *testing.T, r queue.Redis) string {
+func knownReport(t *testing.T, r rediscall.Redis) string {
 	ctx := context.Background()
 	a, b := New(r, nil), New(r, nil)
 	const room = "drop"
@@ -85,12 +85,12 @@ func knownReport(t *testing.T, r queue.Redis) string {
 
 // countedRedis counts the calls of each script by name.
 type countedRedis struct {
-	queue.Redis
+	rediscall.Redis
 	mu    sync.Mutex
 	calls map[string]int
 }
 
-func (c *countedRedis) Eval(ctx context.Context, s *queue.Script, keys []string, args ...string) (any, error) {
+func (c *countedRedis) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
 	c.mu.Lock()
 	if c.calls == nil {
 		c.calls = map[string]int{}

@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
-	"github.com/waitroom/waitroom/queue"
 )
 
 // watchedRedis records what a report read asks of Redis: the most keys
 // one call touched, the script calls, and the most calls in flight at once.
 type watchedRedis struct {
-	queue.Redis
+	rediscall.Redis
 	scripts          atomic.Int64
 	inFlight, most   atomic.Int64
 	mu               sync.Mutex
@@ -33,7 +33,7 @@ func (w *watchedRedis) enter() func() {
 	return func() { w.inFlight.Add(-1) }
 }
 
-func (w *watchedRedis) Eval(ctx context.Context, s *queue.Script, keys []string, args ...string) (any, error) {
+func (w *watchedRedis) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
 	defer w.enter()()
 	w.scripts.Add(1)
 	w.mu.Lock()
@@ -62,7 +62,7 @@ func (w *watchedRedis) Do(ctx context.Context, args ...string) (any, error) {
 // one instance take turns: four dashboards reading at once never have more
 // than one command in flight, and no command reads more than one hour.
 func TestReadInShortCalls(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, r queue.Redis) {
+	each(t, func(t *testing.T, srv *redistest.Server, r rediscall.Redis) {
 		ctx := context.Background()
 		to := time.Now().Truncate(time.Hour)
 		from := to.Add(-31 * 24 * time.Hour)

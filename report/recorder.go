@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -38,7 +38,7 @@ type Options struct {
 // when admissions wait to be matched with their joins). Its record
 // methods never block and are safe for concurrent use.
 type Recorder struct {
-	r    queue.Redis
+	r    rediscall.Redis
 	opts Options
 	log  *slog.Logger
 
@@ -57,7 +57,7 @@ type finish struct {
 }
 
 // New is a Recorder writing to r. o may be nil; New keeps a copy of it.
-func New(r queue.Redis, o *Options) *Recorder {
+func New(r rediscall.Redis, o *Options) *Recorder {
 	var opts Options
 	if o != nil {
 		opts = *o
@@ -101,7 +101,7 @@ type Promise struct {
 // Joined counts a visitor that took a new place in room at issuedAt
 // (Redis time, as its ticket says), told to wait as told says.
 func (rc *Recorder) Joined(room, visitor string, issuedAt time.Time, told Promise) {
-	if !queue.ValidRoom(room) || visitor == "" {
+	if !wire.ValidRoom(room) || visitor == "" {
 		return
 	}
 	v := joinValue(issuedAt, told)
@@ -116,7 +116,7 @@ func (rc *Recorder) Joined(room, visitor string, issuedAt time.Time, told Promis
 // Invite or Closed; anything else is ignored).
 func (rc *Recorder) Refused(room, reason string) {
 	i := reasonIndex(reason)
-	if i < 0 || !queue.ValidRoom(room) {
+	if i < 0 || !wire.ValidRoom(room) {
 		return
 	}
 	rc.mu.Lock()
@@ -128,7 +128,7 @@ func (rc *Recorder) Refused(room, reason string) {
 // of its own accord. Those set aside as away and those dropped are read
 // from the queue's own counts when the room's counts are written.
 func (rc *Recorder) Left(room string) {
-	if !queue.ValidRoom(room) {
+	if !wire.ValidRoom(room) {
 		return
 	}
 	rc.mu.Lock()
@@ -140,7 +140,7 @@ func (rc *Recorder) Left(room string) {
 // the visitors waiting as it found them (a sample of the peak) and those
 // it admitted.
 func (rc *Recorder) Ticked(room string, waiting int64, admitted []wire.Admission) {
-	if !queue.ValidRoom(room) {
+	if !wire.ValidRoom(room) {
 		return
 	}
 	now := time.Now()
@@ -160,7 +160,7 @@ func (rc *Recorder) Ticked(room string, waiting int64, admitted []wire.Admission
 // entry token's notBefore) to end (its session ended or its token was
 // consumed).
 func (rc *Recorder) Ended(room string, start, end time.Time) {
-	if !queue.ValidRoom(room) || start.IsZero() || end.Before(start) {
+	if !wire.ValidRoom(room) || start.IsZero() || end.Before(start) {
 		return
 	}
 	rc.mu.Lock()

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // Report is what happened in a room over [From, To), to the minute.
@@ -105,8 +105,8 @@ var ErrRange = errors.New("report: the range's end is not after its start")
 // at a time (the others wait their turn, or their context), so dashboards
 // reading at once add no more load than one does.
 func (rc *Recorder) Read(ctx context.Context, room string, from, to time.Time) (Report, error) {
-	if !queue.ValidRoom(room) {
-		return Report{}, queue.ErrInvalidRoom
+	if !wire.ValidRoom(room) {
+		return Report{}, wire.ErrInvalidRoom
 	}
 	if !to.After(from) {
 		return Report{}, ErrRange

@@ -12,9 +12,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
-	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -120,7 +120,7 @@ func (k *run) play(a, b *Recorder, room string) {
 }
 
 func TestKnownRun(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, r queue.Redis) {
+	each(t, func(t *testing.T, srv *redistest.Server, r rediscall.Redis) {
 		ctx := context.Background()
 		a, b := New(r, nil), New(r, nil)
 		const room = "drop"
@@ -198,7 +198,7 @@ func TestKnownRun(t *testing.T) {
 	})
 }
 
-func mustDo(t *testing.T, r queue.Redis, args ...string) {
+func mustDo(t *testing.T, r rediscall.Redis, args ...string) {
 	t.Helper()
 	if _, err := r.Do(context.Background(), args...); err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestMatchLocalJoin(t *testing.T) {
 // Minutes of an earlier hour go to that hour's hash, which expires after
 // the retention.
 func TestHoursAndRetention(t *testing.T) {
-	each(t, func(t *testing.T, srv *redistest.Server, r queue.Redis) {
+	each(t, func(t *testing.T, srv *redistest.Server, r rediscall.Redis) {
 		ctx := context.Background()
 		rc := New(r, &Options{Retention: 2 * time.Hour})
 		old := time.Now().Add(-3 * time.Hour)
@@ -281,7 +281,7 @@ func TestReadRange(t *testing.T) {
 	if _, err := rc.Read(context.Background(), "r", now, now); !errors.Is(err, ErrRange) {
 		t.Fatalf("empty range: %v", err)
 	}
-	if _, err := rc.Read(context.Background(), "Bad Room", now, now.Add(time.Hour)); !errors.Is(err, queue.ErrInvalidRoom) {
+	if _, err := rc.Read(context.Background(), "Bad Room", now, now.Add(time.Hour)); !errors.Is(err, wire.ErrInvalidRoom) {
 		t.Fatalf("bad room: %v", err)
 	}
 	rep, err := rc.Read(context.Background(), "r", now.Add(-30*24*time.Hour), now)

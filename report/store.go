@@ -2,27 +2,24 @@ package report
 
 import (
 	"context"
-	"crypto/sha1"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/internal/rediscall"
 )
 
 //go:embed scripts/*.lua
 var scriptFiles embed.FS
 
-func loadScript(name string) *queue.Script {
+func loadScript(name string) *rediscall.Script {
 	src, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic(err)
 	}
-	sum := sha1.Sum(src)
-	return &queue.Script{Name: "report_" + name, Src: string(src), Hash: hex.EncodeToString(sum[:])}
+	return rediscall.NewScript("report_"+name, string(src))
 }
 
 var (

@@ -19,7 +19,7 @@ type fakeStore struct {
 	capacity queue.Capacity
 
 	mu    sync.Mutex
-	rooms map[string]queue.RoomConfig
+	rooms map[string]settings.Room
 	stats map[string]queue.RoomStats
 	fail  map[string]bool
 	down  bool
@@ -33,16 +33,16 @@ type fakeStore struct {
 func newFakeStore() *fakeStore {
 	return &fakeStore{
 		capacity: queue.Capacity{Batch: 10, Tick: 100 * time.Millisecond},
-		rooms:    map[string]queue.RoomConfig{}, stats: map[string]queue.RoomStats{}, fail: map[string]bool{},
+		rooms:    map[string]settings.Room{}, stats: map[string]queue.RoomStats{}, fail: map[string]bool{},
 	}
 }
 
 // stored is cfg as the store gives it back: with version v.
-func stored(cfg queue.RoomConfig, v int64) queue.RoomConfig {
+func stored(cfg settings.Room, v int64) settings.Room {
 	return settings.FromHash(append(cfg.Hash(), settings.VersionHash, strconv.FormatInt(v, 10)))
 }
 
-func (f *fakeStore) put(room string, cfg queue.RoomConfig, v int64, st queue.RoomStats) {
+func (f *fakeStore) put(room string, cfg settings.Room, v int64, st queue.RoomStats) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rooms[room], f.stats[room] = stored(cfg, v), st
@@ -89,13 +89,13 @@ func (f *fakeStore) RoomExists(ctx context.Context, room string) (bool, error) {
 	return ok, nil
 }
 
-func (f *fakeStore) RoomConfig(ctx context.Context, room string) (queue.RoomConfig, error) {
+func (f *fakeStore) RoomConfig(ctx context.Context, room string) (settings.Room, error) {
 	defer f.enter()()
 	if f.hold != nil {
 		<-f.hold
 	}
 	if err := f.err(room); err != nil {
-		return queue.RoomConfig{}, err
+		return settings.Room{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -3,13 +3,13 @@ package roomcache
 import (
 	"strings"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 	"golang.org/x/time/rate"
 )
 
 // admissionRate is this instance's share of the room's configured rate
 // (batch per tick, divided among the live instances) and its burst.
-func (c *Cache) admissionRate(cfg queue.RoomConfig) (rate.Limit, int) {
+func (c *Cache) admissionRate(cfg settings.Room) (rate.Limit, int) {
 	batch := c.capacity.BatchSize()
 	if cfg.Batch > 0 {
 		batch = cfg.Batch
@@ -57,7 +57,7 @@ func (c *Cache) rerateLocked() {
 		l.SetLimit(lim)
 		l.SetBurst(burst)
 	}
-	lim, burst := c.admissionRate(queue.RoomConfig{})
+	lim, burst := c.admissionRate(settings.Room{})
 	c.other.SetLimit(lim)
 	c.other.SetBurst(burst)
 }

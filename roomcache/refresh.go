@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // refreshWorkers bounds the room reads of one refresh in flight at once.
@@ -21,7 +22,7 @@ func (c *Cache) Refresh(ctx context.Context) error {
 	}
 	type read struct {
 		room string
-		cfg  queue.RoomConfig
+		cfg  settings.Room
 		st   queue.RoomStats
 		err  error
 	}
@@ -69,11 +70,11 @@ func (c *Cache) Stats() map[string]queue.RoomStats {
 // RoomSettings returns the settings last read of room, to write back when
 // Redis lost them (queue.SettingsSource); ok is false for a room whose
 // settings were never read.
-func (c *Cache) RoomSettings(room string) (cfg queue.RoomConfig, ok bool) {
+func (c *Cache) RoomSettings(room string) (cfg settings.Room, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if !c.read[room] {
-		return queue.RoomConfig{}, false
+		return settings.Room{}, false
 	}
 	return c.cfg[room], true
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 	"golang.org/x/time/rate"
 )
 
@@ -26,7 +27,7 @@ type Store interface {
 	// RoomExists reports whether an operator created room.
 	RoomExists(ctx context.Context, room string) (bool, error)
 	// RoomConfig is room's stored settings (version 0 when it has none).
-	RoomConfig(ctx context.Context, room string) (queue.RoomConfig, error)
+	RoomConfig(ctx context.Context, room string) (settings.Room, error)
 	// Stats is room's counters.
 	Stats(ctx context.Context, room string) (queue.RoomStats, error)
 	// ConfiguredRooms lists the rooms an operator created.
@@ -39,7 +40,7 @@ type Store interface {
 // Options tune a Cache. A nil *Options means every default.
 type Options struct {
 	// FailMode is the fail mode of a room without one of its own:
-	// queue.FailOpen (the default) or queue.FailClosed.
+	// settings.FailOpen (the default) or settings.FailClosed.
 	FailMode string
 }
 
@@ -55,13 +56,13 @@ type Cache struct {
 	instances atomic.Int64 // live instances last seen in the registry (at least 1)
 
 	mu       sync.RWMutex
-	cfg      map[string]queue.RoomConfig // configured rooms
-	read     map[string]bool             // rooms whose settings were read (not just seen to exist)
-	stats    map[string]queue.RoomStats  // configured rooms
-	limiters map[string]*rate.Limiter    // configured rooms
-	other    *rate.Limiter               // every other room (open rooms), together
-	missing  map[string]time.Time        // rooms found not to exist, until when to believe it
-	lost     map[string]int64            // rooms whose settings Redis lost: the version a join checks
+	cfg      map[string]settings.Room   // configured rooms
+	read     map[string]bool            // rooms whose settings were read (not just seen to exist)
+	stats    map[string]queue.RoomStats // configured rooms
+	limiters map[string]*rate.Limiter   // configured rooms
+	other    *rate.Limiter              // every other room (open rooms), together
+	missing  map[string]time.Time       // rooms found not to exist, until when to believe it
+	lost     map[string]int64           // rooms whose settings Redis lost: the version a join checks
 }
 
 // missingFor is how long a room found not to exist is believed gone; a room
@@ -79,15 +80,15 @@ func New(store Store, opts *Options) *Cache {
 		o = *opts
 	}
 	if o.FailMode == "" {
-		o.FailMode = queue.FailOpen
+		o.FailMode = settings.FailOpen
 	}
 	c := &Cache{
 		store: store, defFail: o.FailMode, capacity: store.Capacity(),
-		cfg: map[string]queue.RoomConfig{}, stats: map[string]queue.RoomStats{}, read: map[string]bool{},
+		cfg: map[string]settings.Room{}, stats: map[string]queue.RoomStats{}, read: map[string]bool{},
 		limiters: map[string]*rate.Limiter{}, missing: map[string]time.Time{}, lost: map[string]int64{},
 	}
 	c.instances.Store(1)
-	lim, burst := c.admissionRate(queue.RoomConfig{})
+	lim, burst := c.admissionRate(settings.Room{})
 	c.other = rate.NewLimiter(lim, burst)
 	return c
 }

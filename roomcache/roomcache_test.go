@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 	"golang.org/x/time/rate"
 )
 
@@ -22,9 +23,9 @@ func TestDefaults(t *testing.T) {
 		opts *Options
 		want string
 	}{
-		{"nil options", nil, queue.FailOpen},
-		{"empty options", &Options{}, queue.FailOpen},
-		{"closed", &Options{FailMode: queue.FailClosed}, queue.FailClosed},
+		{"nil options", nil, settings.FailOpen},
+		{"empty options", &Options{}, settings.FailOpen},
+		{"closed", &Options{FailMode: settings.FailClosed}, settings.FailClosed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := New(newFakeStore(), tc.opts)
@@ -50,16 +51,16 @@ func TestDefaults(t *testing.T) {
 // TestSettingsRead: what Reload read is what the cache answers with.
 func TestSettingsRead(t *testing.T) {
 	f := newFakeStore()
-	f.put("shop", queue.RoomConfig{FailMode: queue.FailClosed, JoinRate: 2.5, TokenTTL: time.Minute, PowBits: 12}, 3, queue.RoomStats{})
-	f.put("burst", queue.RoomConfig{JoinRate: 4, JoinBurst: 9}, 1, queue.RoomStats{})
-	f.put("slow", queue.RoomConfig{JoinRate: 0.5}, 1, queue.RoomStats{})
-	c := New(f, &Options{FailMode: queue.FailOpen})
+	f.put("shop", settings.Room{FailMode: settings.FailClosed, JoinRate: 2.5, TokenTTL: time.Minute, PowBits: 12}, 3, queue.RoomStats{})
+	f.put("burst", settings.Room{JoinRate: 4, JoinBurst: 9}, 1, queue.RoomStats{})
+	f.put("slow", settings.Room{JoinRate: 0.5}, 1, queue.RoomStats{})
+	c := New(f, &Options{FailMode: settings.FailOpen})
 	for _, room := range []string{"shop", "burst", "slow"} {
 		if err := c.Reload(context.Background(), room); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if c.FailMode("shop") != queue.FailClosed || c.TokenTTL("shop") != time.Minute || c.PowBits("shop") != 12 {
+	if c.FailMode("shop") != settings.FailClosed || c.TokenTTL("shop") != time.Minute || c.PowBits("shop") != 12 {
 		t.Errorf("shop: fail %q ttl %v pow %d", c.FailMode("shop"), c.TokenTTL("shop"), c.PowBits("shop"))
 	}
 	if c.Version("shop") != 3 || c.Label("shop") != "shop" {
@@ -83,7 +84,7 @@ func TestExistsRemembers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		f := newFakeStore()
-		f.put("made", queue.RoomConfig{FailMode: queue.FailClosed}, 2, queue.RoomStats{})
+		f.put("made", settings.Room{FailMode: settings.FailClosed}, 2, queue.RoomStats{})
 		c := New(f, nil)
 		for range 3 {
 			if ok, err := c.Exists(ctx, "made"); !ok || err != nil {
@@ -93,7 +94,7 @@ func TestExistsRemembers(t *testing.T) {
 		if n := f.exists.Load(); n != 1 {
 			t.Errorf("%d store calls for a room known, want 1", n)
 		}
-		if c.FailMode("made") != queue.FailClosed || c.Version("made") != 2 {
+		if c.FailMode("made") != settings.FailClosed || c.Version("made") != 2 {
 			t.Error("a room found was not read in full")
 		}
 
@@ -105,7 +106,7 @@ func TestExistsRemembers(t *testing.T) {
 		if n := f.exists.Load(); n != 2 {
 			t.Errorf("%d store calls after a missing room asked 3 times, want 2", n)
 		}
-		f.put("later", queue.RoomConfig{}, 1, queue.RoomStats{})
+		f.put("later", settings.Room{}, 1, queue.RoomStats{})
 		if ok, _ := c.Exists(ctx, "later"); ok {
 			t.Error("a room believed missing was asked for again within missingFor")
 		}
@@ -144,7 +145,7 @@ func TestExistsBoundsMissing(t *testing.T) {
 func TestLostSettingsStay(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeStore()
-	f.put("kept", queue.RoomConfig{JoinRate: 50, Message: "Doors at nine."}, 4, queue.RoomStats{})
+	f.put("kept", settings.Room{JoinRate: 50, Message: "Doors at nine."}, 4, queue.RoomStats{})
 	c := New(f, nil)
 	if err := c.Reload(ctx, "kept"); err != nil {
 		t.Fatal(err)
@@ -167,7 +168,7 @@ func TestLostSettingsStay(t *testing.T) {
 		t.Errorf("SettingsRooms %v lacks kept", c.SettingsRooms())
 	}
 
-	f.put("kept", queue.RoomConfig{JoinRate: 50, Message: "Doors at nine."}, 1, queue.RoomStats{})
+	f.put("kept", settings.Room{JoinRate: 50, Message: "Doors at nine."}, 1, queue.RoomStats{})
 	if err := c.Reload(ctx, "kept"); err != nil {
 		t.Fatal(err)
 	}
@@ -182,8 +183,8 @@ func TestLostSettingsStay(t *testing.T) {
 func TestRefreshKeepsWhatItCannotRead(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeStore()
-	f.put("a", queue.RoomConfig{PowBits: 5}, 1, queue.RoomStats{Waiting: 7})
-	f.put("b", queue.RoomConfig{PowBits: 6}, 1, queue.RoomStats{Waiting: 8})
+	f.put("a", settings.Room{PowBits: 5}, 1, queue.RoomStats{Waiting: 7})
+	f.put("b", settings.Room{PowBits: 6}, 1, queue.RoomStats{Waiting: 8})
 	c := New(f, nil)
 	if err := c.Refresh(ctx); err != nil {
 		t.Fatal(err)
@@ -197,7 +198,7 @@ func TestRefreshKeepsWhatItCannotRead(t *testing.T) {
 		t.Error("Stats handed out the cache's own map")
 	}
 
-	f.put("a", queue.RoomConfig{PowBits: 9}, 2, queue.RoomStats{Waiting: 1})
+	f.put("a", settings.Room{PowBits: 9}, 2, queue.RoomStats{Waiting: 1})
 	f.setFail("b", true)
 	if err := c.Refresh(ctx); !errors.Is(err, errDown) {
 		t.Fatalf("refresh with a room failing: %v", err)
@@ -224,7 +225,7 @@ func TestRefreshBoundsReads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeStore()
 		for i := range 5 * refreshWorkers {
-			f.put(fmt.Sprintf("r%03d", i), queue.RoomConfig{}, 1, queue.RoomStats{})
+			f.put(fmt.Sprintf("r%03d", i), settings.Room{}, 1, queue.RoomStats{})
 		}
 		f.hold = make(chan struct{})
 		c := New(f, nil)
@@ -253,7 +254,7 @@ func TestRefreshBoundsReads(t *testing.T) {
 func TestLimiterShare(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeStore() // batch 10 per 100 ms: 100/s
-	f.put("big", queue.RoomConfig{Batch: 40}, 1, queue.RoomStats{})
+	f.put("big", settings.Room{Batch: 40}, 1, queue.RoomStats{})
 	c := New(f, nil)
 	if err := c.Refresh(ctx); err != nil {
 		t.Fatal(err)
@@ -280,7 +281,7 @@ func TestLimiterShare(t *testing.T) {
 	c.SetInstances(0)
 	check("big", 400, 40)
 
-	f.put("big", queue.RoomConfig{Batch: 20}, 2, queue.RoomStats{})
+	f.put("big", settings.Room{Batch: 20}, 2, queue.RoomStats{})
 	if err := c.Reload(ctx, "big"); err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func TestLimiterShare(t *testing.T) {
 func TestKeepsItsOwnNames(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeStore()
-	f.put("drop", queue.RoomConfig{}, 1, queue.RoomStats{})
+	f.put("drop", settings.Room{}, 1, queue.RoomStats{})
 	c := New(f, nil)
 	buf := []byte("drop")
 	name := unsafe.String(unsafe.SliceData(buf), len(buf))

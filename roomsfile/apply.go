@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/schedule"
 	"github.com/waitroom/waitroom/settings"
 )
@@ -18,19 +17,19 @@ import (
 // (*queue.Queue is one).
 type Store interface {
 	// RoomConfig is room's stored settings.
-	RoomConfig(ctx context.Context, room string) (queue.RoomConfig, error)
+	RoomConfig(ctx context.Context, room string) (settings.Room, error)
 	// RoomExists reports whether room was created.
 	RoomExists(ctx context.Context, room string) (bool, error)
 	// UpdateRoomConfig changes room's settings through change, creating
 	// the room; change's error aborts the write and is returned.
-	UpdateRoomConfig(ctx context.Context, room string, change func(*queue.RoomConfig) error) (queue.RoomConfig, error)
+	UpdateRoomConfig(ctx context.Context, room string, change func(*settings.Room) error) (settings.Room, error)
 }
 
 // Auditor records a change an apply made to a room's settings.
 type Auditor interface {
 	// Audit records that who made action ("create" or "update") on room,
 	// from before to after.
-	Audit(ctx context.Context, room, who, action string, before, after queue.RoomConfig)
+	Audit(ctx context.Context, room, who, action string, before, after settings.Room)
 }
 
 // AuditLabel is who the audit trail names for changes an apply made.
@@ -41,7 +40,7 @@ type ApplyOptions struct {
 	// Effective fills in what a room's stored settings leave to the
 	// deployment, for the error that lists the stored settings a value of
 	// the file clashes with. Nil lists them as stored.
-	Effective func(room string, stored queue.RoomConfig) queue.RoomConfig
+	Effective func(room string, stored settings.Room) settings.Room
 	// Audit records every room created or updated, as AuditLabel. Nil
 	// records nothing.
 	Audit Auditor
@@ -104,7 +103,7 @@ const readBackTimeout = 2 * time.Second
 
 // stored is a room's settings in the store before an apply.
 type stored struct {
-	cfg    queue.RoomConfig
+	cfg    settings.Room
 	exists bool
 }
 
@@ -122,7 +121,7 @@ func Apply(ctx context.Context, f *File, store Store, opts *ApplyOptions) (Appli
 		o = *opts
 	}
 	if o.Effective == nil {
-		o.Effective = func(_ string, c queue.RoomConfig) queue.RoomConfig { return c }
+		o.Effective = func(_ string, c settings.Room) settings.Room { return c }
 	}
 	if f == nil {
 		return Applied{}, nil
@@ -188,7 +187,7 @@ func check(ctx context.Context, f *File, store Store, o ApplyOptions) ([]stored,
 		now[i].cfg = cfg
 		r.Apply(&cfg)
 		if err := cfg.Validate(); err != nil {
-			var fe *queue.FieldError
+			var fe *settings.FieldError
 			if errors.As(err, &fe) {
 				line, ok := r.Lines[fe.Field]
 				if !ok {
@@ -212,8 +211,8 @@ func write(ctx context.Context, f *File, store Store, o ApplyOptions, now []stor
 			done.Unchanged++
 			continue
 		}
-		var before queue.RoomConfig
-		after, err := store.UpdateRoomConfig(ctx, r.Name, func(c *queue.RoomConfig) error {
+		var before settings.Room
+		after, err := store.UpdateRoomConfig(ctx, r.Name, func(c *settings.Room) error {
 			before = *c
 			if len(r.Apply(c)) == 0 && now[i].exists {
 				return errUnchanged
@@ -246,8 +245,8 @@ func write(ctx context.Context, f *File, store Store, o ApplyOptions, now []stor
 // storedBeside lists the settings stored now in room that the file does
 // not set and that differ from the defaults: those a value of the file
 // can clash with.
-func storedBeside(r Room, cfg queue.RoomConfig, effective func(string, queue.RoomConfig) queue.RoomConfig) string {
-	now, def := effective(r.Name, cfg), effective(r.Name, queue.RoomConfig{})
+func storedBeside(r Room, cfg settings.Room, effective func(string, settings.Room) settings.Room) string {
+	now, def := effective(r.Name, cfg), effective(r.Name, settings.Room{})
 	var out []string
 	for _, f := range settings.Fields {
 		if v := f.Value(now); !r.Sets(f.Name) && !reflect.DeepEqual(v, f.Value(def)) {

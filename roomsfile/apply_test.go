@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 )
 
 var errLost = errors.New("the reply was lost")
@@ -17,20 +17,20 @@ var errLost = errors.New("the reply was lost")
 // fail (after writing it when landed); down makes every call fail.
 type memStore struct {
 	mu     sync.Mutex
-	rooms  map[string]queue.RoomConfig
+	rooms  map[string]settings.Room
 	writes []string
 	failAt string
 	landed bool
 	down   bool
 }
 
-func newMemStore() *memStore { return &memStore{rooms: map[string]queue.RoomConfig{}} }
+func newMemStore() *memStore { return &memStore{rooms: map[string]settings.Room{}} }
 
-func (m *memStore) RoomConfig(ctx context.Context, room string) (queue.RoomConfig, error) {
+func (m *memStore) RoomConfig(ctx context.Context, room string) (settings.Room, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {
-		return queue.RoomConfig{}, errLost
+		return settings.Room{}, errLost
 	}
 	return m.rooms[room], nil
 }
@@ -45,23 +45,23 @@ func (m *memStore) RoomExists(ctx context.Context, room string) (bool, error) {
 	return ok, nil
 }
 
-func (m *memStore) UpdateRoomConfig(ctx context.Context, room string, change func(*queue.RoomConfig) error) (queue.RoomConfig, error) {
+func (m *memStore) UpdateRoomConfig(ctx context.Context, room string, change func(*settings.Room) error) (settings.Room, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {
-		return queue.RoomConfig{}, errLost
+		return settings.Room{}, errLost
 	}
 	c := m.rooms[room]
 	if err := change(&c); err != nil {
-		return queue.RoomConfig{}, err
+		return settings.Room{}, err
 	}
 	if room == m.failAt && !m.landed {
-		return queue.RoomConfig{}, errLost
+		return settings.Room{}, errLost
 	}
 	m.rooms[room] = c
 	m.writes = append(m.writes, room)
 	if room == m.failAt {
-		return queue.RoomConfig{}, errLost
+		return settings.Room{}, errLost
 	}
 	return c, nil
 }
@@ -70,7 +70,7 @@ type auditEntry struct{ room, who, action string }
 
 type memAudit struct{ entries []auditEntry }
 
-func (a *memAudit) Audit(ctx context.Context, room, who, action string, before, after queue.RoomConfig) {
+func (a *memAudit) Audit(ctx context.Context, room, who, action string, before, after settings.Room) {
 	a.entries = append(a.entries, auditEntry{room, who, action})
 }
 
@@ -89,8 +89,8 @@ const threeRooms = "rooms:\n  new:\n    batch: 3\n  same:\n    batch: 4\n  old:\
 // differ updated, rooms that match left alone, and each write audited.
 func TestApplyWritesWhatDiffers(t *testing.T) {
 	st := newMemStore()
-	st.rooms["same"] = queue.RoomConfig{Batch: 4}
-	st.rooms["old"] = queue.RoomConfig{Batch: 1, Seats: 9}
+	st.rooms["same"] = settings.Room{Batch: 4}
+	st.rooms["old"] = settings.Room{Batch: 1, Seats: 9}
 	audit := &memAudit{}
 	done, err := Apply(context.Background(), mustParse(t, threeRooms), st, &ApplyOptions{Audit: audit})
 	if err != nil {
@@ -124,7 +124,7 @@ func TestApplyWritesWhatDiffers(t *testing.T) {
 // stored settings beside it (as Effective gives them).
 func TestApplyClashWritesNothing(t *testing.T) {
 	st := newMemStore()
-	st.rooms["drop"] = queue.RoomConfig{TokenTTL: 600 * time.Second, Seats: 7}
+	st.rooms["drop"] = settings.Room{TokenTTL: 600 * time.Second, Seats: 7}
 	f := mustParse(t, "rooms:\n  first:\n    batch: 2\n  drop:\n    batch: 5\n    tokenMaxSeconds: 300\n")
 	for _, tc := range []struct {
 		name string
@@ -132,7 +132,7 @@ func TestApplyClashWritesNothing(t *testing.T) {
 		want string
 	}{
 		{"as stored", nil, "seats 7, tokenTtlSeconds 600"},
-		{"effective", &ApplyOptions{Effective: func(room string, c queue.RoomConfig) queue.RoomConfig {
+		{"effective", &ApplyOptions{Effective: func(room string, c settings.Room) settings.Room {
 			if c.Seats == 0 {
 				c.Seats = 7 // the deployment's default: the stored 7 is no clash
 			}
@@ -163,7 +163,7 @@ func TestApplyStopsPartWay(t *testing.T) {
 	}{{"write lost", false, "no"}, {"answer lost", true, "yes"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newMemStore()
-			st.rooms["same"] = queue.RoomConfig{Batch: 4}
+			st.rooms["same"] = settings.Room{Batch: 4}
 			st.failAt, st.landed = "old", tc.landed
 			_, err := Apply(context.Background(), mustParse(t, threeRooms+"  last:\n    batch: 6\n"), st, nil)
 			var ae *ApplyError

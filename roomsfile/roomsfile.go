@@ -31,9 +31,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/schedule"
 	"github.com/waitroom/waitroom/settings"
+	"github.com/waitroom/waitroom/wire"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -74,7 +74,7 @@ func (e *Error) Error() string {
 type Room struct {
 	Name   string
 	Line   int
-	Config queue.RoomConfig
+	Config settings.Room
 	// Lines maps each field the file sets to its line.
 	Lines map[string]int
 	// Events are the room's scheduled events (the key events, a list of
@@ -90,7 +90,7 @@ func (r Room) Sets(field string) bool {
 
 // Apply sets in c the fields the file sets and returns the names of those
 // whose value changed.
-func (r Room) Apply(c *queue.RoomConfig) []string {
+func (r Room) Apply(c *settings.Room) []string {
 	var changed []string
 	for _, f := range settings.Fields {
 		if r.Sets(f.Name) && !f.Equal(*c, r.Config) {
@@ -192,7 +192,7 @@ func Parse(path string, data []byte) (*File, error) {
 		k, v := roomsNode.Content[i], roomsNode.Content[i+1]
 		name := k.Value
 		where := "rooms." + name
-		if k.Kind != yaml.ScalarNode || !queue.ValidRoom(name) {
+		if k.Kind != yaml.ScalarNode || !wire.ValidRoom(name) {
 			return nil, fail(k.Line, where, "is not a valid room name (^[a-z0-9][a-z0-9-]{0,63}$)")
 		}
 		if _, dup := f.rooms[name]; dup {
@@ -258,7 +258,7 @@ func parseRoom(path, name string, line int, n *yaml.Node) (Room, error) {
 		r.Lines[k.Value] = v.Line
 	}
 	if err := r.Config.Validate(); err != nil {
-		var fe *queue.FieldError
+		var fe *settings.FieldError
 		if errors.As(err, &fe) {
 			line, ok := r.Lines[fe.Field]
 			if !ok {

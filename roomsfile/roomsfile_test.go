@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 )
 
 func TestExampleFile(t *testing.T) {
@@ -24,7 +24,7 @@ func TestExampleFile(t *testing.T) {
 		t.Fatalf("rooms %v", names)
 	}
 	drop, ok := f.Room("drop-2026")
-	want := queue.RoomConfig{
+	want := settings.Room{
 		Strategy: "fixed", Batch: 30, Seats: 5000, OpensAt: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC),
 		TokenTTL: 300 * time.Second, TokenMax: 900 * time.Second, FailMode: "closed", JoinRate: 5, JoinBurst: 20,
 		Message: "Doors open at 09:00 UTC. Your place is kept if you reload.",
@@ -43,8 +43,8 @@ func TestExampleFile(t *testing.T) {
 	}
 }
 
-func sameConfig(a, b queue.RoomConfig) bool {
-	var x, y queue.RoomConfig
+func sameConfig(a, b settings.Room) bool {
+	var x, y settings.Room
 	Room{Config: a, Lines: all()}.Apply(&x)
 	Room{Config: b, Lines: all()}.Apply(&y)
 	return len(Room{Config: x, Lines: all()}.Apply(&y)) == 0
@@ -79,7 +79,7 @@ func TestApplyOnlyTheFieldsSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, _ := f.Room("drop")
-	live := queue.RoomConfig{Batch: 14, Seats: 100, Paused: true, Message: "old"}
+	live := settings.Room{Batch: 14, Seats: 100, Paused: true, Message: "old"}
 	changed := r.Apply(&live)
 	if strings.Join(changed, ",") != "batch,message" || live.Batch != 30 || live.Seats != 100 || !live.Paused || live.Message != "" {
 		t.Fatalf("changed %v, live %+v", changed, live)
@@ -187,7 +187,7 @@ func TestBranding(t *testing.T) {
 	if want := `<p>© Acme <a href="https://acme.example">Shop</a></p>`; c.BrandFooter != want {
 		t.Fatalf("footer %q, want %q", c.BrandFooter, want)
 	}
-	var live queue.RoomConfig
+	var live settings.Room
 	if changed := r.Apply(&live); len(changed) != 5 || live.BrandFooter != c.BrandFooter {
 		t.Fatalf("apply: %v %+v", changed, live)
 	}

@@ -12,21 +12,21 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/lograte"
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
-	"github.com/waitroom/waitroom/queue"
 )
 
 // switchedRedis fails every call while down, as an unreachable Redis.
 type switchedRedis struct {
-	queue.Redis
+	rediscall.Redis
 	down   atomic.Bool
 	failed atomic.Int64
 }
 
 var errUnreachable = errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
 
-func (s *switchedRedis) Eval(ctx context.Context, sc *queue.Script, keys []string, args ...string) (any, error) {
+func (s *switchedRedis) Eval(ctx context.Context, sc *rediscall.Script, keys []string, args ...string) (any, error) {
 	if s.down.Load() {
 		s.failed.Add(1)
 		return nil, errUnreachable

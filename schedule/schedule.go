@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/sha1"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,8 +14,9 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/lograte"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/settings"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // Rooms is the room store the schedule changes (a *queue.Queue): the same
@@ -85,7 +85,7 @@ const markApplied = "applied"
 // Schedule stores rooms' events and runs their transitions. Its methods
 // are safe for concurrent use.
 type Schedule struct {
-	r     queue.Redis
+	r     rediscall.Redis
 	rooms Rooms
 	audit Auditor
 	// onTransition is Options.OnTransition.
@@ -114,7 +114,7 @@ type Schedule struct {
 }
 
 // New is a schedule on r, changing rooms through rooms.
-func New(r queue.Redis, rooms Rooms, o *Options) *Schedule {
+func New(r rediscall.Redis, rooms Rooms, o *Options) *Schedule {
 	var opts Options
 	if o != nil {
 		opts = *o
@@ -177,7 +177,7 @@ func (s *Schedule) step(ctx context.Context) error {
 	var errs []error
 	for _, x := range arr {
 		room, _ := x.(string)
-		if !queue.ValidRoom(room) {
+		if !wire.ValidRoom(room) {
 			continue
 		}
 		if err := s.stepRoom(ctx, room, now); err != nil {
@@ -385,10 +385,7 @@ const swapSrc = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return 1`
 
-var swapScript = func() *queue.Script {
-	sum := sha1.Sum([]byte(swapSrc))
-	return &queue.Script{Name: "schedule-swap", Src: swapSrc, Hash: hex.EncodeToString(sum[:])}
-}()
+var swapScript = rediscall.NewScript("schedule-swap", swapSrc)
 
 // retryOrFail follows t's failure to apply (cause): t is tried again once
 // its wait is over, here or by another instance, and after MaxTries its

@@ -15,8 +15,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/settings"
@@ -64,7 +66,7 @@ func (r *recorder) list() []string {
 type instance struct {
 	q *queue.Queue
 	s *Schedule
-	r queue.Redis
+	r rediscall.Redis
 }
 
 // newInstance is a queue and a schedule on srv, closed when the test ends.
@@ -76,7 +78,7 @@ func newInstance(t *testing.T, srv *redistest.Server, client string, audit Audit
 		t.Fatal(err)
 	}
 	t.Cleanup(rc.Close)
-	signer, err := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
+	signer, err := visitorsig.NewSigner([]byte("0123456789abcdef-test-secret"))
 	if err != nil {
 		t.Fatal(err)
 	}

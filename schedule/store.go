@@ -3,7 +3,6 @@ package schedule
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha1"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/settings"
 )
 
@@ -54,10 +53,7 @@ if ARGV[2] == 'put' then redis.call('HSET', KEYS[1], ARGV[3], ARGV[4]) else redi
 redis.call('INCR', KEYS[2])
 return 1`
 
-var writeScript = func() *queue.Script {
-	sum := sha1.Sum([]byte(writeSrc))
-	return &queue.Script{Name: "schedule-write", Src: writeSrc, Hash: hex.EncodeToString(sum[:])}
-}()
+var writeScript = rediscall.NewScript("schedule-write", writeSrc)
 
 var (
 	errNotFound   = &Error{Status: 404, Code: "event_not_found", Msg: "no such event in this room"}

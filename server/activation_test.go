@@ -14,7 +14,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/webhook"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -39,7 +39,7 @@ func TestActivationNoticed(t *testing.T) {
 		}))
 	}
 	first := insts[0]
-	if err := first.q.SetRoomConfig(context.Background(), "shop", queue.RoomConfig{Activation: queue.ActivationBusy}); err != nil {
+	if err := first.q.SetRoomConfig(context.Background(), "shop", settings.Room{Activation: settings.ActivationBusy}); err != nil {
 		t.Fatal(err)
 	}
 	admin := newVisitor(t, first.URL)
@@ -109,10 +109,10 @@ func TestActivationInVisitorStates(t *testing.T) {
 	b := startServer(t, srv, "rueidis", nil)
 	ctx := context.Background()
 	// Paused, so a join waits: the room queues as long as it holds anyone.
-	if err := a.q.SetRoomConfig(ctx, "shop", queue.RoomConfig{Activation: queue.ActivationBusy, Paused: true}); err != nil {
+	if err := a.q.SetRoomConfig(ctx, "shop", settings.Room{Activation: settings.ActivationBusy, Paused: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.q.SetRoomConfig(ctx, "plain", queue.RoomConfig{Paused: true}); err != nil {
+	if err := a.q.SetRoomConfig(ctx, "plain", settings.Room{Paused: true}); err != nil {
 		t.Fatal(err)
 	}
 	var passing wire.Activation

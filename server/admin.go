@@ -8,7 +8,6 @@ import (
 
 	"github.com/waitroom/waitroom/admin"
 	"github.com/waitroom/waitroom/gateway"
-	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/roomsfile"
 	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
@@ -94,4 +93,4 @@ func (s *server) metricsGate(c *fiber.Ctx) error {
 }
 
 // effective is a room's stored settings as the admin API shows them.
-func (s *server) effective(room string, c queue.RoomConfig) admin.View { return s.admin.View(room, c) }
+func (s *server) effective(room string, c settings.Room) admin.View { return s.admin.View(room, c) }

@@ -27,6 +27,7 @@ import (
 	"github.com/waitroom/waitroom/internal/httperr"
 	"github.com/waitroom/waitroom/internal/issuer"
 	"github.com/waitroom/waitroom/internal/redisconn"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/metrics"
 	"github.com/waitroom/waitroom/opsfiles"
@@ -35,6 +36,7 @@ import (
 	"github.com/waitroom/waitroom/report"
 	"github.com/waitroom/waitroom/roomcache"
 	"github.com/waitroom/waitroom/schedule"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/static"
 	"github.com/waitroom/waitroom/visit"
 	"github.com/waitroom/waitroom/webhook"
@@ -50,7 +52,7 @@ type server struct {
 	redis     *redisconn.Conn
 	q         *queue.Queue
 	events    *schedule.Schedule // the rooms' scheduled events (events.go)
-	signer    *queue.Signer
+	signer    *visitorsig.Signer
 	tokens    *issuer.Issuer // entry tokens (entry.go)
 	hub       *hub.Hub
 	push      *push.Server // WebSocket and SSE
@@ -83,7 +85,7 @@ func newServer(ctx context.Context, cfg config, opts *serverOptions, log *slog.L
 		secret = make([]byte, 32)
 		_, _ = rand.Read(secret)
 	}
-	signer, err := queue.NewSigner(secret)
+	signer, err := visitorsig.NewSigner(secret)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +139,7 @@ func (s *server) build(ctx context.Context, secret []byte) error {
 	s.rooms = roomcache.New(s.q, &roomcache.Options{FailMode: s.cfg.FailMode})
 	s.acts = newActivations(s.noteActivation, func(room string) bool {
 		cfg, ok := s.rooms.RoomSettings(room)
-		return ok && cfg.Activation == queue.ActivationBusy
+		return ok && cfg.Activation == settings.ActivationBusy
 	})
 	s.tokens.SetRooms(s.rooms)
 	if err := s.ops.Start(ctx); err != nil {

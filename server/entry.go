@@ -9,7 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/waitroom/waitroom/internal/issuer"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 )
 
 // entryConfig is how entry tokens are signed and who may spend them.
@@ -27,7 +27,7 @@ func entryFlags(fs *flag.FlagSet, c *entryConfig) {
 }
 
 // newIssuer builds the entry tokens' issuer from the flags.
-func newIssuer(cfg config, secret []byte, legacy *queue.Signer, log *slog.Logger) (*issuer.Issuer, error) {
+func newIssuer(cfg config, secret []byte, legacy *visitorsig.Signer, log *slog.Logger) (*issuer.Issuer, error) {
 	return issuer.New(issuer.Config{
 		KeysFile: cfg.Entry.KeysFile, Issuer: cfg.Entry.Issuer, Addr: cfg.Addr, Shared: cfg.Redis != "",
 		TokenTTL: cfg.TokenTTL, TokenMax: cfg.TokenMax,
@@ -35,7 +35,7 @@ func newIssuer(cfg config, secret []byte, legacy *queue.Signer, log *slog.Logger
 }
 
 // parseToken checks an entry token sent to this server.
-func (s *server) parseToken(raw string) (queue.Token, error) { return s.tokens.ParseToken(raw) }
+func (s *server) parseToken(raw string) (visitorsig.Token, error) { return s.tokens.ParseToken(raw) }
 
 // jwks serves the public keys of the entry tokens. They change only with a
 // restart, and a verifier fetches again on a kid it does not know; the

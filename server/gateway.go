@@ -11,8 +11,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/waitroom/waitroom/gateway"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/roomcache"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/visit"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -70,7 +72,7 @@ func (s *server) loadRoutes() (*gateway.Config, error) {
 type gatewayStore struct{ s *server }
 
 func (a gatewayStore) Touch(ctx context.Context, sess gateway.Session) (time.Time, error) {
-	exp, err := a.s.q.Consume(ctx, queue.Token{Room: sess.Room, Visitor: sess.Visitor, NotBefore: sess.NotBefore}, queue.Touch)
+	exp, err := a.s.q.Consume(ctx, visitorsig.Token{Room: sess.Room, Visitor: sess.Visitor, NotBefore: sess.NotBefore}, queue.Touch)
 	if err != nil && visit.IsTokenError(err) {
 		return exp, fmt.Errorf("%w: %w", gateway.ErrSessionOver, err)
 	}
@@ -136,12 +138,12 @@ func (a gatewayRooms) Exists(ctx context.Context, room string) (bool, error) {
 }
 
 func (a gatewayRooms) IdleTTL(room string) time.Duration { return a.rc.TokenTTL(room) }
-func (a gatewayRooms) FailClosed(room string) bool       { return a.rc.FailMode(room) == queue.FailClosed }
+func (a gatewayRooms) FailClosed(room string) bool       { return a.rc.FailMode(room) == settings.FailClosed }
 func (a gatewayRooms) AllowFailOpen(room string) bool    { return a.rc.Limiter(room).Allow() }
 
 func (a gatewayRooms) Busy(room string) bool {
 	cfg, _ := a.rc.RoomSettings(room)
-	return cfg.Activation == queue.ActivationBusy
+	return cfg.Activation == settings.ActivationBusy
 }
 
 // gatewayAPI lets the gateway's endpoints answer like the rest of the API.

@@ -15,11 +15,11 @@ import (
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // setRoom stores room's settings and has ts read them at once.
-func setRoom(t *testing.T, ts *testServer, room string, cfg queue.RoomConfig) {
+func setRoom(t *testing.T, ts *testServer, room string, cfg settings.Room) {
 	t.Helper()
 	ctx := context.Background()
 	if err := ts.q.SetRoomConfig(ctx, room, cfg); err != nil {
@@ -67,7 +67,7 @@ func TestGatewayBusy(t *testing.T) {
 		c.RoutesFile = routes
 	}, func(t *testing.T, ts *testServer) {
 		ctx := context.Background()
-		setRoom(t, ts, "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 2, Activation: queue.ActivationBusy})
+		setRoom(t, ts, "gw", settings.Room{Strategy: "max-active", MaxActive: 2, Activation: settings.ActivationBusy})
 
 		a := newBrowser(t, ts.URL)
 		resp, body := a.get("GET", "/checkout/page")
@@ -132,7 +132,7 @@ func TestGatewayBusy(t *testing.T) {
 		})
 
 		// activation always: as before.
-		setRoom(t, ts, "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 100, Activation: queue.ActivationAlways})
+		setRoom(t, ts, "gw", settings.Room{Strategy: "max-active", MaxActive: 100, Activation: settings.ActivationAlways})
 		d := newBrowser(t, ts.URL)
 		if resp, _ := d.get("GET", "/checkout/page"); resp.StatusCode != 302 || cookieValue(d, visitorCookie) != "" {
 			t.Fatalf("activation always: %d, visitor cookie %q; want 302 and none", resp.StatusCode, cookieValue(d, visitorCookie))
@@ -171,7 +171,7 @@ func testBusyBurst(t *testing.T, accept string, inOrder bool) {
 			c.Routes = []string{"{match: '*/checkout/*', room: gw}"}
 		}))
 	}
-	setRoom(t, instances[0], "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 50, Activation: queue.ActivationBusy})
+	setRoom(t, instances[0], "gw", settings.Room{Strategy: "max-active", MaxActive: 50, Activation: settings.ActivationBusy})
 	for _, ts := range instances[1:] {
 		if err := ts.rooms.Refresh(context.Background()); err != nil {
 			t.Fatal(err)
@@ -284,7 +284,7 @@ func TestGatewayAPIClientFlow(t *testing.T) {
 		c.Upstream = up.URL
 		c.Routes = []string{"{match: '*/checkout/*', room: gw}"}
 	}, func(t *testing.T, ts *testServer) {
-		setRoom(t, ts, "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 1})
+		setRoom(t, ts, "gw", settings.Room{Strategy: "max-active", MaxActive: 1})
 		first := apiGet(t, ts.URL+"/checkout/api")
 		cred := first.Header.Get("X-Visitor")
 		if first.StatusCode != 429 || cred == "" || first.Header.Get("Retry-After") == "" {
@@ -330,8 +330,8 @@ func TestGatewayAPIClientGatedRoom(t *testing.T) {
 		c.Upstream = up.URL
 		c.Routes = []string{"{match: '*/pow/*', room: pow}", "{match: '*/inv/*', room: inv}"}
 	})
-	setRoom(t, ts, "pow", queue.RoomConfig{PowBits: 4})
-	setRoom(t, ts, "inv", queue.RoomConfig{InviteOnly: true})
+	setRoom(t, ts, "pow", settings.Room{PowBits: 4})
+	setRoom(t, ts, "inv", settings.Room{InviteOnly: true})
 	for _, path := range []string{"/pow/x", "/inv/x"} {
 		req, _ := http.NewRequest("GET", ts.URL+path, nil)
 		req.Header.Set("Accept", "application/json")

@@ -12,7 +12,7 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/limit"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // Traefik and Envoy are not packaged here: these tests send
@@ -158,7 +158,7 @@ func TestCheckEnvoy(t *testing.T) {
 // given; at the threshold the next ones queue.
 func TestCheckEnvoyBusy(t *testing.T) {
 	ts, _, _ := gatewayServer(t, nil, nil) // its visitor holds one slot
-	setRoom(t, ts, "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 3, Activation: queue.ActivationBusy})
+	setRoom(t, ts, "gw", settings.Room{Strategy: "max-active", MaxActive: 3, Activation: settings.ActivationBusy})
 	allowed := []string{"Cookie", "Accept", "X-Visitor", "X-Waitroom-Session"}
 	onSuccess := []string{"Set-Cookie", "X-Waitroom-Session", "X-Visitor"}
 	envoy := func(accept string, hdr ...string) *http.Response {
@@ -260,7 +260,7 @@ func TestCheckSlides(t *testing.T) {
 // is checked in memory); a request without one follows the room's fail
 // mode: open lets it through the room's limiter, closed refuses it.
 func TestCheckFailMode(t *testing.T) {
-	for _, mode := range []string{queue.FailOpen, queue.FailClosed} {
+	for _, mode := range []string{settings.FailOpen, settings.FailClosed} {
 		t.Run(mode, func(t *testing.T) {
 			srv := redistest.StartReal(t)
 			ts, session, cred := gatewayServer(t, srv, func(c *config) { c.FailMode = mode })
@@ -276,7 +276,7 @@ func TestCheckFailMode(t *testing.T) {
 			}
 			resp := check("")
 			switch mode {
-			case queue.FailOpen:
+			case settings.FailOpen:
 				if resp.StatusCode != 200 || resp.Header.Get("X-Waitroom-Fail-Open") != "1" {
 					t.Fatalf("open: %d", resp.StatusCode)
 				}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/limit"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 )
 
 func TestGatewayBusyNginx(t *testing.T)   { testRealGatewayBusy(t, "nginx") }
@@ -35,7 +35,7 @@ func testRealGatewayBusy(t *testing.T, kind string) {
 		c.TrustedProxies, _ = limit.ParseProxies("127.0.0.1/32")
 		withAdmin(c)
 	})
-	setRoom(t, ts, "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 2, Activation: queue.ActivationBusy})
+	setRoom(t, ts, "gw", settings.Room{Strategy: "max-active", MaxActive: 2, Activation: settings.ActivationBusy})
 	u, _ := url.Parse(ts.URL)
 	appURL, _ := url.Parse(up.URL)
 	base := startGatewayProcess(t, kind, u.Host, appURL.Host)

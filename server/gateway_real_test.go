@@ -24,6 +24,7 @@ import (
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/limit"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // The gateways from the examples, as real processes: nginx (auth_request)
@@ -314,7 +315,7 @@ func testRealGateway(t *testing.T, kind string) {
 		withAdmin(c)
 	})
 	ctx := context.Background()
-	if err := ts.q.SetRoomConfig(ctx, "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 1}); err != nil {
+	if err := ts.q.SetRoomConfig(ctx, "gw", settings.Room{Strategy: "max-active", MaxActive: 1}); err != nil {
 		t.Fatal(err)
 	}
 	u, _ := url.Parse(ts.URL)

@@ -19,7 +19,7 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/limit"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // Gateway sessions and the built-in proxy's tunnel, tried the way an
@@ -302,7 +302,7 @@ func TestGatewaySlideShortRoom(t *testing.T) {
 	ctx := context.Background()
 	const ttl = 5 * time.Second
 	for room, d := range map[string]time.Duration{"short": ttl, "long": 100 * time.Second} {
-		if err := ts.q.SetRoomConfig(ctx, room, queue.RoomConfig{TokenTTL: d}); err != nil {
+		if err := ts.q.SetRoomConfig(ctx, room, settings.Room{TokenTTL: d}); err != nil {
 			t.Fatal(err)
 		}
 		waitfor.Until(t, 10*time.Second, room+"'s settings in memory", func() bool { return ts.rooms.TokenTTL(room) == d })

@@ -16,7 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/waitroom/waitroom/internal/waitfor"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // upstreamApp is the app behind the gateway in tests: it records the
@@ -158,7 +158,7 @@ func TestGatewayProxy(t *testing.T) {
 		withAdmin(c)
 	}, func(t *testing.T, ts *testServer) {
 		ctx := context.Background()
-		if err := ts.q.SetRoomConfig(ctx, "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 1}); err != nil {
+		if err := ts.q.SetRoomConfig(ctx, "gw", settings.Room{Strategy: "max-active", MaxActive: 1}); err != nil {
 			t.Fatal(err)
 		}
 		a, b := newBrowser(t, ts.URL), newBrowser(t, ts.URL)

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/entry"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/internal/waitfor"
-	"github.com/waitroom/waitroom/queue"
 )
 
 func TestJoinStatusLeave(t *testing.T) {
@@ -120,7 +120,7 @@ func TestProtectedEndpoint(t *testing.T) {
 		}
 		// Forged, truncated, another key under the same kid, the former
 		// format with another secret, missing.
-		otherSigner, _ := queue.NewSigner([]byte("some-other-secret-1234"))
+		otherSigner, _ := visitorsig.NewSigner([]byte("some-other-secret-1234"))
 		tk, err := ts.parseToken(tok)
 		if err != nil {
 			t.Fatal(err)

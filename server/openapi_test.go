@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom/limit"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // openAPIDoc is what the tests read of static/openapi.json.
@@ -170,7 +170,7 @@ func TestOpenAPICheckFlow(t *testing.T) {
 		c.Routes = []string{"{match: 'shop.example.com/checkout/*', room: gw}"}
 		c.TrustedProxies, _ = limit.ParseProxies("127.0.0.1/32")
 	})
-	setRoom(t, ts, "gw", queue.RoomConfig{Strategy: "max-active", MaxActive: 1, Activation: queue.ActivationBusy})
+	setRoom(t, ts, "gw", settings.Room{Strategy: "max-active", MaxActive: 1, Activation: settings.ActivationBusy})
 	check := func() (*http.Response, string) {
 		return checkReq(t, "GET", ts.URL+"/api/v1/check", map[string]string{"X-Forwarded-Host": "shop.example.com",
 			"X-Forwarded-Uri": "/checkout/api", "X-Forwarded-Method": "GET", "Accept": "application/json"})

@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 )
 
 // solve finds a nonce for ch at n bits, as a client does.
 func solve(tb testing.TB, ch string, n int) string {
 	tb.Helper()
 	for i := 0; i < 1<<(n+8); i++ {
-		if nonce := strconv.Itoa(i); queue.Solves(ch, nonce, n) {
+		if nonce := strconv.Itoa(i); visitorsig.Solves(ch, nonce, n) {
 			return nonce
 		}
 	}
@@ -57,7 +57,7 @@ func TestProofOfWorkJoin(t *testing.T) {
 		}
 		// A wrong nonce, a forged challenge, another room's challenge.
 		bad := "0"
-		for queue.Solves(ch, bad, bits) {
+		for visitorsig.Solves(ch, bad, bits) {
 			bad += "0"
 		}
 		if r := join(v, "drop", powBody(ch, bad)); r.Code != 400 || r.errCode() != "pow_unsolved" {
@@ -78,7 +78,7 @@ func TestProofOfWorkJoin(t *testing.T) {
 		if r := join(v, "drop", powBody(weak, solve(t, weak, bits-1))); r.errCode() != "pow_too_weak" {
 			t.Fatalf("weak: %d %s", r.Code, r.Raw)
 		}
-		old := ts.signer.NewChallenge("drop", bits, time.Now().Add(-queue.ChallengeTTL-time.Second))
+		old := ts.signer.NewChallenge("drop", bits, time.Now().Add(-visitorsig.ChallengeTTL-time.Second))
 		if r := join(v, "drop", powBody(old, solve(t, old, bits))); r.errCode() != "pow_expired" {
 			t.Fatalf("expired: %d %s", r.Code, r.Raw)
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/push"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 )
 
 func (v *visitor) id() string { return strings.SplitN(v.cred, ".", 2)[0] }
@@ -293,7 +293,7 @@ func TestSSEPeerThatNeverReadsIsDropped(t *testing.T) {
 	// of kernel buffer have filled.
 	waitfor.Until(t, 15*time.Second, "silent stream dropped", func() bool {
 		paused = !paused
-		if _, err := ts.q.UpdateRoomConfig(ctx, "drop", func(c *queue.RoomConfig) error { c.Paused = paused; return nil }); err != nil {
+		if _, err := ts.q.UpdateRoomConfig(ctx, "drop", func(c *settings.Room) error { c.Paused = paused; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		return ts.hub.Stats().Conns["sse"] == 1

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // restoreSettings says what a room's settings are when Redis lost them:
@@ -9,8 +9,8 @@ import (
 // sets on top, as every other write of a room's settings applies it.
 type restoreSettings struct{ s *server }
 
-func (r restoreSettings) RoomSettings(room string) (queue.RoomConfig, bool) {
-	var c queue.RoomConfig
+func (r restoreSettings) RoomSettings(room string) (settings.Room, bool) {
+	var c settings.Room
 	var ok bool
 	if r.s.rooms != nil {
 		c, ok = r.s.rooms.RoomSettings(room)

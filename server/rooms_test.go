@@ -11,7 +11,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // TestRoomsExistOnlyWhenMade: without -open-rooms a join into a room no
@@ -59,7 +59,7 @@ func TestOutageKeepsRulesAndRefusesReplays(t *testing.T) {
 		t.Fatalf("put: %d %s", r.Code, r.Raw)
 	}
 	for i := range 1200 { // more rooms than a refresh used to read
-		if err := ts.q.SetRoomConfig(ctx, fmt.Sprintf("room-%04d", i), queue.RoomConfig{}); err != nil {
+		if err := ts.q.SetRoomConfig(ctx, fmt.Sprintf("room-%04d", i), settings.Room{}); err != nil {
 			t.Fatal(err)
 		}
 	}

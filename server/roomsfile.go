@@ -9,6 +9,7 @@ import (
 	"github.com/waitroom/waitroom/opsfiles"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/roomsfile"
+	"github.com/waitroom/waitroom/settings"
 )
 
 // newOps builds the operator's files in force (s.ops), applied into s's
@@ -24,7 +25,7 @@ func (s *server) newOps() *opsfiles.Ops {
 // deployment's defaults filled in, each change audited.
 func (s *server) roomsApply() *roomsfile.ApplyOptions {
 	return &roomsfile.ApplyOptions{
-		Effective: func(room string, c queue.RoomConfig) queue.RoomConfig { return s.effective(room, c).Settings },
+		Effective: func(room string, c settings.Room) settings.Room { return s.effective(room, c).Settings },
 		Audit:     s.admin,
 		Events:    s.events,
 	}
@@ -45,7 +46,7 @@ type roomsStore struct{ *queue.Queue }
 
 // UpdateRoomConfig writes, then calls the hook a test put in ctx
 // (roomAppliedKey), whose error stands for a write whose answer was lost.
-func (r roomsStore) UpdateRoomConfig(ctx context.Context, room string, change func(*queue.RoomConfig) error) (queue.RoomConfig, error) {
+func (r roomsStore) UpdateRoomConfig(ctx context.Context, room string, change func(*settings.Room) error) (settings.Room, error) {
 	after, err := r.Queue.UpdateRoomConfig(ctx, room, change)
 	if hook, ok := ctx.Value(roomAppliedKey{}).(func(string) error); ok && err == nil {
 		err = hook(room)

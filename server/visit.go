@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/visit"
 )
 
@@ -36,7 +36,7 @@ func (a visitRooms) Reload(ctx context.Context, room string) error {
 }
 func (a visitRooms) JoinLimit(room string) (float64, int) { return a.rc.JoinLimit(room) }
 func (a visitRooms) PowBits(room string) int              { return a.rc.PowBits(room) }
-func (a visitRooms) Settings(room string) (queue.RoomConfig, bool) {
+func (a visitRooms) Settings(room string) (settings.Room, bool) {
 	return a.rc.RoomSettings(room)
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/webhook"
 )
 
@@ -53,9 +54,9 @@ func (s *server) noticeRooms(ctx context.Context) {
 // queueing or letting visitors straight through, sets its series, keeps
 // it for the visitors' replies (s.acts), and sends room.queueing or
 // room.passing when this instance is the one that saw the state change.
-func (s *server) noticeActivation(ctx context.Context, room string, cfg queue.RoomConfig) {
+func (s *server) noticeActivation(ctx context.Context, room string, cfg settings.Room) {
 	label := s.rooms.Label(room)
-	if cfg.Activation != queue.ActivationBusy {
+	if cfg.Activation != settings.ActivationBusy {
 		s.metrics.ForgetActivation(label)
 		s.acts.forget(room)
 		return

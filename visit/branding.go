@@ -6,7 +6,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/waitroom/waitroom/branding"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // roomLook is a room's look on the wire: what the waiting page applies
@@ -21,7 +22,7 @@ type roomLook struct {
 	Footer string `json:"footer,omitempty"`
 }
 
-func roomBranding(c queue.RoomConfig) roomLook {
+func roomBranding(c settings.Room) roomLook {
 	b := roomLook{Title: c.BrandTitle, Logo: c.BrandLogo, Accent: c.BrandAccent, Background: c.BrandBackground}
 	if c.BrandFooter != "" {
 		b.Footer = branding.Footer(c.BrandFooter)
@@ -63,7 +64,7 @@ func (a *API) getBranding(c *fiber.Ctx) error {
 // none or cannot be read quickly: the page then shows the default look.
 func (a *API) pageBranding(c *fiber.Ctx) *roomLook {
 	r := c.Query("room", "demo")
-	if !queue.ValidRoom(r) {
+	if !wire.ValidRoom(r) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 500*time.Millisecond)

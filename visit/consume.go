@@ -10,6 +10,7 @@ import (
 
 	"github.com/waitroom/waitroom/entry"
 	"github.com/waitroom/waitroom/internal/httperr"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/queue"
 	"github.com/waitroom/waitroom/wire"
 )
@@ -89,7 +90,7 @@ func (a *API) consume(c *fiber.Ctx) error {
 // its signed window and at this instance's share of the room's admission
 // rate, and says so (X-Waitroom-Fail-Open). A token spent here stays
 // refused here; another instance cannot know of it until Redis is back.
-func (a *API) consumeFailOpen(c *fiber.Ctx, tok queue.Token, cause error) (time.Time, error) {
+func (a *API) consumeFailOpen(c *fiber.Ctx, tok visitorsig.Token, cause error) (time.Time, error) {
 	a.metrics.StoreError()
 	a.log.Warn("consume: redis unreachable", "room", tok.Room, "err", cause, "request_id", requestID(c))
 	if a.d.Rooms.FailClosed(tok.Room) {
@@ -115,7 +116,7 @@ func (a *API) consumeFailOpen(c *fiber.Ctx, tok queue.Token, cause error) (time.
 
 // consumed answers a first use: the token's room, visitor, admission id,
 // window and the expiry it had when spent.
-func consumed(c *fiber.Ctx, tok queue.Token, exp time.Time) error {
+func consumed(c *fiber.Ctx, tok visitorsig.Token, exp time.Time) error {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"consumed":true,"room":`...)
 	b = wire.AppendString(b, tok.Room)

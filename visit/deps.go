@@ -7,9 +7,11 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -25,10 +27,10 @@ type Queue interface {
 	// Leave takes the visitor out of room's queue, or gives its token back.
 	Leave(ctx context.Context, room, visitor string) (bool, error)
 	// SpendProof marks a solved proof-of-work challenge used
-	// (queue.ErrPowUsed when it was).
-	SpendProof(ctx context.Context, c queue.Challenge, now time.Time) error
+	// (visitorsig.ErrPowUsed when it was).
+	SpendProof(ctx context.Context, c visitorsig.Challenge, now time.Time) error
 	// RoomConfig reads room's settings from the store.
-	RoomConfig(ctx context.Context, room string) (queue.RoomConfig, error)
+	RoomConfig(ctx context.Context, room string) (settings.Room, error)
 }
 
 // Tokens is what the visitor API needs of the queue for entry tokens.
@@ -37,9 +39,9 @@ type Tokens interface {
 	// returns the token's expiry. Its verdicts on the token are
 	// queue.TooEarlyError, queue.ErrTokenExpired and queue.ErrTokenUnknown
 	// (see IsTokenError); any other error is a failure to reach the store.
-	Consume(ctx context.Context, t queue.Token, use queue.Use) (time.Time, error)
+	Consume(ctx context.Context, t visitorsig.Token, use queue.Use) (time.Time, error)
 	// Restore gives back a token that Consume spent.
-	Restore(ctx context.Context, t queue.Token, expiresAt time.Time) error
+	Restore(ctx context.Context, t visitorsig.Token, expiresAt time.Time) error
 }
 
 // Records are the public commit-reveal records of a room's draw and
@@ -72,7 +74,7 @@ type Rooms interface {
 	AllowFailOpen(room string) bool
 	// Settings is room's settings in memory; ok is false for a room not
 	// read yet.
-	Settings(room string) (cfg queue.RoomConfig, ok bool)
+	Settings(room string) (cfg settings.Room, ok bool)
 }
 
 // Visitors issues and reads visitor credentials.
@@ -90,9 +92,9 @@ type Visitors interface {
 }
 
 // EntryTokens reads the entry tokens this deployment signed. It is the
-// one place a raw token becomes a queue.Token.
+// one place a raw token becomes a visitorsig.Token.
 type EntryTokens interface {
-	ParseToken(raw string) (queue.Token, error)
+	ParseToken(raw string) (visitorsig.Token, error)
 }
 
 // ServiceKeys knows the keys of the protected services.
@@ -107,7 +109,7 @@ type Challenges interface {
 	NewChallenge(room string, strength int, now time.Time) string
 	// CheckProof checks that nonce solves ch, issued for room at no
 	// less than want bits and not expired (queue.ErrPow* otherwise).
-	CheckProof(ch, nonce, room string, want int, now time.Time) (queue.Challenge, error)
+	CheckProof(ch, nonce, room string, want int, now time.Time) (visitorsig.Challenge, error)
 }
 
 // Invites reads invite codes.

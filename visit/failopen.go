@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/waitroom/waitroom/internal/httperr"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -15,7 +16,7 @@ import (
 // through a local limiter at this instance's share of the room's admission
 // rate; with "closed" nobody passes. A token this instance saw used, before
 // or during the outage, is refused: Redis cannot mark it used meanwhile.
-func (a *API) failOpen(c *fiber.Ctx, tok queue.Token, cause error) error {
+func (a *API) failOpen(c *fiber.Ctx, tok visitorsig.Token, cause error) error {
 	a.metrics.StoreError()
 	a.log.Warn("protected endpoint: redis unreachable", "room", tok.Room, "err", cause, "request_id", requestID(c))
 	if a.d.Rooms.FailClosed(tok.Room) {

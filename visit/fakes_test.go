@@ -17,9 +17,11 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/waitroom/waitroom/internal/httperr"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/push"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -41,7 +43,7 @@ type fakeQueue struct {
 	spent    map[string]bool        // challenges SpendProof took
 	consume  error                  // Consume's answer when set
 	consumes int
-	restored []queue.Token
+	restored []visitorsig.Token
 	lottery  chan chan struct{} // when set, ReadLotteryLog sends one and waits for it to close
 }
 
@@ -91,22 +93,22 @@ func (f *fakeQueue) Leave(_ context.Context, room, visitor string) (bool, error)
 	return ok, nil
 }
 
-func (f *fakeQueue) SpendProof(_ context.Context, c queue.Challenge, _ time.Time) error {
+func (f *fakeQueue) SpendProof(_ context.Context, c visitorsig.Challenge, _ time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key := c.ID
 	if f.spent[key] {
-		return queue.ErrPowUsed
+		return visitorsig.ErrPowUsed
 	}
 	f.spent[key] = true
 	return nil
 }
 
-func (f *fakeQueue) RoomConfig(_ context.Context, room string) (queue.RoomConfig, error) {
-	return queue.RoomConfig{BrandTitle: "from the store"}, nil
+func (f *fakeQueue) RoomConfig(_ context.Context, room string) (settings.Room, error) {
+	return settings.Room{BrandTitle: "from the store"}, nil
 }
 
-func (f *fakeQueue) Consume(_ context.Context, t queue.Token, _ queue.Use) (time.Time, error) {
+func (f *fakeQueue) Consume(_ context.Context, t visitorsig.Token, _ queue.Use) (time.Time, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.consumes++
@@ -116,7 +118,7 @@ func (f *fakeQueue) Consume(_ context.Context, t queue.Token, _ queue.Use) (time
 	return t.ExpiresAt, nil
 }
 
-func (f *fakeQueue) Restore(_ context.Context, t queue.Token, _ time.Time) error {
+func (f *fakeQueue) Restore(_ context.Context, t visitorsig.Token, _ time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.restored = append(f.restored, t)
@@ -190,8 +192,8 @@ func (r *fakeRooms) PowBits(string) int {
 func (r *fakeRooms) FailClosed(string) bool    { return r.failClosed }
 func (r *fakeRooms) AllowFailOpen(string) bool { return !r.limited }
 
-func (r *fakeRooms) Settings(string) (queue.RoomConfig, bool) {
-	return queue.RoomConfig{BrandTitle: "Shop", BrandFooter: `<b>hi</b><script>x</script>`}, true
+func (r *fakeRooms) Settings(string) (settings.Room, bool) {
+	return settings.Room{BrandTitle: "Shop", BrandFooter: `<b>hi</b><script>x</script>`}, true
 }
 
 // fakeRecovery records what it is asked to give back.
@@ -282,14 +284,14 @@ type fixture struct {
 	recovery *fakeRecovery
 	push     *fakePush
 	metrics  *countingMetrics
-	signer   *queue.Signer
+	signer   *visitorsig.Signer
 	invites  *invite.Minter
 	draining bool
 }
 
 func newFixture(t *testing.T, opts *Options) *fixture {
 	t.Helper()
-	signer, err := queue.NewSigner(testSecret)
+	signer, err := visitorsig.NewSigner(testSecret)
 	if err != nil {
 		t.Fatal(err)
 	}

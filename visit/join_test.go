@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/invite"
 	"github.com/waitroom/waitroom/queue"
 )
@@ -75,7 +76,7 @@ func TestJoinRefusals(t *testing.T) {
 func solve(t *testing.T, ch string, n int) string {
 	t.Helper()
 	for i := range 1 << 24 {
-		if nonce := strconv.Itoa(i); queue.Solves(ch, nonce, n) {
+		if nonce := strconv.Itoa(i); visitorsig.Solves(ch, nonce, n) {
 			return nonce
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/waitroom/waitroom/internal/httperr"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -30,17 +30,17 @@ var (
 
 func powError(err error) error {
 	switch {
-	case errors.Is(err, queue.ErrPowInvalid):
+	case errors.Is(err, visitorsig.ErrPowInvalid):
 		return errPowInvalid
-	case errors.Is(err, queue.ErrPowExpired):
+	case errors.Is(err, visitorsig.ErrPowExpired):
 		return errPowExpired
-	case errors.Is(err, queue.ErrPowRoom):
+	case errors.Is(err, visitorsig.ErrPowRoom):
 		return errPowRoom
-	case errors.Is(err, queue.ErrPowWeak):
+	case errors.Is(err, visitorsig.ErrPowWeak):
 		return errPowWeak
-	case errors.Is(err, queue.ErrPowUnsolved):
+	case errors.Is(err, visitorsig.ErrPowUnsolved):
 		return errPowUnsolved
-	case errors.Is(err, queue.ErrPowUsed):
+	case errors.Is(err, visitorsig.ErrPowUsed):
 		return errPowUsed
 	}
 	return err
@@ -68,7 +68,7 @@ func (a *API) challenge(c *fiber.Ctx) error {
 	now := time.Now()
 	b := append(make([]byte, 0, 192), '{')
 	if n > 0 {
-		b = challengeJSON(b, a.d.Challenges.NewChallenge(r, n, now), n, now.Add(queue.ChallengeTTL))
+		b = challengeJSON(b, a.d.Challenges.NewChallenge(r, n, now), n, now.Add(visitorsig.ChallengeTTL))
 	} else {
 		b = append(b, `"powBits":0`...)
 	}
@@ -136,7 +136,7 @@ func (a *API) requireProof(c *fiber.Ctx, r, visitor string) (handled bool, err e
 	}
 	if ch == "" {
 		b := append(make([]byte, 0, 256), `{"error":{"code":"pow_required","message":"this room asks a new visitor to solve a proof of work first",`...)
-		b = challengeJSON(b, a.d.Challenges.NewChallenge(r, n, now), n, now.Add(queue.ChallengeTTL))
+		b = challengeJSON(b, a.d.Challenges.NewChallenge(r, n, now), n, now.Add(visitorsig.ChallengeTTL))
 		b = append(b, "}}"...)
 		c.Status(fiber.StatusPreconditionRequired)
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
@@ -150,7 +150,7 @@ func (a *API) requireProof(c *fiber.Ctx, r, visitor string) (handled bool, err e
 	ctx, cancel := a.redisCtx(c)
 	defer cancel()
 	if err := a.d.Queue.SpendProof(ctx, got, now); err != nil {
-		if errors.Is(err, queue.ErrPowUsed) || errors.Is(err, queue.ErrPowExpired) {
+		if errors.Is(err, visitorsig.ErrPowUsed) || errors.Is(err, visitorsig.ErrPowExpired) {
 			return false, powError(err)
 		}
 		return false, a.StoreError(c, err)

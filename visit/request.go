@@ -12,7 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/waitroom/waitroom/internal/httperr"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -73,7 +73,7 @@ func (a *API) visitorTicket(c *fiber.Ctx) (string, wire.Ticket, error) {
 // Room returns the validated :room parameter, or its JSON error.
 func Room(c *fiber.Ctx) (string, error) {
 	r := c.Params("room")
-	if !queue.ValidRoom(r) {
+	if !wire.ValidRoom(r) {
 		return "", errInvalidRoom
 	}
 	return r, nil
@@ -154,9 +154,9 @@ func (a *API) redisCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
 // a name, else 503 unavailable with Retry-After, counted and logged.
 func (a *API) StoreError(c *fiber.Ctx, err error) error {
 	switch {
-	case errors.Is(err, queue.ErrInvalidRoom):
+	case errors.Is(err, wire.ErrInvalidRoom):
 		return errInvalidRoom
-	case errors.Is(err, queue.ErrInvalidToken):
+	case errors.Is(err, visitorsig.ErrInvalidToken):
 		return errInvalidVisitor
 	}
 	a.metrics.StoreError()

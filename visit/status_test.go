@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/wire"
 )
 
@@ -50,13 +50,13 @@ func TestStatusFromMemory(t *testing.T) {
 func TestStatusRecovers(t *testing.T) {
 	f := newFixture(t, nil)
 	id, cred := f.signer.NewVisitor()
-	tok := f.signer.SignToken(queue.Token{Room: "shop", Visitor: id, NotBefore: time.Now(), ExpiresAt: time.Now().Add(time.Minute)})
+	tok := f.signer.SignToken(visitorsig.Token{Room: "shop", Visitor: id, NotBefore: time.Now(), ExpiresAt: time.Now().Add(time.Minute)})
 	r := f.do("GET", "/api/v1/rooms/shop/status", "", "X-Visitor", cred, "Authorization", "Bearer "+tok)
 	if r.str("status") != "admitted" || f.recovery.readmits != 1 {
 		t.Fatalf("with a token: %s, %d readmits", r.Raw, f.recovery.readmits)
 	}
 	// A token of another room is not this room's admission.
-	other := f.signer.SignToken(queue.Token{Room: "other", Visitor: id, NotBefore: time.Now(), ExpiresAt: time.Now().Add(time.Minute)})
+	other := f.signer.SignToken(visitorsig.Token{Room: "other", Visitor: id, NotBefore: time.Now(), ExpiresAt: time.Now().Add(time.Minute)})
 	if r := f.do("GET", "/api/v1/rooms/shop/status", "", "X-Visitor", cred, "Authorization", "Bearer "+other); r.str("status") != "not_in_queue" || f.recovery.readmits != 1 {
 		t.Fatalf("with another room's token: %s, %d readmits", r.Raw, f.recovery.readmits)
 	}

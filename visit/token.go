@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/waitroom/waitroom/internal/httperr"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -47,13 +48,13 @@ const tokenKey = "token"
 
 // Token is the entry token RequireToken let c through with; ok is false
 // for a request it did not check.
-func Token(c *fiber.Ctx) (tok queue.Token, ok bool) {
-	tok, ok = c.Locals(tokenKey).(queue.Token)
+func Token(c *fiber.Ctx) (tok visitorsig.Token, ok bool) {
+	tok, ok = c.Locals(tokenKey).(visitorsig.Token)
 	return tok, ok
 }
 
 // parseToken reads a raw entry token: the one place one is parsed.
-func (a *API) parseToken(raw string) (queue.Token, error) {
+func (a *API) parseToken(raw string) (visitorsig.Token, error) {
 	return a.d.EntryTokens.ParseToken(raw)
 }
 
@@ -106,7 +107,7 @@ func (a *API) RequireToken(c *fiber.Ctx) error {
 // so a token alone cannot be handed over or resold. The visitor= query is
 // not accepted here: it is for push clients that cannot send headers, and
 // it would put the credential into logs next to the token.
-func (a *API) tokenHolder(c *fiber.Ctx, tok queue.Token) error {
+func (a *API) tokenHolder(c *fiber.Ctx, tok visitorsig.Token) error {
 	cred := c.Get("X-Visitor")
 	if cred == "" {
 		cred = c.Cookies(VisitorCookie)
@@ -119,7 +120,7 @@ func (a *API) tokenHolder(c *fiber.Ctx, tok queue.Token) error {
 
 // holds checks that the visitor credential cred is the one tok was issued
 // to.
-func (a *API) holds(cred string, tok queue.Token) error {
+func (a *API) holds(cred string, tok visitorsig.Token) error {
 	id, err := a.d.Visitors.ParseVisitor(cred)
 	if err != nil {
 		return errInvalidVisitor
@@ -134,7 +135,7 @@ func (a *API) holds(cred string, tok queue.Token) error {
 // tok (verify, consume): the one tok was issued to, required unless the
 // service says it cannot forward it (allowMissing), so that a token alone
 // is not a ticket to resell. checked says whether a credential was checked.
-func (a *API) sentHolder(cred string, allowMissing bool, tok queue.Token) (checked bool, err error) {
+func (a *API) sentHolder(cred string, allowMissing bool, tok visitorsig.Token) (checked bool, err error) {
 	if cred == "" {
 		if allowMissing {
 			return false, nil
@@ -192,7 +193,7 @@ func (a *API) verify(c *fiber.Ctx) error {
 // visitorChecked says in the answer whether the visitor was checked
 // against a credential (verify with a visitor, touch), so a caller that
 // forgot to send one cannot mistake the answer for a full check.
-func (a *API) touchToken(c *fiber.Ctx, tok queue.Token, visitorChecked bool) error {
+func (a *API) touchToken(c *fiber.Ctx, tok visitorsig.Token, visitorChecked bool) error {
 	ctx, cancel := a.redisCtx(c)
 	defer cancel()
 	exp, err := a.d.Tokens.Consume(ctx, tok, queue.Touch)
@@ -224,21 +225,21 @@ func (a *API) touch(c *fiber.Ctx) error {
 
 // roomToken returns the request's entry token, signed here and for the
 // :room of the route.
-func (a *API) roomToken(c *fiber.Ctx) (queue.Token, error) {
+func (a *API) roomToken(c *fiber.Ctx) (visitorsig.Token, error) {
 	r, err := Room(c)
 	if err != nil {
-		return queue.Token{}, err
+		return visitorsig.Token{}, err
 	}
 	raw := bearer(c)
 	if raw == "" {
-		return queue.Token{}, errMissingToken
+		return visitorsig.Token{}, errMissingToken
 	}
 	tok, err := a.parseToken(raw)
 	if err != nil {
-		return queue.Token{}, errInvalidToken
+		return visitorsig.Token{}, errInvalidToken
 	}
 	if tok.Room != r {
-		return queue.Token{}, errWrongRoom
+		return visitorsig.Token{}, errWrongRoom
 	}
 	return tok, nil
 }

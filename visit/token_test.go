@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/queue"
 )
 
@@ -12,7 +13,7 @@ import (
 // room.
 func (f *fixture) admitted(room string) (id, cred, tok string) {
 	id, cred = f.signer.NewVisitor()
-	tok = f.signer.SignToken(queue.Token{Room: room, Visitor: id, NotBefore: time.Now().Add(-time.Second), ExpiresAt: time.Now().Add(time.Minute)})
+	tok = f.signer.SignToken(visitorsig.Token{Room: room, Visitor: id, NotBefore: time.Now().Add(-time.Second), ExpiresAt: time.Now().Add(time.Minute)})
 	return id, cred, tok
 }
 

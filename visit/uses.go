@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 )
 
 // maxRememberedUses bounds the tokens an instance remembers as used. Only
@@ -24,12 +24,12 @@ type tokenUses struct {
 
 func newTokenUses() *tokenUses { return &tokenUses{m: make(map[string]time.Time)} }
 
-func useKey(t queue.Token) string {
+func useKey(t visitorsig.Token) string {
 	return t.Room + "\x00" + t.Visitor + "\x00" + strconv.FormatInt(t.NotBefore.UnixMilli(), 10)
 }
 
 // add remembers t as used until expires.
-func (u *tokenUses) add(t queue.Token, expires time.Time) {
+func (u *tokenUses) add(t visitorsig.Token, expires time.Time) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if len(u.m) >= maxRememberedUses {
@@ -52,7 +52,7 @@ func (u *tokenUses) add(t queue.Token, expires time.Time) {
 }
 
 // used reports whether t was remembered as used and has not expired.
-func (u *tokenUses) used(t queue.Token) bool {
+func (u *tokenUses) used(t visitorsig.Token) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	exp, ok := u.m[useKey(t)]
@@ -60,7 +60,7 @@ func (u *tokenUses) used(t queue.Token) bool {
 }
 
 // forget drops t: it was given back.
-func (u *tokenUses) forget(t queue.Token) {
+func (u *tokenUses) forget(t visitorsig.Token) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	delete(u.m, useKey(t))

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/lograte"
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
-	"github.com/waitroom/waitroom/queue"
 )
 
 // downRedis fails every call while down, as an unreachable Redis.
@@ -26,7 +26,7 @@ type downRedis struct {
 
 var errRefused = errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
 
-func (d *downRedis) Eval(ctx context.Context, s *queue.Script, keys []string, args ...string) (any, error) {
+func (d *downRedis) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
 	if d.down.Load() {
 		d.failed.Add(1)
 		return nil, errRefused

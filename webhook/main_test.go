@@ -7,8 +7,8 @@ import (
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
 
+	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
-	"github.com/waitroom/waitroom/queue"
 )
 
 // Every delivery goroutine and HTTP connection must be gone when Run has
@@ -41,11 +41,11 @@ func newRedis(tb testing.TB, srv *redistest.Server, client string) Redis {
 			tb.Fatalf("rueidis: %v", err)
 		}
 		tb.Cleanup(c.Close)
-		return queue.NewRueidis(c)
+		return redisconn.NewRueidis(c)
 	case "go-redis":
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: 2})
 		tb.Cleanup(func() { _ = c.Close() })
-		return queue.NewGoRedis(c)
+		return redisconn.NewGoRedis(c)
 	}
 	tb.Fatalf("unknown client %q", client)
 	return nil

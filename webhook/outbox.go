@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,13 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/internal/rediscall"
 )
 
 // Redis is what the outbox and the rooms' endpoint lists need of Redis (a
-// queue.Redis).
+// rediscall.Redis).
 type Redis interface {
-	Eval(ctx context.Context, s *queue.Script, keys []string, args ...string) (any, error)
+	Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error)
 	Do(ctx context.Context, args ...string) (any, error)
 }
 
@@ -85,11 +84,6 @@ type job struct {
 
 func (j job) endpoint() string { return endpointOf(j.Scope, j.Room, j.URL) }
 
-func script(name, src string) *queue.Script {
-	sum := sha1.Sum([]byte(src))
-	return &queue.Script{Name: name, Src: src, Hash: hex.EncodeToString(sum[:])}
-}
-
 // nowLua is Redis TIME in ms: the one clock every instance agrees on; and
 // ready, which keeps an endpoint's place in the ready set (KEYS[1]) at its
 // queue's first due time, or takes it out when its queue is empty. The
@@ -114,7 +108,7 @@ end
 // holds the occurrence already. An endpoint left with more deliveries
 // waiting than the most loses its oldest ones that no attempt holds.
 // Returns the count enqueued, then id, job of each delivery dropped.
-var enqueueScript = script("webhook_enqueue", nowLua+`
+var enqueueScript = rediscall.NewScript("webhook_enqueue", nowLua+`
 if ARGV[1] ~= '' then
   if redis.call('HGET', KEYS[3], ARGV[1]) == ARGV[2] then return {0} end
   redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
@@ -162,7 +156,7 @@ return out`)
 // instance takes it if this one dies) and held by claim. Returns the
 // epoch (set to the new one if it was missing), 1 if it was, 1 if the
 // legacy queue has deliveries, then id, job, id, job, …
-var claimScript = script("webhook_claim", nowLua+`
+var claimScript = rediscall.NewScript("webhook_claim", nowLua+`
 local out = {}
 local epoch, made = redis.call('GET', KEYS[4]), 0
 if not epoch then
@@ -209,7 +203,7 @@ return out`)
 // outcome (done, retry, release, dead), job, delay ms, dead kept,
 // endpoint. Does nothing (returns 0) unless claim still holds the
 // delivery.
-var finishScript = script("webhook_finish", nowLua+`
+var finishScript = rediscall.NewScript("webhook_finish", nowLua+`
 local id, outcome, ep = ARGV[1], ARGV[3], ARGV[7]
 if redis.call('HGET', KEYS[3], id) ~= ARGV[2] then return 0 end
 redis.call('HDEL', KEYS[3], id)
@@ -238,7 +232,7 @@ return 1`)
 // redeliver: KEYS ready, jobs, dead, deadjobs; ARGV id, job, endpoint.
 // Moves a dead delivery back to its endpoint's queue, due now (and the
 // newest there); 0 when it is not dead.
-var redeliverScript = script("webhook_redeliver", nowLua+`
+var redeliverScript = rediscall.NewScript("webhook_redeliver", nowLua+`
 if redis.call('HEXISTS', KEYS[4], ARGV[1]) == 0 then return 0 end
 redis.call('HDEL', KEYS[4], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
@@ -252,7 +246,7 @@ return 1`)
 // delivery. Moves each from the legacy queue to its endpoint's,
 // keeping its due time; one without an endpoint, or whose job is gone, is
 // only taken out.
-var adoptScript = script("webhook_adopt", nowLua+`
+var adoptScript = rediscall.NewScript("webhook_adopt", nowLua+`
 for i = 1, #ARGV, 2 do
   local id, ep = ARGV[i], ARGV[i+1]
   local due = redis.call('ZSCORE', KEYS[3], id)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/waitroom/waitroom/internal/rediscall"
 )
 
 // What Redis loses, webhooks put back as far as an instance remembers it,
@@ -153,7 +155,7 @@ func (h *Hooks) forget(ids ...string) {
 // stillThere: KEYS epoch, jobs; ARGV the epoch known, id1, id2, … Returns
 // -1 when the epoch is another (Redis lost the outbox: nothing is
 // forgotten), else 1 or 0 for each id: whether it still waits.
-var stillThereScript = script("webhook_still_there", nowLua+`
+var stillThereScript = rediscall.NewScript("webhook_still_there", nowLua+`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 local out = {}
 for i = 2, #ARGV do out[#out+1] = redis.call('HEXISTS', KEYS[2], ARGV[i]) end
@@ -200,7 +202,7 @@ func (h *Hooks) prune(ctx context.Context) error {
 // restoreScript: KEYS ready, jobs; ARGV id, endpoint, job, due ms for
 // each delivery. Puts back each delivery Redis does not have, due at its
 // time or now. Returns how many it put back.
-var restoreScript = script("webhook_restore", nowLua+`
+var restoreScript = rediscall.NewScript("webhook_restore", nowLua+`
 local n = 0
 for i = 1, #ARGV, 4 do
   local id, ep = ARGV[i], ARGV[i+1]

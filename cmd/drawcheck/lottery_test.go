@@ -18,19 +18,23 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/waitroom/waitroom/internal/rediscall"
+	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/settings"
 	"github.com/waitroom/waitroom/wire"
 )
 
 // newRedis connects client to srv, as the queue's tests do.
-func newRedis(t *testing.T, srv *redistest.Server, client string) queue.Redis {
+func newRedis(t *testing.T, srv *redistest.Server, client string) rediscall.Redis {
 	t.Helper()
 	if client == "go-redis" {
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: 2})
 		t.Cleanup(func() { _ = c.Close() })
-		return queue.NewGoRedis(c)
+		return redisconn.NewGoRedis(c)
 	}
 	c, err := rueidis.NewClient(rueidis.ClientOption{
 		InitAddress: []string{srv.Addr}, DisableCache: true,
@@ -40,7 +44,7 @@ func newRedis(t *testing.T, srv *redistest.Server, client string) queue.Redis {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return queue.NewRueidis(c)
+	return redisconn.NewRueidis(c)
 }
 
 // lotteryRun is a random room driven across three instances, and what the
@@ -61,11 +65,11 @@ func runLotteryRoom(t *testing.T, srv *redistest.Server, client string) lotteryR
 	t.Helper()
 	ctx := context.Background()
 	const room = "lot"
-	var rs []queue.Redis
+	var rs []rediscall.Redis
 	for _, c := range []string{client, "go-redis", "rueidis"} {
 		rs = append(rs, newRedis(t, srv, c))
 	}
-	s, err := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
+	s, err := visitorsig.NewSigner([]byte("0123456789abcdef-test-secret"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +100,7 @@ func runLotteryRoom(t *testing.T, srv *redistest.Server, client string) lotteryR
 			}
 		}
 	}
-	if err := qs[0].SetRoomConfig(ctx, room, queue.RoomConfig{Paused: true}); err != nil {
+	if err := qs[0].SetRoomConfig(ctx, room, settings.Room{Paused: true}); err != nil {
 		t.Fatal(err)
 	}
 	var early []string
@@ -107,7 +111,7 @@ func runLotteryRoom(t *testing.T, srv *redistest.Server, client string) lotteryR
 	}
 	awayVs := []string{early[2], early[7], early[11], early[12]}
 	away(awayVs...)
-	if err := qs[1].SetRoomConfig(ctx, room, queue.RoomConfig{Method: queue.MethodRandom}); err != nil {
+	if err := qs[1].SetRoomConfig(ctx, room, settings.Room{Method: settings.MethodRandom}); err != nil {
 		t.Fatal(err)
 	}
 	var out lotteryRun
@@ -181,7 +185,7 @@ func runLotteryRoom(t *testing.T, srv *redistest.Server, client string) lotteryR
 			awayVs = nil
 		}
 	}
-	if err := qs[2].SetRoomConfig(ctx, room, queue.RoomConfig{}); err != nil {
+	if err := qs[2].SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := qs[0].ReadLottery(ctx, room)
@@ -376,7 +380,7 @@ func TestDrawcheckLotteryOverHTTP(t *testing.T) {
 	}
 	out.Reset()
 	// Offline, and the visitor's own credential says which ticket it held.
-	signer, _ := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
+	signer, _ := visitorsig.NewSigner([]byte("0123456789abcdef-test-secret"))
 	cred := signer.TicketCredential("visitor-id", wire.Ticket{Room: lr.room, Seq: picked, IssuedAt: time.Now()})
 	if err := run([]string{"-lottery", "-file", saved, "-visitor", cred}, &out); err != nil ||
 		!strings.Contains(out.String(), "agree with the seed") || !strings.Contains(out.String(), fmt.Sprintf("ticket %d: picked", picked)) {
@@ -388,7 +392,7 @@ func TestDrawcheckLotteryOverHTTP(t *testing.T) {
 func replayRoom(t *testing.T, q *queue.Queue, room string) (lotteryReveal, replayed) {
 	t.Helper()
 	ctx := context.Background()
-	if err := q.SetRoomConfig(ctx, room, queue.RoomConfig{}); err != nil {
+	if err := q.SetRoomConfig(ctx, room, settings.Room{}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := q.ReadLottery(ctx, room)
@@ -426,9 +430,9 @@ func count(es []lotEntry, event, why string) int {
 }
 
 // newLotteryQueue is a queue on r admitting batch a tick.
-func newLotteryQueue(t *testing.T, r queue.Redis, batch int, tick time.Duration) *queue.Queue {
+func newLotteryQueue(t *testing.T, r rediscall.Redis, batch int, tick time.Duration) *queue.Queue {
 	t.Helper()
-	s, err := queue.NewSigner([]byte("0123456789abcdef-test-secret"))
+	s, err := visitorsig.NewSigner([]byte("0123456789abcdef-test-secret"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +456,7 @@ func TestLotteryReplayAfterASlicedWalk(t *testing.T) {
 			ctx := context.Background()
 			q := newLotteryQueue(t, r, 4, 5*time.Millisecond)
 			const room = "walk"
-			if err := q.SetRoomConfig(ctx, room, queue.RoomConfig{Paused: true}); err != nil {
+			if err := q.SetRoomConfig(ctx, room, settings.Room{Paused: true}); err != nil {
 				t.Fatal(err)
 			}
 			const n = 4500 // over two slices of 2,000
@@ -468,11 +472,14 @@ func TestLotteryReplayAfterASlicedWalk(t *testing.T) {
 			if _, err := r.Do(ctx, "SET", "wr:{walk}:seq", strconv.Itoa(n)); err != nil {
 				t.Fatal(err)
 			}
-			prio := queue.Invite{ID: "vip", Uses: 10, Expires: time.Now().Add(time.Hour), Priority: true}
+			// Uses for p0 and the ten joins the loop below can make
+			// (k = 0, 4, …, 36): how many it makes depends on how fast it
+			// runs against the ticks, never on the code it checks.
+			prio := queue.Invite{ID: "vip", Uses: 11, Expires: time.Now().Add(time.Hour), Priority: true}
 			if _, _, err := q.JoinInvite(ctx, room, "p0", prio); err != nil {
 				t.Fatal(err)
 			}
-			if err := q.SetRoomConfig(ctx, room, queue.RoomConfig{Method: queue.MethodRandom}); err != nil {
+			if err := q.SetRoomConfig(ctx, room, settings.Room{Method: settings.MethodRandom}); err != nil {
 				t.Fatal(err)
 			}
 			drawn := 0
@@ -519,7 +526,7 @@ func TestLotteryReplayAfterASlicedWalk(t *testing.T) {
 
 			// A pre-queue opening into a random room.
 			const open = "opening"
-			if err := q.SetRoomConfig(ctx, open, queue.RoomConfig{Method: queue.MethodRandom, OpensAt: time.Now().Add(time.Hour)}); err != nil {
+			if err := q.SetRoomConfig(ctx, open, settings.Room{Method: settings.MethodRandom, OpensAt: time.Now().Add(time.Hour)}); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 9 {
@@ -527,7 +534,7 @@ func TestLotteryReplayAfterASlicedWalk(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := q.SetRoomConfig(ctx, open, queue.RoomConfig{Method: queue.MethodRandom}); err != nil {
+			if err := q.SetRoomConfig(ctx, open, settings.Room{Method: settings.MethodRandom}); err != nil {
 				t.Fatal(err)
 			}
 			got := 0
@@ -560,7 +567,7 @@ func TestLotteryReplayAfterAFailover(t *testing.T) {
 			ctx := context.Background()
 			q := newLotteryQueue(t, r, 2, 5*time.Millisecond)
 			const room = "lost"
-			if err := q.SetRoomConfig(ctx, room, queue.RoomConfig{Method: queue.MethodRandom}); err != nil {
+			if err := q.SetRoomConfig(ctx, room, settings.Room{Method: settings.MethodRandom}); err != nil {
 				t.Fatal(err)
 			}
 			tick := func() {
@@ -677,7 +684,7 @@ func TestLotteryReplayKnowsWhoWasSetAside(t *testing.T) {
 			if res := tick(); len(res.Admitted) != 2 || res.Admitted[0].Visitor == "a0" {
 				t.Fatalf("fifo tick: %+v, want a0 set aside", res.Admitted)
 			}
-			if err := q.SetRoomConfig(ctx, room, queue.RoomConfig{Method: queue.MethodRandom}); err != nil {
+			if err := q.SetRoomConfig(ctx, room, settings.Room{Method: settings.MethodRandom}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := q.Join(ctx, room, "b0"); err != nil { // the log begins

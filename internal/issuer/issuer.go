@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/entry"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/internal/visitorsig"
+	"github.com/waitroom/waitroom/settings"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // Config says how tokens are signed.
@@ -40,7 +42,7 @@ type Config struct {
 
 // Rooms gives a room's own token lifetimes.
 type Rooms interface {
-	RoomSettings(room string) (queue.RoomConfig, bool)
+	RoomSettings(room string) (settings.Room, bool)
 }
 
 // Issuer signs entry tokens (queue.TokenSigner) and parses them.
@@ -50,7 +52,7 @@ type Issuer struct {
 	ttl    time.Duration
 	max    time.Duration
 	rooms  Rooms
-	legacy *queue.Signer
+	legacy *visitorsig.Signer
 	log    *slog.Logger
 	jwks   []byte // the published keys, encoded once
 
@@ -61,7 +63,7 @@ type Issuer struct {
 // New loads cfg.KeysFile, or derives the key from secret (generated says
 // the secret was made up at this start, so the key lives as long as the
 // process). legacy reads tokens of the former format.
-func New(cfg Config, secret []byte, generated bool, legacy *queue.Signer, log *slog.Logger) (*Issuer, error) {
+func New(cfg Config, secret []byte, generated bool, legacy *visitorsig.Signer, log *slog.Logger) (*Issuer, error) {
 	ks, err := keySet(cfg.KeysFile, secret, generated, log)
 	if err != nil {
 		return nil, err
@@ -147,7 +149,7 @@ func (i *Issuer) SignEdgeSession(room, visitor string, notBefore, until time.Tim
 // t's expiry now and whose iat is its notBefore. It returns "" (a state
 // without a token; the visitor's next poll, at a ready instance, gets one)
 // while this instance must not sign (Signing).
-func (i *Issuer) SignToken(t queue.Token) string {
+func (i *Issuer) SignToken(t visitorsig.Token) string {
 	if i.refused.Load() != nil {
 		return ""
 	}
@@ -172,22 +174,22 @@ func (i *Issuer) SignToken(t queue.Token) string {
 
 // ParseToken checks a token's signature and names (not its time: the
 // queue's records decide that with the Redis clock).
-func (i *Issuer) ParseToken(raw string) (queue.Token, error) {
+func (i *Issuer) ParseToken(raw string) (visitorsig.Token, error) {
 	if strings.HasPrefix(raw, "v1.") && i.legacy != nil {
 		return i.legacy.ParseToken(raw)
 	}
 	c, err := i.keys.Parse(raw)
 	if err != nil {
-		return queue.Token{}, err
+		return visitorsig.Token{}, err
 	}
 	// The keys, shared by every instance, are the authority here, not iss:
 	// instances left to the default issuer name themselves differently.
-	if !queue.ValidRoom(c.Room) || !queue.ValidVisitor(c.Visitor) {
-		return queue.Token{}, fmt.Errorf("%w: room or visitor", entry.ErrInvalid)
+	if !wire.ValidRoom(c.Room) || !wire.ValidVisitor(c.Visitor) {
+		return visitorsig.Token{}, fmt.Errorf("%w: room or visitor", entry.ErrInvalid)
 	}
 	exp := c.IdleExpiresAt
 	if exp.IsZero() || exp.After(c.ExpiresAt) {
 		exp = c.ExpiresAt
 	}
-	return queue.Token{Room: c.Room, Visitor: c.Visitor, NotBefore: c.NotBefore, ExpiresAt: exp}, nil
+	return visitorsig.Token{Room: c.Room, Visitor: c.Visitor, NotBefore: c.NotBefore, ExpiresAt: exp}, nil
 }

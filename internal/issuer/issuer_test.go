@@ -13,18 +13,19 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/entry"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/internal/visitorsig"
+	"github.com/waitroom/waitroom/settings"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-type rooms map[string]queue.RoomConfig
+type rooms map[string]settings.Room
 
-func (r rooms) RoomSettings(room string) (queue.RoomConfig, bool) { c, ok := r[room]; return c, ok }
+func (r rooms) RoomSettings(room string) (settings.Room, bool) { c, ok := r[room]; return c, ok }
 
 func newIssuer(t *testing.T, secret string) *Issuer {
 	t.Helper()
-	legacy, err := queue.NewSigner([]byte(secret))
+	legacy, err := visitorsig.NewSigner([]byte(secret))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestSignParse(t *testing.T) {
 	}
 	i.SetRooms(rooms{"drop": {TokenMax: 10 * time.Minute}})
 	nb := time.Now().Truncate(time.Millisecond)
-	tk := queue.Token{Room: "drop", Visitor: "v1", NotBefore: nb, ExpiresAt: nb.Add(time.Minute)}
+	tk := visitorsig.Token{Room: "drop", Visitor: "v1", NotBefore: nb, ExpiresAt: nb.Add(time.Minute)}
 	raw := i.SignToken(tk)
 	got, err := i.ParseToken(raw)
 	if err != nil || got != tk {
@@ -58,7 +59,7 @@ func TestSignParse(t *testing.T) {
 	if again := i.SignToken(tk); again != raw {
 		t.Error("the same admission signed twice differs")
 	}
-	legacy, _ := queue.NewSigner([]byte(strings.Repeat("s", 32)))
+	legacy, _ := visitorsig.NewSigner([]byte(strings.Repeat("s", 32)))
 	if got, err := i.ParseToken(legacy.SignToken(tk)); err != nil || got.Visitor != "v1" {
 		t.Errorf("former format: %+v, %v", got, err)
 	}
@@ -179,7 +180,7 @@ func TestKeysAgreement(t *testing.T) {
 	ctx := context.Background()
 	r := &memStore{h: map[string]string{}}
 	a, b := newIssuer(t, strings.Repeat("a", 32)), newIssuer(t, strings.Repeat("b", 32))
-	tk := queue.Token{Room: "drop", Visitor: "v1", NotBefore: time.Now(), ExpiresAt: time.Now().Add(time.Minute)}
+	tk := visitorsig.Token{Room: "drop", Visitor: "v1", NotBefore: time.Now(), ExpiresAt: time.Now().Add(time.Minute)}
 	if err := a.Check(ctx, r, "a"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
 // Package redisconn connects waitroom to Redis as its flags say: one
 // server, Sentinel or Cluster, through rueidis or go-redis, or an embedded
-// miniredis on loopback when no address is given. Only this package and
-// the wiring that calls it see client library types: the queue gets its
-// seam (queue.Redis) and the hub its brokers.
+// miniredis on loopback when no address is given. It adapts either client
+// to the seam every package calls Redis through (rediscall.Redis:
+// NewRueidis, NewGoRedis) and hands the hub its brokers; with those
+// brokers (package hub), it is the only code that sees client library
+// types.
 package redisconn
 
 import (
@@ -21,7 +23,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/waitroom/waitroom/hub"
 	"github.com/waitroom/waitroom/internal/lograte"
-	"github.com/waitroom/waitroom/queue"
+	"github.com/waitroom/waitroom/internal/rediscall"
 )
 
 // Options say which Redis to connect to.
@@ -43,7 +45,7 @@ type Options struct {
 // Conn is an open Redis: the queue's seam, and the library client the
 // hub's brokers are built on.
 type Conn struct {
-	q      queue.Redis
+	q      rediscall.Redis
 	rue    rueidis.Client
 	gor    redis.UniversalClient
 	mini   *miniredis.Miniredis
@@ -96,7 +98,7 @@ func Open(ctx context.Context, o Options, log *slog.Logger) (*Conn, error) {
 			opt.ReadTimeout = 3 * time.Second
 			opt.WriteTimeout = 3 * time.Second
 			rc.gor = redis.NewClusterClient(opt)
-			rc.q = queue.NewGoRedis(rc.gor)
+			rc.q = NewGoRedis(rc.gor)
 			break
 		}
 		opt, err := redis.ParseURL(rawURL)
@@ -111,7 +113,7 @@ func Open(ctx context.Context, o Options, log *slog.Logger) (*Conn, error) {
 			opt.Protocol = 2
 		}
 		rc.gor = redis.NewClient(opt)
-		rc.q = queue.NewGoRedis(rc.gor)
+		rc.q = NewGoRedis(rc.gor)
 	default:
 		opt, err := rueidis.ParseURL(rawURL)
 		if err != nil {
@@ -130,7 +132,7 @@ func Open(ctx context.Context, o Options, log *slog.Logger) (*Conn, error) {
 			return nil, fmt.Errorf("redis %s: %w", u.Host, err)
 		}
 		rc.rue = c
-		rc.q = queue.NewRueidis(c)
+		rc.q = NewRueidis(c)
 	}
 	return rc, rc.check(ctx, u.Host)
 }
@@ -160,7 +162,7 @@ func (rc *Conn) openSentinel(o Options) error {
 			MasterName: o.Sentinel, SentinelAddrs: addrs, DB: db,
 			PoolSize: 128, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second,
 		})
-		rc.q = queue.NewGoRedis(rc.gor)
+		rc.q = NewGoRedis(rc.gor)
 		return nil
 	}
 	c, err := rueidis.NewClient(rueidis.ClientOption{
@@ -171,7 +173,7 @@ func (rc *Conn) openSentinel(o Options) error {
 		return fmt.Errorf("redis sentinel %s: %w", o.Sentinel, err)
 	}
 	rc.rue = c
-	rc.q = queue.NewRueidis(c)
+	rc.q = NewRueidis(c)
 	return nil
 }
 
@@ -226,7 +228,7 @@ func (rc *Conn) Broker(log *slog.Logger) hub.Broker {
 }
 
 // Redis is the queue's seam onto this connection.
-func (rc *Conn) Redis() queue.Redis { return rc.q }
+func (rc *Conn) Redis() rediscall.Redis { return rc.q }
 
 // Do runs one command.
 func (rc *Conn) Do(ctx context.Context, args ...string) (any, error) { return rc.q.Do(ctx, args...) }

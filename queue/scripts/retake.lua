@@ -7,10 +7,12 @@
 -- ARGV[6] = seqFloor: the least the public ticket counter may be
 -- ARGV[7] = pHead: the last priority ticket admitted
 -- ARGV[8] = pSeqFloor: the least the priority ticket counter may be
--- ARGV[9] = done: bitmap of the public tickets done with, as Redis stores it ("" none; mark_done, done.lua)
+-- ARGV[9] = done: bytes of the bitmap of the public tickets done with, as Redis stores it ("" none; mark_done, done.lua)
 -- ARGV[10] = pDone: the same of the priority tickets
--- ARGV[11] = nCfg: the number of settings pairs that follow (-1: none remembered)
--- ARGV[12..] = rest: nCfg settings field/value pairs, then visitor, seq, issuedAt, band (0 public, 1 priority) for each ticket to take back
+-- ARGV[11] = doneAt: the byte of the public bitmap that done starts at
+-- ARGV[12] = pDoneAt: the byte of the priority bitmap that pDone starts at
+-- ARGV[13] = nCfg: the number of settings pairs that follow (-1: none remembered)
+-- ARGV[14..] = rest: nCfg settings field/value pairs, then visitor, seq, issuedAt, band (0 public, 1 priority) for each ticket to take back
 -- Puts back what an instance remembers of a room whose state Redis lost (a
 -- restart without persistence, or a failover that lost the last writes):
 -- the settings when they are missing, the last admitted ticket and the
@@ -22,8 +24,8 @@
 -- Returns {settingsRestored, retaken, removed}.
 local p, room, channel = ARGV[1], ARGV[2], ARGV[3]
 local head_born = tonumber(ARGV[5])
-local ncfg = tonumber(ARGV[11])
-local first = 12 + math.max(ncfg, 0) * 2
+local ncfg = tonumber(ARGV[13])
+local first = 14 + math.max(ncfg, 0) * 2
 local now = now_ms()
 local stats = K.stats
 local retook = K.retook
@@ -32,7 +34,7 @@ local retook = K.retook
 local restored = 0
 if ncfg >= 0 and redis.call('EXISTS', K.cfg) == 0 then
   redis.call('HSET', K.cfg, 'v', 1)
-  if ncfg > 0 then redis.call('HSET', K.cfg, unpack(ARGV, 12, first - 1)) end
+  if ncfg > 0 then redis.call('HSET', K.cfg, unpack(ARGV, 14, first - 1)) end
   restored = 1
   publish(channel, '{"type":"config","room":"' .. room .. '"}')
 end
@@ -46,7 +48,7 @@ lot_begin(p, redis.call('HGET', K.cfg, 'method'))
 local merged = false
 for i, k in ipairs({'done', 'pdone'}) do
   if ARGV[8 + i] ~= '' then
-    redis.call('SET', K.donein, ARGV[8 + i])
+    redis.call('SETRANGE', K.donein, tonumber(ARGV[10 + i]), ARGV[8 + i])
     redis.call('BITOP', 'OR', K[k], K[k], K.donein)
     redis.call('DEL', K.donein)
     merged = true

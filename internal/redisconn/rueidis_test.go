@@ -1,4 +1,6 @@
-package queue
+//go:build integration
+
+package redisconn
 
 import (
 	"context"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/waitroom/waitroom/internal/rediscall"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
@@ -232,7 +235,7 @@ func TestRueidisCallsOwnTheirArgs(t *testing.T) {
 	if _, err := r.Do(ctx, "SADD", "wr:test", room); err != nil {
 		t.Fatal(err)
 	}
-	echo := newScript("echo", "return ARGV[1]")
+	echo := rediscall.NewScript("echo", "return ARGV[1]")
 	if v, err := r.Eval(ctx, echo, []string{"wr:test"}, room); err != nil || v != "drop" {
 		t.Fatalf("eval: %v %v", v, err)
 	}

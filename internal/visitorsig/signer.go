@@ -1,4 +1,10 @@
-package queue
+// Package visitorsig signs and checks, with the deployment's secret
+// (HMAC-SHA256, 128 bits kept), what a visitor is handed and hands back: its
+// credential (its id, and the ticket it holds in a room), the entry token of
+// the default compact format, and a proof-of-work challenge. Nothing here
+// touches Redis: the queue decides with its records whether a signed thing
+// is still good.
+package visitorsig
 
 import (
 	"crypto/hmac"
@@ -7,11 +13,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"hash"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/waitroom/waitroom/wire"
 )
 
 // ErrInvalidToken is returned for a token or credential that is malformed,
@@ -19,43 +26,11 @@ import (
 var ErrInvalidToken = errors.New("invalid token")
 
 var (
-	b64 = base64.RawURLEncoding
-	// The names' rules, as patterns; ValidRoom and ValidVisitor check them
-	// without a regexp (a reconcile checks thousands of ids), and a test
-	// holds them to these.
-	roomRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
-	visitorRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	b64        = base64.RawURLEncoding
 	sigLen     = 16 // bytes of HMAC-SHA256 kept: 128 bits
 	sigB64Len  = b64.EncodedLen(16)
 	tokenParts = 5
 )
-
-// ValidRoom reports whether name is a valid room name.
-func ValidRoom(name string) bool {
-	if len(name) == 0 || len(name) > 64 || name[0] == '-' {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// ValidVisitor reports whether id is a valid visitor id (as issued by the
-// server or supplied by a trusted backend).
-func ValidVisitor(id string) bool {
-	if len(id) == 0 || len(id) > 64 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
 
 // Signer signs and checks visitor credentials and entry tokens with one
 // deployment secret. Safe for concurrent use.
@@ -167,7 +142,7 @@ func (s *Signer) ParseToken(tok string) (Token, error) {
 	}
 	nb, err1 := strconv.ParseInt(p[3], 36, 64)
 	exp, err2 := strconv.ParseInt(p[4], 36, 64)
-	if err1 != nil || err2 != nil || !ValidRoom(p[1]) || !ValidVisitor(p[2]) || exp <= nb {
+	if err1 != nil || err2 != nil || !wire.ValidRoom(p[1]) || !wire.ValidVisitor(p[2]) || exp <= nb {
 		return Token{}, ErrInvalidToken
 	}
 	return Token{Room: p[1], Visitor: p[2], NotBefore: time.UnixMilli(nb), ExpiresAt: time.UnixMilli(exp)}, nil

@@ -1,4 +1,4 @@
-package queue
+package visitorsig
 
 import (
 	"strconv"
@@ -18,7 +18,7 @@ const priorityMark = "p"
 // ticket ("id.sig", VisitorCredential) is the same format with no ticket
 // part, and stays valid.
 func (s *Signer) TicketCredential(id string, t wire.Ticket) string {
-	if t.IsZero() || !ValidRoom(t.Room) {
+	if t.IsZero() || !wire.ValidRoom(t.Room) {
 		return s.VisitorCredential(id)
 	}
 	body := id + "." + t.Room + "~" + strconv.FormatInt(t.Seq, 36) + "~" + strconv.FormatInt(t.IssuedAt.UnixMilli(), 36)
@@ -40,7 +40,7 @@ func (s *Signer) ParseCredential(credential string) (string, wire.Ticket, error)
 	}
 	body, sig := credential[:i], credential[i+1:]
 	id, rest, hasTicket := strings.Cut(body, ".")
-	if !ValidVisitor(id) || !s.verify("visitor", body, sig) {
+	if !wire.ValidVisitor(id) || !s.verify("visitor", body, sig) {
 		return "", wire.Ticket{}, ErrInvalidToken
 	}
 	if !hasTicket {
@@ -48,7 +48,7 @@ func (s *Signer) ParseCredential(credential string) (string, wire.Ticket, error)
 	}
 	p := strings.Split(rest, "~")
 	prio := len(p) == 4 && p[3] == priorityMark
-	if (len(p) != 3 && !prio) || !ValidRoom(p[0]) {
+	if (len(p) != 3 && !prio) || !wire.ValidRoom(p[0]) {
 		return "", wire.Ticket{}, ErrInvalidToken
 	}
 	seq, err1 := strconv.ParseInt(p[1], 36, 64)

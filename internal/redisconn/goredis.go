@@ -1,4 +1,4 @@
-package queue
+package redisconn
 
 import (
 	"context"
@@ -6,17 +6,19 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/rediscall"
 )
 
 type goRedis struct {
 	c       redis.UniversalClient
-	scripts sync.Map // *Script -> *redis.Script
+	scripts sync.Map // *rediscall.Script -> *redis.Script
 }
 
-// NewGoRedis adapts a go-redis client to the queue's Redis seam.
-func NewGoRedis(c redis.UniversalClient) Redis { return &goRedis{c: c} }
+// NewGoRedis adapts a go-redis client to the Redis seam.
+func NewGoRedis(c redis.UniversalClient) rediscall.Redis { return &goRedis{c: c} }
 
-func (r *goRedis) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
+func (r *goRedis) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
 	l, ok := r.scripts.Load(s)
 	if !ok {
 		l, _ = r.scripts.LoadOrStore(s, redis.NewScript(s.Src))

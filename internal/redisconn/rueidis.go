@@ -1,22 +1,25 @@
-package queue
+package redisconn
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/waitroom/waitroom/internal/rediscall"
 )
 
 type rueidisRedis struct {
 	c       rueidis.Client
-	scripts sync.Map // *Script -> *rueidis.Lua
+	scripts sync.Map // *rediscall.Script -> *rueidis.Lua
 }
 
-// NewRueidis adapts a rueidis client (auto-pipelined) to the queue's Redis seam.
-func NewRueidis(c rueidis.Client) Redis { return &rueidisRedis{c: c} }
+// NewRueidis adapts a rueidis client (auto-pipelined) to the Redis seam.
+func NewRueidis(c rueidis.Client) rediscall.Redis { return &rueidisRedis{c: c} }
 
-func (r *rueidisRedis) Eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
+func (r *rueidisRedis) Eval(ctx context.Context, s *rediscall.Script, keys []string, args ...string) (any, error) {
 	l, ok := r.scripts.Load(s)
 	if !ok {
 		l, _ = r.scripts.LoadOrStore(s, rueidis.NewLuaScript(s.Src))
@@ -38,7 +41,18 @@ func owned(ss []string) []string {
 	for _, s := range ss {
 		size += len(s)
 	}
-	return packed(len(ss), size, func(i int) (string, string, string) { return ss[i], "", "" })
+	var b strings.Builder
+	b.Grow(size)
+	for _, s := range ss {
+		b.WriteString(s)
+	}
+	all := b.String()
+	out := make([]string, len(ss))
+	start := 0
+	for i, s := range ss {
+		out[i], start = all[start:start+len(s)], start+len(s)
+	}
+	return out
 }
 
 // pipelined hides a context's deadline from rueidis and keeps its
