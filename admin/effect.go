@@ -101,6 +101,32 @@ var effectRules = []effectRule{
 	{[]string{"presence", "awayAfterSeconds", "dropAfterSeconds"}, presenceEffect},
 	{[]string{"inviteOnly"}, inviteEffect},
 	{[]string{"message"}, messageEffect},
+	{[]string{"autopilot", "latencyTarget", "maxErrorRate", "minRate", "maxRate"}, autopilotEffect},
+}
+
+func autopilotEffect(e effectEnv) string {
+	b, a := e.b.Settings, e.a.Settings
+	lb, la := b.EffectiveAutopilot(), a.EffectiveAutopilot()
+	unit := "admissions/s"
+	if a.Strategy == settings.StrategyMaxActive {
+		unit = "slots"
+	}
+	switch {
+	case b.Autopilot && !a.Autopilot:
+		return "autopilot off: the room keeps the rate it last set; you set it from now on"
+	case !a.Autopilot && lb == la:
+		return ""
+	case !a.Autopilot:
+		return "the autopilot's limits change, used once it is on"
+	case !b.Autopilot:
+		return fmt.Sprintf("autopilot on: every second the rate is set from the origin's p95 latency (target %d ms) and errors (at most %s), within %s–%s %s",
+			la.LatencyTarget.Milliseconds(), num(la.MaxErrorRate), num(la.MinRate), num(la.MaxRate), unit)
+	case lb == la:
+		return ""
+	}
+	return fmt.Sprintf("autopilot: p95 target %d → %d ms, errors at most %s → %s, rate within %s–%s → %s–%s %s",
+		lb.LatencyTarget.Milliseconds(), la.LatencyTarget.Milliseconds(), num(lb.MaxErrorRate), num(la.MaxErrorRate),
+		num(lb.MinRate), num(lb.MaxRate), num(la.MinRate), num(la.MaxRate), unit)
 }
 
 func strategyEffect(e effectEnv) string {

@@ -73,6 +73,17 @@ type Room struct {
 	// InviteOnly rooms take a new visitor only with an invite code.
 	InviteOnly bool
 
+	// Autopilot sets the room's rate (Batch under fixed, MaxActive under
+	// max-active) every second from the origin's measured health: p95
+	// latency at or under LatencyTarget (ms), errors at or under
+	// MaxErrorRate, the rate within MinRate and MaxRate. Zero means the
+	// default of each (EffectiveAutopilot).
+	Autopilot     bool
+	LatencyTarget int
+	MaxErrorRate  float64
+	MinRate       float64
+	MaxRate       float64
+
 	// Presence: with NoPresence unset, admission skips visitors unseen
 	// for AwayAfter (default 60 s) and they lose their place after
 	// DropAfter (default 10 min); with max-active or seats, an admitted
@@ -123,6 +134,41 @@ func (r Room) EffectiveDropAfter() time.Duration {
 		return r.DropAfter
 	}
 	return DefaultDropAfter
+}
+
+// Autopilot defaults (Room.LatencyTarget, MaxErrorRate, MinRate, MaxRate).
+const (
+	DefaultLatencyTarget = 500 * time.Millisecond
+	DefaultMaxErrorRate  = 0.01
+	DefaultMinRate       = 1.0
+	DefaultMaxRate       = 1000.0
+)
+
+// AutopilotLimits are a room's autopilot settings with the defaults
+// filled in.
+type AutopilotLimits struct {
+	LatencyTarget time.Duration
+	MaxErrorRate  float64
+	MinRate       float64
+	MaxRate       float64
+}
+
+// EffectiveAutopilot is r's autopilot settings with the defaults filled in.
+func (r Room) EffectiveAutopilot() AutopilotLimits {
+	l := AutopilotLimits{LatencyTarget: DefaultLatencyTarget, MaxErrorRate: DefaultMaxErrorRate, MinRate: DefaultMinRate, MaxRate: DefaultMaxRate}
+	if r.LatencyTarget > 0 {
+		l.LatencyTarget = time.Duration(r.LatencyTarget) * time.Millisecond
+	}
+	if r.MaxErrorRate > 0 {
+		l.MaxErrorRate = r.MaxErrorRate
+	}
+	if r.MinRate > 0 {
+		l.MinRate = r.MinRate
+	}
+	if r.MaxRate > 0 {
+		l.MaxRate = r.MaxRate
+	}
+	return l
 }
 
 // Defaults are an instance's values for the settings a room leaves zero.
@@ -195,6 +241,8 @@ func (r Room) Validate() error {
 		return &FieldError{"tokenMaxSeconds", "must be at least tokenTtlSeconds"}
 	case r.JoinBurst > 0 && r.JoinRate == 0:
 		return &FieldError{"joinBurst", "needs joinRate"}
+	case r.EffectiveAutopilot().MinRate > r.EffectiveAutopilot().MaxRate:
+		return &FieldError{"maxRate", "must be at least minRate (defaults 1 and 1000)"}
 	case r.DropAfter == 0 && r.EffectiveAwayAfter() > DefaultDropAfter:
 		return &FieldError{"awayAfterSeconds", "must be at most dropAfterSeconds (default 600)"}
 	}

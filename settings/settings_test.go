@@ -52,6 +52,29 @@ func full() Room {
 		NoPresence: true, AwayAfter: 90 * time.Second, DropAfter: 20 * time.Minute, Method: MethodRandom, Activation: ActivationBusy,
 		BrandTitle: "Drop", BrandLogo: "/logo.png", BrandAccent: "#c2185b", BrandBackground: "#fff8e1",
 		BrandFooter: "<b>hi</b>",
+		Autopilot: true, LatencyTarget: 400, MaxErrorRate: 0.05, MinRate: 10, MaxRate: 300,
+	}
+}
+
+// TestAutopilotLimits: zero means each default, and a minRate over the
+// maxRate in force is refused, defaults included.
+func TestAutopilotLimits(t *testing.T) {
+	want := AutopilotLimits{LatencyTarget: 500 * time.Millisecond, MaxErrorRate: 0.01, MinRate: 1, MaxRate: 1000}
+	if got := (Room{}).EffectiveAutopilot(); got != want {
+		t.Errorf("defaults %+v, want %+v", got, want)
+	}
+	if got := full().EffectiveAutopilot(); got != (AutopilotLimits{400 * time.Millisecond, 0.05, 10, 300}) {
+		t.Errorf("set %+v", got)
+	}
+	for _, r := range []Room{{MinRate: 20, MaxRate: 10}, {MinRate: 2000}} {
+		var fe *FieldError
+		if err := r.Validate(); !errors.As(err, &fe) || fe.Field != "maxRate" {
+			t.Errorf("%+v: %v, want maxRate refused", r.EffectiveAutopilot(), err)
+		}
+	}
+	var fe *FieldError
+	if err := (Room{MaxErrorRate: 1.5}).Validate(); !errors.As(err, &fe) || fe.Field != "maxErrorRate" {
+		t.Errorf("maxErrorRate 1.5: %v, want refused", err)
 	}
 }
 
