@@ -1,0 +1,249 @@
+package autopilot
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/settings"
+)
+
+// origin is a model of a protected system with a capacity in requests per
+// second: its p95 is its service time until it nears the capacity, then
+// grows as requests queue, and past 120 % of it requests fail.
+type origin struct {
+	capacity float64 // requests/s
+	service  float64 // ms
+	noise    float64 // ± share of random noise on each latency
+	rng      *rand.Rand
+}
+
+// window is what the origin shows over one second at rate.
+func (o origin) window(rate float64) Window {
+	var w Window
+	n := int(math.Round(rate))
+	p95 := o.service
+	switch u := rate / o.capacity; {
+	case u > 1:
+		p95 = o.service*1.5 + (u-1)*10*o.service
+	case u > 0.9:
+		p95 = o.service * (1 + 5*(u-0.9))
+	}
+	f := 1.0
+	if o.noise > 0 {
+		f += o.noise * (2*o.rng.Float64() - 1)
+	}
+	var fail int
+	if u := rate / o.capacity; u > 1.2 {
+		fail = int(math.Round(float64(n) * (u - 1.2) / u))
+	}
+	for i := range n {
+		lat := o.service
+		if i%20 == 0 { // one in twenty at the p95's latency and slower
+			lat = p95 * 1.05
+		}
+		w.Add(Sample{Latency: time.Duration(lat * f * float64(time.Millisecond)), OK: i >= fail})
+	}
+	return w
+}
+
+var limits = settings.AutopilotLimits{LatencyTarget: 500 * time.Millisecond, MaxErrorRate: 0.01, MinRate: 1, MaxRate: 1000}
+
+// step is one second of a closed loop: what the controller saw and set.
+type step struct {
+	rate, p95, errRate float64
+	d                  Decision
+}
+
+// run drives the controller for secs seconds against o (changed by at,
+// when not nil, before each second), starting from the room's rate
+// start; the window of each second shows the rate set the second before.
+func run(secs int, start float64, o origin, at func(sec int, o *origin)) []step {
+	var s State
+	rate := start
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	out := make([]step, 0, secs)
+	for sec := range secs {
+		if at != nil {
+			at(sec, &o)
+		}
+		w := o.window(rate)
+		d := Decide(s, Input{Window: w, Limits: limits, Demand: true, Current: start, Unit: "/s", Now: t0.Add(time.Duration(sec) * time.Second)})
+		out = append(out, step{rate: rate, p95: d.P95, errRate: d.ErrorRate, d: d})
+		s, rate = d.State, d.State.Rate
+	}
+	return out
+}
+
+// TestSteady: from minRate, against an origin of 200 requests/s whose
+// capacity it is not told, the rate comes within 10 % of what the origin
+// serves at its best latency within 30 s and stays there, the p95 at or
+// under the target and no errors after.
+func TestSteady(t *testing.T) {
+	steps := run(120, 1, origin{capacity: 200, service: 200}, nil)
+	reached := -1
+	for i, s := range steps {
+		if reached < 0 && s.rate >= 180 {
+			reached = i
+		}
+	}
+	if reached < 0 || reached > 30 {
+		t.Fatalf("within 10 %% of 200/s after %d s, want at most 30; rates %v", reached, rates(steps))
+	}
+	for _, s := range steps[40:] {
+		if s.rate < 170 || s.rate > 240 || s.p95 > 500 || s.errRate > 0 {
+			t.Fatalf("after 40 s: rate %v, p95 %v ms, errors %v; rates %v", s.rate, s.p95, s.errRate, rates(steps))
+		}
+	}
+}
+
+// TestOverload: set twice too high, the rate is cut within seconds, the
+// origin is reported overloaded once, then recovered once, and after 10 s
+// its p95 is under the target.
+func TestOverload(t *testing.T) {
+	steps := run(60, 400, origin{capacity: 200, service: 200}, nil)
+	if !steps[0].d.Entered || !steps[0].d.Changed || steps[0].d.State.Rate >= 400 {
+		t.Fatalf("first second at 400/s: %+v", steps[0].d)
+	}
+	if !strings.HasPrefix(steps[0].d.State.Reason, "errors ") {
+		t.Errorf("first cut's reason %q, want the errors", steps[0].d.State.Reason)
+	}
+	entered, left := 0, 0
+	for _, s := range steps {
+		if s.d.Entered {
+			entered++
+		}
+		if s.d.Left {
+			left++
+		}
+	}
+	if entered < 1 || left < 1 || entered != left {
+		t.Errorf("entered overloaded %d times, left %d times, want as many and at least once", entered, left)
+	}
+	for _, s := range steps[10:] {
+		if s.p95 > 500 || s.errRate > 0.01 {
+			t.Fatalf("after 10 s: rate %v, p95 %v, errors %v; rates %v", s.rate, s.p95, s.errRate, rates(steps))
+		}
+	}
+}
+
+// TestRecovery: when the origin's capacity halves mid-run, its p95 is
+// back under the target within 10 s and stays there; the rate settles
+// near the new capacity.
+func TestRecovery(t *testing.T) {
+	steps := run(120, 1, origin{capacity: 200, service: 200}, func(sec int, o *origin) {
+		if sec == 60 {
+			o.capacity = 100
+		}
+	})
+	if steps[60].p95 <= 500 && steps[60].errRate <= 0.01 {
+		t.Fatalf("the drop does not show: %+v", steps[60])
+	}
+	back := -1
+	for i := 60; i < len(steps); i++ {
+		if steps[i].p95 <= 500 && steps[i].errRate <= 0.01 {
+			back = i - 60
+			break
+		}
+	}
+	if back < 0 || back > 10 {
+		t.Fatalf("back under target %d s after the drop, want at most 10; rates %v", back, rates(steps[55:]))
+	}
+	for _, s := range steps[80:] {
+		if s.p95 > 500 || s.errRate > 0.01 || s.rate < 80 || s.rate > 125 {
+			t.Fatalf("20 s after the drop: rate %v, p95 %v, errors %v; rates %v", s.rate, s.p95, s.errRate, rates(steps[55:]))
+		}
+	}
+}
+
+// TestNoSignal: without samples, with samples but nobody waiting, or
+// with a single failure and nothing served, the rate holds and nothing is
+// reported.
+func TestNoSignal(t *testing.T) {
+	s := State{Rate: 140, Reason: "before", Best: 200, Smooth: 210}
+	o := origin{capacity: 1000, service: 100}
+	for i, in := range []Input{
+		{},
+		{Demand: true},
+		{Window: o.window(100)},
+		{Window: Window{Samples: 1, Errors: 1}, Demand: true},
+	} {
+		in.Limits, in.Current, in.Unit = limits, 10, "/s"
+		d := Decide(s, in)
+		if d.Changed || d.State.Rate != 140 || d.State.Reason != "before" || d.Entered || d.Left {
+			t.Errorf("input %d: %+v, want the rate held at 140", i, d)
+		}
+	}
+}
+
+// TestNoisy: a healthy origin whose latencies jitter by ±40 % from one
+// second to the next keeps a
+// rate in a band around its capacity, without a cut to the floor and
+// without being called overloaded once it settled.
+func TestNoisy(t *testing.T) {
+	o := origin{capacity: 200, service: 200, noise: 0.4, rng: rand.New(rand.NewPCG(1, 2))}
+	steps := run(180, 1, o, nil)
+	for _, s := range steps[60:] {
+		if s.rate < 120 || s.rate > 260 {
+			t.Fatalf("after 60 s: rate %v out of 120–260; rates %v", s.rate, rates(steps))
+		}
+		if s.errRate > 0.01 {
+			t.Fatalf("after 60 s: errors %v; rates %v", s.errRate, rates(steps))
+		}
+	}
+}
+
+// TestLimits: a rate outside [minRate, maxRate] (the limits changed) is
+// brought inside at once, with the reason, even without samples; a cut
+// stops at minRate and a rise at maxRate.
+func TestLimits(t *testing.T) {
+	l := limits
+	l.MinRate, l.MaxRate = 20, 50
+	d := Decide(State{Rate: 140}, Input{Limits: l, Unit: "/s"})
+	if !d.Changed || d.State.Rate != 50 || d.State.Reason != "rate within 20–50: 140 → 50/s" {
+		t.Errorf("over maxRate: %+v", d)
+	}
+	bad := origin{capacity: 10, service: 200}
+	d = Decide(State{Rate: 21}, Input{Limits: l, Window: bad.window(100), Demand: true, Unit: "/s"})
+	if d.State.Rate != 20 {
+		t.Errorf("a cut from 21: %v, want minRate 20", d.State.Rate)
+	}
+	d = Decide(State{Rate: 20}, Input{Limits: l, Window: bad.window(100), Demand: true, Unit: "/s"})
+	if d.Changed || d.State.Rate != 20 || !d.Entered {
+		t.Errorf("a cut at minRate: %+v, want held at 20, overloaded", d)
+	}
+	good := origin{capacity: 1000, service: 100}
+	d = Decide(State{Rate: 48, Best: 100, Smooth: 100}, Input{Limits: l, Window: good.window(48), Demand: true, Unit: "/s"})
+	if d.State.Rate != 50 {
+		t.Errorf("a rise from 48: %v, want maxRate 50", d.State.Rate)
+	}
+}
+
+// TestReason: a change says what was seen, against what, and the rates.
+func TestReason(t *testing.T) {
+	var w Window
+	for i := range 100 {
+		lat := 300 * time.Millisecond
+		if i >= 90 {
+			lat = 700 * time.Millisecond
+		}
+		w.Add(Sample{Latency: lat, OK: true})
+	}
+	d := Decide(State{Rate: 140}, Input{Window: w, Limits: limits, Demand: true, Unit: "/s"})
+	if want := "p95 650 ms over 500 ms target: 140 → 96.92/s"; d.State.Reason != want || !d.Changed {
+		t.Errorf("reason %q, want %q", d.State.Reason, want)
+	}
+	if d.P50 < 250 || d.P50 > 300 {
+		t.Errorf("p50 %v, want within 250–300 ms", d.P50)
+	}
+}
+
+func rates(steps []step) []float64 {
+	out := make([]float64, len(steps))
+	for i, s := range steps {
+		out[i] = s.rate
+	}
+	return out
+}
