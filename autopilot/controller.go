@@ -71,15 +71,16 @@ const (
 // last window, the rate to set and why. It is pure: the same input gives
 // the same decision.
 //
-//   - No samples (or too few to read a latency from): hold.
-//   - Errors over maxErrorRate: cut by 30 % (multiplicative decrease).
+//   - No samples, or only a single failure: hold.
+//   - Errors over maxErrorRate (two at least): cut by 30 %
+//     (multiplicative decrease).
 //   - p95 over the target: cut by the ratio of target to p95 (and 10 %
 //     more), at most by half.
 //   - Otherwise, with visitors waiting: the gradient of the best p95 seen
-//     (with a tolerance) to the smoothed p95 scales the rate down when the
-//     origin starts to queue; when it does not, and the p95 is under 80 %
-//     of the target, the rate rises by 20 % a
-//     second up to the last cut's rate, then by its square root (Gradient2's
+//     (with a tolerance of 2) to the smoothed p95 scales the rate down
+//     when the origin starts to queue; when it does not, and the p95 is
+//     under 80 % of the target, the rate rises by 20 % a second up to
+//     near the last cut's rate, then by half its square root (Gradient2's
 //     queue allowance). Without visitors waiting it holds: a rise would
 //     admit nobody and prove nothing.
 //
