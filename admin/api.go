@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -73,6 +74,9 @@ type Options struct {
 	// EndSession ends visitor's gateway session in room, the entry token
 	// valid from notBefore to expiresAt.
 	EndSession func(ctx context.Context, room, visitor string, notBefore, expiresAt time.Time) error
+	// Autopilot, when set, is what a room's stats show of its autopilot
+	// (nil: nothing to show).
+	Autopilot func(ctx context.Context, room string, cfg settings.Room) (json.RawMessage, error)
 	// ServiceKey returns the label of a service key (-service-keys),
 	// which may call the ServiceRoutes and nothing else here; nil: none.
 	ServiceKey func(key string) (label string, ok bool)

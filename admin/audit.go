@@ -50,9 +50,21 @@ func (a *API) Audit(ctx context.Context, room, who, action string, before, after
 	a.auditChange(ctx, room, "", who, action, before, after)
 }
 
+// AuditReason is Audit of a change made for a reason of its own (the
+// autopilot's), which the entry carries.
+func (a *API) AuditReason(ctx context.Context, room, who, action, reason string, before, after settings.Room) {
+	a.auditEntry(ctx, room, "", Entry{Who: who, Action: action, Reason: reason}, before, after)
+}
+
 // auditChange is Audit in trail.
 func (a *API) auditChange(ctx context.Context, room, trail, who, action string, before, after settings.Room) {
-	e := Entry{At: time.Now().UTC().Format(time.RFC3339Nano), Who: who, Action: action, Changes: Changes(a.View(room, before), a.View(room, after))}
+	a.auditEntry(ctx, room, trail, Entry{Who: who, Action: action}, before, after)
+}
+
+// auditEntry records e, with the changes from before to after, in trail.
+func (a *API) auditEntry(ctx context.Context, room, trail string, e Entry, before, after settings.Room) {
+	who, action := e.Who, e.Action
+	e.At, e.Changes = time.Now().UTC().Format(time.RFC3339Nano), Changes(a.View(room, before), a.View(room, after))
 	if len(e.Changes) == 0 && action != "create" {
 		return
 	}

@@ -379,7 +379,7 @@ func (a *API) stats(c *fiber.Ctx) error {
 		p50, p99 = max(p50, in.LagP50), max(p99, in.LagP99)
 		lagN += in.LagCount
 	}
-	return c.JSON(fiber.Map{
+	out := fiber.Map{
 		"room": r, "waiting": st.Waiting, "preQueue": st.PreQueue, "priority": st.Priority,
 		"admittedTotal": st.AdmittedTotal, "admittedPerSecond": st.Rate,
 		"activeTokens": st.ActiveTokens, "seats": cfg.Seats, "seatsHeld": st.SeatsHeld,
@@ -395,5 +395,15 @@ func (a *API) stats(c *fiber.Ctx) error {
 			"madeUpPerMinute": pres.MadeUpPerMinute, "madeUpTotal": pres.MadeUpTotal,
 		},
 		"at": time.Now().UTC().Format(time.RFC3339Nano),
-	})
+	}
+	if a.opts.Autopilot != nil {
+		ap, err := a.opts.Autopilot(ctx, r, cfg)
+		if err != nil {
+			return a.storeError(c, err)
+		}
+		if ap != nil {
+			out["autopilot"] = ap
+		}
+	}
+	return c.JSON(out)
 }

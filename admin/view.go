@@ -117,6 +117,8 @@ type Entry struct {
 	// event-start, event-end.
 	Action  string        `json:"action"`
 	Changes []FieldChange `json:"changes"`
+	// Reason says why the autopilot made an autopilot change.
+	Reason string `json:"reason,omitempty"`
 	// Event names the scheduled event of an event-… action.
 	Event string `json:"event,omitempty"`
 	// Visitor is the visitor id a credential was minted for, a session

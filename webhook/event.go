@@ -22,10 +22,15 @@ const (
 	EventEnded      = "event.ended"
 	ReportReady     = "report.ready"     // an event's report can be read
 	SettingsChanged = "settings.changed" // with the audit entry
+	// OriginOverloaded and OriginRecovered: a room's autopilot cut its
+	// rate on the origin's errors or latency, and the origin is healthy
+	// again.
+	OriginOverloaded = "origin.overloaded"
+	OriginRecovered  = "origin.recovered"
 )
 
 // Events lists every event type, in the order the docs give them.
-var Events = []string{RoomCreated, RoomOpened, RoomPaused, RoomResumed, RoomSoldOut, RoomQueueing, RoomPassing, EventStarted, EventEnded, ReportReady, SettingsChanged}
+var Events = []string{RoomCreated, RoomOpened, RoomPaused, RoomResumed, RoomSoldOut, RoomQueueing, RoomPassing, EventStarted, EventEnded, ReportReady, SettingsChanged, OriginOverloaded, OriginRecovered}
 
 // KnownEvent reports whether t is one of Events.
 func KnownEvent(t string) bool { return slices.Contains(Events, t) }
