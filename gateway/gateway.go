@@ -174,7 +174,13 @@ type Options struct {
 	// CacheSize bounds the revocations and slide marks held, each kind
 	// (default 1<<18).
 	CacheSize int
-	Logger    *slog.Logger // default: discard
+	// Health, when set, is told of every request the built-in proxy
+	// passes to the upstream on a guarded route: the room (from the
+	// route, never from a request header), the time to the upstream's
+	// answer and whether it succeeded (a status below 500; no answer,
+	// refused or timed out, is a failure).
+	Health func(room string, latency time.Duration, ok bool)
+	Logger *slog.Logger // default: discard
 }
 
 // maxSlideEvery caps the interval between two slides of a session, so a
@@ -200,6 +206,7 @@ type Gateway struct {
 	api      API
 	metrics  Metrics
 	edge     EdgeSigner
+	health   func(room string, latency time.Duration, ok bool)
 	broker   Feed
 	channel  string
 	log      *slog.Logger
@@ -234,7 +241,7 @@ func New(deps Deps, opts *Options) (*Gateway, error) {
 		routes: routes, sessions: deps.Signer, cache: NewCache(cmpOr(o.CacheSize, 1<<18)),
 		store: deps.Store, rooms: deps.Rooms, visitors: deps.Visitors, proxies: deps.Proxies,
 		api: deps.API, metrics: deps.Metrics, edge: deps.Edge, broker: deps.Broker, channel: deps.RevokedChannel,
-		log:  o.Logger,
+		log: o.Logger, health: o.Health,
 		page: cmpOr(o.Page, "/waitroom/"), tokenTTL: cmpOr(o.TokenTTL, 300*time.Second),
 		tokenMax: cmpOr(o.TokenMax, 900*time.Second), visitorCookie: cmpOr(o.VisitorCookie, "wr_visitor"),
 	}

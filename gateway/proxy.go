@@ -169,7 +169,12 @@ func (g *Gateway) serveProxy(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	resp := fasthttp.AcquireResponse()
-	if err := g.proxy.hc.Do(req, resp); err != nil {
+	began := time.Now()
+	err := g.proxy.hc.Do(req, resp)
+	if g.health != nil && v.room != "" {
+		g.health(v.room, time.Since(began), err == nil && resp.StatusCode() < 500)
+	}
+	if err != nil {
 		fasthttp.ReleaseResponse(resp)
 		g.log.Warn("proxy: upstream unavailable", "upstream", g.proxy.addr, "err", err)
 		writeVerdict(&ctx.Response, &v) // a slid cookie still goes out

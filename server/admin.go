@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -43,11 +44,15 @@ func (s *server) newAdmin() *admin.API {
 			return s.gw.EndSession(ctx, gateway.Session{Room: room, Visitor: visitor, NotBefore: nb, ExpiresAt: exp})
 		},
 		StoreError: s.storeError,
-		Log:        s.log,
-		Webhooks:   s.hooks,
-		Pages:      visitPages{s},
-		Events:     s.events,
-		Reports:    s.report,
+		// Made before the admin API is used (build).
+		Autopilot: func(ctx context.Context, room string, cfg settings.Room) (json.RawMessage, error) {
+			return s.autopilotStatus(ctx, room, cfg)
+		},
+		Log:      s.log,
+		Webhooks: s.hooks,
+		Pages:    visitPages{s},
+		Events:   s.events,
+		Reports:  s.report,
 	})
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 
 	"github.com/waitroom/waitroom/admin"
+	"github.com/waitroom/waitroom/autopilot"
 	"github.com/waitroom/waitroom/demo"
 	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/hub"
@@ -72,9 +73,11 @@ type server struct {
 	tickets  *push.Tickets // connect tickets (ticket.go)
 	draining atomic.Bool
 
-	serviceKeys *issuer.Services // -service-keys: who may consume tokens, reread on SIGHUP
-	hooks       *webhook.Hooks   // webhooks (webhooks.go)
-	acts        *activations     // the busy rooms' activation states (activation.go)
+	serviceKeys *issuer.Services    // -service-keys: who may consume tokens, reread on SIGHUP
+	hooks       *webhook.Hooks      // webhooks (webhooks.go)
+	acts        *activations        // the busy rooms' activation states (activation.go)
+	pilot       *autopilot.Pilot    // the rooms' autopilot (autopilot.go)
+	apRec       *autopilot.Recorder // the built-in proxy's samples of the origins
 }
 
 // newServer connects to Redis and builds the app; nothing runs until run.
@@ -142,6 +145,7 @@ func (s *server) build(ctx context.Context, secret []byte) error {
 		return ok && cfg.Activation == settings.ActivationBusy
 	})
 	s.tokens.SetRooms(s.rooms)
+	s.newAutopilot()
 	if err := s.ops.Start(ctx); err != nil {
 		return err
 	}
@@ -249,6 +253,7 @@ func (s *server) routes() *fiber.App {
 	rooms.Get("/enter", s.gw.Enter)
 	rooms.Delete("/session", s.gw.EndOwnSession)
 	rooms.Post("/session", s.gw.SessionCheck)
+	rooms.Post("/health", s.health)
 
 	s.admin.Mount(api)
 
@@ -300,6 +305,8 @@ func (s *server) run(ctx context.Context, ln net.Listener, ops ...opsListener) e
 		start("admission", s.q.Run)
 	}
 	start("schedule", s.events.Run)
+	start("autopilot", s.pilot.Run)
+	start("autopilot-samples", s.apRec.Run)
 
 	serveErr := make(chan error, 1+len(ops))
 	go func() { serveErr <- s.app.Listener(ln) }()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/waitroom/waitroom/autopilot"
 	"github.com/waitroom/waitroom/gateway"
 	"github.com/waitroom/waitroom/internal/visitorsig"
 	"github.com/waitroom/waitroom/queue"
@@ -38,6 +39,9 @@ func (s *server) newGateway(secret []byte) error {
 	s.gw, err = gateway.New(deps, &gateway.Options{
 		Page: s.cfg.GatewayPage, TokenTTL: s.cfg.TokenTTL, TokenMax: s.cfg.TokenMax,
 		Upstream: s.cfg.Upstream, VisitorCookie: visitorCookie, Logger: s.log,
+		Health: func(room string, latency time.Duration, ok bool) {
+			s.apRec.Add(room, autopilot.Sample{Latency: latency, OK: ok})
+		},
 	})
 	return err
 }

@@ -1,0 +1,189 @@
+//go:build integration
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/waitfor"
+	"github.com/waitroom/waitroom/settings"
+)
+
+// healthPost posts body to room's health endpoint with key (none when
+// empty).
+func healthPost(v *visitor, room, key, body string) reply {
+	v.tb.Helper()
+	hdr := []string{"Content-Type", "application/json"}
+	if key != "" {
+		hdr = append(hdr, "Authorization", "Bearer "+key)
+	}
+	return v.do("POST", "/api/v1/rooms/"+room+"/health", body, hdr...)
+}
+
+// samples is a health report of n samples of ms milliseconds, ok or not.
+func samples(n int, ms float64, ok bool) string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = fmt.Sprintf(`{"ms":%v,"ok":%v}`, ms, ok)
+	}
+	return `{"samples":[` + strings.Join(s, ",") + `]}`
+}
+
+// apStatus is the autopilot field of room's stats (nil: none).
+func apStatus(v *visitor, room string) map[string]any {
+	v.tb.Helper()
+	return apStatusAt(v, "", room)
+}
+
+// apStatusAt is apStatus with the API under prefix (the gateway's page).
+func apStatusAt(v *visitor, prefix, room string) map[string]any {
+	v.tb.Helper()
+	r := v.do("GET", prefix+"/api/v1/admin/rooms/"+room+"/stats", "", "Authorization", "Bearer "+testAdminKey)
+	if r.Code != 200 {
+		v.tb.Fatalf("stats: %d %s", r.Code, r.Raw)
+	}
+	ap, _ := r.Body["autopilot"].(map[string]any)
+	return ap
+}
+
+// TestHealthEndpoint: a health report needs a service key (an admin key
+// is refused), bad reports get a clear 400 with a stable code, a report
+// into a room nobody made is 404; the samples of good reports show in
+// the room's stats once its autopilot decided, and a room without
+// autopilot shows none.
+func TestHealthEndpoint(t *testing.T) {
+	eachServer(t, withServiceKeys(t, func(c *config) { withAdmin(c); c.OpenRooms = false }), func(t *testing.T, ts *testServer) {
+		ctx := context.Background()
+		if err := ts.q.SetRoomConfig(ctx, "drop", settings.Room{}); err != nil {
+			t.Fatal(err)
+		}
+		v := newVisitor(t, ts.URL)
+		good := samples(3, 40, true)
+		for _, tc := range []struct {
+			key, room, body string
+			code            int
+			err             string
+		}{
+			{"", "drop", good, 401, "invalid_service_key"},
+			{testAdminKey, "drop", good, 401, "invalid_service_key"},
+			{"wrong-key-wrong-key-wrong", "drop", good, 401, "invalid_service_key"},
+			{testServiceKey, "drop", `[1]`, 400, "invalid_json"},
+			{testServiceKey, "drop", `{"samples":[]}`, 400, "invalid_samples"},
+			{testServiceKey, "drop", `{}`, 400, "invalid_samples"},
+			{testServiceKey, "drop", `{"samples":[{"ms":-1,"ok":true}]}`, 400, "invalid_samples"},
+			{testServiceKey, "drop", `{"samples":[{"ms":10}]}`, 400, "invalid_samples"},
+			{testServiceKey, "drop", `{"samples":[{"ok":true}]}`, 400, "invalid_samples"},
+			{testServiceKey, "drop", `{"samples":[{"ms":"10","ok":true}]}`, 400, "invalid_json"},
+			{testServiceKey, "drop", samples(1001, 10, true), 400, "invalid_samples"},
+			{testServiceKey, "nowhere", good, 404, "room_not_found"},
+		} {
+			if r := healthPost(v, tc.room, tc.key, tc.body); r.Code != tc.code || r.errCode() != tc.err {
+				t.Errorf("key %q, room %s, body %.40s: %d %s, want %d %s", tc.key, tc.room, tc.body, r.Code, r.Raw, tc.code, tc.err)
+			}
+		}
+		if r := healthPost(v, "drop", testServiceKey, samples(1000, 40, true)); r.Code != 200 || r.num("accepted") != 1000 {
+			t.Fatalf("a full report: %d %s", r.Code, r.Raw)
+		}
+		if ap := apStatus(v, "drop"); ap != nil {
+			t.Fatalf("autopilot off, stats show %v", ap)
+		}
+		if r := v.admin("PUT", "/rooms/drop", `{"autopilot":true}`); r.Code != 200 {
+			t.Fatalf("autopilot on: %d %s", r.Code, r.Raw)
+		}
+		// Failures past maxErrorRate: the rate is cut, with its reason in
+		// the stats and the audit trail, and the room's batch follows.
+		var ap map[string]any
+		waitfor.Until(t, 10*time.Second, "a cut on errors", func() bool {
+			if r := healthPost(v, "drop", testServiceKey, samples(50, 40, false)); r.Code != 200 {
+				t.Fatalf("report: %d %s", r.Code, r.Raw)
+			}
+			ap = apStatus(v, "drop")
+			return ap != nil && ap["overloaded"] == true && ap["samples"].(float64) > 0
+		})
+		reason, _ := ap["reason"].(string)
+		if !strings.HasPrefix(reason, "errors 100 % over 1 % limit: 140 → 98/s") || ap["errorRate"].(float64) != 1 || ap["on"] != true {
+			t.Errorf("status %v", ap)
+		}
+		if _, err := time.Parse(time.RFC3339, ap["changedAt"].(string)); err != nil {
+			t.Errorf("changedAt %v", ap["changedAt"])
+		}
+		waitfor.Until(t, 5*time.Second, "the batch cut", func() bool {
+			return v.admin("GET", "/rooms/drop", "").num("batch") < 14
+		})
+		r := v.admin("GET", "/rooms/drop/audit", "")
+		var trail struct {
+			Entries []struct {
+				Who, Action, Reason string
+			}
+		}
+		if err := json.Unmarshal([]byte(r.Raw), &trail); err != nil || len(trail.Entries) == 0 {
+			t.Fatalf("audit: %d %s", r.Code, r.Raw)
+		}
+		if e := trail.Entries[0]; e.Who != "autopilot" || e.Action != "autopilot" || !strings.HasPrefix(e.Reason, "errors 100 % over 1 % limit") {
+			t.Errorf("newest audit entry %+v, want the autopilot's cut with its reason", e)
+		}
+		// Manual control: off, the room keeps the last rate.
+		batch := v.admin("GET", "/rooms/drop", "").num("batch")
+		if r := v.admin("PUT", "/rooms/drop", `{"autopilot":false}`); r.Code != 200 {
+			t.Fatalf("autopilot off: %d %s", r.Code, r.Raw)
+		}
+		if got := v.admin("GET", "/rooms/drop", "").num("batch"); got != batch {
+			t.Errorf("batch %d after autopilot off, want %d kept", got, batch)
+		}
+		if ap := apStatus(v, "drop"); ap != nil {
+			t.Errorf("autopilot off, stats show %v", ap)
+		}
+	})
+}
+
+// TestProxyRecordsHealth: the built-in proxy records each request it
+// passes to the app on a guarded route, under the route's room whatever
+// the request's headers say; a 5xx is a failure.
+func TestProxyRecordsHealth(t *testing.T) {
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/fail") {
+			w.WriteHeader(503)
+		}
+		io.WriteString(w, "page "+r.URL.Path)
+	}))
+	t.Cleanup(app.Close)
+	eachServer(t, func(c *config) {
+		c.Upstream = app.URL
+		c.Routes = []string{"{match: '*/checkout/*', room: gw}"}
+		withAdmin(c)
+	}, func(t *testing.T, ts *testServer) {
+		ctx := context.Background()
+		for _, room := range []string{"gw", "shop"} {
+			if err := ts.q.SetRoomConfig(ctx, room, settings.Room{Autopilot: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := newBrowser(t, ts.URL)
+		gatewayAdmit(t, ts, b, "gw", ts.URL+"/checkout/ok")
+		v := newVisitor(t, ts.URL)
+		page := strings.TrimSuffix(ts.gw.Page(), "/")
+		waitfor.Until(t, 10*time.Second, "the proxy's samples in a decision", func() bool {
+			for _, p := range []string{"/checkout/ok", "/checkout/ok", "/checkout/fail"} {
+				// Headers a client might send to steer the samples elsewhere.
+				b.get("GET", p, "X-Waitroom-Room", "shop", "X-Forwarded-Host", "shop.example", "Host", "shop.example")
+			}
+			ap := apStatusAt(v, page, "gw")
+			return ap != nil && ap["samples"].(float64) >= 3
+		})
+		ap := apStatusAt(v, page, "gw")
+		if e := ap["errorRate"].(float64); e < 0.2 || e > 0.5 {
+			t.Errorf("gw: error rate %v, want about a third", e)
+		}
+		if ap := apStatusAt(v, page, "shop"); ap != nil && ap["samples"].(float64) != 0 {
+			t.Errorf("shop got samples: %v", ap)
+		}
+	})
+}
