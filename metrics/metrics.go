@@ -51,6 +51,7 @@ type Metrics struct {
 	httpByRoute   sync.Map                 // route pattern → *httpSeries
 	redisOps      sync.Map                 // op → *redisSeries
 	wsHeartbeats  atomic.Int64             // heartbeats queued to WebSocket connections
+	autopilot     autopilotSeries
 }
 
 // New makes the registry with the Go and process collectors, the build
@@ -89,6 +90,7 @@ func New(b Build) *Metrics {
 	buildInfo.Set(1)
 	m.reg.MustRegister(polls, m.redisErr, m.deliverLag, m.failOpen, m.admissions, m.passed, m.queueing, m.queueingSince, m.redisCalls, m.redisFails, m.restored,
 		m.hooksDropped, m.httpRequests, m.httpSeconds, buildInfo)
+	m.autopilot = newAutopilotSeries(m.reg)
 	m.zero()
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return m

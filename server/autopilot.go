@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom/autopilot"
 	"github.com/waitroom/waitroom/internal/httperr"
@@ -20,54 +19,27 @@ import (
 // maxHealthSamples bounds the samples of one health report.
 const maxHealthSamples = 1000
 
-// apMetrics are the autopilot's series.
-type apMetrics struct {
-	rate       *prometheus.GaugeVec
-	latency    *prometheus.GaugeVec
-	errRatio   *prometheus.GaugeVec
-	overloaded *prometheus.GaugeVec
-	changes    *prometheus.CounterVec
-}
-
-func newAPMetrics(reg *prometheus.Registry) *apMetrics {
-	m := &apMetrics{
-		rate:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "waitroom_autopilot_rate", Help: "Rooms with autopilot on: the rate it set (admissions/s; slots under max-active)."}, []string{"room"}),
-		latency:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "waitroom_origin_latency_seconds", Help: "Rooms with autopilot on: the origin's latency over the last window, by quantile (0.5, 0.95)."}, []string{"room", "quantile"}),
-		errRatio:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "waitroom_origin_error_ratio", Help: "Rooms with autopilot on: the share of the origin's requests that failed over the last window."}, []string{"room"}),
-		overloaded: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "waitroom_autopilot_overloaded", Help: "Rooms with autopilot on: 1 while the origin is overloaded (the last decision cut the rate on errors or latency)."}, []string{"room"}),
-		changes:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitroom_autopilot_changes_total", Help: "Changes of a room's rate by its autopilot, by direction (up, down), counted by the instance that made them."}, []string{"room", "direction"}),
-	}
-	reg.MustRegister(m.rate, m.latency, m.errRatio, m.overloaded, m.changes)
-	return m
-}
-
-func (m *apMetrics) status(room string, st autopilot.Status) {
-	m.rate.WithLabelValues(room).Set(st.Rate)
-	m.latency.WithLabelValues(room, "0.5").Set(st.P50Ms / 1000)
-	m.latency.WithLabelValues(room, "0.95").Set(st.P95Ms / 1000)
-	m.errRatio.WithLabelValues(room).Set(st.ErrorRate)
-	v := 0.0
-	if st.Overloaded {
-		v = 1
-	}
-	m.overloaded.WithLabelValues(room).Set(v)
-	m.changes.WithLabelValues(room, "up")
-	m.changes.WithLabelValues(room, "down")
-}
-
 // newAutopilot makes the rooms' autopilot: the pilot that decides each
 // second, and the recorder of the built-in proxy's samples.
 func (s *server) newAutopilot() {
 	r := s.metrics.Redis(s.redis.Redis())
-	m := newAPMetrics(s.metrics.Registry())
+	shown := map[string]bool{} // rooms whose series are set, by label (Run's goroutine)
 	defaults := settings.Defaults{Batch: s.cfg.Capacity.BatchSize(), TokenTTL: s.cfg.TokenTTL, TokenMax: s.cfg.TokenMax, FailMode: s.cfg.FailMode}
 	s.pilot = autopilot.New(r, autopilot.Options{
 		Tick: s.cfg.Capacity.Tick,
 		Rooms: func() []string {
 			var out []string
+			on := map[string]bool{}
 			for _, room := range s.rooms.SettingsRooms() {
 				if cfg, ok := s.rooms.RoomSettings(room); ok && cfg.Autopilot {
 					out = append(out, room)
+					on[s.rooms.Label(room)] = true
+				}
+			}
+			for label := range shown {
+				if !on[label] {
+					s.metrics.ForgetAutopilot(label)
+					delete(shown, label)
 				}
 			}
 			return out
@@ -82,11 +54,8 @@ func (s *server) newAutopilot() {
 		},
 		Update: s.q.UpdateRoomConfig,
 		OnChange: func(ctx context.Context, room string, before, after settings.Room, d autopilot.Decision) {
-			dir := "up"
-			if after.Batch < before.Batch || after.MaxActive < before.MaxActive {
-				dir = "down"
-			}
-			m.changes.WithLabelValues(s.rooms.Label(room), dir).Inc()
+			b, a := before.Effective(defaults), after.Effective(defaults)
+			s.metrics.AutopilotChanged(s.rooms.Label(room), a.Batch > b.Batch || a.MaxActive > b.MaxActive)
 			s.admin.AuditReason(ctx, room, "autopilot", "autopilot", d.State.Reason, before, after)
 		},
 		OnOverload: func(ctx context.Context, room string, d autopilot.Decision) {
@@ -100,8 +69,12 @@ func (s *server) newAutopilot() {
 				s.log.Warn("webhook event not sent", "room", room, "type", t, "err", err)
 			}
 		},
-		OnStatus: func(room string, st autopilot.Status) { m.status(s.rooms.Label(room), st) },
-		Logger:   s.log,
+		OnStatus: func(room string, st autopilot.Status) {
+			label := s.rooms.Label(room)
+			shown[label] = true
+			s.metrics.Autopilot(label, st.Rate, st.P50Ms/1000, st.P95Ms/1000, st.ErrorRate, st.Overloaded)
+		},
+		Logger: s.log,
 	})
 	s.apRec = autopilot.NewRecorder(s.pilot.Store(), s.log)
 }

@@ -115,6 +115,9 @@ func TestHealthEndpoint(t *testing.T) {
 		if _, err := time.Parse(time.RFC3339, ap["changedAt"].(string)); err != nil {
 			t.Errorf("changedAt %v", ap["changedAt"])
 		}
+		if o, r := gaugeValue(t, ts, "waitroom_autopilot_overloaded"), gaugeValue(t, ts, "waitroom_autopilot_rate"); o != 1 || r <= 0 || r >= 140 {
+			t.Errorf("series: overloaded %v, rate %v; want 1 and under 140", o, r)
+		}
 		waitfor.Until(t, 5*time.Second, "the batch cut", func() bool {
 			return v.admin("GET", "/rooms/drop", "").num("batch") < 14
 		})
@@ -141,7 +144,37 @@ func TestHealthEndpoint(t *testing.T) {
 		if ap := apStatus(v, "drop"); ap != nil {
 			t.Errorf("autopilot off, stats show %v", ap)
 		}
+		if n := directionCount(t, ts, "waitroom_autopilot_changes_total", "down"); n < 1 {
+			t.Errorf("changes down %v, want at least 1", n)
+		}
+		waitfor.Until(t, 5*time.Second, "the room's gauges gone", func() bool {
+			return gaugeValue(t, ts, "waitroom_autopilot_rate") == 0
+		})
 	})
+}
+
+// directionCount is the sum of the series of counter name whose direction
+// label is dir.
+func directionCount(tb testing.TB, ts *testServer, name, dir string) float64 {
+	tb.Helper()
+	mfs, err := ts.metrics.Registry().Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "direction" && l.GetValue() == dir {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
 }
 
 // TestProxyRecordsHealth: the built-in proxy records each request it
