@@ -133,13 +133,33 @@ func TestHealthEndpoint(t *testing.T) {
 		if e := trail.Entries[0]; e.Who != "autopilot" || e.Action != "autopilot" || !strings.HasPrefix(e.Reason, "errors 100 % over 1 % limit") {
 			t.Errorf("newest audit entry %+v, want the autopilot's cut with its reason", e)
 		}
-		// Manual control: off, the room keeps the last rate.
-		batch := v.admin("GET", "/rooms/drop", "").num("batch")
+		// Manual control: off, the room keeps the rate the autopilot set
+		// last (its newest entry in the trail), and it writes no more.
 		if r := v.admin("PUT", "/rooms/drop", `{"autopilot":false}`); r.Code != 200 {
 			t.Fatalf("autopilot off: %d %s", r.Code, r.Raw)
 		}
-		if got := v.admin("GET", "/rooms/drop", "").num("batch"); got != batch {
-			t.Errorf("batch %d after autopilot off, want %d kept", got, batch)
+		var after struct {
+			Entries []struct {
+				Who     string
+				Changes []struct {
+					Field string
+					To    any
+				}
+			}
+		}
+		if err := json.Unmarshal([]byte(v.admin("GET", "/rooms/drop/audit", "").Raw), &after); err != nil || len(after.Entries) < 2 {
+			t.Fatalf("audit: %v", err)
+		}
+		if e := after.Entries[0]; e.Who != "admin" || len(e.Changes) != 1 || e.Changes[0].Field != "autopilot" {
+			t.Errorf("newest entry %+v, want the change to manual control", e)
+		}
+		for _, e := range after.Entries {
+			if e.Who == "autopilot" {
+				if got := v.admin("GET", "/rooms/drop", "").num("batch"); e.Changes[0].Field != "batch" || int64(e.Changes[0].To.(float64)) != got {
+					t.Errorf("batch %d after autopilot off, want the last set, %+v", got, e)
+				}
+				break
+			}
 		}
 		if ap := apStatus(v, "drop"); ap != nil {
 			t.Errorf("autopilot off, stats show %v", ap)

@@ -318,6 +318,7 @@
 
   function show(s) {
     var now = Date.now();
+    roomStrategy = s.strategy || "";
     var rate = rateOf(s, now);
     $("board").hidden = false;
 
@@ -381,10 +382,51 @@
     $("resume").disabled = !s.paused || !!pinned;
     $("pause").title = $("resume").title = pinned || "";
 
-    points.push({ t: now, waiting: s.waiting || 0, rate: rate });
+    showAutopilot(s.autopilot);
+    var ap = s.autopilot;
+    points.push({ t: now, waiting: s.waiting || 0, rate: rate,
+      apRate: ap ? ap.rate : null, p95: ap && ap.samples ? ap.p95Ms : null, err: ap && ap.samples ? ap.errorRate * 100 : null });
     while (points.length && points[0].t < now - WINDOW_MS - 1000) points.shift();
     draw();
   }
+
+  // showAutopilot fills the autopilot's tile (hidden for a room with it
+  // off): the rate it set, the origin's latency and errors over its last
+  // window, and why it last changed the rate.
+  function showAutopilot(ap) {
+    $("t-autopilot").hidden = !ap;
+    $("origin-panel").hidden = !ap;
+    $("legend-autopilot").hidden = !ap;
+    if (!ap) return;
+    var perTick = roomStrategy === "max-active" ? " slots" : " / s";
+    set("v-autopilot", oneDecimal.format(ap.rate) + perTick);
+    set("n-autopilot", ap.samples ?
+      "origin p50 " + ms(ap.p50Ms) + " / p95 " + ms(ap.p95Ms) + " ms · errors " + oneDecimal.format(ap.errorRate * 100) + " % · " +
+        numbers.format(ap.samples) + " samples" + (ap.overloaded ? " · overloaded" : "")
+      : "no samples from the origin: holding");
+    set("n-autopilot-why", ap.reason ? ap.reason + (ap.changedAt ? " (" + new Date(ap.changedAt).toLocaleTimeString() + ")" : "") : "no change yet");
+  }
+  var roomStrategy = "";
+
+  // Take manual control: the autopilot stops, the room keeps its last rate.
+  $("manual").addEventListener("click", function () {
+    if (!room) return;
+    var out = $("action-msg");
+    review({ autopilot: false }, function (done) {
+      api("PUT", "/rooms/" + encodeURIComponent(room), { autopilot: false }).then(function (r) {
+        done();
+        if (r.status === 401) return unauthorized(r);
+        if (r.status >= 200 && r.status < 300) {
+          out.textContent = "Autopilot off: the room keeps the rate it last set.";
+          applied(r.body);
+        } else if (r.status === 0) {
+          out.textContent = "The server can't be reached; nothing was changed.";
+        } else {
+          out.textContent = "That did not work: " + errorOf(r).message;
+        }
+      });
+    }, out);
+  });
 
   // ---------- chart ----------
 
@@ -421,7 +463,7 @@
     var span = minutes * 60000, t0 = now - span;
     set("chart-title", minutes === 1 ? "Last minute" : "Last " + minutes + " minutes");
     var stepW = niceStep(Math.max.apply(null, points.map(function (p) { return p.waiting; }).concat([4])) / 4, true);
-    var stepR = niceStep(Math.max.apply(null, points.map(function (p) { return p.rate; }).concat([1])) / 4, false);
+    var stepR = niceStep(Math.max.apply(null, points.map(function (p) { return Math.max(p.rate, p.apRate || 0); }).concat([1])) / 4, false);
     var maxW = stepW * 4, maxR = stepR * 4;
 
     svg.setAttribute("viewBox", "0 0 " + w + " " + h);
@@ -459,10 +501,58 @@
       svg.appendChild(node("path", { "class": "area-a", d: dW + "L" + x(lastP.t).toFixed(1) + " " + (pad.t + ih) + "L" + x(first.t).toFixed(1) + " " + (pad.t + ih) + "Z" }));
       svg.appendChild(node("path", { "class": "series-a", d: dW }));
       svg.appendChild(node("path", { "class": "series-b", d: line("rate", yR) }));
+      var withAP = shown.filter(function (p) { return p.apRate !== null; });
+      if (withAP.length) {
+        svg.appendChild(node("path", { "class": "series-c", d: withAP.map(function (p, j) {
+          return (j ? "L" : "M") + x(p.t).toFixed(1) + " " + yR(p.apRate).toFixed(1);
+        }).join("") }));
+      }
       desc.textContent = "Now " + numbers.format(lastP.waiting) + " waiting and " + oneDecimal.format(lastP.rate) +
         " admitted per second; the most waiting in this window was " +
         numbers.format(Math.max.apply(null, shown.map(function (p) { return p.waiting; }))) + ".";
     }
+    drawOrigin(t0, span);
+  }
+
+  // drawOrigin draws the origin's p95 latency (left axis, with the
+  // latency target dashed) and error percentage (right axis) as the
+  // autopilot saw them, over the main chart's window.
+  function drawOrigin(t0, span) {
+    var svg = $("origin-chart");
+    if ($("origin-panel").hidden) return;
+    var w = Math.max(280, svg.clientWidth || 800), h = svg.clientHeight || 260;
+    var pad = { l: 48, r: 44, t: 12, b: 26 };
+    var iw = w - pad.l - pad.r, ih = h - pad.t - pad.b;
+    var target = (settings && settings.latencyTarget) || 500;
+    var shown = points.filter(function (p) { return p.t >= t0 && p.p95 !== null; });
+    var stepL = niceStep(Math.max.apply(null, shown.map(function (p) { return p.p95; }).concat([target * 1.25])) / 4, true);
+    var stepE = niceStep(Math.max.apply(null, shown.map(function (p) { return p.err; }).concat([1])) / 4, false);
+    var maxL = stepL * 4, maxE = stepE * 4;
+    svg.setAttribute("viewBox", "0 0 " + w + " " + h);
+    var desc = $("origin-desc");
+    while (svg.lastChild && svg.lastChild !== desc) svg.removeChild(svg.lastChild);
+    var x = function (t) { return pad.l + (t - t0) / span * iw; };
+    var yL = function (v) { return pad.t + ih - v / maxL * ih; };
+    var yE = function (v) { return pad.t + ih - v / maxE * ih; };
+    for (var i = 0; i <= 4; i++) {
+      var y = pad.t + ih * i / 4;
+      svg.appendChild(node("line", { "class": "grid", x1: pad.l, x2: pad.l + iw, y1: y, y2: y }));
+      svg.appendChild(node("text", { "class": "axis", x: pad.l - 8, y: y + 4, "text-anchor": "end" }, short(stepL * (4 - i))));
+      svg.appendChild(node("text", { "class": "axis", x: pad.l + iw + 8, y: y + 4, "text-anchor": "start" }, short(stepE * (4 - i))));
+    }
+    svg.appendChild(node("line", { "class": "target", x1: pad.l, x2: pad.l + iw, y1: yL(target), y2: yL(target) }));
+    if (!shown.length) {
+      desc.textContent = "No samples from the origin yet.";
+      return;
+    }
+    var line = function (key, yf) {
+      return shown.map(function (p, j) { return (j ? "L" : "M") + x(p.t).toFixed(1) + " " + yf(p[key]).toFixed(1); }).join("");
+    };
+    svg.appendChild(node("path", { "class": "series-a", d: line("p95", yL) }));
+    svg.appendChild(node("path", { "class": "series-b", d: line("err", yE) }));
+    var last = shown[shown.length - 1];
+    desc.textContent = "Now the origin's p95 is " + numbers.format(Math.round(last.p95)) + " ms against a target of " +
+      numbers.format(target) + " ms, and " + oneDecimal.format(last.err) + " % of its requests fail.";
   }
 
   function short(v) {
