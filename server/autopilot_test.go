@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/settings"
 )
@@ -238,5 +240,46 @@ func TestProxyRecordsHealth(t *testing.T) {
 		if ap := apStatusAt(v, page, "shop"); ap != nil && ap["samples"].(float64) != 0 {
 			t.Errorf("shop got samples: %v", ap)
 		}
+	})
+}
+
+// TestETAFollowsAutopilot: before any admission is measured, a waiting
+// visitor's ETA comes from the room's planned rate, and that follows the
+// batch the autopilot writes.
+func TestETAFollowsAutopilot(t *testing.T) {
+	eachRedis(t, func(t *testing.T, srv *redistest.Server, client string) {
+		ts := startServerOpts(t, srv, client, manualAdmission(), withServiceKeys(t, withAdmin))
+		ctx := context.Background()
+		if err := ts.q.SetRoomConfig(ctx, "drop", settings.Room{}); err != nil {
+			t.Fatal(err)
+		}
+		const n = 1000
+		for i := range n {
+			if _, err := ts.q.Join(ctx, "drop", fmt.Sprintf("v%04d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eta := func() int64 {
+			st, err := ts.q.Status(ctx, "drop", fmt.Sprintf("v%04d", n-1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st.ETASeconds
+		}
+		if got := eta(); got != 8 { // ceil(1000 / 140)
+			t.Fatalf("ETA %d s at 140/s, want 8", got)
+		}
+		v := newVisitor(t, ts.URL)
+		if r := v.admin("PUT", "/rooms/drop", `{"autopilot":true}`); r.Code != 200 {
+			t.Fatalf("autopilot on: %d %s", r.Code, r.Raw)
+		}
+		var batch int64
+		waitfor.Until(t, 15*time.Second, "the ETA at the autopilot's rate", func() bool {
+			if r := healthPost(v, "drop", testServiceKey, samples(20, 40, false)); r.Code != 200 {
+				t.Fatalf("report: %d %s", r.Code, r.Raw)
+			}
+			batch = v.admin("GET", "/rooms/drop", "").num("batch")
+			return batch < 14 && eta() == int64(math.Ceil(n/(float64(batch)*10)))
+		})
 	})
 }
