@@ -1,5 +1,3 @@
-//go:build integration
-
 package autopilot
 
 import (
@@ -19,7 +17,7 @@ import (
 
 func newRedis(tb testing.TB, srv *redistest.Server) rediscall.Redis {
 	tb.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true, ForceSingleClient: true})
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true, ForceSingleClient: true, AlwaysRESP2: srv.Kind == "mini"})
 	if err != nil {
 		tb.Fatalf("rueidis: %v", err)
 	}
@@ -52,13 +50,20 @@ func (r *room) update(_ context.Context, _ string, change func(*settings.Room) e
 	return c, nil
 }
 
-// TestOneDecisionPerSecond: three instances, each with its own client,
+// TestOneDecisionPerSecondMini is testOneDecisionPerSecond on the
+// embedded Redis (the default without -redis); pilot_real_test.go runs it
+// on a real redis-server.
+func TestOneDecisionPerSecondMini(t *testing.T) { testOneDecisionPerSecond(t, redistest.StartMini(t)) }
+
+// TestOffHoldsMini is testOffHolds on the embedded Redis.
+func TestOffHoldsMini(t *testing.T) { testOffHolds(t, redistest.StartMini(t)) }
+
+// testOneDecisionPerSecond: three instances, each with its own client,
 // stepping two rooms as fast as they can, take exactly one decision per
 // room per second between them; the samples each records add up in the
 // window the decision reads, and the rate each decision sets is written
 // once.
-func TestOneDecisionPerSecond(t *testing.T) {
-	srv := redistest.StartReal(t)
+func testOneDecisionPerSecond(t *testing.T, srv *redistest.Server) {
 	rooms := map[string]*room{
 		"drop": {cfg: settings.Room{Autopilot: true, Strategy: settings.StrategyFixed, Batch: 1, MaxRate: 500}},
 		"shop": {cfg: settings.Room{Autopilot: true, Strategy: settings.StrategyMaxActive, MaxActive: 10, MaxRate: 500}},
@@ -149,12 +154,11 @@ func TestOneDecisionPerSecond(t *testing.T) {
 	}
 }
 
-// TestOffHolds: a room whose autopilot is off is not stepped and keeps
+// testOffHolds: a room whose autopilot is off is not stepped and keeps
 // its settings; one turned off after the instance last read its settings
 // (the operator took control) keeps the rate it had when the decision is
 // written.
-func TestOffHolds(t *testing.T) {
-	srv := redistest.StartReal(t)
+func testOffHolds(t *testing.T, srv *redistest.Server) {
 	r := &room{cfg: settings.Room{Batch: 7}}
 	stale := false // the instance still believes the autopilot on
 	p := New(newRedis(t, srv), Options{
