@@ -24,10 +24,13 @@ import (
 const (
 	trailOperator = "operator" // operator keys, and the schedule of their events
 	trailService  = "service"  // service keys (ending gateway sessions)
+	// trailAutopilot holds the autopilot's changes of the rate, up to one
+	// a second: kept apart, they cannot push anyone's change out.
+	trailAutopilot = "autopilot"
 )
 
 // trails are the trails a room's audit reads, its own first.
-var trails = []string{"", trailOperator, trailService}
+var trails = []string{"", trailOperator, trailService, trailAutopilot}
 
 // trailOf is the trail of what who, with role, did: a service key's label
 // is "service:…".
@@ -50,10 +53,10 @@ func (a *API) Audit(ctx context.Context, room, who, action string, before, after
 	a.auditChange(ctx, room, "", who, action, before, after)
 }
 
-// AuditReason is Audit of a change made for a reason of its own (the
-// autopilot's), which the entry carries.
-func (a *API) AuditReason(ctx context.Context, room, who, action, reason string, before, after settings.Room) {
-	a.auditEntry(ctx, room, "", Entry{Who: who, Action: action, Reason: reason}, before, after)
+// AuditAutopilot records a change of room's rate by its autopilot, with
+// its reason, in a trail of its own, and sends settings.changed.
+func (a *API) AuditAutopilot(ctx context.Context, room, reason string, before, after settings.Room) {
+	a.auditEntry(ctx, room, trailAutopilot, Entry{Who: "autopilot", Action: "autopilot", Reason: reason}, before, after)
 }
 
 // auditChange is Audit in trail.

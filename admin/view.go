@@ -117,7 +117,7 @@ type Entry struct {
 	// event-start, event-end.
 	Action  string        `json:"action"`
 	Changes []FieldChange `json:"changes"`
-	// Reason says why the autopilot made an autopilot change.
+	// Reason says why the autopilot made a change (action autopilot).
 	Reason string `json:"reason,omitempty"`
 	// Event names the scheduled event of an event-… action.
 	Event string `json:"event,omitempty"`

@@ -81,12 +81,19 @@ func (p *Pilot) Run(ctx context.Context) error {
 			continue
 		}
 		for _, room := range p.o.Rooms() {
-			if _, _, err := p.Step(ctx, room); err != nil && ctx.Err() == nil {
+			cctx, cancel := context.WithTimeout(ctx, callTimeout)
+			_, _, err := p.Step(cctx, room)
+			cancel()
+			if err != nil && ctx.Err() == nil {
 				p.o.Logger.Warn("autopilot", "room", room, "err", err)
 			}
 		}
 	}
 }
+
+// callTimeout bounds one room's step, and one send of samples: Redis
+// that does not answer costs a second's decision, not the loop.
+const callTimeout = 2 * time.Second
 
 // errOff stops a write to a room whose autopilot was turned off since.
 var errOff = errors.New("autopilot: turned off")

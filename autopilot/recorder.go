@@ -72,7 +72,10 @@ func (r *Recorder) Flush(ctx context.Context) {
 	r.rooms = make(map[string]*Window, len(rooms))
 	r.mu.Unlock()
 	for room, w := range rooms {
-		if err := r.store.Record(ctx, room, *w); err != nil && ctx.Err() == nil {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := r.store.Record(cctx, room, *w)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			r.log.Debug("autopilot: samples not recorded", "room", room, "err", err)
 		}
 	}

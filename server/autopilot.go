@@ -56,7 +56,7 @@ func (s *server) newAutopilot() {
 		OnChange: func(ctx context.Context, room string, before, after settings.Room, d autopilot.Decision) {
 			b, a := before.Effective(defaults), after.Effective(defaults)
 			s.metrics.AutopilotChanged(s.rooms.Label(room), a.Batch > b.Batch || a.MaxActive > b.MaxActive)
-			s.admin.AuditReason(ctx, room, "autopilot", "autopilot", d.State.Reason, before, after)
+			s.admin.AuditAutopilot(ctx, room, d.State.Reason, before, after)
 		},
 		OnOverload: func(ctx context.Context, room string, d autopilot.Decision) {
 			t := webhook.OriginRecovered
