@@ -140,19 +140,24 @@ func (p *Pilot) Step(ctx context.Context, room string) (int64, bool, error) {
 			p.o.OnOverload(ctx, room, d)
 		}
 	}
-	if err := p.apply(ctx, room, maxActive, d); err != nil {
+	have := cfg.Batch
+	if maxActive {
+		have = cfg.MaxActive
+	}
+	if err := p.apply(ctx, room, maxActive, have, d); err != nil {
 		return now, true, err
 	}
 	return now, true, nil
 }
 
 // apply writes d's rate into room's batch (or maxActive) if it changes
-// what the room admits.
-func (p *Pilot) apply(ctx context.Context, room string, maxActive bool, d Decision) error {
-	if p.o.Update == nil {
+// what the room admits: have is the value in force as the instance last
+// read it, and an unchanged one costs no call.
+func (p *Pilot) apply(ctx context.Context, room string, maxActive bool, have int, d Decision) error {
+	want := p.units(d.State.Rate, maxActive)
+	if p.o.Update == nil || want == have {
 		return nil
 	}
-	want := p.units(d.State.Rate, maxActive)
 	var before settings.Room
 	changed := false
 	after, err := p.o.Update(ctx, room, func(c *settings.Room) error {

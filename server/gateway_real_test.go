@@ -73,10 +73,10 @@ func fileExists(p string) bool {
 // config, waitroom at wr and the app at app; it returns the base URL. A
 // free port can be taken by another process before the gateway binds it:
 // then it tries another.
-func startGatewayProcess(t *testing.T, kind, wr, app string) string {
+func startGatewayProcess(t *testing.T, kind, wr, app string, replace ...string) string {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
-		base, err := tryGatewayProcess(t, kind, wr, app)
+		base, err := tryGatewayProcess(t, kind, wr, app, replace...)
 		if err == nil {
 			return base
 		}
@@ -87,7 +87,8 @@ func startGatewayProcess(t *testing.T, kind, wr, app string) string {
 	}
 }
 
-func tryGatewayProcess(t *testing.T, kind, wr, app string) (string, error) {
+// replace are more old, new pairs for the configuration's text.
+func tryGatewayProcess(t *testing.T, kind, wr, app string, replace ...string) (string, error) {
 	t.Helper()
 	bin := gatewayBin(t, kind)
 	name := map[string]string{"nginx": "nginx.conf", "caddy": "Caddyfile", "traefik": "traefik.yml"}[kind]
@@ -101,6 +102,7 @@ func tryGatewayProcess(t *testing.T, kind, wr, app string) (string, error) {
 		// The tests' room is gw: Traefik returns the cookies it is told of.
 		"- wr_drop_session", "- wr_session_gw",
 		":8000 {", fmt.Sprintf(":%d {\n\tbind 127.0.0.1", port)).Replace(string(src))
+	conf = strings.NewReplacer(replace...).Replace(conf)
 	dir := t.TempDir()
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
