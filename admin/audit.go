@@ -54,7 +54,9 @@ func (a *API) Audit(ctx context.Context, room, who, action string, before, after
 }
 
 // AuditAutopilot records a change of room's rate by its autopilot, with
-// its reason, in a trail of its own, and sends settings.changed.
+// its reason, in a trail of its own. It sends no settings.changed: up to
+// one a second per room would flood the receivers; origin.overloaded and
+// origin.recovered say what they need to know.
 func (a *API) AuditAutopilot(ctx context.Context, room, reason string, before, after settings.Room) {
 	a.auditEntry(ctx, room, trailAutopilot, Entry{Who: "autopilot", Action: "autopilot", Reason: reason}, before, after)
 }

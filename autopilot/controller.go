@@ -49,6 +49,7 @@ type Decision struct {
 	Entered, Left bool
 	P50, P95      float64 // of the window, ms
 	ErrorRate     float64
+	At            time.Time // the second decided (Input.Now)
 }
 
 // The controller's constants. docs/autopilot.md says why these values.
@@ -88,7 +89,7 @@ const (
 func Decide(s State, in Input) Decision {
 	l := in.Limits
 	w := in.Window
-	d := Decision{P50: w.Quantile(0.5), P95: w.Quantile(0.95), ErrorRate: w.ErrorRate()}
+	d := Decision{P50: w.Quantile(0.5), P95: w.Quantile(0.95), ErrorRate: w.ErrorRate(), At: in.Now}
 	old := s.Rate
 	if old <= 0 {
 		old = in.Current

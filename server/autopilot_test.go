@@ -10,6 +10,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/waitfor"
 	"github.com/waitroom/waitroom/settings"
+	"github.com/waitroom/waitroom/webhook"
 )
 
 // healthPost posts body to room's health endpoint with key (none when
@@ -281,5 +284,52 @@ func TestETAFollowsAutopilot(t *testing.T) {
 			batch = v.admin("GET", "/rooms/drop", "").num("batch")
 			return batch < 14 && eta() == int64(math.Ceil(n/(float64(batch)*10)))
 		})
+	})
+}
+
+// TestAutopilotWebhooks: a cut on errors sends origin.overloaded, the
+// first healthy decision after it origin.recovered, each once; the
+// autopilot's changes of the rate (up to one a second) are no
+// settings.changed.
+func TestAutopilotWebhooks(t *testing.T) {
+	eachRedis(t, func(t *testing.T, srv *redistest.Server, client string) {
+		rc := newHookReceiver(t, webhook.NewSecret())
+		file := filepath.Join(t.TempDir(), "webhooks.yaml")
+		if err := os.WriteFile(file, []byte("webhooks:\n  - url: "+rc.URL+"/in\n    secret: "+rc.secret+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ts := startServerOpts(t, srv, client, fastHooks(), withServiceKeys(t, func(c *config) {
+			withAdmin(c)
+			c.Webhooks = file
+		}))
+		v := newVisitor(t, ts.URL)
+		if r := v.admin("PUT", "/rooms/drop", `{"autopilot":true}`); r.Code != 200 {
+			t.Fatalf("autopilot on: %d %s", r.Code, r.Raw)
+		}
+		count := func(typ, who string) int {
+			got, _, _ := rc.events()
+			n := 0
+			for _, e := range got {
+				if e.Type == typ && (who == "" || e.Data.Audit.Who == who) {
+					n++
+				}
+			}
+			return n
+		}
+		waitfor.Until(t, 10*time.Second, "origin.overloaded", func() bool {
+			healthPost(v, "drop", testServiceKey, samples(20, 40, false))
+			return count(webhook.OriginOverloaded, "") == 1
+		})
+		waitfor.Until(t, 10*time.Second, "origin.recovered", func() bool {
+			healthPost(v, "drop", testServiceKey, samples(20, 40, true))
+			return count(webhook.OriginRecovered, "") == 1
+		})
+		outboxDrained(t, ts)
+		if n, m := count(webhook.OriginOverloaded, ""), count(webhook.OriginRecovered, ""); n != 1 || m != 1 {
+			t.Errorf("origin.overloaded %d, origin.recovered %d, want 1 each", n, m)
+		}
+		if n := count(webhook.SettingsChanged, "autopilot"); n != 0 {
+			t.Errorf("%d settings.changed by the autopilot, want none", n)
+		}
 	})
 }
