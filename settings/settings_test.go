@@ -51,8 +51,8 @@ func full() Room {
 		FailMode: FailClosed, JoinRate: 2.5, JoinBurst: 7, PowBits: 12, Message: "Back soon.", InviteOnly: true,
 		NoPresence: true, AwayAfter: 90 * time.Second, DropAfter: 20 * time.Minute, Method: MethodRandom, Activation: ActivationBusy,
 		BrandTitle: "Drop", BrandLogo: "/logo.png", BrandAccent: "#c2185b", BrandBackground: "#fff8e1",
-		BrandFooter: "<b>hi</b>",
-		Autopilot: true, LatencyTarget: 400, MaxErrorRate: 0.05, MinRate: 10, MaxRate: 300,
+		BrandFooter: "<b>hi</b>", Autopilot: true,
+		LatencyTarget: 400, MaxErrorRate: 0.05, MinRate: 10, MaxRate: 300,
 	}
 }
 
