@@ -204,7 +204,8 @@ func directionCount(tb testing.TB, ts *testServer, name, dir string) float64 {
 
 // TestProxyRecordsHealth: the built-in proxy records each request it
 // passes to the app on a guarded route, under the route's room whatever
-// the request's headers say; a 5xx is a failure.
+// the request's headers say; a 5xx is a failure. A room without autopilot
+// gets nothing written.
 func TestProxyRecordsHealth(t *testing.T) {
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/fail") {
@@ -215,7 +216,7 @@ func TestProxyRecordsHealth(t *testing.T) {
 	t.Cleanup(app.Close)
 	eachServer(t, func(c *config) {
 		c.Upstream = app.URL
-		c.Routes = []string{"{match: '*/checkout/*', room: gw}"}
+		c.Routes = []string{"{match: '*/checkout/*', room: gw}", "{match: '*/plain/*', room: plain}"}
 		withAdmin(c)
 	}, func(t *testing.T, ts *testServer) {
 		ctx := context.Background()
@@ -224,12 +225,16 @@ func TestProxyRecordsHealth(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if err := ts.q.SetRoomConfig(ctx, "plain", settings.Room{}); err != nil {
+			t.Fatal(err)
+		}
 		b := newBrowser(t, ts.URL)
 		gatewayAdmit(t, ts, b, "gw", ts.URL+"/checkout/ok")
+		gatewayAdmit(t, ts, b, "plain", ts.URL+"/plain/ok")
 		v := newVisitor(t, ts.URL)
 		page := strings.TrimSuffix(ts.gw.Page(), "/")
 		waitfor.Until(t, 10*time.Second, "the proxy's samples in a decision", func() bool {
-			for _, p := range []string{"/checkout/ok", "/checkout/ok", "/checkout/fail"} {
+			for _, p := range []string{"/checkout/ok", "/checkout/ok", "/checkout/fail", "/plain/ok"} {
 				// Headers a client might send to steer the samples elsewhere.
 				b.get("GET", p, "X-Waitroom-Room", "shop", "X-Forwarded-Host", "shop.example", "Host", "shop.example")
 			}
@@ -242,6 +247,9 @@ func TestProxyRecordsHealth(t *testing.T) {
 		}
 		if ap := apStatusAt(v, page, "shop"); ap != nil && ap["samples"].(float64) != 0 {
 			t.Errorf("shop got samples: %v", ap)
+		}
+		if keys, err := ts.redis.Do(ctx, "KEYS", "wr:{plain}:ap*"); err != nil || len(keys.([]any)) != 0 {
+			t.Errorf("room plain, autopilot off: keys %v, %v; want none", keys, err)
 		}
 	})
 }

@@ -39,8 +39,12 @@ func (s *server) newGateway(secret []byte) error {
 	s.gw, err = gateway.New(deps, &gateway.Options{
 		Page: s.cfg.GatewayPage, TokenTTL: s.cfg.TokenTTL, TokenMax: s.cfg.TokenMax,
 		Upstream: s.cfg.Upstream, VisitorCookie: visitorCookie, Logger: s.log,
+		// Only rooms with autopilot on: the others work as without it,
+		// with no write of their own.
 		Health: func(room string, latency time.Duration, ok bool) {
-			s.apRec.Add(room, autopilot.Sample{Latency: latency, OK: ok})
+			if cfg, _ := s.rooms.RoomSettings(room); cfg.Autopilot {
+				s.apRec.Add(room, autopilot.Sample{Latency: latency, OK: ok})
+			}
 		},
 	})
 	return err
