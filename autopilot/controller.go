@@ -50,6 +50,10 @@ type Decision struct {
 	P50, P95      float64 // of the window, ms
 	ErrorRate     float64
 	At            time.Time // the second decided (Input.Now)
+	// Reason says what this second saw when it cut, rose, or found the
+	// origin healthy again, even when the rate did not change (a cut held
+	// at minRate); "" otherwise.
+	Reason string
 }
 
 // The controller's constants. docs/autopilot.md says why these values.
@@ -161,6 +165,10 @@ func Decide(s State, in Input) Decision {
 	}
 	d.Entered, d.Left = over && !s.Overloaded, !over && s.Overloaded
 	s.Overloaded = over
+	d.Reason = reason
+	if d.Reason == "" && d.Left {
+		d.Reason = fmt.Sprintf("p95 %s ms within %s ms target, errors %s %% within %s %% limit", ms(d.P95), ms(target), pct(d.ErrorRate), pct(l.MaxErrorRate))
+	}
 	s.Rate = roundRate(rate)
 	if s.Rate != roundRate(old) && reason != "" {
 		d.Changed = true

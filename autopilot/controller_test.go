@@ -211,8 +211,13 @@ func TestLimits(t *testing.T) {
 		t.Errorf("a cut from 21: %v, want minRate 20", d.State.Rate)
 	}
 	d = Decide(State{Rate: 20}, Input{Limits: l, Window: bad.window(100), Demand: true, Unit: "/s"})
-	if d.Changed || d.State.Rate != 20 || !d.Entered {
-		t.Errorf("a cut at minRate: %+v, want held at 20, overloaded", d)
+	if d.Changed || d.State.Rate != 20 || !d.Entered || !strings.HasPrefix(d.Reason, "errors ") || d.State.Reason != "" {
+		t.Errorf("a cut at minRate: %+v, want held at 20, overloaded, with this second's reason", d)
+	}
+	good0 := origin{capacity: 1000, service: 100}
+	d = Decide(d.State, Input{Limits: l, Window: good0.window(20), Unit: "/s"})
+	if !d.Left || d.Reason != "p95 100 ms within 500 ms target, errors 0 % within 1 % limit" {
+		t.Errorf("healthy again: %+v", d)
 	}
 	good := origin{capacity: 1000, service: 100}
 	d = Decide(State{Rate: 48, Best: 100, Smooth: 100}, Input{Limits: l, Window: good.window(48), Demand: true, Unit: "/s"})

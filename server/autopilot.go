@@ -66,7 +66,7 @@ func (s *server) newAutopilot() {
 			// The second decided, not the last change: a cut held at
 			// minRate changes nothing, and is news all the same.
 			at := d.At
-			data := map[string]any{"reason": d.State.Reason, "rate": d.State.Rate, "p95Ms": d.P95, "errorRate": d.ErrorRate}
+			data := map[string]any{"reason": d.Reason, "rate": d.State.Rate, "p95Ms": d.P95, "errorRate": d.ErrorRate}
 			if err := s.hooks.EmitOnce(ctx, room, t, strconv.FormatInt(at.UnixMilli(), 10), data); err != nil && ctx.Err() == nil {
 				s.log.Warn("webhook event not sent", "room", room, "type", t, "err", err)
 			}
