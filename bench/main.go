@@ -21,6 +21,7 @@
 //	go run ./bench soak    [-quick] [-n 30000] [-duration 10m] [-fault-every 1m] [-redis-stop kill|term] [-out results/]
 //	go run ./bench ceiling [-quick] [-rates 1000,2000,...] [-rate R -joins N] [-procs 2] [-out results/]
 //	go run ./bench joinpath [-quick] [-d 10s] [-c 64] [-rounds 3] [-load go|wrk] [-zadd-n 400000] [-no-pin] [-out results/]
+//	go run ./bench autopilot [-quick] [-visitors 1000] [-pool 40] [-before 60s] [-after 30s] [-runs right,high,low,autopilot] [-out results/]
 package main
 
 import (
@@ -73,6 +74,12 @@ scenarios:
   joinpath joins of new visitors through HTTP (load generator on core 0,
            server on core 1) against raw redis-benchmark ZADD on the same
            Redis: joins/s, ZADD/s, their ratio, server and Redis CPU
+  autopilot the same herd through the built-in proxy in front of an origin
+           of 40 slots of 200 ms, at a static rate right (140/s), twice
+           too high, twice too low, and under the autopilot from minRate;
+           the origin's pool halves part-way: orders/s against the
+           optimum, origin p95, errors, waits, time to the optimum and
+           back under the latency target
 
 Each scenario takes -quick (seconds) and -out DIR (default results).
 Run "go run ./bench <scenario> -h" for its flags.

@@ -37,7 +37,7 @@ func scenarios() []scenario {
 	return []scenario{
 		costScenario(), herdScenario(), clientsScenario(), gatewayScenario(), busyScenario(),
 		scaleScenario(), abandonScenario(), soakScenario(), ceilingScenario(),
-		joinpathScenario(),
+		joinpathScenario(), autopilotScenario(),
 	}
 }
 
@@ -48,6 +48,8 @@ var workers = map[string]func(ctx context.Context, cfgJSON string) error{
 	"scale-worker":   scaleWorkerMain,
 	"soak-worker":    soakWorkerMain,
 	"ceiling-worker": ceilingWorkerMain,
+	// Not visitors: the autopilot scenario's origin, an app of its own.
+	"autopilot-origin": originWorkerMain,
 }
 
 func lookupScenario(name string) (scenario, bool) {
