@@ -142,19 +142,21 @@ func startOrigin(_ context.Context, cfg originConfig) (localFleet[originReport],
 		start := time.Now()
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
+		// Each order is recorded before it is answered, so that every
+		// answer a visitor reads is in the report.
 		if !pool.acquire(cfg.WaitBound) {
+			record(originSample{AtMs: start.UnixMilli(), Ms: float32(time.Since(start).Seconds() * 1e3)})
 			w.WriteHeader(http.StatusServiceUnavailable)
 			io.WriteString(w, `{"error":{"code":"pool_timeout","message":"no database connection within the wait bound"}}`)
-			record(originSample{AtMs: start.UnixMilli(), Ms: float32(time.Since(start).Seconds() * 1e3)})
 			return
 		}
 		// The order's work: the slot is held for the service time.
 		t := time.NewTimer(cfg.Service)
 		<-t.C
 		pool.release()
+		record(originSample{AtMs: start.UnixMilli(), Ms: float32(time.Since(start).Seconds() * 1e3), OK: true})
 		w.WriteHeader(http.StatusCreated)
 		io.WriteString(w, `{"order":"created"}`)
-		record(originSample{AtMs: start.UnixMilli(), Ms: float32(time.Since(start).Seconds() * 1e3), OK: true})
 	})
 	app.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 
