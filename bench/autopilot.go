@@ -195,12 +195,24 @@ func runAutopilot(ctx context.Context, o autopilotOptions, command string) (*aut
 		TickMs: ms(o.Tick), Optimum: o.optimum(o.Pool), OptimumAfter: o.optimum(o.Pool / 2),
 		Capacity: float64(o.Pool) / o.Service.Seconds(), LatencyTargetMs: ms(o.Target), MaxErrorRate: o.MaxErrors,
 		MinRate: o.MinRate, MaxRate: o.MaxRate, Transport: o.Transport}
-	for _, kind := range o.Runs {
-		r, err := autopilotOnce(ctx, o, kind, rep.Optimum)
-		if err != nil {
-			return nil, fmt.Errorf("autopilot %s: %w", kind, err)
+	// The autopilot's run goes first, so that a server without it is
+	// refused before the static runs took minutes; the report keeps the
+	// order asked for.
+	order := make([]int, 0, len(o.Runs))
+	for i, kind := range o.Runs {
+		if kind == "autopilot" {
+			order = append([]int{i}, order...)
+		} else {
+			order = append(order, i)
 		}
-		rep.Runs = append(rep.Runs, r)
+	}
+	rep.Runs = make([]apRun, len(o.Runs))
+	for _, i := range order {
+		r, err := autopilotOnce(ctx, o, o.Runs[i], rep.Optimum)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", o.Runs[i], err)
+		}
+		rep.Runs[i] = r
 	}
 	rep.Checks = autopilotChecks(rep)
 	if err := writeOutputs(o.Out, "autopilot", autopilotMarkdown(rep), rep, autopilotSVG(rep)); err != nil {
