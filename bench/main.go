@@ -2,11 +2,14 @@
 // what push costs against polling (cost), what a herd of admitted visitors
 // does to the protected system (herd), the Redis clients' throughput
 // through the HTTP API beside raw redis-benchmark (clients), and what push
-// visitors cost spread over several instances on one Redis (scale), and
-// how many joins a second one room takes on one Redis core (ceiling).
+// visitors cost spread over several instances on one Redis (scale), how
+// many joins a second one room takes on one Redis core (ceiling), and
+// whether a room's autopilot admits what an origin can absorb better than
+// a static rate (autopilot).
 //
-// It starts what it needs (a redis-server on a free port, and the server
-// built from this module), loads loopback only, bounds every run in count
+// It starts what it needs (a redis-server on a free port, the server
+// built from this module, and for autopilot an origin app of its own),
+// loads loopback only, bounds every run in count
 // and time, and writes a Markdown table, a JSON file and an SVG chart per
 // scenario into -out. It imports no package of this module.
 //
