@@ -140,26 +140,30 @@ type apRun struct {
 	After      apPhase `json:"afterHalving"`
 	// The autopilot's figures (NaN, null in JSON, for a static run or
 	// when it did not happen).
-	ReachSeconds        float64    `json:"reachSeconds"`
-	HoldShare           float64    `json:"holdShare"`
-	P95AfterReachMs     float64    `json:"originP95AfterReachMs"`
-	RecoverSeconds      float64    `json:"recoverSeconds"`
-	ErrorsUntilRecover  int        `json:"errorsUntilRecovered"`
-	OrdersUntilRecover  int        `json:"ordersUntilRecovered"`
-	SecondsOverAfter    int        `json:"secondsOverTargetAfterHalving"`
-	RateMin             float64    `json:"rateMin"`
-	RateMax             float64    `json:"rateMax"`
-	RateAtHalving       float64    `json:"rateAtHalving"`
-	RateAtEnd           float64    `json:"rateAtEnd"`
-	Changes             []apChange `json:"changes"`
-	VisitorErrors       int        `json:"visitorErrors"`
-	FirstVisitorError   string     `json:"firstVisitorError,omitempty"`
-	PerSecond           []apSecond `json:"perSecond"`
-	OriginSamples       int        `json:"originSamples"`
-	OriginOKTotal       int        `json:"originOkTotal"`
-	Origin503Total      int        `json:"origin503Total"`
-	VisitorOrdersOK     int        `json:"visitorOrdersOk"`
-	VisitorPool503Total int        `json:"visitorPool503Total"`
+	ReachSeconds       float64    `json:"reachSeconds"`
+	HoldShare          float64    `json:"holdShare"`
+	P95AfterReachMs    float64    `json:"originP95AfterReachMs"`
+	RecoverSeconds     float64    `json:"recoverSeconds"`
+	ErrorsUntilRecover int        `json:"errorsUntilRecovered"`
+	OrdersUntilRecover int        `json:"ordersUntilRecovered"`
+	SecondsOverAfter   int        `json:"secondsOverTargetAfterHalving"`
+	RateMin            float64    `json:"rateMin"`
+	RateMax            float64    `json:"rateMax"`
+	RateAtHalving      float64    `json:"rateAtHalving"`
+	RateAtEnd          float64    `json:"rateAtEnd"`
+	Changes            []apChange `json:"changes"`
+	VisitorErrors      int        `json:"visitorErrors"`
+	FirstVisitorError  string     `json:"firstVisitorError,omitempty"`
+	PerSecond          []apSecond `json:"perSecond"`
+	OriginSamples      int        `json:"originSamples"`
+	OriginOKTotal      int        `json:"originOkTotal"`
+	Origin503Total     int        `json:"origin503Total"`
+	// CPU over the run, in cores: the server, redis-server, the bench and
+	// its origin; and every other process on the machine.
+	OwnCores            float64 `json:"ownCpuCores"`
+	OtherCores          float64 `json:"otherProcessesCpuCores"`
+	VisitorOrdersOK     int     `json:"visitorOrdersOk"`
+	VisitorPool503Total int     `json:"visitorPool503Total"`
 }
 
 type autopilotReport struct {
@@ -310,6 +314,8 @@ func autopilotOnce(ctx context.Context, o autopilotOptions, kind string, optimum
 
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	originPIDs := []int{origin.pid()}
+	busy0, own0 := machineBusy(), ourCPU(tgt, originPIDs)
 	t0 := time.Now()
 	var wg sync.WaitGroup
 	for range o.Visitors {
@@ -365,6 +371,12 @@ func autopilotOnce(ctx context.Context, o autopilotOptions, kind string, optimum
 	cancel()
 	wg.Wait()
 	res.Seconds = time.Since(t0).Seconds()
+	busy1, own1 := machineBusy(), ourCPU(tgt, originPIDs)
+	res.OwnCores, res.OtherCores = math.NaN(), math.NaN()
+	if busy0 > 0 && busy1 > 0 {
+		res.OwnCores = (own1 - own0).Seconds() / res.Seconds
+		res.OtherCores = max((busy1-busy0-(own1-own0)).Seconds()/res.Seconds, 0)
+	}
 	orep, err := origin.end()
 	if err != nil {
 		return res, fmt.Errorf("origin report: %w", err)

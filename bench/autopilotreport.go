@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 )
 
@@ -110,6 +111,14 @@ func autopilotMarkdown(rep *autopilotReport) string {
 	b.WriteString(mdTable(header, phaseRows(false)))
 	fmt.Fprintf(&b, "\n## After the halving (pool %d, optimum %s/s)\n\n", rep.PoolAfter, num(rep.OptimumAfter))
 	b.WriteString(mdTable(header, phaseRows(true)))
+	b.WriteString("\nCPU over each run, in cores of the machine's " + fmt.Sprint(runtime.NumCPU()) + ": ")
+	for i, r := range rep.Runs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s %s for the bench, its origin, the server and Redis, %s for other processes", r.Name, num(r.OwnCores), num(r.OtherCores))
+	}
+	b.WriteString(".\n")
 	b.WriteString("\nOrders/s counts the origin's 201s; errors are its 503s and any other 5xx a visitor got on an order, as a share of the orders answered. The origin's latency is every order it answered, from arrival to answer, 503s included. A visitor's wait is from its first call to its notBefore; one still waiting at the end counts with the wait it had so far.\n")
 
 	if ap := apFind(rep, "autopilot"); ap != nil {
