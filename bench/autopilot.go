@@ -258,7 +258,7 @@ func autopilotOnce(ctx context.Context, o autopilotOptions, kind string, optimum
 	}
 	res.Batch = max(1, int(math.Round(rate*o.Tick.Seconds())))
 	if kind == "autopilot" {
-		res.Name = fmt.Sprintf("autopilot from %s/s", num(o.MinRate))
+		res.Name = "autopilot"
 	} else {
 		res.StaticRate = float64(res.Batch) / o.Tick.Seconds()
 		res.Name = fmt.Sprintf("static %s/s", num(res.StaticRate))
