@@ -7,7 +7,7 @@
 # release-check's, not every test run's.
 GO         ?= go
 ARGS       ?=
-BENCH      ?= cost herd clients gateway abandon
+BENCH      ?= cost herd clients gateway abandon busy autopilot
 BENCH_ARGS ?=
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_UPDATED = /tmp/.waitroom-apt-updated
