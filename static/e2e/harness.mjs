@@ -28,10 +28,11 @@ export function moduleRoot() {
 const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), "waitroom-e2e-"));
 let binary = null;
 
-// build compiles ./server once per process (WAITROOM_BIN skips it).
+// build compiles ./server once per process (WAITROOM_SERVER, a built
+// binary, skips it; WAITROOM_BIN is the tools directory of the Makefile).
 export async function build() {
   if (binary) return binary;
-  if (process.env.WAITROOM_BIN) return (binary = process.env.WAITROOM_BIN);
+  if (process.env.WAITROOM_SERVER) return (binary = process.env.WAITROOM_SERVER);
   const out = path.join(tmpRoot, "waitroom");
   await promisify(execFile)("go", ["build", "-o", out, "./server"], { cwd: moduleRoot(), env: process.env, maxBuffer: 8 << 20 })
     .catch((err) => { throw new Error("e2e: go build failed:\n" + (err.stderr || err.message)); });
