@@ -28,9 +28,8 @@ func newRedis(tb testing.TB, srv *redistest.Server) rediscall.Redis {
 // room is a room's stored settings, shared by the test's instances as
 // Redis shares them in the server.
 type room struct {
-	mu      sync.Mutex
-	cfg     settings.Room
-	changes int
+	mu  sync.Mutex
+	cfg settings.Room
 }
 
 func (r *room) settings(string) (settings.Room, bool) {

@@ -45,14 +45,13 @@ type ReporterOptions struct {
 // rate from. Record never blocks on the network; Run sends. Safe for
 // concurrent use.
 type Reporter struct {
-	base   string
-	auth   string
-	o      ReporterOptions
-	mu     sync.Mutex
-	rooms  map[string][]HealthSample
-	held   int
-	drop   atomic.Int64
-	failed atomic.Int64
+	base  string
+	auth  string
+	o     ReporterOptions
+	mu    sync.Mutex
+	rooms map[string][]HealthSample
+	held  int
+	drop  atomic.Int64
 }
 
 // NewReporter is a Reporter to the server at baseURL (scheme, host and any
