@@ -152,10 +152,13 @@ func withStatus(ms []msg, s wire.Status) []msg {
 
 // fakeSource is an in-memory Source.
 type fakeSource struct {
-	mu       sync.Mutex
-	states   map[string]wire.State // room/visitor
-	calls    map[string]int        // States reads per room/visitor
-	claims   map[string]wire.Claim // the last claim States got per room/visitor
+	mu     sync.Mutex
+	states map[string]wire.State // room/visitor
+	calls  map[string]int        // States reads per room/visitor
+	claims map[string]wire.Claim // the last claim Reclaim got per room/visitor
+	// lost are the visitors the store forgets on every read: they read
+	// as not_in_queue, and Reclaim with a claim gives them their state.
+	lost     map[string]bool
 	batches  []int
 	fail     error
 	nextPoll time.Duration
@@ -166,7 +169,8 @@ type fakeSource struct {
 }
 
 func newSource() *fakeSource {
-	return &fakeSource{states: make(map[string]wire.State), calls: make(map[string]int), claims: make(map[string]wire.Claim)}
+	return &fakeSource{states: make(map[string]wire.State), calls: make(map[string]int), claims: make(map[string]wire.Claim),
+		lost: make(map[string]bool)}
 }
 
 func (s *fakeSource) set(room, visitor string, st wire.State) {
@@ -187,16 +191,23 @@ func (s *fakeSource) batchSizes() []int {
 	return append([]int(nil), s.batches...)
 }
 
-// claim returns the claim the last read of visitor in room came with.
+// lose has the store forget visitor of room on every read (see lost).
+func (s *fakeSource) lose(room, visitor string) {
+	s.mu.Lock()
+	s.lost[room+"/"+visitor] = true
+	s.mu.Unlock()
+}
+
+// claim returns the claim the last Reclaim of visitor in room came with.
 func (s *fakeSource) claim(room, visitor string) wire.Claim {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.claims[room+"/"+visitor]
 }
 
-func (s *fakeSource) States(ctx context.Context, room string, visitors []string, claims []wire.Claim) ([]wire.State, error) {
+func (s *fakeSource) States(ctx context.Context, room string, visitors []string) ([]wire.State, error) {
 	s.mu.Lock()
-	out, err := s.readLocked(room, visitors, claims)
+	out, err := s.readLocked(room, visitors)
 	during := s.duringRead
 	s.mu.Unlock()
 	if during != nil && err == nil {
@@ -205,28 +216,43 @@ func (s *fakeSource) States(ctx context.Context, room string, visitors []string,
 	return out, err
 }
 
-func (s *fakeSource) readLocked(room string, visitors []string, claims []wire.Claim) ([]wire.State, error) {
+func (s *fakeSource) readLocked(room string, visitors []string) ([]wire.State, error) {
 	if s.fail != nil {
 		return nil, s.fail
 	}
 	s.batches = append(s.batches, len(visitors))
 	out := make([]wire.State, len(visitors))
-	if claims != nil && len(claims) != len(visitors) {
-		return nil, fmt.Errorf("%d claims for %d visitors", len(claims), len(visitors))
-	}
 	for i, v := range visitors {
 		s.calls[room+"/"+v]++
-		s.claims[room+"/"+v] = wire.Claim{}
-		if claims != nil {
-			s.claims[room+"/"+v] = claims[i]
-		}
 		st, ok := s.states[room+"/"+v]
-		if !ok {
+		if !ok || s.lost[room+"/"+v] {
 			st = wire.State{Status: wire.StatusNotInQueue}
 		}
 		out[i] = st
 	}
 	return out, nil
+}
+
+// Reclaim notes each claim and gives a lost visitor with one its state.
+func (s *fakeSource) Reclaim(ctx context.Context, room string, visitors []string, claims []wire.Claim, states []wire.State) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return s.fail
+	}
+	if len(claims) != len(visitors) || len(states) != len(visitors) {
+		return fmt.Errorf("%d claims and %d states for %d visitors", len(claims), len(states), len(visitors))
+	}
+	for i, v := range visitors {
+		if states[i].Status != wire.StatusNotInQueue || claims[i].IsZero() {
+			return fmt.Errorf("reclaim of %s: %s, claim %+v", v, states[i].Status, claims[i])
+		}
+		s.claims[room+"/"+v] = claims[i]
+		if st, ok := s.states[room+"/"+v]; ok && s.lost[room+"/"+v] {
+			states[i] = st
+		}
+	}
+	return nil
 }
 
 func (s *fakeSource) Admitted(room, visitor string, notBefore, expiresAt time.Time) wire.State {

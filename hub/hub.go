@@ -295,10 +295,7 @@ func (h *Hub) AttachPage(ctx context.Context, room, visitor string, t Transport,
 	if !claim.IsZero() {
 		claims = []wire.Claim{claim}
 	}
-	states, err := h.src.States(ctx, room, []string{visitor}, claims)
-	if err == nil && len(states) != 1 {
-		err = fmt.Errorf("got %d states for 1 visitor", len(states))
-	}
+	states, err := h.read(ctx, room, []string{visitor}, claims)
 	if err != nil {
 		c.detach("state unavailable", closeNone)
 		return nil, fmt.Errorf("hub: read state: %w", err)

@@ -159,11 +159,8 @@ func (h *Hub) reconcileRoom(ctx context.Context, r *room) error {
 		claims := claimsOf(r, batch)
 		r.mu.Unlock()
 		sctx, cancel := context.WithTimeout(ctx, stateTimeout)
-		states, err := h.src.States(sctx, r.name, batch, claims)
+		states, err := h.read(sctx, r.name, batch, claims)
 		cancel()
-		if err == nil && len(states) != len(batch) {
-			err = fmt.Errorf("got %d states for %d visitors", len(states), len(batch))
-		}
 		if err != nil {
 			return fmt.Errorf("read states: %w", err)
 		}
@@ -184,6 +181,44 @@ func (h *Hub) reconcileRoom(ctx context.Context, r *room) error {
 		h.dropSlow(slow)
 	}
 	return nil
+}
+
+// read reads the states of visitors of room from the Source and then, as
+// a step of its own, asks the Source to write back what the claims of
+// those it read as not_in_queue say they held (Reclaim), so a push
+// connection never hears not_in_queue for a visitor whose claim says it
+// was queued or admitted when the store lost it. The read itself writes
+// nothing. claims is nil or has one entry per visitor.
+func (h *Hub) read(ctx context.Context, room string, visitors []string, claims []wire.Claim) ([]wire.State, error) {
+	states, err := h.src.States(ctx, room, visitors)
+	if err == nil && len(states) != len(visitors) {
+		err = fmt.Errorf("got %d states for %d visitors", len(states), len(visitors))
+	}
+	if err != nil || claims == nil {
+		return states, err
+	}
+	var ids []string
+	var held []wire.Claim
+	var lost []wire.State
+	var at []int
+	for i, st := range states {
+		if st.Status == wire.StatusNotInQueue && i < len(claims) && !claims[i].IsZero() {
+			ids = append(ids, visitors[i])
+			held = append(held, claims[i])
+			lost = append(lost, st)
+			at = append(at, i)
+		}
+	}
+	if len(at) == 0 {
+		return states, nil
+	}
+	if err := h.src.Reclaim(ctx, room, ids, held, lost); err != nil {
+		return nil, fmt.Errorf("reclaim: %w", err)
+	}
+	for j, i := range at {
+		states[i] = lost[j]
+	}
+	return states, nil
 }
 
 // claimsOf returns what the connections of the visitors ids of r claim,

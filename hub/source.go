@@ -17,11 +17,15 @@ import (
 type Source interface {
 	// States reads the exact current state of several visitors of a room in
 	// one round trip; the result has one State per visitor, in order. The
-	// hub calls it with at most Options.ReconcileBatch visitors. claims is
-	// nil when none of them claims anything, else it has one entry per
-	// visitor: what its connections hold (see wire.Claim), for the Source
-	// to give back to a visitor that its store lost.
-	States(ctx context.Context, room string, visitors []string, claims []wire.Claim) ([]wire.State, error)
+	// hub calls it with at most Options.ReconcileBatch visitors. It only
+	// reads: a visitor its store lost reads as not_in_queue.
+	States(ctx context.Context, room string, visitors []string) ([]wire.State, error)
+	// Reclaim is the write-back the hub asks for after a read, for the
+	// visitors it read as not_in_queue whose connections hold a claim
+	// (claims has one entry per visitor, see wire.Claim): the Source gives
+	// each what its claim says it held, if its store lost it, and puts the
+	// state read again in states, which has one entry per visitor.
+	Reclaim(ctx context.Context, room string, visitors []string, claims []wire.Claim, states []wire.State) error
 	// Admitted builds the admitted state (signing the entry token) for an
 	// entry of an admission event.
 	Admitted(room, visitor string, notBefore, expiresAt time.Time) wire.State

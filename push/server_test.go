@@ -37,12 +37,17 @@ func (quietBroker) Ready() bool                               { return true }
 // firstInLine says every visitor waits at the front.
 type firstInLine struct{}
 
-func (firstInLine) States(_ context.Context, room string, visitors []string, _ []wire.Claim) ([]wire.State, error) {
+func (firstInLine) States(_ context.Context, room string, visitors []string) ([]wire.State, error) {
 	out := make([]wire.State, len(visitors))
 	for i := range out {
 		out[i] = wire.State{Room: room, Status: wire.StatusWaiting, Position: 1}
 	}
 	return out, nil
+}
+
+// Reclaim is never asked for: no visitor reads as lost.
+func (firstInLine) Reclaim(context.Context, string, []string, []wire.Claim, []wire.State) error {
+	return errors.New("no visitor is lost")
 }
 
 func (firstInLine) Admitted(room, _ string, nb, exp time.Time) wire.State {

@@ -2,11 +2,15 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/visitorsig"
+	"github.com/waitroom/waitroom/wire"
 )
 
 // recoverer owns this instance's part in getting over a Redis loss: it is
@@ -17,8 +21,10 @@ import (
 // remembers (writeBack) and sets the marker again. It also writes back the
 // settings of a room the rooms file or the admin API knows whose settings
 // Redis lacks. Nothing else writes back a room's state: a visitor's own
-// place comes back from its claim (Reclaim), a token's record from the
-// token (Consume).
+// place comes back from its claim (Reclaim, below), a token's record from
+// the token (Consume). No read writes back: States and Status report a
+// visitor Redis lost as not_in_queue, and the caller that holds its claim
+// (the hub's reconcile and attach, the poll) calls Reclaim next.
 type recoverer struct {
 	// mu is held through a whole recover, so a loss noted meanwhile (by a
 	// background write-back or a tick's call) counts for the next one.
@@ -116,4 +122,76 @@ func (r *recoverer) recover(ctx context.Context, q *Queue, rooms []string) (_ []
 	}
 	r.lost = false
 	return rooms, true
+}
+
+// Reclaim is the explicit write-back of what visitors' claims say Redis
+// lost, called after a read (States, Status) found them not_in_queue,
+// never inside one. It gives each visitor of room that Redis no longer
+// knows (states[i] is not_in_queue) what claims[i] says it held, and puts
+// its state, read again, in states[i]: an admission whose entry token is
+// still good stands (the token's record written back if Redis lost it,
+// see Consume); else the claim's ticket takes the visitor's place back
+// (see Retake). states and claims have one entry per visitor (claims may
+// be shorter: the rest claim nothing); a ticket of another room is
+// skipped. On an error it tries again, backing off, until ctx ends, as
+// States does; the error is the retake's or the read's (an admission that
+// does not stand is none).
+func (q *Queue) Reclaim(ctx context.Context, room string, visitors []string, claims []wire.Claim, states []wire.State) error {
+	return retry(ctx, func() error { return q.reclaim(ctx, room, visitors, claims, states) })
+}
+
+func (q *Queue) reclaim(ctx context.Context, room string, visitors []string, claims []wire.Claim, states []wire.State) error {
+	var ids []string
+	var tickets []wire.Ticket
+	var at []int
+	for i, st := range states {
+		if st.Status != wire.StatusNotInQueue || i >= len(claims) || i >= len(visitors) {
+			continue
+		}
+		c := claims[i]
+		if again, ok := q.readmit(ctx, room, visitors[i], c); ok {
+			states[i] = again
+			continue
+		}
+		if c.Ticket.Room == room && !c.Ticket.IsZero() {
+			ids = append(ids, visitors[i])
+			tickets = append(tickets, c.Ticket)
+			at = append(at, i)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	r, err := q.Retake(ctx, room, ids, tickets)
+	if err != nil || r.Tickets == 0 {
+		return err
+	}
+	again, err := q.StatusMany(ctx, room, ids)
+	if err != nil {
+		return err
+	}
+	for j, i := range at {
+		states[i] = again[j]
+	}
+	return nil
+}
+
+// readmit returns the admitted state of visitor in room when c claims an
+// admission whose entry token is still good (writing the token's record
+// back if Redis lost it), so a page holding a token does not hear
+// not_in_queue after a loss.
+func (q *Queue) readmit(ctx context.Context, room, visitor string, c wire.Claim) (wire.State, bool) {
+	if !time.Now().Before(c.ExpiresAt) {
+		return wire.State{}, false
+	}
+	tok := visitorsig.Token{Room: room, Visitor: visitor, NotBefore: c.NotBefore, ExpiresAt: c.ExpiresAt}
+	exp, err := q.Consume(ctx, tok, Check)
+	var early *TooEarlyError
+	if err != nil && !errors.As(err, &early) {
+		return wire.State{}, false
+	}
+	if err == nil {
+		tok.ExpiresAt = exp
+	}
+	return q.Admitted(room, visitor, tok.NotBefore, tok.ExpiresAt), true
 }

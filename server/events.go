@@ -142,12 +142,31 @@ func (q closingQueue) Status(ctx context.Context, room, visitor string) (wire.St
 }
 
 // States is queue.Queue.States (the hub's source) with the closed-out
-// visitors told so.
-func (q closingQueue) States(ctx context.Context, room string, visitors []string, claims []wire.Claim) ([]wire.State, error) {
-	out, err := q.Queue.States(ctx, room, visitors, claims)
+// visitors told so. Like it, it only reads.
+func (q closingQueue) States(ctx context.Context, room string, visitors []string) ([]wire.State, error) {
+	out, err := q.Queue.States(ctx, room, visitors)
 	if err != nil {
 		return out, err
 	}
+	return q.told(ctx, room, visitors, out)
+}
+
+// Reclaim is queue.Queue.Reclaim, the write-back the hub asks for after a
+// read, with the states read again told as States tells them: a visitor
+// still not_in_queue in a room whose event closed it out is told closed.
+func (q closingQueue) Reclaim(ctx context.Context, room string, visitors []string, claims []wire.Claim, states []wire.State) error {
+	if err := q.Queue.Reclaim(ctx, room, visitors, claims, states); err != nil {
+		return err
+	}
+	_, err := q.told(ctx, room, visitors, states)
+	return err
+}
+
+// told turns the states of visitors of room, in place, into what they are
+// told: closed for a visitor an event's end closed out, and the room's
+// activation.
+func (q closingQueue) told(ctx context.Context, room string, visitors []string, out []wire.State) ([]wire.State, error) {
+	var err error
 	for i, st := range out {
 		if st.Status == wire.StatusNotInQueue && q.events.MayClose(room) {
 			if out[i], err = q.closed(ctx, room, visitors[i], st); err != nil {

@@ -16,7 +16,7 @@ func (s *server) newVisit() error {
 		Queue: closingQueue{s.q, s.events, s.acts}, Tokens: s.q, Records: s.q,
 		Rooms:    visitRooms{gatewayRooms{rc: s.rooms, open: s.cfg.OpenRooms}},
 		Visitors: s.signer, EntryTokens: s.tokens, ServiceKeys: s.serviceKeys, Challenges: s.signer,
-		Invites: s.invites, Recovery: s.q, Push: s.push, Tickets: s.tickets,
+		Invites: s.invites, Recovery: closingQueue{s.q, s.events, s.acts}, Push: s.push, Tickets: s.tickets,
 		Proxies: s.cfg.TrustedProxies, Metrics: s.metrics,
 		Draining: s.draining.Load, Report: s.report,
 	}, &visit.Options{
