@@ -206,3 +206,28 @@ func gaugeValue(tb testing.TB, ts *testServer, name string) float64 {
 	}
 	return sum
 }
+
+// TestReclaimedPollTold: a poll that finds its visitor lost in Redis and
+// gets its place back from its credential's ticket (the explicit
+// write-back after the read) is told what any poll is told: in a room
+// with activation busy, whether the room is queueing.
+func TestReclaimedPollTold(t *testing.T) {
+	srv := redistest.StartReal(t)
+	a := startServer(t, srv, "rueidis", nil)
+	ctx := context.Background()
+	if err := a.q.SetRoomConfig(ctx, "shop", settings.Room{Activation: settings.ActivationBusy, Paused: true}); err != nil {
+		t.Fatal(err)
+	}
+	v := newVisitor(t, a.URL)
+	if r := v.join("shop"); r.str("status") != "waiting" {
+		t.Fatalf("join: %s", r.Raw)
+	}
+	if _, err := a.redis.Do(ctx, "FLUSHALL"); err != nil {
+		t.Fatal(err)
+	}
+	r := v.status("shop")
+	m, _ := r.Body["activation"].(map[string]any)
+	if r.str("status") != "waiting" || r.num("position") != 1 || m["state"] != "queueing" {
+		t.Fatalf("poll after the loss: %s", r.Raw)
+	}
+}
