@@ -86,7 +86,8 @@ func (o *Options) withDefaults() Options {
 	return v
 }
 
-// stateTimeout bounds one Source.States call made by the hub itself.
+// stateTimeout bounds one read made by the hub itself: a Source.States
+// call and the Source.Reclaim that may follow it.
 const stateTimeout = 5 * time.Second
 
 // Hub holds the push connections of one server instance. Create it with New
@@ -252,8 +253,8 @@ func (h *Hub) Attach(ctx context.Context, room, visitor string, t Transport) (*C
 type Page struct {
 	// Ticket is the ticket its credential carries, if any. The hub keeps
 	// the newest ticket of a visitor's connections (see wire.Ticket.Newer)
-	// for as long as it has one here, and hands it to the Source with
-	// every read of the visitor's state (see Source.States); a ticket of
+	// for as long as it has one here, and hands it to the Source when a
+	// read finds the visitor lost (see Source.Reclaim); a ticket of
 	// another room is ignored.
 	Ticket wire.Ticket
 	// Message tells that the page shows an operator's message, which a

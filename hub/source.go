@@ -77,7 +77,7 @@ func (k keptTicket) in(room string) wire.Ticket {
 	return wire.Ticket{Room: room, Seq: k.seq, IssuedAt: time.UnixMilli(k.issuedAt), Priority: k.priority}
 }
 
-// claim is what v's connections in room hold, for Source.States: nothing
+// claim is what v's connections in room hold, for Source.Reclaim: nothing
 // without a ticket, else the ticket and the admission v was told of, if
 // any. Needs the room's lock.
 func (v *visitor) claim(room string) wire.Claim {

@@ -2,9 +2,10 @@
 // leaderless admission tick and token consumption, each one atomic Lua
 // script using Redis TIME as the only clock; plus capacity maths and the
 // signing of visitor credentials and entry tokens. A Queue is also the
-// push hub's source of exact state (see Queue.States), which gives a
-// visitor Redis lost its place or admission back, and it remembers what
-// to write back after such a loss (see Retake).
+// push hub's source of exact state (see Queue.States), which only reads;
+// giving a visitor Redis lost its place or admission back is a write of
+// its own (see Queue.Reclaim), and the Queue remembers what to write back
+// after such a loss (see Retake).
 package queue
 
 import (
