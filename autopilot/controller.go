@@ -20,9 +20,26 @@ type State struct {
 	Best float64
 	// Smooth is the p95 smoothed over the last seconds (ms).
 	Smooth float64
-	// Ceiling is the rate at the last cut: up to near it the rate rises
-	// fast, past it slowly (0: no cut yet).
-	Ceiling    float64
+	// Dev is how far the p95 strays from Smooth from one second to the
+	// next, smoothed (ms): the origin's noise, which a p95 must rise
+	// above to be read as requests queueing.
+	Dev float64
+	// Ceiling is the rate the last cut set: trouble began under the rate
+	// cut from, since what a decision sees was admitted some seconds
+	// before. Up to near it the rate rises fast, past it slowly (0: no
+	// cut yet).
+	Ceiling float64
+	// HoldUntil: after a cut, the rate holds (no cut, no rise) until the
+	// orders admitted before the cut have been answered and have left
+	// the window, so that their failures are not read as a new overload.
+	HoldUntil time.Time
+	// CutAt and CutP95: when the last cut was and the p95 it saw (ms).
+	// For as long again as the hold after it, a window no worse than
+	// that does not cut again: the orders admitted before the cut may
+	// still be queued at the origin, ahead of those admitted since.
+	CutAt      time.Time
+	CutP95     float64
+	CutErrors  float64 // the error rate the last cut saw
 	Overloaded bool
 	Reason     string    // of the last change
 	ChangedAt  time.Time // of the last change
@@ -39,6 +56,11 @@ type Input struct {
 	Current float64
 	Unit    string // of the rate in reasons: "/s" or " slots"
 	Now     time.Time
+	// Delay is how long a change of the rate takes to show fully in the
+	// window, apart from the origin's own latency: the room's tick (the
+	// spread of a batch), the window's seconds and one more for the
+	// samples of the current second to be counted.
+	Delay time.Duration
 }
 
 // Decision is the outcome of one second.
@@ -60,16 +82,21 @@ type Decision struct {
 const (
 	// minErrors is the fewest failures that count as an error rate: one
 	// stray failure among a handful of requests does not cut.
-	minErrors   = 2
-	errorCut    = 0.7   // the rate's factor on errors over the limit
-	maxCut      = 0.5   // the deepest cut of one second
-	latCut      = 0.9   // on a p95 over the target: target/p95 times this
-	tolerance   = 2.0   // a p95 up to this times the best is not queueing
-	holdBand    = 0.8   // of the target: a p95 over it stops the rise
-	slowStart   = 0.2   // the rise per second far under the ceiling
-	nearCeiling = 0.85  // the share of the last cut's rate that fast rises stop at
-	smoothing   = 0.5   // weight of the newest p95 in Smooth
-	bestDrift   = 0.002 // share of the gap to the p95 seen Best takes each second
+	minErrors    = 2
+	errorCut     = 0.7   // the rate's factor on errors over the limit
+	maxCut       = 0.4   // the deepest cut of one second
+	latCut       = 0.9   // on a p95 over the target: target/p95 times this
+	tolerance    = 2.0   // a p95 up to this times the best is not queueing
+	caution      = 1.15  // a p95 over this times the best: requests queue a little
+	queueCut     = 0.8   // the deepest cut when requests begin to queue
+	draining     = 1.25  // a p95 up to this times the last cut's, just after it: still the same overload
+	holdBand     = 0.8   // of the target: a p95 over it stops the rise
+	slowStart    = 0.2   // the rise per second far under the ceiling
+	nearCeiling  = 0.85  // the share of the last cut's rate that fast rises stop at
+	smoothing    = 0.5   // weight of the newest p95 in Smooth
+	devSmoothing = 0.2   // weight of the newest deviation in Dev
+	noiseBand    = 3.0   // deviations over best·caution a p95 may be before it reads as queueing
+	bestDrift    = 0.002 // share of the gap to the p95 seen Best takes each second
 )
 
 // Decide is one second of the controller: from the room's state and the
@@ -106,23 +133,43 @@ func Decide(s State, in Input) Decision {
 	over := s.Overloaded
 	target := float64(l.LatencyTarget) / float64(time.Millisecond)
 	okSamples := w.Samples - w.Errors
+	held := in.Now.Before(s.HoldUntil)
+	grace := in.Now.Before(s.HoldUntil.Add(s.HoldUntil.Sub(s.CutAt)))
+	failing := w.Errors >= minErrors && d.ErrorRate > l.MaxErrorRate
+	cut := func(next float64, why string) {
+		over = true
+		next = clamp(next, l.MinRate, l.MaxRate)
+		s.Ceiling = rate
+		if next < rate {
+			// The orders admitted before this cut are still to be
+			// answered: their latency, the origin's own (at least the
+			// target), plus the delay of the window.
+			s.HoldUntil = in.Now.Add(in.Delay + time.Duration(math.Max(target, d.P95)*float64(time.Millisecond)))
+			s.CutAt, s.CutP95, s.CutErrors = in.Now, d.P95, d.ErrorRate
+		}
+		reason = fmt.Sprintf("%s: %s → %s%s", why, num(rate), num(next), in.Unit)
+		rate = next
+	}
 	switch {
 	case w.Samples == 0:
 		// No signal: hold, and say nothing new.
-	case w.Errors >= minErrors && d.ErrorRate > l.MaxErrorRate:
-		over = true
-		s.Ceiling = rate
-		next := clamp(rate*errorCut, l.MinRate, l.MaxRate)
-		reason = fmt.Sprintf("errors %s %% over %s %% limit: %s → %s%s", pct(d.ErrorRate), pct(l.MaxErrorRate), num(rate), num(next), in.Unit)
-		rate = next
+	case held && !(failing && s.CutErrors <= l.MaxErrorRate):
+		// What the window shows was admitted before the last cut: hold,
+		// unless errors began since a cut that saw none.
+	case grace && (d.P95 > target || failing) && d.P95 <= s.CutP95*draining &&
+		(!failing || s.CutErrors > l.MaxErrorRate):
+		// No better, but no worse than at the last cut: the queue of
+		// before the cut may still be draining; hold.
+	case failing:
+		f := errorCut
+		if okSamples > 0 && d.P95 > target {
+			f = math.Min(f, latCut*target/d.P95)
+		}
+		cut(rate*math.Max(maxCut, f), fmt.Sprintf("errors %s %% over %s %% limit", pct(d.ErrorRate), pct(l.MaxErrorRate)))
 	case okSamples == 0:
 		// Nothing served to read a latency from: hold.
 	case d.P95 > target:
-		over = true
-		s.Ceiling = rate
-		next := clamp(rate*math.Max(maxCut, math.Min(latCut, latCut*target/d.P95)), l.MinRate, l.MaxRate)
-		reason = fmt.Sprintf("p95 %s ms over %s ms target: %s → %s%s", ms(d.P95), ms(target), num(rate), num(next), in.Unit)
-		rate = next
+		cut(rate*math.Max(maxCut, math.Min(latCut, latCut*target/d.P95)), fmt.Sprintf("p95 %s ms over %s ms target", ms(d.P95), ms(target)))
 	default:
 		over = false
 		if s.Best <= 0 || d.P95 < s.Best {
@@ -130,34 +177,61 @@ func Decide(s State, in Input) Decision {
 		} else {
 			s.Best += (d.P95 - s.Best) * bestDrift
 		}
+		threshold := s.Best*caution + noiseBand*s.Dev
+		queueing := d.P95 > threshold
 		if s.Smooth <= 0 {
 			s.Smooth = d.P95
 		} else {
+			if !grace && d.P95 < s.Smooth {
+				// The noise of an origin, read from the seconds under
+				// the smoothed p95: not a queue that builds, nor (after
+				// a cut) one that drains.
+				s.Dev = s.Dev*(1-devSmoothing) + math.Min(s.Smooth-d.P95, s.Best/2)*devSmoothing
+			}
 			s.Smooth = s.Smooth*(1-smoothing) + d.P95*smoothing
 		}
-		if !in.Demand {
+		if !in.Demand || held {
 			break
 		}
 		g := math.Min(1, s.Best*tolerance/math.Max(s.Smooth, 1e-3))
+		pastCeiling := s.Ceiling > 0 && rate >= s.Ceiling*nearCeiling
 		var next float64
 		var why string
 		switch {
 		case g < 1:
-			next = rate * math.Max(maxCut, g)
-			why = fmt.Sprintf("p95 %s ms rising over best %s ms", ms(s.Smooth), ms(s.Best))
-		case s.Smooth > target*holdBand || d.P95 > target*holdBand:
-			// Near the target: no rise, so it is not crossed.
+			cut(rate*math.Max(maxCut, g), fmt.Sprintf("p95 %s ms rising over best %s ms", ms(s.Smooth), ms(s.Best)))
+			over = s.Overloaded
+			next = rate
+		case (queueing || d.P95 > target*holdBand) && s.Ceiling > 0:
+			// Requests begin to queue after a cut: the rate is just over
+			// what the origin serves; step back a little.
+			cut(rate*math.Max(queueCut, math.Min(1, math.Sqrt(threshold/d.P95))), fmt.Sprintf("p95 %s ms over best %s ms, requests queue", ms(d.P95), ms(s.Best)))
+			over = s.Overloaded
+			next = rate
+		case queueing || s.Smooth > target*holdBand || d.P95 > target*holdBand:
+			// Requests begin to queue, or the p95 nears the target: no
+			// rise.
+			next = rate
+		case pastCeiling && d.P95 > s.Best*caution:
+			// Near or past where the last cut was, a rise needs a p95
+			// clear of any queue, noise or not.
 			next = rate
 		case s.Ceiling <= 0:
 			next = rate*(1+slowStart) + 1
 			why = fmt.Sprintf("p95 %s ms near best %s ms, visitors waiting", ms(d.P95), ms(s.Best))
 		default:
-			// Fast up to near the last cut's rate, slowly past it.
-			next = math.Max(rate+math.Sqrt(rate)/2, math.Min(rate*(1+slowStart)+1, s.Ceiling*nearCeiling))
+			// Additive after a cut (Gradient2's queue allowance); near
+			// and past the rate of the last cut, one step per
+			// observation window, so each step's effect is seen before
+			// the next.
+			next = rate + math.Sqrt(rate)/2
 			why = fmt.Sprintf("p95 %s ms near best %s ms, visitors waiting (last cut at %s%s)", ms(d.P95), ms(s.Best), num(s.Ceiling), in.Unit)
+			if pastCeiling {
+				s.HoldUntil = in.Now.Add(in.Delay + time.Duration(d.P95*float64(time.Millisecond)))
+			}
 		}
 		next = clamp(roundRate(next), l.MinRate, l.MaxRate)
-		if next == rate {
+		if next == rate || why == "" {
 			break
 		}
 		reason = fmt.Sprintf("%s: %s → %s%s", why, num(rate), num(next), in.Unit)

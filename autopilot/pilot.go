@@ -128,7 +128,7 @@ func (p *Pilot) Step(ctx context.Context, room string) (int64, bool, error) {
 		unit, current = " slots", float64(cfg.MaxActive)
 	}
 	d := Decide(st.state(), Input{Window: w, Limits: cfg.EffectiveAutopilot(), Demand: waiting > 0,
-		Current: current, Unit: unit, Now: time.Unix(now, 0).UTC()})
+		Current: current, Unit: unit, Now: time.Unix(now, 0).UTC(), Delay: p.delay()})
 	if err := p.store.save(ctx, room, d, w.Samples); err != nil {
 		return now, true, err
 	}
@@ -200,6 +200,13 @@ func (p *Pilot) units(rate float64, maxActive bool) int {
 	return max(1, int(math.Round(rate)))
 }
 
+// delay is how long a change of the rate takes to show fully in a
+// decision's window, apart from the origin's latency: a tick (the spread
+// of a batch), the window's seconds, and the second being counted.
+func (p *Pilot) delay() time.Duration {
+	return p.o.Tick + time.Duration(p.o.Window+1)*time.Second
+}
+
 func (p *Pilot) settings(room string) (settings.Room, bool) {
 	if p.o.Settings == nil {
 		return settings.Room{}, false
@@ -214,13 +221,17 @@ func statusOf(d Decision, samples int64) Status {
 // with is the stored form of d (as save writes it).
 func (s stored) with(d Decision, samples int64) stored {
 	st := d.State
-	out := stored{"rate": f(st.Rate), "best": f(st.Best), "smooth": f(st.Smooth), "ceil": f(st.Ceiling),
+	out := stored{"rate": f(st.Rate), "best": f(st.Best), "smooth": f(st.Smooth), "dev": f(st.Dev), "ceil": f(st.Ceiling),
 		"over": "false", "reason": st.Reason, "p50": f(d.P50), "p95": f(d.P95), "err": f(d.ErrorRate), "n": f(float64(samples))}
 	if st.Overloaded {
 		out["over"] = "true"
 	}
 	if !st.ChangedAt.IsZero() {
 		out["at"] = f(float64(st.ChangedAt.UnixMilli()))
+	}
+	if !st.HoldUntil.IsZero() {
+		out["hold"], out["cutat"] = f(float64(st.HoldUntil.UnixMilli())), f(float64(st.CutAt.UnixMilli()))
+		out["cutp95"], out["cuterr"] = f(st.CutP95), f(st.CutErrors)
 	}
 	return out
 }

@@ -142,10 +142,16 @@ func (s stored) num(k string) float64 {
 }
 
 func (s stored) state() State {
-	st := State{Rate: s.num("rate"), Best: s.num("best"), Smooth: s.num("smooth"), Ceiling: s.num("ceil"),
-		Overloaded: s["over"] == "true", Reason: s["reason"]}
+	st := State{Rate: s.num("rate"), Best: s.num("best"), Smooth: s.num("smooth"), Dev: s.num("dev"), Ceiling: s.num("ceil"),
+		CutP95: s.num("cutp95"), CutErrors: s.num("cuterr"), Overloaded: s["over"] == "true", Reason: s["reason"]}
 	if ms := int64(s.num("at")); ms > 0 {
 		st.ChangedAt = time.UnixMilli(ms).UTC()
+	}
+	if ms := int64(s.num("hold")); ms > 0 {
+		st.HoldUntil = time.UnixMilli(ms).UTC()
+	}
+	if ms := int64(s.num("cutat")); ms > 0 {
+		st.CutAt = time.UnixMilli(ms).UTC()
 	}
 	return st
 }
