@@ -153,9 +153,11 @@ func Decide(s State, in Input) Decision {
 	switch {
 	case w.Samples == 0:
 		// No signal: hold, and say nothing new.
-	case held && !(failing && s.CutErrors <= l.MaxErrorRate):
+	case held && !(failing && s.CutErrors <= l.MaxErrorRate && s.Rate > s.Ceiling*errorCut):
 		// What the window shows was admitted before the last cut: hold,
-		// unless errors began since a cut that saw none.
+		// unless errors began since a step back that saw none and was
+		// gentler than the cut errors make (the origin lost capacity
+		// since).
 	case grace && (d.P95 > target || failing) && d.P95 <= s.CutP95*draining &&
 		(!failing || s.CutErrors > l.MaxErrorRate):
 		// No better, but no worse than at the last cut: the queue of

@@ -384,7 +384,7 @@ func TestKnee(t *testing.T) {
 		fmt.Fprintf(&trace, "%d: rate %.0f ok %d failed %d %s\n", i, s.rate, s.ok, s.failed, s.d.State.Reason)
 	}
 	// As the bench measures: reached at the first second whose last
-	// three seconds average 90 %% of the optimum; held in 95 % of such
+	// three seconds average 90 % of the optimum; held in 95 % of such
 	// spans from then to the halving.
 	ok3 := func(i int) bool { return steps[i].ok+steps[i-1].ok+steps[i-2].ok >= 3*126 }
 	reached := -1
