@@ -138,6 +138,12 @@ func Decide(s State, in Input) Decision {
 	failing := w.Errors >= minErrors && d.ErrorRate > l.MaxErrorRate
 	cut := func(next float64, why string) {
 		over = true
+		if s.Ceiling <= 0 {
+			// The first cut ends the first climb, which rose 20 % a
+			// second while what is seen was admitted seconds before:
+			// back two steps at least.
+			next = math.Min(next, rate/((1+slowStart)*(1+slowStart)))
+		}
 		next = clamp(next, l.MinRate, l.MaxRate)
 		s.Ceiling = rate
 		if next < rate {
@@ -229,7 +235,10 @@ func Decide(s State, in Input) Decision {
 			next = rate + math.Sqrt(rate)/2
 			why = fmt.Sprintf("p95 %s ms near best %s ms, visitors waiting (last cut at %s%s)", ms(d.P95), ms(s.Best), num(s.Ceiling), in.Unit)
 			if pastCeiling {
+				// A hold of its own, with nothing seen to compare with
+				// after it: a worse window then cuts.
 				s.HoldUntil = in.Now.Add(in.Delay + time.Duration(d.P95*float64(time.Millisecond)))
+				s.CutAt, s.CutP95, s.CutErrors = in.Now, 0, 0
 			}
 		}
 		next = clamp(roundRate(next), l.MinRate, l.MaxRate)
