@@ -89,7 +89,8 @@ const (
 	tolerance    = 2.0   // a p95 up to this times the best is not queueing
 	caution      = 1.15  // a p95 over this times the best: requests queue a little
 	queueCut     = 0.8   // the deepest cut when requests begin to queue
-	draining     = 1.25  // a p95 up to this times the last cut's, just after it: still the same overload
+	fastShare    = 0.5   // of the last cut's rate: under it the rate rises fast again
+	draining     = 2.0   // a p95 up to this times the last cut's, just after it: still the same overload
 	holdBand     = 0.8   // of the target: a p95 over it stops the rise
 	slowStart    = 0.2   // the rise per second far under the ceiling
 	nearCeiling  = 0.85  // the share of the last cut's rate that fast rises stop at
@@ -232,7 +233,8 @@ func Decide(s State, in Input) Decision {
 			// and past the rate of the last cut, one step per
 			// observation window, so each step's effect is seen before
 			// the next.
-			next = rate + math.Sqrt(rate)/2
+			// Under half the rate of the last cut, fast again up to it.
+			next = math.Max(rate+math.Sqrt(rate)/2, math.Min(rate*(1+slowStart)+1, s.Ceiling*fastShare))
 			why = fmt.Sprintf("p95 %s ms near best %s ms, visitors waiting (last cut at %s%s)", ms(d.P95), ms(s.Best), num(s.Ceiling), in.Unit)
 			if pastCeiling {
 				// A hold of its own, with nothing seen to compare with
