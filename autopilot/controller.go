@@ -24,18 +24,17 @@ type State struct {
 	// next, smoothed (ms): the origin's noise, which a p95 must rise
 	// above to be read as requests queueing.
 	Dev float64
-	// Ceiling is the rate the last cut set: trouble began under the rate
-	// cut from, since what a decision sees was admitted some seconds
-	// before. Up to near it the rate rises fast, past it slowly (0: no
-	// cut yet).
+	// Ceiling is the rate the last cut was made from: where trouble
+	// began. Under half of it the rate rises fast, then additively, and
+	// from near it one step per observation window (0: no cut yet).
 	Ceiling float64
 	// HoldUntil: after a cut, the rate holds (no cut, no rise) until the
 	// orders admitted before the cut have been answered and have left
 	// the window, so that their failures are not read as a new overload.
 	HoldUntil time.Time
 	// CutAt and CutP95: when the last cut was and the p95 it saw (ms).
-	// For as long again as the hold after it, a window no worse than
-	// that does not cut again: the orders admitted before the cut may
+	// For as long again as the hold after it, a window not much worse
+	// than that (draining) does not cut again: the orders admitted before the cut may
 	// still be queued at the origin, ahead of those admitted since.
 	CutAt      time.Time
 	CutP95     float64
@@ -90,7 +89,7 @@ const (
 	caution      = 1.15  // a p95 over this times the best: requests queue a little
 	queueCut     = 0.8   // the deepest cut when requests begin to queue
 	fastShare    = 0.5   // of the last cut's rate: under it the rate rises fast again
-	draining     = 2.0   // a p95 up to this times the last cut's, just after it: still the same overload
+	draining     = 3.0   // a p95 up to this times the last cut's, just after it: still the same overload
 	holdBand     = 0.8   // of the target: a p95 over it stops the rise
 	slowStart    = 0.2   // the rise per second far under the ceiling
 	nearCeiling  = 0.85  // the share of the last cut's rate that fast rises stop at
@@ -105,16 +104,24 @@ const (
 // the same decision.
 //
 //   - No samples, or only a single failure: hold.
+//   - After a cut, for one observation window (Input.Delay and the
+//     origin's latency): hold, so that what was admitted before the cut
+//     is not read as a new overload; for as long again, hold on a window
+//     not much worse than the cut's.
 //   - Errors over maxErrorRate (two at least): cut by 30 %
-//     (multiplicative decrease).
+//     (multiplicative decrease), more if the p95 is over the target too.
 //   - p95 over the target: cut by the ratio of target to p95 (and 10 %
-//     more), at most by half.
+//     more), at most to 40 %. The first cut goes back two steps of the
+//     first climb at least.
 //   - Otherwise, with visitors waiting: the gradient of the best p95 seen
 //     (with a tolerance of 2) to the smoothed p95 scales the rate down
-//     when the origin starts to queue; when it does not, and the p95 is
-//     under 80 % of the target, the rate rises by 20 % a second up to
-//     near the last cut's rate, then by half its square root (Gradient2's
-//     queue allowance). Without visitors waiting it holds: a rise would
+//     when the origin queues a lot; a p95 over the best by more than the
+//     origin's noise (requests begin to queue) steps the rate back a
+//     little after a first cut, and stops the first climb. Else the rate
+//     rises: by 20 % a second on the first climb and under half the last
+//     cut's rate, then by half its square root (Gradient2's queue
+//     allowance), and near the last cut's rate one such step per
+//     observation window. Without visitors waiting it holds: a rise would
 //     admit nobody and prove nothing.
 //
 // The rate never leaves [minRate, maxRate].
@@ -142,8 +149,8 @@ func Decide(s State, in Input) Decision {
 		if s.Ceiling <= 0 {
 			// The first cut ends the first climb, which rose 20 % a
 			// second while what is seen was admitted seconds before:
-			// back two steps at least.
-			next = math.Min(next, rate/((1+slowStart)*(1+slowStart)))
+			// back a step for each second of the delay, two at least.
+			next = math.Min(next, rate/math.Pow(1+slowStart, math.Max(2, math.Round(in.Delay.Seconds()))))
 		}
 		next = clamp(next, l.MinRate, l.MaxRate)
 		s.Ceiling = rate
