@@ -91,6 +91,8 @@ const (
 	fastShare    = 0.5   // of the last cut's rate: under it the rate rises fast again
 	draining     = 3.0   // a p95 up to this times the last cut's, just after it: still the same overload
 	holdBand     = 0.8   // of the target: a p95 over it stops the rise
+	deepQueue    = 2.0   // of the target: a p95 over it cuts the deepest
+	queueSamples = 50    // the fewest served requests whose p95 may end the first climb with a cut
 	slowStart    = 0.2   // the rise per second far under the ceiling
 	nearCeiling  = 0.85  // the share of the last cut's rate that fast rises stop at
 	smoothing    = 0.5   // weight of the newest p95 in Smooth
@@ -111,13 +113,16 @@ const (
 //   - Errors over maxErrorRate (two at least): cut by 30 %
 //     (multiplicative decrease), more if the p95 is over the target too.
 //   - p95 over the target: cut by the ratio of target to p95 (and 10 %
-//     more), at most to 40 %. The first cut goes back two steps of the
-//     first climb at least.
+//     more), at most to 40 %, and to 40 % on a p95 twice the target. The
+//     first cut goes back a step of the first climb for each second of
+//     the observation delay, two at least.
 //   - Otherwise, with visitors waiting: the gradient of the best p95 seen
 //     (with a tolerance of 2) to the smoothed p95 scales the rate down
 //     when the origin queues a lot; a p95 over the best by more than the
 //     origin's noise (requests begin to queue) steps the rate back a
-//     little after a first cut, and stops the first climb. Else the rate
+//     little after a first cut, and ends the first climb with its first
+//     cut (read from 50 requests at least; from fewer it only stops the
+//     climb). Else the rate
 //     rises: by 20 % a second on the first climb and under half the last
 //     cut's rate, then by half its square root (Gradient2's queue
 //     allowance), and near the last cut's rate one such step per
@@ -185,7 +190,14 @@ func Decide(s State, in Input) Decision {
 	case okSamples == 0:
 		// Nothing served to read a latency from: hold.
 	case d.P95 > target:
-		cut(rate*math.Max(maxCut, math.Min(latCut, latCut*target/d.P95)), fmt.Sprintf("p95 %s ms over %s ms target", ms(d.P95), ms(target)))
+		f := math.Min(latCut, latCut*target/d.P95)
+		if d.P95 >= deepQueue*target {
+			// Requests wait longer than the target itself: a queue
+			// that a cut to just under what the origin serves would
+			// drain only slowly, behind the target all the while.
+			f = maxCut
+		}
+		cut(rate*math.Max(maxCut, f), fmt.Sprintf("p95 %s ms over %s ms target", ms(d.P95), ms(target)))
 	default:
 		over = false
 		if s.Best <= 0 || d.P95 < s.Best {
@@ -222,6 +234,16 @@ func Decide(s State, in Input) Decision {
 			// Requests begin to queue after a cut: the rate is just over
 			// what the origin serves; step back a little.
 			cut(rate*math.Max(queueCut, math.Min(1, math.Sqrt(threshold/d.P95))), fmt.Sprintf("p95 %s ms over best %s ms, requests queue", ms(d.P95), ms(s.Best)))
+			over = s.Overloaded
+			next = rate
+		case queueing && okSamples >= queueSamples && s.Ceiling <= 0:
+			// Requests begin to queue on the first climb: what is seen
+			// was admitted an observation delay ago, and the climb has
+			// gone on since; cut back to before it (a step per second of
+			// the delay), before the queue grows to the target. The p95
+			// of a handful of requests is noise: that only stops the
+			// climb.
+			cut(rate, fmt.Sprintf("p95 %s ms over best %s ms, requests queue", ms(d.P95), ms(s.Best)))
 			over = s.Overloaded
 			next = rate
 		case queueing || s.Smooth > target*holdBand || d.P95 > target*holdBand:

@@ -352,6 +352,12 @@ func (k knee) run(secs int, start float64, resize map[int]int) []kneeSecond {
 var benchKnee = knee{slots: 40, service: 200 * time.Millisecond, bound: time.Second,
 	tick: 100 * time.Millisecond, lag: 300 * time.Millisecond, window: 2}
 
+// benchKneeLate is the same origin with the visitors' lag the bench
+// measures: the orders of a second follow the rate set a second before
+// (10 → 13/s at 2 s, 6 then 10 orders; 155 → 188/s at 15 s, 150 then 181).
+var benchKneeLate = knee{slots: 40, service: 200 * time.Millisecond, bound: time.Second,
+	tick: 100 * time.Millisecond, lag: time.Second, window: 2}
+
 // kneeFigures are the measures over seconds from..to of a run.
 func kneeFigures(steps []kneeSecond, from, to int) (orders, failed int, p95 float64) {
 	to = min(to, len(steps))
@@ -375,10 +381,23 @@ func kneeFigures(steps []kneeSecond, from, to int) (orders, failed int, p95 floa
 // and then jumps (the bench's), from minRate, the rate comes within 90 %
 // of the optimum (140/s) within 30 s and holds it, the origin's p95 after
 // that stays under the target, errors stay under 1 % of orders, and when
-// the pool halves the origin is back under the target within 10 s.
+// the pool halves the origin is back under the target within 10 s. Both
+// with visitors who order soon after their admission and with those of
+// the bench, who order a second after it: a second more before the
+// controller sees what a rise did, and a first climb that goes a step
+// further past the knee before it does.
 func TestKnee(t *testing.T) {
+	for _, k := range []struct {
+		name string
+		knee knee
+	}{{"order-soon", benchKnee}, {"order-a-second-later", benchKneeLate}} {
+		t.Run(k.name, func(t *testing.T) { testKnee(t, k.knee) })
+	}
+}
+
+func testKnee(t *testing.T, k knee) {
 	const half = 90
-	steps := benchKnee.run(130, 10, map[int]int{half: 20})
+	steps := k.run(130, 10, map[int]int{half: 20})
 	var trace strings.Builder
 	for i, s := range steps {
 		fmt.Fprintf(&trace, "%d: rate %.0f ok %d failed %d %s\n", i, s.rate, s.ok, s.failed, s.d.State.Reason)
