@@ -2,6 +2,8 @@ module github.com/waitroom/waitroom
 
 go 1.26.8
 
+toolchain go1.26.10
+
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/coder/websocket v1.8.15
