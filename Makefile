@@ -18,7 +18,8 @@ BUILD_DIR       = .build
 
 .PHONY: run build test test-go e2e pack-js deps deps-packages tools deps-redis deps-bench deps-browser deps-gateway deps-traefik deps-verify vet bench clean \
 	test-deploy test-deploy-go release-check chart-check rules-check systemd-check image test-image \
-	deps-image static-binary tool-goreleaser tool-helm tool-promtool tool-staticcheck
+	deps-image static-binary tool-goreleaser tool-helm tool-promtool tool-staticcheck \
+	tool-govulncheck vulncheck
 
 # The demo lets any room name work (-open-rooms) and mounts the demo
 # protected endpoint the page places its order on (-demo); in production
@@ -109,23 +110,35 @@ deps-verify:
 # What apt and npm install (and promtool, unpacked from Debian's package),
 # then the tools built from the Go module proxy once per machine.
 deps-packages: deps-redis deps-bench deps-browser deps-gateway deps-verify deps-edge tool-promtool
-tools: deps-traefik tool-staticcheck tool-helm
+tools: deps-traefik tool-staticcheck tool-govulncheck tool-helm
 deps: deps-packages tools
 
-# go vet, gofmt and staticcheck (built from the Go module proxy once,
-# pinned below) over every package, with the integration tests' files
+# go vet, gofmt, staticcheck and govulncheck (built from the Go module proxy
+# once, pinned below) over every package, with the integration tests' files
 # (staticcheck, with the tag, sees all but the fast lane's one-line switch),
 # and the deploy-tagged ones too: deploy/ is
 # a module of its own (its tests' Kubernetes and OpenAPI libraries stay out
 # of the main module's requirements), so they run from inside it.
 vet:
-	@$(MAKE) --no-print-directory tool-staticcheck
+	@$(MAKE) --no-print-directory tool-staticcheck tool-govulncheck
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(STATICCHECK) -tags integration ./...
 	cd deploy && $(GO) vet -tags deploy ./...
 	cd deploy && $(STATICCHECK) -tags deploy ./...
+	@$(MAKE) --no-print-directory vulncheck
+
+# govulncheck against a database built here from golang.org/x/vulndb (the
+# database's source, served by the module proxy) rather than vuln.go.dev: it
+# is as fresh as VULNDB_VERSION. The standard library is checked at the
+# toolchain go.mod names (fetched from the module proxy once), the one
+# releases build with.
+GO_TOOLCHAIN = $(shell sed -n 's/^toolchain //p' go.mod)
+vulncheck:
+	@$(MAKE) --no-print-directory tool-govulncheck
+	GOTOOLCHAIN=$(GO_TOOLCHAIN) $(GOVULNCHECK) -db file://$(VULNDB) -tags integration ./...
+	cd deploy && GOTOOLCHAIN=$(GO_TOOLCHAIN) $(GOVULNCHECK) -db file://$(VULNDB) -tags deploy ./...
 
 # The parts of make test, in order; the first that fails stops the run.
 # Parts joined by a comma run side by side, because the machine allows it:
@@ -210,6 +223,14 @@ GORELEASER_VERSION = v2.15.1
 HELM_VERSION       = v3.22.0
 STATICCHECK_VERSION = v0.8.2
 STATICCHECK       := $(TOOLS_BIN)/staticcheck-$(STATICCHECK_VERSION)
+GOVULNCHECK_VERSION = v1.9.0
+GOVULNCHECK       := $(TOOLS_BIN)/govulncheck-$(GOVULNCHECK_VERSION)
+# The vulnerability database's source at a commit (its date is in the
+# version); indexdb, from the same commit, turns its OSV files into the
+# layout govulncheck -db file:// reads.
+VULNDB_VERSION     = v0.0.0-20261105234957-e22db6528018
+INDEXDB           := $(TOOLS_BIN)/indexdb-$(VULNDB_VERSION)
+VULNDB            := $(TOOLS_BIN)/vulndb-$(VULNDB_VERSION)
 GORELEASER        := $(TOOLS_BIN)/goreleaser-$(GORELEASER_VERSION)
 HELM              := $(TOOLS_BIN)/helm-$(HELM_VERSION)
 # promtool is Debian's (package prometheus), unpacked into $(TOOLS_BIN)
@@ -233,6 +254,15 @@ $(HELM):
 	$(call go-tool,helm.sh/helm/v3/cmd/helm@$(HELM_VERSION),$@)
 $(STATICCHECK):
 	$(call go-tool,honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION),$@)
+$(GOVULNCHECK):
+	$(call go-tool,golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION),$@)
+$(INDEXDB):
+	$(call go-tool,golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION),$@)
+$(VULNDB): | $(INDEXDB)
+	@echo "building the vulnerability database from golang.org/x/vulndb@$(VULNDB_VERSION) (once per machine)"
+	@dir=$$(cd $(TOOLS_BIN) && GO111MODULE=on $(GO) mod download -json golang.org/x/vulndb@$(VULNDB_VERSION) | \
+	  sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p') && test -d "$$dir/data/osv" && \
+	  rm -rf $@.tmp && $(INDEXDB) -vulns $$dir/data/osv -out $@.tmp && mv $@.tmp $@
 $(PROMTOOL):
 	@$(MAKE) --no-print-directory $(APT_UPDATED)
 	@mkdir -p $(TOOLS_BIN)
@@ -244,6 +274,7 @@ $(PROMTOOL):
 tool-goreleaser: $(GORELEASER)
 tool-helm: $(HELM)
 tool-staticcheck: $(STATICCHECK)
+tool-govulncheck: $(GOVULNCHECK) $(VULNDB)
 tool-promtool: $(PROMTOOL)
 
 # Build outputs (image context, release snapshot) live in BUILD_DIR, which
